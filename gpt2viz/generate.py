@@ -1,0 +1,197 @@
+"""Choosing next tokens: greedy and sampled decoding, with and without the KV cache.
+
+Both loops call the same step function; the only difference is what they feed it. Without a
+cache every step re-reads the whole sequence; with one, the prompt is read once (the prefill)
+and each later step reads only the newest token (a decode step).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import torch
+
+from .errors import UsageError
+from .model.gpt2 import GPT2
+from .model.kv_cache import KVCache
+
+STOP_EOS = "eos"  # the model produced <|endoftext|>
+STOP_CONTEXT = "context"  # the sequence filled the context window
+STOP_MAX_TOKENS = "max_new_tokens"  # as many tokens as asked for
+STOP_CANCELLED = "cancelled"  # the caller asked to stop
+
+
+@dataclass(frozen=True)
+class SamplingSettings:
+    """How the next token is picked. Temperature 0 means greedy (always the most likely)."""
+
+    temperature: float = 0.0
+    top_k: int | None = None
+    top_p: float | None = None
+    seed: int | None = None
+
+    def __post_init__(self) -> None:
+        t = self.temperature
+        if isinstance(t, bool) or not isinstance(t, (int, float)) or math.isnan(t) or t < 0 or math.isinf(t):
+            raise UsageError(f"--temperature must be a number >= 0, got {t!r}")
+        if self.top_k is not None and (isinstance(self.top_k, bool) or not isinstance(self.top_k, int) or self.top_k < 1):
+            raise UsageError(f"--top-k must be an integer >= 1, got {self.top_k!r}")
+        p = self.top_p
+        if p is not None and (isinstance(p, bool) or not isinstance(p, (int, float)) or math.isnan(p) or not 0 < p <= 1):
+            raise UsageError(f"--top-p must be in (0, 1], got {p!r}")
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature == 0
+
+
+def next_token_probs(logits: torch.Tensor, settings: SamplingSettings) -> torch.Tensor:
+    """The distribution a token is drawn from, `[vocab]` float64, after temperature, top-k, top-p.
+
+    Greedy decoding has no temperature; its distribution is the plain softmax, shown for context.
+    """
+    logits = logits.detach().to("cpu", torch.float64)
+    if not settings.greedy:
+        logits = logits / settings.temperature
+        if settings.top_k is not None and settings.top_k < logits.numel():
+            kth_best = torch.topk(logits, settings.top_k).values[-1]
+            logits = logits.masked_fill(logits < kth_best, float("-inf"))
+    # Subtracting the max before exp (softmax does) keeps large logits from overflowing.
+    probs = torch.softmax(logits, dim=-1)
+    if not settings.greedy and settings.top_p is not None and settings.top_p < 1:
+        sorted_probs, order = probs.sort(descending=True)
+        mass_before = sorted_probs.cumsum(0) - sorted_probs
+        # Nucleus: the most likely tokens, in order, until their mass reaches top_p.
+        outside = mass_before >= settings.top_p
+        probs = probs.clone()
+        probs[order[outside]] = 0.0
+        probs = probs / probs.sum()
+    return probs
+
+
+def choose_token(
+    logits: torch.Tensor, settings: SamplingSettings, generator: torch.Generator | None
+) -> tuple[int, torch.Tensor]:
+    """Picks the next id from one position's logits; returns it with the distribution used."""
+    probs = next_token_probs(logits, settings)
+    if settings.greedy:
+        return int(torch.argmax(logits)), probs
+    return int(torch.multinomial(probs, 1, generator=generator)), probs
+
+
+@dataclass
+class SampleEvent:
+    """Payload of the `sample` hook: one step's choice and the distributions behind it."""
+
+    step: int
+    token_id: int
+    logits: torch.Tensor  # [vocab], raw
+    probs: torch.Tensor  # [vocab], after temperature / top-k / top-p
+    settings: SamplingSettings
+    used_cache: bool
+
+
+@dataclass
+class StepInfo:
+    """One generated token, as streamed to a caller while generation runs."""
+
+    step: int
+    token_id: int
+    ms: float
+    context_length: int  # positions processed so far, prompt included
+
+
+@dataclass
+class GenerationResult:
+    """New token ids, their per-step wall time (the first step is the prefill), and why it stopped."""
+
+    prompt_ids: list[int]
+    token_ids: list[int] = field(default_factory=list)
+    step_ms: list[float] = field(default_factory=list)
+    stop_reason: str = STOP_MAX_TOKENS
+    used_cache: bool = True
+    settings: SamplingSettings = field(default_factory=SamplingSettings)
+
+    @property
+    def ttft_ms(self) -> float | None:
+        """Time to first token: the prefill step."""
+        return self.step_ms[0] if self.step_ms else None
+
+    @property
+    def mean_decode_ms(self) -> float | None:
+        """Mean time of the steps after the first."""
+        rest = self.step_ms[1:]
+        return sum(rest) / len(rest) if rest else None
+
+    @property
+    def tokens_per_s(self) -> float | None:
+        total = sum(self.step_ms)
+        return len(self.token_ids) / (total / 1000) if total > 0 else None
+
+
+def forward_step(model: GPT2, ids: list[int], cache: KVCache | None) -> torch.Tensor:
+    """Next-token logits `[vocab]` after `ids`. With a cache, only the uncached ids are fed."""
+    new_ids = ids[cache.length :] if cache is not None else ids
+    input_ids = torch.tensor([new_ids], dtype=torch.long, device=model.device)
+    logits, _ = model(input_ids, cache, last_only=True)
+    return logits[0, -1]
+
+
+def generate(
+    model: GPT2,
+    prompt_ids: list[int],
+    max_new_tokens: int,
+    *,
+    use_cache: bool = True,
+    settings: SamplingSettings | None = None,
+    eos_id: int | None = None,
+    on_step: Callable[[StepInfo], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> GenerationResult:
+    """Extends `prompt_ids` by up to `max_new_tokens` tokens."""
+    settings = settings or SamplingSettings()
+    if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 0:
+        raise UsageError(f"--generate must be an integer >= 0, got {max_new_tokens!r}")
+    if not prompt_ids:
+        raise UsageError("generation needs at least one prompt token")
+    n_ctx = model.config.n_ctx
+    if len(prompt_ids) > n_ctx:
+        raise UsageError(f"the prompt has {len(prompt_ids)} tokens; the context holds {n_ctx}")
+
+    generator = torch.Generator()
+    if settings.seed is not None:
+        generator.manual_seed(settings.seed)
+    else:
+        generator.seed()
+    ids = list(prompt_ids)
+    cache = model.new_cache() if use_cache else None
+    result = GenerationResult(list(prompt_ids), used_cache=use_cache, settings=settings)
+    hooks = model.hooks
+
+    for step in range(max_new_tokens):
+        if len(ids) >= n_ctx:
+            result.stop_reason = STOP_CONTEXT
+            break
+        if should_stop is not None and should_stop():
+            result.stop_reason = STOP_CANCELLED
+            break
+        start = time.perf_counter()
+        logits = forward_step(model, ids, cache)
+        token, probs = choose_token(logits, settings, generator)
+        ms = (time.perf_counter() - start) * 1000
+        ids.append(token)
+        result.token_ids.append(token)
+        result.step_ms.append(ms)
+        if hooks.active:
+            hooks.fire("sample", SampleEvent(step, token, logits, probs, settings, use_cache))
+        if on_step is not None:
+            on_step(StepInfo(step, token, ms, len(ids) - 1))
+        if eos_id is not None and token == eos_id:
+            result.stop_reason = STOP_EOS
+            break
+    else:
+        result.stop_reason = STOP_MAX_TOKENS
+    return result

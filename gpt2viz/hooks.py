@@ -1,0 +1,135 @@
+"""Named hook points: where the core hands its intermediate values to whoever listens.
+
+The names are TransformerLens's classic ones (`blocks.3.attn.hook_pattern`), so a trace reads
+without a glossary. Differences from TransformerLens, on purpose:
+
+- per-head tensors (`hook_q`, `hook_k`, `hook_v`, `hook_z`, scores, pattern) are fired in the
+  layout the computation uses, `[batch, head, position, head_dim]`;
+- `hook_k` / `hook_v` carry the keys and values of the new positions only (before they join the
+  KV cache), and `hook_attn_scores` / `hook_pattern` have one row per new position and one column
+  per cached + new position;
+- `kv_cache` fires with the cache object after every forward pass that used one, and `sample`
+  with a `SampleEvent` after every choice of a next token.
+
+With nobody subscribed a hook site costs one attribute check: `if hooks.active:`.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator
+
+HookFn = Callable[[str, Any], None]
+
+# Hook names of one block; `block_hook_names(i)` gives the full names.
+BLOCK_HOOKS = (
+    "hook_resid_pre",
+    "ln1.hook_scale",
+    "ln1.hook_normalized",
+    "attn.hook_q",
+    "attn.hook_k",
+    "attn.hook_v",
+    "attn.hook_attn_scores",
+    "attn.hook_pattern",
+    "attn.hook_z",
+    "hook_attn_out",
+    "hook_resid_mid",
+    "ln2.hook_scale",
+    "ln2.hook_normalized",
+    "mlp.hook_pre",
+    "mlp.hook_post",
+    "hook_mlp_out",
+    "hook_resid_post",
+)
+EMBED_HOOKS = ("hook_embed", "hook_pos_embed")
+FINAL_HOOKS = ("ln_final.hook_scale", "ln_final.hook_normalized", "unembed.hook_out")
+STEP_HOOKS = ("kv_cache", "sample")
+
+
+def block_hook_names(layer: int) -> tuple[str, ...]:
+    """Full hook names of block `layer`, in the order they fire."""
+    return tuple(f"blocks.{layer}.{name}" for name in BLOCK_HOOKS)
+
+
+def all_hook_names(n_layer: int) -> list[str]:
+    """Every hook name of an `n_layer` model, in forward order."""
+    names = list(EMBED_HOOKS)
+    for layer in range(n_layer):
+        names.extend(block_hook_names(layer))
+    return names + list(FINAL_HOOKS) + list(STEP_HOOKS)
+
+
+_LAYER_RE = re.compile(r"^blocks\.(\d+)\.")
+
+
+def layer_of(name: str) -> int | None:
+    """The block index in a hook name, or None for hooks outside the blocks."""
+    match = _LAYER_RE.match(name)
+    return int(match.group(1)) if match else None
+
+
+@dataclass
+class _Subscription:
+    pattern: str
+    fn: HookFn
+
+    def matches(self, name: str) -> bool:
+        # An exact name is the common case; anything with wildcards goes through fnmatch.
+        return name == self.pattern or fnmatch.fnmatchcase(name, self.pattern)
+
+
+class Hooks:
+    """The hook points of one model and their subscribers."""
+
+    def __init__(self) -> None:
+        self.active = False  # read on the hot path: True while anyone is subscribed
+        self._subs: list[_Subscription] = []
+        self._by_name: dict[str, tuple[HookFn, ...]] = {}
+
+    def add(self, pattern: str, fn: HookFn) -> _Subscription:
+        """Subscribes `fn(name, value)` to every hook whose name matches `pattern` (fnmatch)."""
+        sub = _Subscription(pattern, fn)
+        self._subs.append(sub)
+        self._changed()
+        return sub
+
+    def remove(self, sub: _Subscription) -> None:
+        """Detaches a subscription made with `add`; removing twice is harmless."""
+        if sub in self._subs:
+            self._subs.remove(sub)
+            self._changed()
+
+    @contextmanager
+    def subscribe(self, patterns: str | list[str] | tuple[str, ...], fn: HookFn) -> Iterator[None]:
+        """Subscribes `fn` for the duration of a `with` block; it is detached even on error."""
+        if isinstance(patterns, str):
+            patterns = [patterns]
+        subs = [self.add(p, fn) for p in patterns]
+        try:
+            yield
+        finally:
+            for sub in subs:
+                self.remove(sub)
+
+    def wants(self, name: str) -> bool:
+        """Whether anyone listens at `name` (lets the core skip work nobody will see)."""
+        return bool(self._listeners(name))
+
+    def fire(self, name: str, value: Any) -> None:
+        """Hands `value` to the subscribers of `name`. Callers check `active` first."""
+        for fn in self._listeners(name):
+            fn(name, value)
+
+    def _listeners(self, name: str) -> tuple[HookFn, ...]:
+        found = self._by_name.get(name)
+        if found is None:
+            found = tuple(sub.fn for sub in self._subs if sub.matches(name))
+            self._by_name[name] = found
+        return found
+
+    def _changed(self) -> None:
+        self._by_name.clear()
+        self.active = bool(self._subs)

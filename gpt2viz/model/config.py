@@ -1,0 +1,133 @@
+"""GPT-2 hyper-parameters read from a checkpoint's `config.json`.
+
+Only what the forward pass needs is kept. Settings that would change the maths in ways this core
+does not implement are refused by name, so a checkpoint never runs silently wrong.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+
+# Names Hugging Face uses for the tanh approximation of GELU that GPT-2 was trained with.
+TANH_GELU_NAMES = ("gelu_new", "gelu_pytorch_tanh", "gelu_fast")
+
+# Settings whose non-default value changes the forward pass; (key, default that we implement).
+_UNSUPPORTED_IF_SET = (
+    ("scale_attn_by_inverse_layer_idx", False),
+    ("reorder_and_upcast_attn", False),
+    ("add_cross_attention", False),
+    ("scale_attn_weights", True),
+)
+
+
+@dataclass(frozen=True)
+class GPT2Config:
+    """The shape of a GPT-2 network."""
+
+    n_layer: int = 12
+    n_head: int = 12
+    n_embd: int = 768
+    n_ctx: int = 1024
+    vocab_size: int = 50257
+    layer_norm_epsilon: float = 1e-5
+    activation_function: str = "gelu_new"
+    n_inner: int | None = None  # MLP width; None means 4 x n_embd
+    eos_token_id: int = 50256
+
+    def __post_init__(self) -> None:
+        for key in ("n_layer", "n_head", "n_embd", "n_ctx", "vocab_size"):
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(f"config.json: {key} must be a positive integer, got {value!r}")
+        if self.n_inner is not None and (
+            isinstance(self.n_inner, bool) or not isinstance(self.n_inner, int) or self.n_inner < 1
+        ):
+            raise ConfigError(f"config.json: n_inner must be a positive integer or null, got {self.n_inner!r}")
+        if self.n_embd % self.n_head != 0:
+            raise ConfigError(
+                f"config.json: n_embd ({self.n_embd}) is not divisible by n_head ({self.n_head})"
+            )
+        eps = self.layer_norm_epsilon
+        if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not (0 < eps < 1) or math.isnan(eps):
+            raise ConfigError(f"config.json: layer_norm_epsilon must be a small positive number, got {eps!r}")
+        if self.activation_function not in TANH_GELU_NAMES:
+            raise ConfigError(
+                f"config.json: activation_function {self.activation_function!r} is not supported "
+                f"(gpt2viz implements GPT-2's tanh GELU: {', '.join(TANH_GELU_NAMES)})"
+            )
+        if isinstance(self.eos_token_id, bool) or not isinstance(self.eos_token_id, int):
+            raise ConfigError(f"config.json: eos_token_id must be an integer, got {self.eos_token_id!r}")
+
+    @property
+    def head_dim(self) -> int:
+        """Width of one attention head."""
+        return self.n_embd // self.n_head
+
+    @property
+    def d_mlp(self) -> int:
+        """Width of the MLP's hidden layer."""
+        return self.n_inner or 4 * self.n_embd
+
+    @property
+    def n_params(self) -> int:
+        """Parameters in the network, counting the tied LM head once."""
+        d, f = self.n_embd, self.d_mlp
+        embed = self.vocab_size * d + self.n_ctx * d
+        attn = d * 3 * d + 3 * d + d * d + d
+        mlp = d * f + f + f * d + d
+        block = 2 * (2 * d) + attn + mlp
+        return embed + self.n_layer * block + 2 * d
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> "GPT2Config":
+        """Reads Hugging Face's GPT-2 config keys, refusing settings this core does not implement."""
+        if not isinstance(raw, dict):
+            raise ConfigError("config.json: expected a JSON object")
+        model_type = raw.get("model_type", "gpt2")
+        if model_type != "gpt2":
+            raise ConfigError(f"config.json: model_type {model_type!r} is not GPT-2")
+        for key, default in _UNSUPPORTED_IF_SET:
+            if key in raw and raw[key] != default:
+                raise ConfigError(f"config.json: {key}={raw[key]!r} is not supported by gpt2viz")
+        n_ctx = raw.get("n_positions", raw.get("n_ctx", 1024))
+        if "n_ctx" in raw and "n_positions" in raw and raw["n_ctx"] != raw["n_positions"]:
+            # Old configs carry both; the position table has n_positions rows.
+            n_ctx = raw["n_positions"]
+        eos = raw.get("eos_token_id", 50256)
+        if isinstance(eos, list) and eos:
+            eos = eos[0]
+        if eos is None:
+            eos = raw.get("vocab_size", 50257) - 1
+        return cls(
+            n_layer=raw.get("n_layer", 12),
+            n_head=raw.get("n_head", 12),
+            n_embd=raw.get("n_embd", 768),
+            n_ctx=n_ctx,
+            vocab_size=raw.get("vocab_size", 50257),
+            layer_norm_epsilon=raw.get("layer_norm_epsilon", 1e-5),
+            activation_function=raw.get("activation_function", "gelu_new"),
+            n_inner=raw.get("n_inner"),
+            eos_token_id=eos,
+        )
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> "GPT2Config":
+        path = Path(path)
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ConfigError(f"{path}: no config.json") from None
+        except (UnicodeDecodeError, json.JSONDecodeError) as err:
+            raise ConfigError(f"{path}: not valid JSON ({err})") from None
+        except OSError as err:
+            raise ConfigError(f"{path}: cannot read ({err.strerror})") from None
+        return cls.from_dict(raw)

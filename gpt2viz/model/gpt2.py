@@ -1,0 +1,82 @@
+"""GPT-2: embed the tokens, run them through the blocks, read the next-token scores off the end."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..hooks import Hooks
+from .config import GPT2Config
+from .kv_cache import KVCache
+from .layers import Block, LayerNorm, _param
+
+
+class GPT2(nn.Module):
+    """The network. `forward(input_ids, cache)` returns `(logits, cache)`."""
+
+    def __init__(self, config: GPT2Config, hooks: Hooks | None = None) -> None:
+        super().__init__()
+        self.config = config
+        self.hooks = hooks or Hooks()
+        self.wte = nn.Embedding(config.vocab_size, config.n_embd, device="meta")  # token vectors
+        self.wpe = nn.Embedding(config.n_ctx, config.n_embd, device="meta")  # position vectors
+        self.wte.weight.requires_grad_(False)
+        self.wpe.weight.requires_grad_(False)
+        self.h = nn.ModuleList(Block(config, i, self.hooks) for i in range(config.n_layer))
+        self.ln_f = LayerNorm(config.n_embd, config.layer_norm_epsilon, self.hooks, "ln_final")
+        # No separate LM head: its weight is wte's (weight tying), used transposed.
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.wte.weight.dtype
+
+    @property
+    def device(self) -> torch.device:
+        return self.wte.weight.device
+
+    def new_cache(self, batch_size: int = 1, capacity: int | None = None) -> KVCache:
+        """An empty KV cache for this model, on its device and in its dtype."""
+        return KVCache(self.config, batch_size, capacity, self.dtype, self.device)
+
+    @torch.inference_mode()
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        cache: KVCache | None = None,
+        *,
+        last_only: bool = False,
+    ) -> tuple[torch.Tensor, KVCache | None]:
+        """Logits `[B, T, vocab]` for the new ids `[B, T]` (`[B, 1, vocab]` with `last_only`).
+
+        With a cache, the ids continue the cached sequence: their positions start at
+        `cache.length`, and their keys and values are added to it.
+        """
+        hooks = self.hooks
+        B, T = input_ids.shape
+        past = cache.length if cache is not None else 0
+        if past + T > self.config.n_ctx:
+            raise ValueError(f"{past + T} positions exceed the context length {self.config.n_ctx}")
+
+        # Embedding is a table lookup (row `id` of wte), not a matrix product.
+        tok = self.wte.weight[input_ids]  # (B, T, C)
+        pos = self.wpe.weight[past : past + T]  # (T, C): positions continue after the cache
+        if hooks.active:
+            hooks.fire("hook_embed", tok)
+            hooks.fire("hook_pos_embed", pos.unsqueeze(0).expand(B, T, -1))
+        x = tok + pos  # the residual stream, (B, T, C) from here to the end
+
+        for block in self.h:
+            x = block(x, cache)
+        if cache is not None:
+            cache.advance(T)
+            if hooks.active:
+                hooks.fire("kv_cache", cache)
+
+        if last_only:
+            x = x[:, -1:]  # only the last position predicts the next token
+        x = self.ln_f(x)
+        logits = F.linear(x, self.wte.weight)  # x @ wte^T: (B, T, vocab)
+        if hooks.active:
+            hooks.fire("unembed.hook_out", logits)
+        return logits, cache

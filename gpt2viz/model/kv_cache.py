@@ -1,0 +1,93 @@
+"""The KV cache: every layer's keys and values of the positions seen so far.
+
+Only K and V are kept. A new token's query attends to the keys and values of all earlier
+positions, and those never change once computed; its own query is used once and thrown away.
+The buffers are allocated once, to the context length, and written in place, so a decode step
+allocates nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from .config import GPT2Config
+
+
+@dataclass(frozen=True)
+class LayerCacheInfo:
+    """What one layer's cache holds, as plain numbers."""
+
+    layer: int
+    k_shape: tuple[int, ...]
+    v_shape: tuple[int, ...]
+    k_bytes: int
+    v_bytes: int
+
+
+class KVCache:
+    """Per-layer K and V buffers of shape `[B, n_head, capacity, head_dim]` and a used length."""
+
+    def __init__(
+        self,
+        config: GPT2Config,
+        batch_size: int = 1,
+        capacity: int | None = None,
+        dtype: torch.dtype = torch.float32,
+        device: torch.device | str = "cpu",
+    ) -> None:
+        self.config = config
+        self.capacity = capacity or config.n_ctx
+        shape = (batch_size, config.n_head, self.capacity, config.head_dim)
+        self.keys = [torch.zeros(shape, dtype=dtype, device=device) for _ in range(config.n_layer)]
+        self.values = [torch.zeros(shape, dtype=dtype, device=device) for _ in range(config.n_layer)]
+        self.length = 0  # positions filled so far, the same in every layer
+
+    def append(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Writes the new positions' k, v `[B, nh, T, hd]` after the cached ones and returns views
+        of everything cached in this layer, `[B, nh, length + T, hd]`. `advance` commits them."""
+        start, end = self.length, self.length + k.size(2)
+        if end > self.capacity:
+            raise ValueError(f"KV cache full: {end} positions do not fit in {self.capacity}")
+        self.keys[layer][:, :, start:end] = k
+        self.values[layer][:, :, start:end] = v
+        return self.keys[layer][:, :, :end], self.values[layer][:, :, :end]
+
+    def advance(self, n_new: int) -> None:
+        """Marks `n_new` more positions as filled, once every layer has appended them."""
+        self.length += n_new
+
+    def reset(self) -> None:
+        """Forgets every cached position (the buffers stay allocated)."""
+        self.length = 0
+
+    @property
+    def itemsize(self) -> int:
+        return self.keys[0].element_size()
+
+    @property
+    def bytes_per_position(self) -> int:
+        """Bytes one more position adds: K and V, in every layer, for every head."""
+        b, nh, _, hd = self.keys[0].shape
+        return 2 * self.config.n_layer * b * nh * hd * self.itemsize
+
+    @property
+    def used_bytes(self) -> int:
+        return sum(self.layer_info(i).k_bytes + self.layer_info(i).v_bytes for i in range(len(self.keys)))
+
+    @property
+    def allocated_bytes(self) -> int:
+        return sum(t.numel() * t.element_size() for t in self.keys + self.values)
+
+    def layer_info(self, layer: int) -> LayerCacheInfo:
+        """Shapes and bytes of the used part of one layer's K and V, read off the tensors."""
+        k = self.keys[layer][:, :, : self.length]
+        v = self.values[layer][:, :, : self.length]
+        return LayerCacheInfo(
+            layer=layer,
+            k_shape=tuple(k.shape),
+            v_shape=tuple(v.shape),
+            k_bytes=k.numel() * k.element_size(),
+            v_bytes=v.numel() * v.element_size(),
+        )

@@ -1,0 +1,190 @@
+"""The pieces of a GPT-2 block, in the order the forward pass uses them.
+
+Parameter names equal the checkpoint's (`c_attn`, `c_proj`, `c_fc`, `ln_1`, ...), so loading is
+an identity map. Linear weights are stored `[in, out]` (GPT-2's Conv1D layout): `y = x @ W + b`.
+Shape comments use B = batch, T = new positions, L = cached + new positions, C = n_embd,
+nh = heads, hd = head_dim.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..hooks import Hooks
+from .config import GPT2Config
+from .kv_cache import KVCache
+
+
+def _param(*shape: int) -> nn.Parameter:
+    # Parameters start on the meta device (no memory); the loader assigns the real tensors.
+    return nn.Parameter(torch.empty(*shape, device="meta"), requires_grad=False)
+
+
+class Conv1D(nn.Module):
+    """A linear layer with GPT-2's weight layout `[in, out]`: `y = x @ weight + bias`."""
+
+    def __init__(self, n_in: int, n_out: int) -> None:
+        super().__init__()
+        self.weight = _param(n_in, n_out)
+        self.bias = _param(n_out)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        # One fused multiply-add over all positions at once.
+        out = torch.addmm(self.bias, x.reshape(-1, x.size(-1)), self.weight)
+        return out.view(*x.shape[:-1], out.size(-1))
+
+
+class LayerNorm(nn.Module):
+    """Per position: `(x - mean) / sqrt(var + eps) * weight + bias`, with the biased variance."""
+
+    def __init__(self, n_embd: int, eps: float, hooks: Hooks, prefix: str) -> None:
+        super().__init__()
+        self.weight = _param(n_embd)
+        self.bias = _param(n_embd)
+        self.eps = eps
+        self.hooks = hooks
+        self.hook_scale = f"{prefix}.hook_scale"
+        self.hook_normalized = f"{prefix}.hook_normalized"
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = F.layer_norm(x, (x.size(-1),), self.weight, self.bias, self.eps)
+        if self.hooks.active:
+            # The fused kernel hides its statistics; recompute the scale for whoever asked.
+            # hook_normalized is the output after the affine, as in TransformerLens.
+            if self.hooks.wants(self.hook_scale):
+                var = x.var(dim=-1, unbiased=False, keepdim=True)
+                self.hooks.fire(self.hook_scale, (var + self.eps).sqrt())  # (B, T, 1)
+            self.hooks.fire(self.hook_normalized, out)
+        return out
+
+
+class CausalSelfAttention(nn.Module):
+    """Every position mixes in the values of itself and earlier positions, per head."""
+
+    def __init__(self, config: GPT2Config, layer: int, hooks: Hooks) -> None:
+        super().__init__()
+        self.n_head = config.n_head
+        self.head_dim = config.head_dim
+        self.layer = layer
+        self.c_attn = Conv1D(config.n_embd, 3 * config.n_embd)
+        self.c_proj = Conv1D(config.n_embd, config.n_embd)
+        self.hooks = hooks
+        p = f"blocks.{layer}.attn."
+        self.hook_q, self.hook_k, self.hook_v = p + "hook_q", p + "hook_k", p + "hook_v"
+        self.hook_scores, self.hook_pattern, self.hook_z = (
+            p + "hook_attn_scores",
+            p + "hook_pattern",
+            p + "hook_z",
+        )
+
+    def forward(self, x: torch.Tensor, cache: KVCache | None) -> torch.Tensor:
+        B, T, C = x.shape
+        hooks = self.hooks
+        q, k, v = self.c_attn(x).split(C, dim=2)  # (B, T, 3C) -> 3 x (B, T, C)
+        q = q.view(B, T, self.n_head, self.head_dim).transpose(1, 2)  # (B, nh, T, hd)
+        k = k.view(B, T, self.n_head, self.head_dim).transpose(1, 2)  # (B, nh, T, hd)
+        v = v.view(B, T, self.n_head, self.head_dim).transpose(1, 2)  # (B, nh, T, hd)
+        if hooks.active:
+            hooks.fire(self.hook_q, q)
+            hooks.fire(self.hook_k, k)
+            hooks.fire(self.hook_v, v)
+
+        past = 0
+        if cache is not None:
+            past = cache.length
+            k, v = cache.append(self.layer, k, v)  # (B, nh, L, hd), L = past + T
+
+        if hooks.active and (hooks.wants(self.hook_scores) or hooks.wants(self.hook_pattern)):
+            z = self._explicit_attention(q, k, v, past)
+        else:
+            z = self._fused_attention(q, k, v, past)
+        if hooks.active:
+            hooks.fire(self.hook_z, z)
+
+        z = z.transpose(1, 2).reshape(B, T, C)  # heads side by side again: (B, T, C)
+        return self.c_proj(z)
+
+    def _explicit_attention(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, past: int) -> torch.Tensor:
+        """Scores, mask and softmax written out, so the pattern can be shown."""
+        T, L = q.size(2), k.size(2)
+        scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(self.head_dim))  # (B, nh, T, L)
+        # Query i (at absolute position past + i) may see keys 0..past + i: the causal mask
+        # shifted right by the number of cached positions.
+        allowed = torch.ones(T, L, dtype=torch.bool, device=q.device).tril(diagonal=past)
+        scores = scores.masked_fill(~allowed, float("-inf"))
+        self.hooks.fire(self.hook_scores, scores)
+        pattern = torch.softmax(scores, dim=-1)  # each row sums to 1; masked entries are 0
+        self.hooks.fire(self.hook_pattern, pattern)
+        return pattern @ v  # (B, nh, T, hd)
+
+    def _fused_attention(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, past: int) -> torch.Tensor:
+        """The same maths in one kernel, never materialising the pattern."""
+        T, L = q.size(2), k.size(2)
+        if T == 1:
+            # A single new query sees every cached key: no mask needed.
+            return F.scaled_dot_product_attention(q, k, v)
+        if past == 0:
+            return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        allowed = torch.ones(T, L, dtype=torch.bool, device=q.device).tril(diagonal=past)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
+
+
+class MLP(nn.Module):
+    """Widen, apply GELU, narrow: each position on its own, no mixing across positions."""
+
+    def __init__(self, config: GPT2Config, layer: int, hooks: Hooks) -> None:
+        super().__init__()
+        self.c_fc = Conv1D(config.n_embd, config.d_mlp)
+        self.c_proj = Conv1D(config.d_mlp, config.n_embd)
+        self.hooks = hooks
+        self.hook_pre = f"blocks.{layer}.mlp.hook_pre"
+        self.hook_post = f"blocks.{layer}.mlp.hook_post"
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.c_fc(x)  # (B, T, 4C)
+        if self.hooks.active:
+            self.hooks.fire(self.hook_pre, h)
+        # GPT-2's GELU is the tanh approximation; the exact erf form gives different numbers.
+        h = F.gelu(h, approximate="tanh")
+        if self.hooks.active:
+            self.hooks.fire(self.hook_post, h)
+        return self.c_proj(h)  # (B, T, C)
+
+
+class Block(nn.Module):
+    """Pre-norm transformer block: `x + attn(ln_1(x))`, then `x + mlp(ln_2(x))`."""
+
+    def __init__(self, config: GPT2Config, layer: int, hooks: Hooks) -> None:
+        super().__init__()
+        p = f"blocks.{layer}."
+        self.ln_1 = LayerNorm(config.n_embd, config.layer_norm_epsilon, hooks, p + "ln1")
+        self.attn = CausalSelfAttention(config, layer, hooks)
+        self.ln_2 = LayerNorm(config.n_embd, config.layer_norm_epsilon, hooks, p + "ln2")
+        self.mlp = MLP(config, layer, hooks)
+        self.hooks = hooks
+        self.hook_resid_pre, self.hook_attn_out, self.hook_resid_mid = (
+            p + "hook_resid_pre",
+            p + "hook_attn_out",
+            p + "hook_resid_mid",
+        )
+        self.hook_mlp_out, self.hook_resid_post = p + "hook_mlp_out", p + "hook_resid_post"
+
+    def forward(self, x: torch.Tensor, cache: KVCache | None) -> torch.Tensor:
+        hooks = self.hooks
+        if hooks.active:
+            hooks.fire(self.hook_resid_pre, x)
+        attn_out = self.attn(self.ln_1(x), cache)
+        x = x + attn_out
+        if hooks.active:
+            hooks.fire(self.hook_attn_out, attn_out)
+            hooks.fire(self.hook_resid_mid, x)
+        mlp_out = self.mlp(self.ln_2(x))
+        x = x + mlp_out
+        if hooks.active:
+            hooks.fire(self.hook_mlp_out, mlp_out)
+            hooks.fire(self.hook_resid_post, x)
+        return x

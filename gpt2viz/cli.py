@@ -1,0 +1,189 @@
+"""Command line: arguments -> the TUI, a headless `--json` trace, or `--replay` of a saved trace."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import Gpt2VizError, UsageError
+
+DEFAULT_PROMPT = "The meaning of life is"
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2, no usage dump
+        raise UsageError(f"{message} (see gpt2viz --help)")
+
+
+@dataclass
+class RunOptions:
+    """Everything the user asked for, checked."""
+
+    prompt: str
+    model: str | None
+    json_path: str | None
+    replay: str | None
+    generate: int
+    temperature: float
+    top_k: int | None
+    top_p: float | None
+    seed: int | None
+    use_cache: bool
+    device: str
+    dtype: str
+    topk_logits: int
+
+    def sampling(self):
+        from .generate import SamplingSettings
+
+        return SamplingSettings(self.temperature, self.top_k, self.top_p, self.seed)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(
+        prog="gpt2viz",
+        description="See, step by step and with real numbers, how GPT-2 turns a prompt into its next token.",
+    )
+    p.add_argument("prompt", nargs="?", help=f'text to run through the model (default: "{DEFAULT_PROMPT}")')
+    p.add_argument("--prompt-file", metavar="FILE", help="read the prompt from a UTF-8 file ('-' for stdin)")
+    p.add_argument(
+        "--model",
+        metavar="M",
+        help="'tiny' (bundled), a checkpoint directory, or a hub id such as gpt2 "
+        "(default: gpt2 if cached or downloadable, else tiny)",
+    )
+    p.add_argument("--json", metavar="PATH", dest="json_path", help="write the trace as JSON to PATH ('-' for stdout), no TUI")
+    p.add_argument("--replay", metavar="TRACE", help="open a saved trace in the TUI, without a model")
+    p.add_argument("--generate", metavar="N", type=int, default=None, help="new tokens to generate (default: 0 with --json)")
+    p.add_argument("--temperature", metavar="T", type=float, default=0.0, help="0 = greedy (default); > 0 samples")
+    p.add_argument("--top-k", metavar="K", type=int, default=None, help="sample only from the K most likely tokens")
+    p.add_argument("--top-p", metavar="P", type=float, default=None, help="sample only from the nucleus of mass P")
+    p.add_argument("--seed", metavar="S", type=int, default=None, help="random seed for sampling (reproducible runs)")
+    p.add_argument("--no-cache", action="store_true", help="generate without the KV cache (recompute everything)")
+    p.add_argument("--device", default="cpu", help="cpu (default), cuda, cuda:N or mps")
+    p.add_argument("--dtype", default="float32", help="float32 (default), bfloat16 or float16")
+    p.add_argument("--topk-logits", metavar="K", type=int, default=10, help="top tokens kept per position (default: 10)")
+    p.add_argument("--version", action="version", version=f"gpt2viz {_version()}")
+    return p
+
+
+def _version() -> str:
+    from . import __version__
+
+    return __version__
+
+
+def read_prompt_file(name: str) -> str:
+    """The text of a prompt file; invalid UTF-8 is an error that says where."""
+    try:
+        data = sys.stdin.buffer.read() if name == "-" else Path(name).read_bytes()
+    except FileNotFoundError:
+        raise UsageError(f"--prompt-file {name}: no such file") from None
+    except IsADirectoryError:
+        raise UsageError(f"--prompt-file {name}: is a directory") from None
+    except OSError as err:
+        raise UsageError(f"--prompt-file {name}: cannot read ({err.strerror})") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise UsageError(
+            f"--prompt-file {name}: not valid UTF-8 (byte 0x{data[err.start]:02x} at offset {err.start})"
+        ) from None
+
+
+def parse_args(argv: list[str] | None) -> RunOptions:
+    args = build_parser().parse_args(argv)
+    if args.prompt is not None and args.prompt_file is not None:
+        raise UsageError("give the prompt as an argument or with --prompt-file, not both")
+    prompt = read_prompt_file(args.prompt_file) if args.prompt_file is not None else args.prompt
+    if prompt is None:
+        prompt = DEFAULT_PROMPT
+    if args.replay is not None and (args.json_path is not None or args.model is not None):
+        raise UsageError("--replay shows a saved trace; it takes no --json or --model")
+    if args.generate is not None and args.generate < 0:
+        raise UsageError(f"--generate must be >= 0, got {args.generate}")
+    if args.topk_logits < 1:
+        raise UsageError(f"--topk-logits must be >= 1, got {args.topk_logits}")
+    options = RunOptions(
+        prompt=prompt,
+        model=args.model,
+        json_path=args.json_path,
+        replay=args.replay,
+        generate=args.generate if args.generate is not None else (0 if args.json_path else 40),
+        temperature=args.temperature,
+        top_k=args.top_k,
+        top_p=args.top_p,
+        seed=args.seed,
+        use_cache=not args.no_cache,
+        device=args.device,
+        dtype=args.dtype,
+        topk_logits=args.topk_logits,
+    )
+    options.sampling()  # checks temperature, top-k, top-p now, before any loading
+    from .model.load import parse_device, parse_dtype
+
+    parse_dtype(options.dtype)
+    parse_device(options.device)
+    return options
+
+
+def say(message: str) -> None:
+    print(f"gpt2viz: {message}" if not message.startswith("gpt2viz:") else message, file=sys.stderr, flush=True)
+
+
+def run_headless(options: RunOptions) -> int:
+    """Loads the model, records the trace, writes the JSON."""
+    from . import load_model
+    from .trace import dump, trace_prompt
+
+    start = time.perf_counter()
+    lm = load_model(options.model, device=options.device, dtype=options.dtype)
+    for notice in lm.notices:
+        say(notice)
+    trace = trace_prompt(
+        lm,
+        options.prompt,
+        generate_tokens=options.generate,
+        settings=options.sampling(),
+        use_cache=options.use_cache,
+        topk=options.topk_logits,
+    )
+    for notice in trace.notices[len(lm.notices) :]:
+        say(notice)
+    dump(trace, options.json_path)
+    where = "stdout" if options.json_path == "-" else options.json_path
+    say(f"wrote the trace of {len(trace.tokens)} tokens to {where} in {time.perf_counter() - start:.1f} s")
+    return 0
+
+
+def run_tui(options: RunOptions) -> int:
+    from .tui.app import run_app
+
+    return run_app(options)
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        options = parse_args(argv)
+        if options.json_path is not None:
+            return run_headless(options)
+        return run_tui(options)
+    except Gpt2VizError as err:
+        say(f"error: {err}")
+        return err.exit_code
+    except KeyboardInterrupt:
+        say("interrupted; nothing was written")
+        return 130
+    except BrokenPipeError:
+        # The reader of stdout went away (e.g. `| head`); not an error worth a traceback.
+        try:
+            sys.stdout = None  # type: ignore[assignment]
+        finally:
+            return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,19 @@
+"""Traces: the plain-data record of a run, shared by the TUI, `--json` and `--replay`."""
+
+from .jsonio import TraceFileError, dump, dumps, load, validate
+from .model import SCHEMA, Trace
+from .recorder import Recorder, record_forward, record_generation, trace_prompt
+
+__all__ = [
+    "SCHEMA",
+    "Recorder",
+    "Trace",
+    "TraceFileError",
+    "dump",
+    "dumps",
+    "load",
+    "record_forward",
+    "record_generation",
+    "trace_prompt",
+    "validate",
+]

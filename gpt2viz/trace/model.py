@@ -1,0 +1,61 @@
+"""The Trace: everything one run showed, as plain data (the JSON document's shape)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+SCHEMA = "gpt2viz.trace/1"
+
+
+@dataclass
+class Trace:
+    """A recorded forward pass (and generation, if any) over one prompt."""
+
+    model: dict
+    prompt: str
+    tokens: list[dict]
+    events: list[dict]
+    generation: dict | None = None
+    notices: list[str] = field(default_factory=list)
+    timings: dict = field(default_factory=dict)
+    schema: str = SCHEMA
+
+    def __post_init__(self) -> None:
+        self._by_stage = {e["stage"]: e for e in self.events}
+
+    def event(self, stage: str) -> dict | None:
+        """The event recorded at hook `stage` (e.g. 'blocks.0.attn.hook_pattern'), if any."""
+        return self._by_stage.get(stage)
+
+    @property
+    def n_layer(self) -> int:
+        return int(self.model["config"]["n_layer"])
+
+    @property
+    def token_ids(self) -> list[int]:
+        return [t["id"] for t in self.tokens]
+
+    def to_dict(self) -> dict:
+        return {
+            "schema": self.schema,
+            "model": self.model,
+            "prompt": self.prompt,
+            "tokens": self.tokens,
+            "notices": self.notices,
+            "timings": self.timings,
+            "events": self.events,
+            "generation": self.generation,
+        }
+
+    @classmethod
+    def from_dict(cls, doc: dict) -> "Trace":
+        return cls(
+            model=doc["model"],
+            prompt=doc["prompt"],
+            tokens=doc["tokens"],
+            events=doc["events"],
+            generation=doc.get("generation"),
+            notices=doc.get("notices", []),
+            timings=doc.get("timings", {}),
+            schema=doc["schema"],
+        )

@@ -1,0 +1,309 @@
+"""The Recorder: listens at every hook point and keeps one plain-data event per stage.
+
+A Trace is what the TUI shows and what `--json` writes; both read the same events, so a person
+and a script always see the same numbers.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+import torch
+import torch.nn.functional as F
+
+from ..generate import STOP_CANCELLED, SamplingSettings, SampleEvent, generate
+from ..hooks import layer_of
+from ..model.load import LanguageModel
+from . import events as ev
+from .model import Trace
+
+EMBED_PREVIEW_DIMS = 32
+
+
+class Recorder:
+    """A hook subscriber that turns one forward pass into a list of events."""
+
+    def __init__(self, lm: LanguageModel, topk: int = 10) -> None:
+        self.lm = lm
+        self.topk = topk
+        self.events: list[dict] = []
+        self._residual: torch.Tensor | None = None  # input of the next LayerNorm
+        self._embed: torch.Tensor | None = None
+        self._block_in: torch.Tensor | None = None
+        self._attn_update: torch.Tensor | None = None
+        self._lens_inputs: list[torch.Tensor] = []  # last position of each block's output
+
+    def __call__(self, name: str, value) -> None:
+        event = {"stage": name, "layer": layer_of(name)}
+        if isinstance(value, torch.Tensor):
+            event["shape"] = ev.shape_of(value)
+        # Handlers are named after the last part of the hook name: `ln1.hook_scale` -> _on_hook_scale.
+        handler = getattr(self, "_on_" + name.rsplit(".", 1)[-1], None)
+        if handler is not None:
+            event.update(handler(name, value) or {})
+        self.events.append(event)
+
+    def _display(self, token_id: int) -> str:
+        return self.lm.tokenizer.display(token_id)
+
+    # -- embeddings -------------------------------------------------------------------------
+    def _on_hook_embed(self, name, tok):
+        self._embed = tok
+        return {"norms": ev.norms(tok), "preview": ev.rnd_list(tok[0, :, :EMBED_PREVIEW_DIMS])}
+
+    def _on_hook_pos_embed(self, name, pos):
+        total = self._embed + pos
+        return {
+            "norms": ev.norms(pos),
+            "sum_norms": ev.norms(total),
+            "preview": ev.rnd_list(pos[0, :, :EMBED_PREVIEW_DIMS]),
+            "sum_preview": ev.rnd_list(total[0, :, :EMBED_PREVIEW_DIMS]),
+        }
+
+    # -- the residual stream ----------------------------------------------------------------
+    def _on_hook_resid_pre(self, name, x):
+        self._residual = self._block_in = x
+        return {"norms": ev.norms(x)}
+
+    def _on_hook_attn_out(self, name, update):
+        self._attn_update = update
+        return {"norms": ev.norms(update)}
+
+    def _on_hook_resid_mid(self, name, x):
+        self._residual = x
+        return {"norms": ev.norms(x)}
+
+    def _on_hook_mlp_out(self, name, update):
+        return {"norms": ev.norms(update)}
+
+    def _on_hook_resid_post(self, name, x):
+        self._residual = x
+        self._lens_inputs.append(x[0, -1])
+        mlp_update = x - (self._block_in + self._attn_update)
+        return {
+            "norms": ev.norms(x),
+            "before_norms": ev.norms(self._block_in),
+            "attn_update_norms": ev.norms(self._attn_update),
+            "mlp_update_norms": ev.norms(mlp_update),
+        }
+
+    # -- LayerNorms -------------------------------------------------------------------------
+    def _on_hook_scale(self, name, scale):
+        return {"scale": ev.rnd_list(scale[0, :, 0])}
+
+    def _on_hook_normalized(self, name, out):
+        return ev.layer_norm_stats(self._residual, out, self.lm.config.layer_norm_epsilon)
+
+    # -- attention ------------------------------------------------------------------------
+    def _on_hook_attn_scores(self, name, scores):
+        return ev.attention_maps(scores, masked_as_none=True)
+
+    def _on_hook_pattern(self, name, pattern):
+        return ev.attention_maps(pattern, masked_as_none=False)
+
+    # -- MLP --------------------------------------------------------------------------------
+    def _on_hook_post(self, name, post):
+        return ev.mlp_activity(post)
+
+    # -- output -----------------------------------------------------------------------------
+    def _on_hook_out(self, name, logits):
+        return {"positions": [ev.top_tokens(row, self.topk, self._display) for row in logits[0]]}
+
+    def _on_kv_cache(self, name, cache):
+        return ev.kv_cache_summary(cache)
+
+    def logit_lens_event(self, final_logits: torch.Tensor) -> dict:
+        """The last position's prediction read off after every block, through ln_f and the LM head."""
+        model = self.lm.model
+        final_id = int(torch.argmax(final_logits))
+        layers = []
+        for layer, resid in enumerate(self._lens_inputs):
+            x = F.layer_norm(resid, (resid.size(-1),), model.ln_f.weight, model.ln_f.bias, model.ln_f.eps)
+            logits = F.linear(x, model.wte.weight)
+            probs = torch.softmax(logits.double(), dim=-1)
+            entry = ev.top_tokens(logits, self.topk, self._display)
+            entry.update(
+                layer=layer,
+                final_id=final_id,
+                final_rank=ev.rank_of(logits, final_id),
+                final_prob=ev.rnd(float(probs[final_id])),
+            )
+            layers.append(entry)
+        return {
+            "stage": "logit_lens",
+            "layer": None,
+            "shape": [len(layers), model.config.vocab_size],
+            "final_id": final_id,
+            "final_token": self._display(final_id),
+            "layers": layers,
+        }
+
+
+def prepare_prompt(lm: LanguageModel, prompt: str | list[int]) -> tuple[list[int], list[str]]:
+    """The prompt's ids, with notices: an empty prompt starts from <|endoftext|>, a prompt longer
+    than the context keeps its last n_ctx tokens."""
+    ids = lm.encode_prompt(prompt)
+    notices = []
+    eos = lm.tokenizer.eos_id if lm.tokenizer.eos_id is not None else lm.config.eos_token_id
+    if not ids:
+        ids = [eos]
+        notices.append("the prompt is empty, so the model starts from <|endoftext|> (id %d)" % eos)
+    n_ctx = lm.config.n_ctx
+    if len(ids) > n_ctx:
+        notices.append(f"the prompt has {len(ids)} tokens; only the last {n_ctx} fit in the context and are used")
+        ids = ids[-n_ctx:]
+    return ids, notices
+
+
+def token_table(lm: LanguageModel, ids: list[int]) -> list[dict]:
+    """Position, id, display text and byte length of each token."""
+    tok = lm.tokenizer
+    return [
+        {"position": i, "id": t, "text": tok.display(t), "bytes": len(tok.token_bytes(t))}
+        for i, t in enumerate(ids)
+    ]
+
+
+def record_forward(lm: LanguageModel, ids: list[int], use_cache: bool = True, topk: int = 10) -> tuple[list[dict], float]:
+    """One forward pass over `ids` with every hook recorded; returns the events and its ms."""
+    recorder = Recorder(lm, topk)
+    cache = lm.model.new_cache() if use_cache else None
+    start = time.perf_counter()
+    with lm.hooks.subscribe("*", recorder):
+        logits, _ = lm.model(torch.tensor([ids], device=lm.model.device), cache)
+    recorder.events.append(recorder.logit_lens_event(logits[0, -1]))
+    return recorder.events, (time.perf_counter() - start) * 1000
+
+
+class GenerationRecorder:
+    """Listens to `sample` and `kv_cache` while generating and keeps one plain record per step."""
+
+    def __init__(self, lm: LanguageModel, topk: int = 10) -> None:
+        self.lm = lm
+        self.topk = topk
+        self.steps: list[dict] = []
+        self._cache: dict | None = None
+
+    def __call__(self, name: str, value) -> None:
+        if name == "kv_cache":
+            self._cache = ev.kv_cache_summary(value)
+        elif name == "sample":
+            self.steps.append(self._step(value))
+
+    def _step(self, sample: SampleEvent) -> dict:
+        display = self.lm.tokenizer.display
+        raw = torch.softmax(sample.logits.double(), dim=-1)
+        step = {
+            "step": sample.step,
+            "id": sample.token_id,
+            "text": display(sample.token_id),
+            "ms": None,
+            "used_cache": sample.used_cache,
+            "raw": ev.top_of_distribution(raw, self.topk, display),
+            "candidates": ev.top_of_distribution(sample.probs, self.topk, display),
+            "chosen_prob": ev.rnd(float(sample.probs[sample.token_id])),
+            "kv_cache": self._cache,
+        }
+        self._cache = None
+        return step
+
+
+def record_generation(
+    lm: LanguageModel,
+    prompt_ids: list[int],
+    max_new_tokens: int,
+    settings: SamplingSettings,
+    use_cache: bool = True,
+    topk: int = 10,
+    on_step: Callable[[dict], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> dict:
+    """Generates and returns the `generation` part of a trace; `on_step` gets each step's record."""
+    recorder = GenerationRecorder(lm, topk)
+
+    def step_done(info) -> None:
+        step = recorder.steps[-1]
+        step["ms"] = round(info.ms, 3)
+        step["context_length"] = info.context_length
+        if on_step is not None:
+            on_step(step)
+
+    eos = lm.tokenizer.eos_id if lm.tokenizer.eos_id is not None else lm.config.eos_token_id
+    with lm.hooks.subscribe(["sample", "kv_cache"], recorder):
+        result = generate(
+            lm.model,
+            prompt_ids,
+            max_new_tokens,
+            use_cache=use_cache,
+            settings=settings,
+            eos_id=eos,
+            on_step=step_done,
+            should_stop=should_stop,
+        )
+    return {
+        "cache": use_cache,
+        "settings": {
+            "temperature": settings.temperature,
+            "top_k": settings.top_k,
+            "top_p": settings.top_p,
+            "seed": settings.seed,
+            "greedy": settings.greedy,
+        },
+        "max_new_tokens": max_new_tokens,
+        "ids": list(result.token_ids),
+        "text": lm.tokenizer.decode(result.token_ids),
+        "stop_reason": result.stop_reason,
+        "cancelled": result.stop_reason == STOP_CANCELLED,
+        "steps": recorder.steps,
+        "ttft_ms": _ms(result.ttft_ms),
+        "mean_decode_ms": _ms(result.mean_decode_ms),
+        "tokens_per_s": _ms(result.tokens_per_s),
+    }
+
+
+def _ms(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)
+
+
+def model_info(lm: LanguageModel) -> dict:
+    """What a trace says about the model it came from."""
+    return {
+        "name": lm.name,
+        "source": {"kind": lm.source.kind, "path": str(lm.source.path)},
+        "config": lm.config.to_dict(),
+        "n_params": lm.n_params,
+        "dtype": str(lm.model.dtype).removeprefix("torch."),
+        "stored_dtype": lm.stored_dtype,
+        "device": str(lm.model.device),
+    }
+
+
+def trace_prompt(
+    lm: LanguageModel,
+    prompt: str,
+    *,
+    generate_tokens: int = 0,
+    settings: SamplingSettings | None = None,
+    use_cache: bool = True,
+    topk: int = 10,
+    on_step: Callable[[dict], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> Trace:
+    """Records the forward pass over `prompt` and, if asked, a generation that continues it."""
+    ids, notices = prepare_prompt(lm, prompt)
+    events, forward_ms = record_forward(lm, ids, use_cache=use_cache, topk=topk)
+    generation = None
+    if generate_tokens > 0:
+        generation = record_generation(
+            lm, ids, generate_tokens, settings or SamplingSettings(), use_cache, topk, on_step, should_stop
+        )
+    return Trace(
+        model=model_info(lm),
+        prompt=prompt if isinstance(prompt, str) else lm.tokenizer.decode(ids),
+        tokens=token_table(lm, ids),
+        events=events,
+        generation=generation,
+        notices=list(lm.notices) + notices,
+        timings={"forward_ms": round(forward_ms, 3)},
+    )

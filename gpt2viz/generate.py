@@ -64,8 +64,10 @@ def next_token_probs(logits: torch.Tensor, settings: SamplingSettings) -> torch.
     if not settings.greedy and settings.top_p is not None and settings.top_p < 1:
         sorted_probs, order = probs.sort(descending=True)
         mass_before = sorted_probs.cumsum(0) - sorted_probs
-        # Nucleus: the most likely tokens, in order, until their mass reaches top_p.
-        outside = mass_before >= settings.top_p
+        # Nucleus: the most likely tokens, in order, until their mass reaches top_p. Softmax and
+        # cumsum rounding can leave a mass that reaches top_p (0.5 + 0.3 vs 0.8) a hair below
+        # it; the 1e-9 tolerance keeps such a boundary token out, as the definition says.
+        outside = mass_before >= settings.top_p - 1e-9
         probs = probs.clone()
         probs[order[outside]] = 0.0
         probs = probs / probs.sum()
@@ -74,11 +76,12 @@ def next_token_probs(logits: torch.Tensor, settings: SamplingSettings) -> torch.
 
 def choose_token(
     logits: torch.Tensor, settings: SamplingSettings, generator: torch.Generator | None
-) -> tuple[int, torch.Tensor]:
-    """Picks the next id from one position's logits; returns it with the distribution used."""
-    probs = next_token_probs(logits, settings)
+) -> tuple[int, torch.Tensor | None]:
+    """Picks the next id from one position's logits; returns it with the distribution sampled
+    from (None for greedy: an argmax needs no distribution)."""
     if settings.greedy:
-        return int(torch.argmax(logits)), probs
+        return int(torch.argmax(logits)), None
+    probs = next_token_probs(logits, settings)
     return int(torch.multinomial(probs, 1, generator=generator)), probs
 
 
@@ -186,6 +189,8 @@ def generate(
         result.token_ids.append(token)
         result.step_ms.append(ms)
         if hooks.active:
+            if probs is None:
+                probs = next_token_probs(logits, settings)
             hooks.fire("sample", SampleEvent(step, token, logits, probs, settings, use_cache))
         if on_step is not None:
             on_step(StepInfo(step, token, ms, len(ids) - 1))

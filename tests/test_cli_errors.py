@@ -1,0 +1,243 @@
+"""Bad input through the command line: one clear line on stderr, the right exit status, no
+traceback, and no file left half-written."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+PROMPT = "The meaning of life is"
+
+
+def gpt2viz(*args: str, timeout: float = 120, env: dict | None = None, stdin: bytes | None = None):
+    proc = subprocess.run(
+        [sys.executable, "-m", "gpt2viz", *args],
+        capture_output=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+        input=stdin,
+    )
+    stderr = proc.stderr.decode("utf-8", "replace")
+    assert "Traceback" not in stderr, stderr
+    return proc.returncode, stderr.strip(), proc.stdout
+
+
+def one_error_line(stderr: str) -> str:
+    lines = [line for line in stderr.splitlines() if line.startswith("gpt2viz: error:")]
+    assert len(lines) == 1, stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["--temperature", "-0.5"], "--temperature"),
+        (["--temperature", "nan"], "--temperature"),
+        (["--top-p", "0"], "--top-p"),
+        (["--top-p", "1.5"], "--top-p"),
+        (["--top-k", "0"], "--top-k"),
+        (["--generate", "-3"], "--generate"),
+        (["--device", "toaster"], "--device"),
+        (["--device", "cuda:7"], "--device"),
+        (["--dtype", "int8"], "--dtype"),
+        (["--topk-logits", "0"], "--topk-logits"),
+        (["--temperature", "warm"], "--temperature"),
+        (["--no-such-option"], "--no-such-option"),
+        (["a", "--prompt-file", "x.txt"], "not both"),
+    ],
+)
+def test_bad_options_exit_2_naming_the_option(args, needle):
+    code, stderr, _ = gpt2viz(*args, "--json", "-")
+    assert code == 2
+    assert needle in one_error_line(stderr)
+
+
+def test_model_sources_that_cannot_load(tmp_path, tiny_dir):
+    cases = {}
+    cases["missing"] = tmp_path / "nope"
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    cases["no config"] = empty
+    no_weights = tmp_path / "no-weights"
+    no_weights.mkdir()
+    shutil.copy(tiny_dir / "config.json", no_weights)
+    shutil.copy(tiny_dir / "tokenizer.json", no_weights)
+    cases["no weights"] = no_weights
+    pickled = tmp_path / "pickled"
+    shutil.copytree(no_weights, pickled)
+    (pickled / "pytorch_model.bin").write_bytes(b"\x80\x04 not to be unpickled")
+    cases["only pytorch_model.bin"] = pickled
+    expected = {
+        "missing": "no such directory",
+        "no config": "config.json",
+        "no weights": "no model.safetensors",
+        "only pytorch_model.bin": "never unpickles",
+    }
+    for name, path in cases.items():
+        code, stderr, _ = gpt2viz("--model", str(path), "--json", "-")
+        assert code == 1, name
+        assert expected[name] in one_error_line(stderr), name
+
+
+def _broken_copies(tmp_path: Path, tiny_dir: Path) -> dict[str, Path]:
+    data = (tiny_dir / "model.safetensors").read_bytes()
+    (n,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8 : 8 + n])
+    name = next(k for k in header if k != "__metadata__")
+    header[name]["data_offsets"][1] += 10**9
+    raw = json.dumps(header).encode()
+    raw += b" " * (-len(raw) % 8)
+    variants = {
+        "truncated": data[: len(data) // 2],
+        "garbled header": data[:8] + b"{oops" + data[13:],
+        "offsets beyond the file": struct.pack("<Q", len(raw)) + raw + data[8 + n :],
+        "empty": b"",
+    }
+    dirs = {}
+    for label, content in variants.items():
+        d = tmp_path / label.replace(" ", "-")
+        d.mkdir()
+        shutil.copy(tiny_dir / "config.json", d)
+        shutil.copy(tiny_dir / "tokenizer.json", d)
+        (d / "model.safetensors").write_bytes(content)
+        dirs[label] = d
+    return dirs
+
+
+def test_broken_safetensors_files(tmp_path, tiny_dir):
+    for label, d in _broken_copies(tmp_path, tiny_dir).items():
+        code, stderr, _ = gpt2viz("--model", str(d), "--json", "-")
+        assert code == 1, label
+        assert "safetensors" in one_error_line(stderr), label
+
+
+def test_unreachable_hub_fails_fast(tmp_path):
+    start = time.monotonic()
+    code, stderr, _ = gpt2viz(
+        "--model", "someone/some-model", "--json", "-", env={"HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "1"}
+    )
+    assert code == 1
+    assert "someone/some-model" in one_error_line(stderr)
+    assert time.monotonic() - start < 20
+
+
+def test_empty_prompt_starts_from_endoftext(tiny_dir):
+    code, stderr, out = gpt2viz("", "--model", str(tiny_dir), "--json", "-")
+    assert code == 0
+    assert "<|endoftext|>" in stderr
+    assert [t["id"] for t in json.loads(out)["tokens"]] == [50256]
+
+
+def test_prompt_longer_than_the_context_keeps_the_last_tokens(tiny_dir):
+    n_ctx = json.loads((tiny_dir / "config.json").read_text())["n_positions"]
+    prompt = " hello" * (n_ctx + 20)
+    code, stderr, out = gpt2viz(prompt, "--model", str(tiny_dir), "--json", "-", "--generate", "3")
+    assert code == 0
+    assert f"only the last {n_ctx}" in stderr
+    doc = json.loads(out)
+    assert len(doc["tokens"]) == n_ctx
+    assert doc["generation"]["stop_reason"] == "context"
+    assert doc["generation"]["ids"] == []
+
+
+def test_generation_stops_at_the_context_limit(tiny_dir):
+    n_ctx = json.loads((tiny_dir / "config.json").read_text())["n_positions"]
+    prompt = " hello" * (n_ctx - 4)
+    code, _, out = gpt2viz(prompt, "--model", str(tiny_dir), "--json", "-", "--generate", "50")
+    assert code == 0
+    gen = json.loads(out)["generation"]
+    assert gen["stop_reason"] == "context"
+    assert len(gen["ids"]) == 4
+
+
+def test_prompt_file_with_invalid_utf8_and_control_characters(tmp_path, tiny_dir):
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"caf\xe9 au lait")
+    code, stderr, _ = gpt2viz("--prompt-file", str(bad), "--model", str(tiny_dir), "--json", "-")
+    assert code == 2
+    assert "offset 3" in one_error_line(stderr)
+    ctrl = tmp_path / "ctrl.txt"
+    ctrl.write_text("bell\x07 escape\x1b[31m nul\x00 end\n", encoding="utf-8")
+    code, _, out = gpt2viz("--prompt-file", str(ctrl), "--model", str(tiny_dir), "--json", "-")
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["prompt"] == ctrl.read_text(encoding="utf-8")
+    texts = "".join(t["text"] for t in doc["tokens"])
+    assert "\\x07" in texts and "\\x1b" in texts and "↵" in texts
+
+
+def test_unwritable_output_paths(tmp_path, tiny_dir):
+    a_file = tmp_path / "file"
+    a_file.write_text("precious")
+    for target, needle in [
+        (tmp_path / "no" / "dir" / "t.json", "--json"),
+        (a_file / "t.json", "--json"),
+        (tmp_path, "is a directory"),
+    ]:
+        code, stderr, _ = gpt2viz(PROMPT, "--model", str(tiny_dir), "--json", str(target))
+        assert code == 1, target
+        assert needle in one_error_line(stderr)
+    assert a_file.read_text() == "precious"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
+
+
+def test_full_disk_keeps_the_old_file(tmp_path, tiny_dir, monkeypatch):
+    """A write that fails part-way (ENOSPC) leaves the old file and no temporary file."""
+    import errno
+
+    from gpt2viz.errors import Gpt2VizError
+    from gpt2viz.trace import jsonio
+
+    target = tmp_path / "t.json"
+    target.write_text("precious")
+    real_fdopen = os.fdopen
+
+    class FullDisk:
+        def __init__(self, f):
+            self.f = f
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.f.close()
+
+        def write(self, text):
+            self.f.write(text[:10])
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(jsonio.os, "fdopen", lambda fd, *a, **k: FullDisk(real_fdopen(fd, *a, **k)))
+    with pytest.raises(Gpt2VizError, match="No space left"):
+        jsonio.write_atomic(target, "{}" * 1000)
+    assert target.read_text() == "precious"
+    assert [p.name for p in tmp_path.iterdir()] == ["t.json"]
+
+
+def test_ctrl_c_during_a_headless_run_exits_130_and_writes_nothing(tmp_path, ckpts):
+    # GPT-2 small's shape and a long generation: still running when the interrupt comes.
+    model_dir = ckpts.path("gpt2-small")
+    target = tmp_path / "t.json"
+    target.write_text("precious")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gpt2viz", PROMPT, "--model", str(model_dir), "--json", str(target), "--generate", "1000"],
+        stderr=subprocess.PIPE,
+    )
+    time.sleep(6)
+    assert proc.poll() is None, "the run ended before it could be interrupted"
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    stderr = err.decode()
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    assert "interrupted" in stderr
+    assert target.read_text() == "precious"
+    assert [p.name for p in tmp_path.iterdir()] == ["t.json"]

@@ -79,15 +79,118 @@ def validate(doc: object) -> Trace:
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise TraceFileError(f"trace field 'model.config.{key}' must be a positive integer")
     for i, token in enumerate(doc["tokens"]):
-        if not isinstance(token, dict) or not isinstance(token.get("id"), int) or not isinstance(token.get("text"), str):
-            raise TraceFileError(f"trace token {i} needs an integer 'id' and a string 'text'")
+        if not (
+            isinstance(token, dict)
+            and all(_is_int(token.get(k)) for k in ("id", "position", "bytes"))
+            and isinstance(token.get("text"), str)
+        ):
+            raise TraceFileError(f"trace token {i} needs integers 'id', 'position', 'bytes' and a string 'text'")
     for i, event in enumerate(doc["events"]):
-        if not isinstance(event, dict) or not isinstance(event.get("stage"), str):
-            raise TraceFileError(f"trace event {i} needs a string 'stage'")
-        layer = event.get("layer")
-        if layer is not None and (isinstance(layer, bool) or not isinstance(layer, int)):
-            raise TraceFileError(f"trace event {i} has a non-integer 'layer'")
+        _check_event(i, event, config)
+    if doc.get("generation") is not None:
+        _check_generation(doc["generation"])
     return Trace.from_dict(doc)
+
+
+# What each kind of event must carry, by the end of its stage name, for the TUI to draw it.
+_EVENT_FIELDS = {
+    "hook_embed": {"norms": "numbers"},
+    "hook_pos_embed": {"norms": "numbers", "sum_norms": "numbers"},
+    "hook_resid_pre": {"norms": "numbers"},
+    "hook_resid_mid": {"norms": "numbers"},
+    "hook_attn_out": {"norms": "numbers"},
+    "hook_mlp_out": {"norms": "numbers"},
+    "hook_resid_post": {"norms": "numbers", "before_norms": "numbers", "attn_update_norms": "numbers", "mlp_update_norms": "numbers"},
+    "hook_scale": {"scale": "numbers"},
+    "hook_normalized": {f"{a}_{b}": "numbers" for a in ("input", "normalized", "output") for b in ("mean", "std")},
+    "hook_attn_scores": {"heads": "maps"},
+    "hook_pattern": {"heads": "maps"},
+    "hook_post": {"frac_active": "numbers", "top_neurons": "neurons"},
+    "hook_out": {"positions": "topks"},
+    "kv_cache": {"length": "int", "total_bytes": "int", "allocated_bytes": "int", "layers": "cache_layers"},
+    "logit_lens": {"final_id": "int", "final_token": "str", "layers": "topks"},
+}
+
+
+def _is_number(v: object) -> bool:
+    return v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))
+
+
+def _is_int(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _kind_ok(kind: str, value: object) -> bool:
+    if kind == "numbers":
+        return isinstance(value, list) and all(_is_number(v) for v in value)
+    if kind == "int":
+        return _is_int(value)
+    if kind == "str":
+        return isinstance(value, str)
+    if kind == "maps":
+        return isinstance(value, list) and all(
+            isinstance(head, list) and all(_kind_ok("numbers", row) for row in head) for head in value
+        )
+    if kind == "neurons":
+        return isinstance(value, list) and all(
+            isinstance(n, dict) and _is_int(n.get("index")) and _is_number(n.get("value")) for n in value
+        )
+    if kind == "topks":
+        return isinstance(value, list) and all(_topk_ok(entry) for entry in value)
+    if kind == "cache_layers":
+        return isinstance(value, list) and all(
+            isinstance(layer, dict)
+            and all(_is_int(layer.get(k)) for k in ("k_bytes", "v_bytes"))
+            and all(isinstance(layer.get(k), list) and all(_is_int(d) for d in layer[k]) for k in ("k_shape", "v_shape"))
+            for layer in value
+        )
+    raise AssertionError(kind)
+
+
+def _topk_ok(entry: object) -> bool:
+    if not isinstance(entry, dict):
+        return False
+    ids, tokens, probs = entry.get("ids"), entry.get("tokens"), entry.get("probs")
+    return (
+        isinstance(ids, list)
+        and all(_is_int(i) for i in ids)
+        and isinstance(tokens, list)
+        and all(isinstance(t, str) for t in tokens)
+        and _kind_ok("numbers", probs)
+        and len(ids) == len(tokens) == len(probs)
+    )
+
+
+def _check_event(i: int, event: object, config: dict) -> None:
+    if not isinstance(event, dict) or not isinstance(event.get("stage"), str):
+        raise TraceFileError(f"trace event {i} needs a string 'stage'")
+    stage = event["stage"]
+    layer = event.get("layer")
+    if layer is not None and (not _is_int(layer) or not 0 <= layer < config["n_layer"]):
+        raise TraceFileError(f"trace event {i} ({stage}) has a bad 'layer' {layer!r}")
+    shape = event.get("shape")
+    if shape is not None and not (isinstance(shape, list) and all(_is_int(d) and d >= 0 for d in shape)):
+        raise TraceFileError(f"trace event {i} ({stage}) has a bad 'shape'")
+    for key, kind in _EVENT_FIELDS.get(stage.rsplit(".", 1)[-1], {}).items():
+        if not _kind_ok(kind, event.get(key)):
+            raise TraceFileError(f"trace event {i} ({stage}) has a missing or malformed {key!r}")
+
+
+def _check_generation(gen: dict) -> None:
+    if not isinstance(gen.get("ids"), list) or not all(_is_int(i) for i in gen["ids"]):
+        raise TraceFileError("trace field 'generation.ids' must be a list of integers")
+    steps = gen.get("steps")
+    if not isinstance(steps, list):
+        raise TraceFileError("trace field 'generation.steps' must be a list")
+    for n, step in enumerate(steps):
+        if not (
+            isinstance(step, dict)
+            and _is_int(step.get("id"))
+            and isinstance(step.get("text"), str)
+            and _is_number(step.get("ms"))
+            and _topk_ok(step.get("candidates"))
+        ):
+            raise TraceFileError(f"trace generation step {n} is malformed")
 
 
 def load(path: str | Path) -> Trace:

@@ -11,6 +11,7 @@ import unicodedata
 from functools import lru_cache
 from pathlib import Path
 
+from tokenizers import AddedToken
 from tokenizers import Tokenizer as HFTokenizer
 from tokenizers import decoders, models, pre_tokenizers, processors
 
@@ -37,11 +38,15 @@ def byte_decoder() -> dict[str, int]:
 
 def build_byte_level_bpe(vocab_path: str | Path, merges_path: str | Path) -> HFTokenizer:
     """GPT-2's tokenizer from its `vocab.json` (`encoder.json`) and `merges.txt` (`vocab.bpe`)."""
-    tokenizer = HFTokenizer(models.BPE.from_file(str(vocab_path), str(merges_path)))
-    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    # Field for field what Hugging Face's gpt2 tokenizer.json holds.
+    vocab, merges = models.BPE.read_file(str(vocab_path), str(merges_path))
+    tokenizer = HFTokenizer(
+        models.BPE(vocab, merges, continuing_subword_prefix="", end_of_word_suffix="", fuse_unk=False)
+    )
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
     tokenizer.decoder = decoders.ByteLevel()
     tokenizer.post_processor = processors.ByteLevel(trim_offsets=False)
-    tokenizer.add_special_tokens([EOS_TEXT])
+    tokenizer.add_special_tokens([AddedToken(EOS_TEXT, normalized=True, special=True)])
     return tokenizer
 
 

@@ -71,7 +71,7 @@ def layer_of(name: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
-@dataclass
+@dataclass(eq=False)  # identity, not value: the same fn may be subscribed twice to one pattern
 class _Subscription:
     pattern: str
     fn: HookFn

@@ -54,13 +54,17 @@ _VISIBLE = {" ": "␣", "\n": "↵", "\t": "⇥", "\r": "␍"}
 
 
 def visible_text(text: str) -> str:
-    """`text` with whitespace made visible and control characters escaped."""
+    """`text` with whitespace made visible, invisible characters escaped, and a lone combining
+    mark shown on a dotted circle, so no token ever looks blank."""
     out = []
-    for ch in text:
+    for i, ch in enumerate(text):
+        category = unicodedata.category(ch)
         if ch in _VISIBLE:
             out.append(_VISIBLE[ch])
-        elif unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp") and ch != "\\":
+        elif category in ("Cc", "Cf", "Zl", "Zp", "Zs", "Co", "Cn"):
             out.append(f"\\x{ord(ch):02x}" if ord(ch) < 256 else f"\\u{ord(ch):04x}")
+        elif category in ("Mn", "Me") and i == 0:
+            out.append("◌" + ch)
         else:
             out.append(ch)
     return "".join(out)

@@ -103,6 +103,8 @@ def _read_raw(files: list[Path]) -> tuple[dict[str, torch.Tensor], set[str], int
         try:
             with safe_open(str(path), framework="pt", device="cpu") as f:
                 for name in f.keys():
+                    if _bare_name(name).endswith(_IGNORED_SUFFIXES):
+                        continue  # mask buffers, not parameters: never read, whatever their dtype
                     info = f.get_slice(name)
                     dtype = info.get_dtype()
                     if dtype not in FLOAT_DTYPES:

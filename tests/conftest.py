@@ -1,0 +1,74 @@
+"""Shared fixtures: random-weight checkpoints written once per session by `transformers`.
+
+Each shape is written (and its reference `GPT2LMHeadModel` kept in memory) the first time a test
+asks for it; the loaded gpt2viz model is cached the same way. Tests that need a modified
+checkpoint copy or rewrite one into their own `tmp_path`.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from checkpoints import write_checkpoint  # noqa: E402
+
+import gpt2viz  # noqa: E402
+
+# A multi-token prompt (12 tokens) used by the parity tests.
+PROMPT = "The meaning of life is, as everyone knows, not 42."
+
+
+class Checkpoints:
+    """Lazily writes and caches one checkpoint per shape for the whole session."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._hf: dict[str, torch.nn.Module] = {}
+        self._lm: dict[str, gpt2viz.LanguageModel] = {}
+
+    def path(self, shape: str) -> Path:
+        self.hf(shape)
+        return self.root / shape
+
+    def hf(self, shape: str):
+        """The transformers reference model that was saved for `shape`."""
+        if shape not in self._hf:
+            self._hf[shape] = write_checkpoint(self.root / shape, shape)
+        return self._hf[shape]
+
+    def lm(self, shape: str) -> gpt2viz.LanguageModel:
+        """The gpt2viz model loaded (float32, cpu) from the `shape` checkpoint."""
+        if shape not in self._lm:
+            self._lm[shape] = gpt2viz.load_model(str(self.path(shape)), device="cpu", dtype="float32")
+        return self._lm[shape]
+
+
+@pytest.fixture(scope="session")
+def ckpts(tmp_path_factory) -> Checkpoints:
+    return Checkpoints(tmp_path_factory.mktemp("checkpoints"))
+
+
+@pytest.fixture(scope="session")
+def tiny_dir(ckpts) -> Path:
+    return ckpts.path("tiny")
+
+
+@pytest.fixture(scope="session")
+def tiny_lm(ckpts) -> gpt2viz.LanguageModel:
+    return ckpts.lm("tiny")
+
+
+@pytest.fixture(scope="session")
+def tiny_hf(ckpts):
+    return ckpts.hf("tiny")
+
+
+@pytest.fixture(scope="session")
+def tokenizer(tiny_lm):
+    """The real GPT-2 tokenizer (every checkpoint copies assets/tokenizer/tokenizer.json)."""
+    return tiny_lm.tokenizer

@@ -1,0 +1,77 @@
+"""Small helpers shared by the core tests: reference computations and checkpoint rewriting."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file, save_file
+
+
+@torch.no_grad()
+def hf_logits(hf_model, ids: list[int] | list[list[int]]) -> torch.Tensor:
+    """transformers' logits `[B, T, vocab]` for a batch (or a single list) of ids."""
+    batch = ids if ids and isinstance(ids[0], list) else [ids]
+    return hf_model(torch.tensor(batch, dtype=torch.long)).logits
+
+
+@torch.no_grad()
+def hf_greedy(hf_model, ids: list[int], n: int) -> list[int]:
+    """A greedy loop over transformers (argmax of the last position), using transformers' own
+    KV cache so the reference stays cheap on the GPT-2 small shape."""
+    new = []
+    cache = None
+    step_ids = list(ids)
+    for _ in range(n):
+        out = hf_model(torch.tensor([step_ids], dtype=torch.long), cache=cache, use_cache=True)
+        cache = out.cache
+        token = int(torch.argmax(out.logits[0, -1]))
+        new.append(token)
+        step_ids = [token]
+    return new
+
+
+def read_tensors(directory: Path) -> dict[str, torch.Tensor]:
+    return load_file(str(Path(directory) / "model.safetensors"))
+
+
+def clone_checkpoint(src: Path, dst: Path, tensors: dict[str, torch.Tensor] | None = None,
+                     config: dict | None = None) -> Path:
+    """A checkpoint directory `dst` like `src`, with other tensors and/or config if given.
+
+    Unchanged files are symlinked, so cloning a large checkpoint costs nothing.
+    """
+    import json
+
+    dst.mkdir(parents=True, exist_ok=True)
+    for name in ("config.json", "model.safetensors", "tokenizer.json"):
+        if (dst / name).exists() or (dst / name).is_symlink():
+            (dst / name).unlink()
+    if config is None:
+        os.symlink(src / "config.json", dst / "config.json")
+    else:
+        (dst / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    if tensors is None:
+        os.symlink(src / "model.safetensors", dst / "model.safetensors")
+    else:
+        save_file({k: v.contiguous() for k, v in tensors.items()}, str(dst / "model.safetensors"))
+    shutil.copy(src / "tokenizer.json", dst / "tokenizer.json")
+    return dst
+
+
+def bare_tensors(tensors: dict[str, torch.Tensor], n_layer: int, n_pos: int,
+                 mask_dtype: torch.dtype = torch.float32) -> dict[str, torch.Tensor]:
+    """The openai-community/gpt2 naming: no `transformer.` prefix, no lm_head.weight, and the
+    causal-mask buffers `h.N.attn.bias` [1, 1, n_pos, n_pos] and `h.N.attn.masked_bias` added."""
+    out = {}
+    for name, t in tensors.items():
+        if name == "lm_head.weight":
+            continue
+        out[name.removeprefix("transformer.")] = t
+    mask = torch.tril(torch.ones(n_pos, n_pos)).view(1, 1, n_pos, n_pos).to(mask_dtype)
+    for i in range(n_layer):
+        out[f"h.{i}.attn.bias"] = mask.clone()
+        out[f"h.{i}.attn.masked_bias"] = torch.tensor(-1e4)
+    return out

@@ -1,0 +1,214 @@
+"""The gpt2viz app: loads (or replays) a trace, then steps through it.
+
+`make_app(lm=..., trace=..., options=...)` builds the app (tests inject a model or a trace);
+`run_app(options)` is what the CLI calls, and returns the exit code.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from textual import work
+from textual.app import App
+from textual.binding import Binding
+from textual.worker import get_current_worker
+
+from ..cli import DEFAULT_PROMPT, RunOptions
+from ..errors import Gpt2VizError
+from ..trace import Trace
+from .background import Cancelled, busy, locked, run_detached
+from .messages import LoadFailed, LoadProgressed, TraceRecorded
+from .screens.help import HelpScreen
+from .screens.loading import LoadingScreen
+from .screens.prompt import PromptScreen
+from .screens.step import StepScreen
+from .widgets.room_notice import MIN_HEIGHT, MIN_WIDTH
+
+LOAD_STEPS = 3
+
+
+def spare_a_core_for_the_event_loop() -> None:
+    """Lets torch use all cores but one, so the interface stays smooth during a forward pass."""
+    import torch
+
+    cores = os.cpu_count() or 1
+    if cores > 1 and torch.get_num_threads() >= cores:
+        torch.set_num_threads(cores - 1)
+
+
+class Gpt2VizApp(App[int]):
+    """Shows one GPT-2 forward pass, stage by stage, from a recorded Trace."""
+
+    CSS_PATH = "app.tcss"
+    TITLE = "gpt2viz"
+    HORIZONTAL_BREAKPOINTS = [(0, "-too-narrow"), (MIN_WIDTH, "-normal"), (100, "-roomy"), (150, "-wide")]
+    VERTICAL_BREAKPOINTS = [(0, "-too-short"), (MIN_HEIGHT, "-tall")]
+
+    BINDINGS = [
+        Binding("question_mark", "help", "help", id="help", tooltip="Show all keys and how to read the screens"),
+        Binding("q", "quit", "quit", id="quit", tooltip="Leave gpt2viz"),
+    ]
+
+    def __init__(self, lm=None, trace: Trace | None = None, options: RunOptions | None = None) -> None:
+        super().__init__()
+        self.lm = lm
+        self.trace = trace
+        self.options = options
+        self.prompt = trace.prompt if trace is not None else (options.prompt if options else DEFAULT_PROMPT)
+        self.error: str | None = None
+        self.exit_code = 0
+
+    @property
+    def replay_path(self) -> str | None:
+        """The trace file being replayed, if this is a replay."""
+        return self.options.replay if self.options is not None else None
+
+    @property
+    def is_replay(self) -> bool:
+        """Whether there is no model to run (a trace given without a model)."""
+        return self.lm is None and self.trace is not None
+
+    def on_mount(self) -> None:
+        if self.trace is not None:
+            self.push_screen(StepScreen(self.trace, self.replay_path))
+        else:
+            self.push_screen(LoadingScreen(self._model_name(), self.prompt))
+            self.run_forward(self.prompt)
+
+    def _model_name(self) -> str:
+        if self.lm is not None:
+            return self.lm.name
+        if self.options is not None and self.options.model:
+            return self.options.model
+        return "default: gpt2 if it is cached or downloadable, else the bundled tiny"
+
+    # -- the worker ------------------------------------------------------------------------
+    @work(thread=True, exclusive=True, group="forward", exit_on_error=False)
+    def run_forward(self, prompt: str) -> None:
+        """Loads the model if needed and records the forward pass over `prompt`."""
+        worker = get_current_worker()
+        cancelled = lambda: worker.is_cancelled  # noqa: E731
+        options = self.options
+        try:
+            lm = self.lm
+            if lm is None:
+                self.post_message(LoadProgressed(1, LOAD_STEPS, "Loading the weights"))
+                from .. import load_model
+
+                lm = run_detached(
+                    lambda: load_model(
+                        options.model if options else None,
+                        device=options.device if options else "cpu",
+                        dtype=options.dtype if options else "float32",
+                    ),
+                    cancelled,
+                )
+                self.lm = lm
+            self.post_message(LoadProgressed(2, LOAD_STEPS, f"Running the forward pass of {lm.name}"))
+            from ..trace import trace_prompt
+
+            topk = options.topk_logits if options else 10
+            spare_a_core_for_the_event_loop()
+            trace = run_detached(locked(lambda: trace_prompt(lm, prompt, topk=topk)), cancelled)
+            self.post_message(LoadProgressed(3, LOAD_STEPS, "Drawing"))
+            self.post_message(TraceRecorded(trace))
+        except Cancelled:
+            return
+        except Gpt2VizError as err:
+            self.post_message(LoadFailed(str(err), err.exit_code))
+        except Exception as err:  # a bug or an odd file: say it, do not crash the terminal
+            self.post_message(LoadFailed(f"{type(err).__name__}: {err}", 1))
+
+    def on_load_progressed(self, message: LoadProgressed) -> None:
+        if isinstance(self.screen, LoadingScreen):
+            self.screen.progress(message.step, message.total, message.text)
+
+    def on_trace_recorded(self, message: TraceRecorded) -> None:
+        self.trace = message.trace
+        self.prompt = message.trace.prompt
+        if isinstance(self.screen, LoadingScreen):
+            self.pop_screen()
+        steps = [s for s in self.screen_stack if isinstance(s, StepScreen)]
+        if steps:
+            steps[-1].load_trace(message.trace)
+        else:
+            self.push_screen(StepScreen(message.trace, self.replay_path))
+
+    def on_load_failed(self, message: LoadFailed) -> None:
+        if isinstance(self.screen, LoadingScreen) and not self.screen.can_cancel:
+            self.error, self.exit_code = message.text, message.exit_code
+            self.screen.fail(message.text)
+        else:
+            if isinstance(self.screen, LoadingScreen):
+                self.pop_screen()
+            self.notify(message.text, title="The run failed", severity="error", markup=False)
+
+    def cancel_run(self) -> None:
+        """Stops a re-run and goes back to the trace on screen."""
+        self.workers.cancel_group(self, "forward")
+        if isinstance(self.screen, LoadingScreen):
+            self.pop_screen()
+
+    # -- actions ---------------------------------------------------------------------------
+    def action_quit(self) -> None:
+        self.exit(self.exit_code, return_code=self.exit_code)
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(self.screen))
+
+    def action_edit_prompt(self) -> None:
+        if self.lm is None:
+            source = Path(self.replay_path).name if self.replay_path else "a saved trace"
+            self.notify(
+                f"This is a replay of {source}: there is no model to run a new prompt. "
+                "Start gpt2viz with --model to edit prompts.",
+                title="Editing needs a model",
+                severity="warning",
+                markup=False,
+            )
+            return
+        self.push_screen(PromptScreen(self.prompt), self._run_prompt)
+
+    def _run_prompt(self, prompt: str | None) -> None:
+        if prompt is None:
+            return
+        self.push_screen(LoadingScreen(self.lm.name, prompt, can_cancel=True))
+        self.run_forward(prompt)
+
+    def action_generate(self) -> None:
+        self.notify(
+            "The generation view is coming in a later version. This screen walks through one forward pass.",
+            title="Generate",
+            markup=False,
+        )
+
+
+def make_app(lm=None, trace: Trace | None = None, options: RunOptions | None = None) -> Gpt2VizApp:
+    """The app for a loaded model (`lm`), a recorded `trace`, or options to load from."""
+    return Gpt2VizApp(lm=lm, trace=trace, options=options)
+
+
+def run_app(options: RunOptions) -> int:
+    """Runs the TUI for the CLI's options; returns the exit code."""
+    trace = None
+    if options.replay is not None:
+        from ..trace import load
+
+        trace = load(options.replay)
+    # Progress bars of a download would draw over the app.
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    app = make_app(trace=trace, options=options)
+    code = app.run()
+    code = code if isinstance(code, int) else app.exit_code
+    if app.error:
+        from ..cli import say
+
+        say(f"error: {app.error}")
+    if busy():  # quit while the model was loading or running: do not wait for it
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code

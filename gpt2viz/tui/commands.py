@@ -1,0 +1,29 @@
+"""Command palette entries: every stage of the pipeline, to jump to by name."""
+
+from __future__ import annotations
+
+from functools import partial
+
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+
+
+class StageCommands(Provider):
+    """'Go to Block 3 · Attention pattern' for every stage of the step-through."""
+
+    def _entries(self):
+        screen = self.screen
+        stages = getattr(screen, "stages", None)
+        if not stages or not hasattr(screen, "go_to"):
+            return []
+        return [(f"Go to {stage.title}", partial(screen.go_to, i), f"stage {i + 1} of {len(stages)}") for i, stage in enumerate(stages)]
+
+    async def discover(self) -> Hits:
+        for text, command, help_text in self._entries():
+            yield DiscoveryHit(text, command, help=help_text)
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        for text, command, help_text in self._entries():
+            score = matcher.match(text)
+            if score > 0:
+                yield Hit(score, matcher.highlight(text), command, text=text, help=help_text)

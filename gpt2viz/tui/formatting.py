@@ -1,0 +1,141 @@
+"""Numbers, shapes and token texts as the app prints them (no Textual here: easy to test)."""
+
+from __future__ import annotations
+
+import math
+
+from rich.cells import cell_len, set_cell_size
+
+DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}
+
+
+def shape(dims) -> str:
+    """A tensor shape as the app writes it: `[1, 5, 768]`."""
+    return "[" + ", ".join(str(int(d)) for d in dims) + "]"
+
+
+def compact_shape(dims) -> str:
+    """A shape without spaces, for narrow columns: `[1,5,768]`."""
+    return "[" + ",".join(str(int(d)) for d in dims) + "]"
+
+
+def count(n: int) -> str:
+    """An integer with thousands separators: 2,362,368."""
+    return f"{int(n):,}"
+
+
+def millions(n: int) -> str:
+    """A parameter count in millions: 38.6M."""
+    return f"{n / 1e6:.1f}M"
+
+
+def nbytes(n: int) -> str:
+    """A byte count, exact, with a binary-unit reading when large: 368,640 B (360 KiB)."""
+    n = int(n)
+    if n < 1024:
+        return f"{n:,} B"
+    for unit, size in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
+        if n >= size:
+            value = n / size
+            text = f"{value:.0f}" if value == int(value) else f"{value:.1f}"
+            return f"{n:,} B ({text} {unit})"
+    return f"{n:,} B"  # pragma: no cover
+
+
+def num(x: float | None, digits: int = 3) -> str:
+    """A float with `digits` significant digits, never in scientific notation for normal sizes."""
+    if x is None:
+        return "n/a"
+    if x == 0:
+        return "0"
+    if not math.isfinite(x):
+        return str(x)
+    magnitude = math.floor(math.log10(abs(x)))
+    if magnitude < -4 or magnitude >= 7:
+        return f"{x:.{digits - 1}e}"
+    decimals = max(0, digits - 1 - magnitude)
+    return f"{x:.{decimals}f}"
+
+
+def num_in(x: float | None, width: int = 8) -> str:
+    """`x` with 3 significant digits in at most `width` characters ('-4.38e-4' for tiny values)."""
+    text = num(x)
+    if len(text) <= width or x is None:
+        return text
+    mantissa, exponent = f"{x:.2e}".split("e")
+    text = f"{mantissa}e{int(exponent)}"
+    if len(text) > width:
+        mantissa, exponent = f"{x:.1e}".split("e")
+        text = f"{mantissa}e{int(exponent)}"
+    return text
+
+
+def percent(p: float | None) -> str:
+    """A probability as a percentage with sensible precision: 42.1%, 0.032%."""
+    if p is None:
+        return "n/a"
+    value = 100 * p
+    if value >= 10:
+        return f"{value:.1f}%"
+    if value >= 0.1:
+        return f"{value:.2f}%"
+    if value == 0:
+        return "0%"
+    return f"{num(value, 2)}%"
+
+
+def cell_value(x: float | None, width: int) -> str:
+    """`x` in at most `width` characters, for a heatmap cell: '.42', '-1.3', '12', '1.0'."""
+    if x is None:
+        return "-∞"[:width]
+    for text in _candidates(x):
+        if len(text) <= width:
+            return text
+    return "#" * min(width, 1)
+
+
+def _candidates(x: float):
+    # Most precise first; the first that fits wins.
+    for decimals in (2, 1):
+        text = f"{x:.{decimals}f}"
+        yield text
+        if text.startswith("0."):
+            yield text[1:]
+        elif text.startswith("-0."):
+            yield "-" + text[2:]
+    yield f"{x:.0f}"
+    if abs(x) >= 1000:
+        yield f"{x / 1000:.0f}k"
+
+
+def fit(text: str, width: int, align: str = "left") -> str:
+    """`text` cut or padded to exactly `width` terminal cells ('…' where it was cut)."""
+    if width <= 0:
+        return ""
+    if cell_len(text) > width:
+        return set_cell_size(text, width - 1) + "…" if width > 1 else "…"
+    pad = width - cell_len(text)
+    if align == "right":
+        return " " * pad + text
+    if align == "center":
+        return " " * (pad // 2) + text + " " * (pad - pad // 2)
+    return text + " " * pad
+
+
+def clip(text: str, limit: int) -> str:
+    """`text` shortened to `limit` characters with '…' in the middle, for quoting prompts."""
+    if len(text) <= limit:
+        return text
+    head = (limit - 1) * 2 // 3
+    return text[:head] + "…" + text[len(text) - (limit - 1 - head) :]
+
+
+EDGE_ROWS = 24
+
+
+def shown_positions(n: int, edge: int = EDGE_ROWS) -> list[int | None]:
+    """Positions a per-token table lists: all of them, or for long prompts the first and last
+    `edge` with None standing for the gap between (the tables stay quick to draw)."""
+    if n <= 3 * edge:
+        return list(range(n))
+    return [*range(edge), None, *range(n - edge, n)]

@@ -1,0 +1,1 @@
+"""The screens: loading, step-through, prompt editing and help."""

@@ -1,0 +1,184 @@
+"""The step-through screen: navigator, stage view and side panel over one recorded Trace."""
+
+from __future__ import annotations
+
+import gc
+import time
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Container
+from textual.screen import Screen
+from textual.widgets import Footer
+
+from ...trace import Trace
+from ..commands import StageCommands
+from ..stages import Stage, block_jump, build_stages, index_by_key, index_of
+from ..widgets.pipeline_nav import PipelineNavigator
+from ..widgets.room_notice import RoomNotice
+from ..widgets.side_panel import SidePanel
+from ..widgets.stage_view import StageView
+from ..widgets.top_bar import TopBar
+
+STAGE = Binding.Group("stage", compact=True)
+BLOCK = Binding.Group("block", compact=True)
+HEAD = Binding.Group("head", compact=True)
+SCROLL = Binding.Group("scroll", compact=True)
+
+
+def freeze_trace() -> None:
+    """Moves the (never changing) trace out of the garbage collector's way.
+
+    A trace is many small lists and floats; without this, collections that walk them all land on
+    keypresses at random and add 100+ ms to a step.
+    """
+    gc.collect()
+    gc.freeze()
+
+
+class StepScreen(Screen):
+    """Steps through the stages of one forward pass; every step re-renders from the Trace."""
+
+    COMMANDS = {StageCommands}
+
+    BINDINGS = [
+        Binding("left,h", "previous_stage", "stage", id="previous-stage", tooltip="Go back one stage", group=STAGE),
+        Binding("right,l,space", "next_stage", "stage", id="next-stage", tooltip="Go to the next stage", group=STAGE),
+        Binding("left_square_bracket", "previous_block", "block", id="previous-block",
+                tooltip="Same step, one block earlier", group=BLOCK),
+        Binding("right_square_bracket", "next_block", "block", id="next-block",
+                tooltip="Same step, one block later", group=BLOCK),
+        Binding("comma", "previous_head", "head", id="previous-head", tooltip="Show the previous attention head", group=HEAD),
+        Binding("full_stop", "next_head", "head", id="next-head", tooltip="Show the next attention head", group=HEAD),
+        Binding("a", "all_heads", "all heads", id="all-heads", tooltip="All heads of this block (again: back to one head)"),
+        Binding("home", "first_stage", "first stage", id="first-stage", tooltip="Go to the first stage", show=False),
+        Binding("end", "last_stage", "last stage", id="last-stage", tooltip="Go to the last stage", show=False),
+        Binding("up,k", "scroll_up", "scroll", id="scroll-up", tooltip="Scroll the stage view up", group=SCROLL),
+        Binding("down,j", "scroll_down", "scroll", id="scroll-down", tooltip="Scroll the stage view down", group=SCROLL),
+        Binding("pageup", "page_up", "page up", id="page-up", tooltip="Scroll the stage view a page up", show=False),
+        Binding("pagedown", "page_down", "page down", id="page-down", tooltip="Scroll the stage view a page down", show=False),
+        Binding("e", "app.edit_prompt", "edit", id="edit-prompt", tooltip="Change the prompt and run the model again"),
+        Binding("g", "app.generate", "generate", id="generate", tooltip="Open the generation view", show=False),
+    ]
+
+    def __init__(self, trace: Trace, replay: str | None = None) -> None:
+        super().__init__()
+        self.trace = trace
+        self.replay = replay
+        self.stages: list[Stage] = build_stages(trace.n_layer)
+        self.index = 0
+        self.head = 0
+        self.render_ms: list[float] = []  # keypress-to-paint time of each step, for measurements
+
+    def compose(self) -> ComposeResult:
+        yield TopBar(id="top-bar")
+        with Container(id="body"):
+            yield PipelineNavigator(id="navigator")
+            yield StageView(id="stage-view")
+            yield SidePanel(id="side-panel")
+        yield RoomNotice(id="room-notice")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one(PipelineNavigator).set_stages(self.stages, self.index)
+        self.query_one(TopBar).draw(self.trace, self.replay)
+        self._draw()
+        freeze_trace()
+
+    @property
+    def stage(self) -> Stage:
+        """The stage on screen."""
+        return self.stages[self.index]
+
+    @property
+    def n_head(self) -> int:
+        return int(self.trace.model["config"]["n_head"])
+
+    # -- showing ---------------------------------------------------------------------------
+    def go_to(self, index: int) -> None:
+        """Shows stage `index` (clamped to the pipeline)."""
+        index = max(0, min(len(self.stages) - 1, index))
+        if index == self.index:
+            self.app.bell()
+            return
+        self.index = index
+        self.query_one(PipelineNavigator).set_current(index)
+        self._draw()
+
+    def set_head(self, head: int) -> None:
+        """Selects attention head `head` (wrapping around); shown at the attention stages."""
+        self.head = head % self.n_head
+        if self.stage.is_attention:
+            self._draw(new_stage=False)
+        else:
+            self.notify(f"Head {self.head} of {self.n_head} will be shown at the attention stages.", timeout=2)
+
+    def load_trace(self, trace: Trace) -> None:
+        """Shows a new trace (an edited prompt), staying at the same stage."""
+        key = self.stage.key
+        self.trace = trace
+        self.stages = build_stages(trace.n_layer)
+        found = index_by_key(self.stages, key)
+        self.index = found if found is not None else 0
+        self.query_one(PipelineNavigator).set_stages(self.stages, self.index)
+        self.query_one(TopBar).draw(trace, self.replay)
+        self._draw()
+        freeze_trace()
+
+    def _draw(self, new_stage: bool = True) -> None:
+        started = time.perf_counter()
+        self.query_one(StageView).draw(self.trace, self.stages, self.index, self.head, new_stage)
+        self.query_one(SidePanel).draw(self.trace, self.stages, self.index)
+        self.call_after_refresh(self._painted, started)
+
+    def _painted(self, started: float) -> None:
+        self.render_ms.append((time.perf_counter() - started) * 1000)
+
+    def on_pipeline_navigator_stage_chosen(self, message: PipelineNavigator.StageChosen) -> None:
+        self.go_to(message.index)
+
+    # -- actions ---------------------------------------------------------------------------
+    def action_next_stage(self) -> None:
+        self.go_to(self.index + 1)
+
+    def action_previous_stage(self) -> None:
+        self.go_to(self.index - 1)
+
+    def action_first_stage(self) -> None:
+        self.go_to(0)
+
+    def action_last_stage(self) -> None:
+        self.go_to(len(self.stages) - 1)
+
+    def action_next_block(self) -> None:
+        self.go_to(block_jump(self.stages, self.index, +1, self.trace.n_layer))
+
+    def action_previous_block(self) -> None:
+        self.go_to(block_jump(self.stages, self.index, -1, self.trace.n_layer))
+
+    def action_next_head(self) -> None:
+        self.set_head(self.head + 1)
+
+    def action_previous_head(self) -> None:
+        self.set_head(self.head - 1)
+
+    def action_all_heads(self) -> None:
+        stage = self.stage
+        if stage.layer is None:
+            self.notify("All heads: go to a block first (] jumps to block 0).", timeout=3)
+            return
+        kind = "pattern" if stage.kind == "heads" else "heads"
+        self.go_to(index_of(self.stages, kind, stage.layer))
+
+    def action_scroll_up(self) -> None:
+        self.query_one(StageView).scroll_up(animate=False)
+
+    def action_scroll_down(self) -> None:
+        self.query_one(StageView).scroll_down(animate=False)
+
+    def action_page_up(self) -> None:
+        self.query_one(StageView).scroll_page_up(animate=False)
+
+    def action_page_down(self) -> None:
+        self.query_one(StageView).scroll_page_down(animate=False)
+

@@ -1,0 +1,106 @@
+"""The stages of the walk through one forward pass, and how keys move between them.
+
+A stage is a place in the pipeline (`tokenize`, block 3's `pattern`, `lm_head`, ...). Stepping is
+moving an index over `build_stages(n_layer)`; nothing is recomputed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# Sub-stages of one transformer block, in forward order.
+BLOCK_KINDS = ("ln1", "qkv", "scores", "pattern", "heads", "attn_out", "ln2", "mlp", "mlp_out")
+BEFORE_BLOCKS = ("tokenize", "embed")
+AFTER_BLOCKS = ("ln_final", "lm_head", "logit_lens", "next_token")
+ATTENTION_KINDS = ("scores", "pattern", "heads")
+
+# kind -> (title in the stage view, short label in the navigator)
+TITLES = {
+    "tokenize": ("Tokenize", "Tokenize"),
+    "embed": ("Embed: token + position", "Embed"),
+    "ln1": ("LayerNorm before attention (ln_1)", "ln_1"),
+    "qkv": ("Q, K, V projection and heads", "Q K V"),
+    "scores": ("Attention scores", "Scores"),
+    "pattern": ("Attention pattern", "Pattern"),
+    "heads": ("All heads of the layer", "All heads"),
+    "attn_out": ("Attention output + residual add", "Attn out + add"),
+    "ln2": ("LayerNorm before the MLP (ln_2)", "ln_2"),
+    "mlp": ("MLP: c_fc → GELU → c_proj", "MLP"),
+    "mlp_out": ("MLP output + residual add", "MLP out + add"),
+    "ln_final": ("Final LayerNorm (ln_f)", "Final ln_f"),
+    "lm_head": ("LM head: logits", "LM head"),
+    "logit_lens": ("Logit lens", "Logit lens"),
+    "next_token": ("Next token", "Next token"),
+}
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One stop of the step-through: a kind of step, and the block it belongs to (if any)."""
+
+    kind: str
+    layer: int | None = None
+
+    @property
+    def key(self) -> str:
+        """A stable name, e.g. 'tokenize' or 'blocks.3.pattern'."""
+        return self.kind if self.layer is None else f"blocks.{self.layer}.{self.kind}"
+
+    @property
+    def label(self) -> str:
+        """The short name shown in the navigator."""
+        return TITLES[self.kind][1]
+
+    @property
+    def title(self) -> str:
+        """The full title, with the block for block stages."""
+        title = TITLES[self.kind][0]
+        return title if self.layer is None else f"Block {self.layer} · {title}"
+
+    @property
+    def in_block(self) -> bool:
+        return self.layer is not None
+
+    @property
+    def is_attention(self) -> bool:
+        """Whether a head can be chosen at this stage."""
+        return self.kind in ATTENTION_KINDS
+
+
+def build_stages(n_layer: int) -> list[Stage]:
+    """Every stage of an `n_layer` model, in forward order."""
+    stages = [Stage(kind) for kind in BEFORE_BLOCKS]
+    for layer in range(n_layer):
+        stages.extend(Stage(kind, layer) for kind in BLOCK_KINDS)
+    stages.extend(Stage(kind) for kind in AFTER_BLOCKS)
+    return stages
+
+
+def index_of(stages: list[Stage], kind: str, layer: int | None = None) -> int:
+    """The index of a stage in `stages`; ValueError if there is none."""
+    return stages.index(Stage(kind, layer))
+
+
+def index_by_key(stages: list[Stage], key: str) -> int | None:
+    """The index of the stage whose key is `key`, if any."""
+    for i, stage in enumerate(stages):
+        if stage.key == key:
+            return i
+    return None
+
+
+def block_jump(stages: list[Stage], index: int, delta: int, n_layer: int) -> int:
+    """The same sub-stage `delta` blocks away; from outside the blocks, the nearest block's ln_1.
+
+    Returns `index` itself when there is nowhere to go.
+    """
+    stage = stages[index]
+    if stage.layer is None:
+        before = stage.kind in BEFORE_BLOCKS
+        if n_layer == 0 or (before and delta < 0) or (not before and delta > 0):
+            return index
+        return index_of(stages, BLOCK_KINDS[0], 0 if before else n_layer - 1)
+    layer = stage.layer + delta
+    if not 0 <= layer < n_layer:
+        return index
+    return index_of(stages, stage.kind, layer)

@@ -1,0 +1,127 @@
+"""The attention pictures: one head's scores or pattern, and all heads of a layer."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Vertical
+
+from ...trace import Trace
+from ..narration import head_focus, last_row
+from ..stages import Stage
+from .heads_grid import HeadsData, HeadsGrid
+from .heatmap import Heatmap, HeatmapData
+
+
+def _block_starts(n_blocks: int, length: int) -> list[int]:
+    """First position of each block when `length` positions are averaged into `n_blocks`."""
+    return [(b * length) // n_blocks for b in range(n_blocks)]
+
+
+def _maps(trace: Trace, layer: int, which: str) -> tuple[dict, list]:
+    stage = f"blocks.{layer}.attn.hook_{'attn_scores' if which == 'scores' else 'pattern'}"
+    event = trace.event(stage) or {}
+    return event, event.get("heads") or []
+
+
+def masked_pattern(trace: Trace, layer: int, head: int) -> list[list[float | None]]:
+    """A head's pattern with the masked (future) cells as None, as in the scores."""
+    event, heads = _maps(trace, layer, "pattern")
+    if not heads:
+        return []
+    values = heads[head]
+    if event.get("reduced"):
+        _, score_heads = _maps(trace, layer, "scores")
+        mask = score_heads[head] if score_heads else None
+        if mask is None:
+            return values
+        return [[None if mask[i][j] is None else v for j, v in enumerate(row)] for i, row in enumerate(values)]
+    return [[None if j > i else v for j, v in enumerate(row)] for i, row in enumerate(values)]
+
+
+def attention_data(trace: Trace, stage: Stage, head: int) -> tuple[HeatmapData | None, HeatmapData | None]:
+    """The map of one head (and, for long prompts, the last query's full row)."""
+    which = "scores" if stage.kind == "scores" else "pattern"
+    event, heads = _maps(trace, stage.layer, which)
+    if not heads:
+        return None, None
+    head = min(head, len(heads) - 1)
+    values = heads[head] if which == "scores" else masked_pattern(trace, stage.layer, head)
+    tokens = [t["text"] for t in trace.tokens]
+    T = len(tokens)
+    signed = which == "scores"
+    masked_text = "-∞" if signed else "0"
+    if not event.get("reduced"):
+        data = HeatmapData(
+            values=values,
+            row_labels=tokens,
+            col_labels=tokens,
+            signed=signed,
+            highlight_row=T - 1,
+            masked_text=masked_text,
+            caption="rows: queries i · columns: keys j",
+        )
+        return data, None
+    rows, cols = len(values), len(values[0])
+    row_starts, col_starts = _block_starts(rows, T), _block_starts(cols, T)
+    data = HeatmapData(
+        values=values,
+        row_labels=[],
+        col_labels=[],
+        row_positions=row_starts,
+        col_positions=col_starts,
+        signed=signed,
+        highlight_row=rows - 1,
+        masked_text=masked_text,
+        caption=f"averaged over a {rows} × {cols} grid; rows: queries, columns: keys (first position of each block)",
+    )
+    row = last_row(trace, stage.layer, head, which)
+    last = HeatmapData(
+        values=[row],
+        row_labels=[tokens[-1]],
+        col_labels=[],
+        row_positions=[T - 1],
+        signed=signed,
+        scale=data.resolved_scale() if signed else None,
+        pool_rows=False,
+        masked_text=masked_text,
+        caption=f"the last query's full row over all {T} keys",
+    )
+    return data, last
+
+
+class AttentionView(Vertical):
+    """One head's scores or pattern as a heatmap; for long prompts also the last row in full."""
+
+    DEFAULT_CSS = """
+    AttentionView {
+        height: auto;
+    }
+    AttentionView #last-row {
+        margin-top: 1;
+    }
+    """
+
+    def compose(self) -> ComposeResult:
+        yield Heatmap(id="attention-map")
+        yield Heatmap(id="last-row")
+
+    def draw(self, trace: Trace, stage: Stage, head: int = 0) -> None:
+        """Draws `head` of the stage's layer."""
+        data, last = attention_data(trace, stage, head)
+        self.query_one("#attention-map", Heatmap).show(data)
+        last_row_map = self.query_one("#last-row", Heatmap)
+        last_row_map.display = last is not None
+        last_row_map.show(last)
+
+
+class HeadsOverview(HeadsGrid):
+    """All heads of a layer, drawn from the trace."""
+
+    def draw(self, trace: Trace, stage: Stage, head: int = 0) -> None:
+        """Draws every head of the stage's layer, `head` marked."""
+        n_head = int(trace.model["config"]["n_head"])
+        maps = [masked_pattern(trace, stage.layer, h) for h in range(n_head)]
+        if not maps or not maps[0]:
+            self.show(None)
+            return
+        self.show(HeadsData(maps=maps, focus=head_focus(trace, stage.layer), tokens=[t["text"] for t in trace.tokens], selected=head))

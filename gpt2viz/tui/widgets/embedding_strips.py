@@ -1,0 +1,112 @@
+"""The embed stage's picture: token vector + position vector = hidden state, one line per token."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.cells import cell_len
+from rich.segment import Segment
+from rich.style import Style
+from textual.strip import Strip
+
+from ..formatting import fit, num, shown_positions
+from ..palette import LEVELS, diverging
+from .strip_widget import StripWidget, fit_strip
+
+NORM_WIDTH = 7
+
+
+@dataclass
+class EmbeddingData:
+    """First dimensions of each token's three vectors, and their lengths."""
+
+    tokens: list[str]
+    token_vectors: list[list[float]]
+    position_vectors: list[list[float]]
+    sums: list[list[float]]
+    sum_norms: list[float]
+    n_embd: int
+
+
+class EmbeddingStrips(StripWidget):
+    """Three heatmap strips per token (token, position, sum), on one signed colour scale."""
+
+    COMPONENT_CLASSES = {"embedding-strips--label", "embedding-strips--header", "embedding-strips--op"}
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self.data: EmbeddingData | None = None
+
+    def show(self, data: EmbeddingData | None) -> None:
+        """Draws `data` (None: nothing)."""
+        self.data = data
+        self.invalidate()
+
+    def build_lines(self, width: int) -> list[Strip]:
+        d = self.data
+        if d is None or not d.tokens:
+            return []
+        base = self.base_style
+        label_style = base + self.style_of("embedding-strips--label")
+        header_style = base + self.style_of("embedding-strips--header")
+        op_style = base + self.style_of("embedding-strips--op")
+        palette = diverging(self.app.current_theme.dark)
+
+        digits = len(str(len(d.tokens) - 1))
+        label_width = min(14, digits + 1 + max(cell_len(t) for t in d.tokens))
+        available = len(d.token_vectors[0])
+        room = width - label_width - 1 - 6 - NORM_WIDTH
+        n = max(1, min(available, room // 3))
+        scale = max(
+            (abs(v) for rows in (d.token_vectors, d.position_vectors, d.sums) for row in rows for v in row[:n]),
+            default=1.0,
+        ) or 1.0
+
+        pad = " " * (label_width + 1)
+        head = fit("token", n) + "   " + fit("position", n) + "   " + fit("hidden state", n) + fit("|x|", NORM_WIDTH, "right")
+        lines = [Strip([Segment(pad, base), Segment(head, header_style)])]
+        shown = shown_positions(len(d.tokens))
+        for p in shown:
+            if p is None:
+                i = shown.index(None)
+                note = f"… positions {shown[i - 1] + 1}–{shown[i + 1] - 1} not drawn …"
+                lines.append(Strip([Segment(pad + note, header_style)]))
+                continue
+            token = d.tokens[p]
+            segs = [Segment(f"{p:>{digits}} " + fit(token, label_width - digits - 1) + " ", label_style)]
+            for group, op in ((d.token_vectors, " + "), (d.position_vectors, " = "), (d.sums, "")):
+                for v in group[p][:n]:
+                    segs.append(Segment(" ", Style(bgcolor=palette.colors[palette.level(v, scale)])))
+                if op:
+                    segs.append(Segment(op, op_style))
+            segs.append(Segment(fit(num(d.sum_norms[p]), NORM_WIDTH, "right"), label_style))
+            lines.append(Strip(segs).simplify())
+        lines.append(Strip.blank(1, base))
+        legend = [Segment(pad, base), Segment(f"dims 0–{n - 1} of {d.n_embd}   {num(-scale, 2)} ", header_style)]
+        for i in range(16):
+            legend.append(Segment(" ", Style(bgcolor=palette.colors[round(i / 15 * (LEVELS - 1))])))
+        legend.append(Segment(f" +{num(scale, 2)}", header_style))
+        lines.extend(fit_strip(legend, width))
+        return lines
+
+
+class EmbedPicture(EmbeddingStrips):
+    """The embed stage drawn from the trace's preview dimensions."""
+
+    def draw(self, trace, stage, head: int = 0) -> None:
+        """Draws the token, position and summed vectors of every token."""
+        tok = trace.event("hook_embed") or {}
+        pos = trace.event("hook_pos_embed") or {}
+        if not tok.get("preview") or not pos.get("preview"):
+            self.show(None)
+            return
+        self.show(
+            EmbeddingData(
+                tokens=[t["text"] for t in trace.tokens],
+                token_vectors=tok["preview"],
+                position_vectors=pos["preview"],
+                sums=pos.get("sum_preview") or [],
+                sum_norms=pos.get("sum_norms") or [],
+                n_embd=int(trace.model["config"]["n_embd"]),
+            )
+        )

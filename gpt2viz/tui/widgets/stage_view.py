@@ -1,0 +1,130 @@
+"""The stage view: title, explanation, formula, shape flow and the stage's picture."""
+
+from __future__ import annotations
+
+import re
+
+from rich.cells import cell_len
+from textual import events
+
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.content import Content
+from textual.widgets import ContentSwitcher, Static
+
+from ...trace import Trace
+from ..narration import narrate
+from ..stages import Stage
+from .attention_view import AttentionView, HeadsOverview
+from .embedding_strips import EmbedPicture
+from .pictures import (
+    LayerNormTable,
+    LogitLensTable,
+    MLPActivity,
+    NextTokenView,
+    QKVDiagram,
+    ResidualBars,
+    TokenTable,
+    TopTokens,
+)
+
+# stage kind -> id of the picture that draws it
+PICTURE_FOR_KIND = {
+    "tokenize": "picture-tokens",
+    "embed": "picture-embed",
+    "ln1": "picture-layer-norm",
+    "ln2": "picture-layer-norm",
+    "ln_final": "picture-layer-norm",
+    "qkv": "picture-qkv",
+    "scores": "picture-attention",
+    "pattern": "picture-attention",
+    "heads": "picture-heads",
+    "attn_out": "picture-residual",
+    "mlp_out": "picture-residual",
+    "mlp": "picture-mlp",
+    "lm_head": "picture-logits",
+    "logit_lens": "picture-logit-lens",
+    "next_token": "picture-next-token",
+}
+
+SHAPE_RE = re.compile(r"\[[0-9][0-9, ]*\]")
+ARROW = " → "
+
+
+def pack_flow(line: str, width: int) -> list[str]:
+    """A shape-flow line folded at its arrows (never inside a shape) to fit `width`."""
+    parts = line.split(ARROW)
+    out, current = [], parts[0]
+    for part in parts[1:]:
+        if width <= 0 or cell_len(current + ARROW + part) <= width:
+            current += ARROW + part
+        else:
+            out.append(current)
+            current = "   →" + " " + part
+    out.append(current)
+    return out
+
+
+class StageView(VerticalScroll):
+    """Everything about the current stage, scrolled as one column."""
+
+    can_focus = False
+
+    COMPONENT_CLASSES = {"stage-view--shape"}
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="stage-title", markup=False)
+        yield Static(id="stage-count", markup=False)
+        yield Static(id="stage-text", markup=False)
+        yield Static(id="stage-formula", markup=False)
+        yield Static(id="stage-flow", markup=False)
+        with ContentSwitcher(id="pictures", initial="picture-tokens"):
+            yield TokenTable(id="picture-tokens")
+            yield EmbedPicture(id="picture-embed")
+            yield LayerNormTable(id="picture-layer-norm")
+            yield QKVDiagram(id="picture-qkv")
+            yield AttentionView(id="picture-attention")
+            yield HeadsOverview(id="picture-heads")
+            yield ResidualBars(id="picture-residual")
+            yield MLPActivity(id="picture-mlp")
+            yield TopTokens(id="picture-logits")
+            yield LogitLensTable(id="picture-logit-lens")
+            yield NextTokenView(id="picture-next-token")
+
+    _flow: tuple[str, ...] = ()
+
+    def _draw_flow(self) -> None:
+        width = self.scrollable_content_region.width
+        lines = [packed for line in self._flow for packed in pack_flow(line, width)]
+        flow = Content("\n").join(Content(line) for line in lines)
+        self.query_one("#stage-flow", Static).update(flow.highlight_regex(SHAPE_RE, style=".stage-view--shape"))
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._draw_flow()
+
+    @staticmethod
+    def _where(trace: Trace, stages: list[Stage], index: int, head: int) -> str:
+        """'stage 5 of 114 · blocks 0–11 · heads 0–11' (blocks and heads count from 0)."""
+        stage = stages[index]
+        parts = [f"stage {index + 1} of {len(stages)}"]
+        if stage.layer is not None:
+            parts.append(f"blocks 0–{trace.n_layer - 1}")
+        if stage.is_attention:
+            parts.append(f"heads 0–{int(trace.model['config']['n_head']) - 1}")
+        return " · ".join(parts)
+
+    def draw(self, trace: Trace, stages: list[Stage], index: int, head: int, new_stage: bool = True) -> None:
+        """Shows stage `index` (with `head` selected); back to the top when the stage changed."""
+        stage = stages[index]
+        words = narrate(trace, stage, head)
+        self.query_one("#stage-title", Static).update(Content(words.title))
+        self.query_one("#stage-count", Static).update(Content(self._where(trace, stages, index, head)))
+        self.query_one("#stage-text", Static).update(Content(words.text))
+        self.query_one("#stage-formula", Static).update(Content(words.formula))
+        self._flow = words.flow
+        self._draw_flow()
+        picture_id = PICTURE_FOR_KIND[stage.kind]
+        self.query_one("#pictures", ContentSwitcher).current = picture_id
+        self.query_one(f"#{picture_id}").draw(trace, stage, head)
+        if new_stage:
+            self.scroll_home(animate=False, immediate=True)

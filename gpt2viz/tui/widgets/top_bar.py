@@ -1,0 +1,40 @@
+"""The top line: which model, how big, which prompt, and what it predicts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.content import Content
+from textual.widgets import Static
+
+from ...trace import Trace
+from ..formatting import clip, millions
+from ..narration import final_choice
+
+
+def model_label(trace: Trace) -> str:
+    """A short name for the trace's model: the hub id, 'tiny', or a checkpoint folder's name."""
+    name = str(trace.model.get("name") or "model")
+    kind = (trace.model.get("source") or {}).get("kind")
+    return Path(name).name or name if kind == "local" else name
+
+
+class TopBar(Static):
+    """One line: gpt2viz · model · parameters · dtype · prompt → next token."""
+
+    COMPONENT_CLASSES = {"top-bar--dim", "top-bar--token"}
+
+    def draw(self, trace: Trace, replay: str | None = None) -> None:
+        """Shows the facts of `trace` (and the file it was replayed from)."""
+        _, token, _ = final_choice(trace)
+        params = trace.model.get("n_params") or 0
+        parts: list = [
+            (" gpt2viz ", "bold $background on $accent"),  # a background: a style string, see pictures.py
+            " ",
+            model_label(trace),
+            (f" · {millions(params)} params · {trace.model.get('dtype', '')}", ".top-bar--dim"),
+        ]
+        if replay:
+            parts.append((f" · replay of {Path(replay).name}", ".top-bar--dim"))
+        parts += [(" · ", ".top-bar--dim"), f'"{clip(trace.prompt, 36)}"', (" → ", ".top-bar--dim"), (token, ".top-bar--token")]
+        self.update(Content.assemble(*parts))

@@ -1,0 +1,22 @@
+"""Fixtures of the TUI tests: the committed trace and a GPT-2-small-shaped one."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpt2viz.trace import Trace, load, trace_prompt
+from tui_helpers import TINY_TRACE
+
+PROMPT12 = "The meaning of life is, as everyone knows, not 42"  # 12 tokens
+
+
+@pytest.fixture(scope="session")
+def tiny_trace() -> Trace:
+    """The committed trace of the random `tiny` checkpoint (for snapshots)."""
+    return load(TINY_TRACE)
+
+
+@pytest.fixture(scope="session")
+def small_trace(ckpts) -> Trace:
+    """A 12-token trace of a random checkpoint with GPT-2 small's shape (12 x 12 x 768)."""
+    return trace_prompt(ckpts.lm("gpt2-small"), PROMPT12)

@@ -1,0 +1,145 @@
+"""The words of every stage: this run's numbers, to the digit, and nothing from elsewhere."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+
+import pytest
+
+from gpt2viz.tui.formatting import cell_value, fit, nbytes, num_in, shape, shown_positions
+from gpt2viz.tui.narration import RunFacts, narrate, param_counts, stage_shapes
+from gpt2viz.tui.stages import BLOCK_KINDS, Stage, block_jump, build_stages, index_of
+
+
+def test_stage_list_covers_the_forward_pass():
+    stages = build_stages(12)
+    assert len(stages) == 2 + 12 * len(BLOCK_KINDS) + 4
+    assert stages[0] == Stage("tokenize") and stages[-1] == Stage("next_token")
+    assert [s.kind for s in stages if s.layer == 3] == list(BLOCK_KINDS)
+    assert len({s.key for s in stages}) == len(stages)
+
+
+def test_block_jump_keeps_the_sub_stage():
+    stages = build_stages(3)
+    pattern_0 = index_of(stages, "pattern", 0)
+    assert stages[block_jump(stages, pattern_0, +1, 3)] == Stage("pattern", 1)
+    assert block_jump(stages, pattern_0, -1, 3) == pattern_0  # nowhere to go
+    last = index_of(stages, "mlp", 2)
+    assert block_jump(stages, last, +1, 3) == last
+    assert stages[block_jump(stages, 0, +1, 3)] == Stage("ln1", 0)
+    assert stages[block_jump(stages, len(stages) - 1, -1, 3)] == Stage("ln1", 2)
+
+
+def test_gpt2_small_parameter_counts(small_trace):
+    facts = RunFacts.of(small_trace)
+    p = param_counts(facts)
+    assert p.attention == 2_362_368
+    assert p.mlp == 4_722_432
+    assert p.wte == 38_597_376
+    assert p.total == small_trace.model["n_params"] == 124_439_808
+
+
+def test_gpt2_small_numbers_are_quoted_from_this_run(small_trace):
+    T = len(small_trace.tokens)
+    assert T == 12
+    stages = build_stages(12)
+    embed = narrate(small_trace, Stage("embed"))
+    assert "wte [50,257 × 768]" in embed.text
+    assert "a lookup, no multiplication" in embed.text
+    assert f"{T * 768 * 4:,} bytes in float32" in embed.text  # 36,864
+    assert "38,597,376 (38.6M) of this model's 124,439,808" in embed.text
+    qkv = narrate(small_trace, Stage("qkv", 0))
+    assert "[1, 12, 768] → c_attn → [1, 12, 2304]" in "\n".join(qkv.flow)
+    assert "q, k, v [1, 12, 12, 64] each" in "\n".join(qkv.flow)
+    assert "1,771,776 parameters" in qkv.text
+    scores = narrate(small_trace, Stage("scores", 5), head=7)
+    assert scores.title == "Block 5 · Attention scores · head 7"
+    assert "√64 = 8" in scores.text
+    assert f"{T * (T - 1) // 2} of the {T * T} cells are masked" in scores.text
+    attn = narrate(small_trace, Stage("attn_out", 0))
+    assert "2,362,368 parameters" in attn.text
+    mlp = narrate(small_trace, Stage("mlp", 0))
+    assert "c_fc → [1, 12, 3072]" in "\n".join(mlp.flow)
+    assert "4,722,432 parameters" in mlp.text and "nothing moves between positions" in mlp.text
+    assert "0.044715" in mlp.formula and "tanh" in mlp.formula
+    head = narrate(small_trace, Stage("lm_head"))
+    assert "weight tying" in head.text and "adds no parameters" in head.text
+    assert "logits [1, 12, 50257]" in "\n".join(head.flow)
+    assert "Only the last position predicts" in head.text
+    nxt = narrate(small_trace, Stage("next_token"))
+    kv = small_trace.event("kv_cache")
+    assert f"{kv['bytes_per_position']:,} bytes per token" in nxt.text
+    assert kv["bytes_per_position"] == 73_728
+    assert all(narrate(small_trace, s).text for s in stages)
+
+
+def test_kv_bytes_per_layer_come_from_the_cache(small_trace):
+    layer = small_trace.event("kv_cache")["layers"][0]
+    text = narrate(small_trace, Stage("qkv", 0)).text
+    assert nbytes(layer["k_bytes"] + layer["v_bytes"]) in text
+
+
+@pytest.mark.parametrize("stage", build_stages(2), ids=lambda s: s.key)
+def test_every_stage_of_the_tiny_trace_has_words(tiny_trace, stage):
+    words = narrate(tiny_trace, stage, head=1)
+    assert words.title and words.text and words.formula and words.flow
+    shapes = stage_shapes(tiny_trace, stage)
+    assert shapes and all(isinstance(dims, list) for _, dims in shapes)
+    # tiny: 64 wide, 4 heads of 16, MLP 256, 5 tokens
+    joined = words.text + "\n".join(words.flow)
+    assert "768" not in joined and "3072" not in joined
+
+
+def test_tiny_layer_norm_and_head_numbers(tiny_trace):
+    ln = narrate(tiny_trace, Stage("ln1", 1))
+    ev = tiny_trace.event("blocks.1.ln1.hook_normalized")
+    assert "(128 parameters)" in ln.text  # 2 x 64
+    assert "divides by 64, not 63" in ln.text
+    from gpt2viz.tui.formatting import num
+
+    assert f"std {num(ev['input_std'][-1])} going in" in ln.text
+    assert "√16 = 4" in narrate(tiny_trace, Stage("scores", 0)).text
+
+
+def test_logit_lens_words_follow_the_trace(tiny_trace):
+    lens = tiny_trace.event("logit_lens")
+    words = narrate(tiny_trace, Stage("logit_lens"))
+    assert f"'{lens['final_token']}'" in words.text
+    assert f"ranks {lens['layers'][0]['final_rank']:,} of 50,257 after block 0" in words.text
+
+
+def test_formatting_helpers():
+    assert shape([1, 5, 768]) == "[1, 5, 768]"
+    assert nbytes(368_640) == "368,640 B (360 KiB)"
+    assert cell_value(0.4213, 3) == ".42"
+    assert cell_value(-1.26, 4) == "-1.3"
+    assert cell_value(None, 4) == "-∞"
+    assert num_in(-0.000438, 8) == "-4.38e-4"
+    assert fit("␣meaning", 5) == "␣mea…"
+    assert fit("日本", 3) == "日…"
+    assert math.isclose(float(num_in(0.5)), 0.5)
+    assert shown_positions(5) == [0, 1, 2, 3, 4]
+    long = shown_positions(1024)
+    assert long[:2] == [0, 1] and long[-1] == 1023 and long.count(None) == 1 and len(long) == 49
+
+
+def test_headless_modules_do_not_import_textual():
+    code = "import sys, gpt2viz, gpt2viz.trace; assert 'textual' not in sys.modules and 'rich' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_empty_and_overlong_prompts_are_told_as_they_are(ckpts):
+    from gpt2viz.trace import trace_prompt
+
+    lm = ckpts.lm("tiny")  # a context of 128 positions
+    empty = trace_prompt(lm, "")
+    words = narrate(empty, Stage("tokenize"))
+    assert "The prompt is empty" in words.text and "<|endoftext|> (id 50256)" in words.text
+    assert "Here there is only one position" in narrate(empty, Stage("lm_head")).text
+    assert all(narrate(empty, s).text for s in build_stages(2))
+    long = trace_prompt(lm, "word " * 200)
+    words = narrate(long, Stage("tokenize"))
+    assert "more tokens than fit in the context; the last 128" in words.text
+    assert "(1,000 characters, 1,000 bytes) → ids [1, 128]" in words.flow[0]

@@ -1,0 +1,352 @@
+"""Driving the app with keys (App.run_test) and reading what it shows."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+
+import pytest
+import torch
+
+from tui_helpers import run_async, screen_text, stage_text
+from gpt2viz.cli import parse_args
+from gpt2viz.trace import dump, load, trace_prompt
+from gpt2viz.tui.app import make_app
+from gpt2viz.tui.narration import narrate
+from gpt2viz.tui.screens.loading import LoadingScreen
+from gpt2viz.tui.screens.prompt import PromptScreen
+from gpt2viz.tui.screens.step import StepScreen
+from gpt2viz.tui.stages import Stage, index_of
+from gpt2viz.tui.widgets.heatmap import Heatmap
+from gpt2viz.tui.widgets.stage_view import PICTURE_FOR_KIND, StageView
+from gpt2viz.tui.widgets.strip_widget import StripWidget
+
+SIZE = (120, 40)
+
+
+async def step_screen(app, pilot) -> StepScreen:
+    """Waits (by events, not time) until the step-through is on screen."""
+    for _ in range(200):
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        if isinstance(app.screen, StepScreen):
+            return app.screen
+    raise AssertionError(f"still on {type(app.screen).__name__}: {getattr(app, 'error', None)}")
+
+
+def current_picture(screen: StepScreen) -> str:
+    from textual.widgets import ContentSwitcher
+
+    return screen.query_one("#pictures", ContentSwitcher).current
+
+
+def assert_fits(screen: StepScreen) -> None:
+    """Nothing in the stage view is wider than the view: no horizontal scrolling."""
+    view = screen.query_one(StageView)
+    assert view.max_scroll_x == 0, screen.stage.key
+    for widget in view.query(StripWidget):
+        if widget.display and widget.parent.display:
+            for strip in widget.lines(widget.size.width):
+                assert strip.cell_length <= widget.size.width, (screen.stage.key, strip.text)
+
+
+@run_async
+async def test_steps_through_every_stage_of_a_random_checkpoint(ckpts):
+    lm = ckpts.lm("tiny")
+    app = make_app(lm=lm)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await step_screen(app, pilot)
+        trace = screen.trace
+        assert [t["text"] for t in trace.tokens] == ["The", "␣meaning", "␣of", "␣life", "␣is"]
+        text = stage_text(app)
+        for token in trace.tokens:
+            assert token["text"] in text and str(token["id"]) in text
+        for i, stage in enumerate(screen.stages):
+            if i:
+                await pilot.press("right")
+            assert screen.index == i
+            assert current_picture(screen) == PICTURE_FOR_KIND[stage.kind]
+            text = stage_text(app)
+            words = narrate(trace, stage, screen.head)
+            assert words.title in text and f"stage {i + 1} of {len(screen.stages)}" in text
+            assert words.flow[0] in text.replace("\n   → ", " → ")
+        assert "[1, 5, 50257]" in "\n".join(narrate(trace, Stage("lm_head")).flow)
+        await pilot.press("right")  # at the end: stays
+        assert screen.index == len(screen.stages) - 1
+        assert "Next token" in screen_text(app)
+
+
+@run_async
+async def test_gpt2_small_shapes_heads_and_blocks(small_trace):
+    app = make_app(trace=small_trace)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await step_screen(app, pilot)
+        await pilot.press("right")
+        assert "[1, 12, 768]" in stage_text(app)
+        # ] from outside the blocks goes to block 0; then the same sub-stage a block later
+        await pilot.press("right_square_bracket")
+        assert screen.stage == Stage("ln1", 0)
+        await pilot.press("right", "right", "right")
+        assert screen.stage == Stage("pattern", 0)
+        before = [s.text for s in screen.query_one("#attention-map", Heatmap).lines(100)]
+        await pilot.press("full_stop", "full_stop")
+        assert screen.head == 2
+        assert "Block 0 · Attention pattern · head 2" in stage_text(app)
+        after = [s.text for s in screen.query_one("#attention-map", Heatmap).lines(100)]
+        assert after != before
+        await pilot.press("comma", "comma", "comma")
+        assert screen.head == 11  # wraps around
+        for _ in range(3):
+            await pilot.press("right_square_bracket")
+        assert screen.stage == Stage("pattern", 3)
+        assert "Block 3 · Attention pattern · head 11" in stage_text(app)
+        await pilot.press("left_square_bracket")
+        assert screen.stage == Stage("pattern", 2)
+        await pilot.press("a")
+        assert screen.stage == Stage("heads", 2)
+        text = stage_text(app)
+        assert "▶head 11" in text and "head 0" in text
+        await pilot.press("a")
+        assert screen.stage == Stage("pattern", 2)
+        await pilot.press("end")
+        assert screen.stage == Stage("next_token")
+        await pilot.press("home")
+        assert screen.stage == Stage("tokenize")
+        # every stage fits 120 x 40 without horizontal scrolling
+        for i in range(len(screen.stages)):
+            screen.go_to(i)
+            await pilot.pause()
+            assert_fits(screen)
+        steps = screen.render_ms[1:]
+        print(f"\nGPT-2 small, 12 tokens, 120x40: draw-to-paint median {statistics.median(steps):.1f} ms")
+
+
+@run_async
+async def test_attention_map_labels_and_values(tiny_trace):
+    app = make_app(trace=tiny_trace)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await step_screen(app, pilot)
+        screen.go_to(index_of(screen.stages, "scores", 1))
+        await pilot.pause()
+        heatmap = screen.query_one("#attention-map", Heatmap)
+        lines = [s.text for s in heatmap.lines(90)]
+        text = "\n".join(lines)
+        assert "-∞" in text and "masked" in text
+        assert "␣meaning" in text  # token labels on the rows
+        scores = tiny_trace.event("blocks.1.attn.hook_attn_scores")["heads"][0]
+        from gpt2viz.tui.formatting import cell_value
+
+        width = heatmap.layout_for(90).cell_width - 1
+        assert cell_value(scores[4][0], width) in lines[2 + 4]  # two header lines, then row 4
+        screen.go_to(index_of(screen.stages, "pattern", 1))
+        await pilot.pause()
+        text = "\n".join(s.text for s in screen.query_one("#attention-map", Heatmap).lines(90))
+        assert "1.00" in text  # row 0 attends only to itself
+
+
+@run_async
+async def test_replay_of_a_dumped_trace(tmp_path, ckpts):
+    trace = trace_prompt(ckpts.lm("tiny"), "Hello [b]world[/b] ↵\n", topk=3)
+    path = tmp_path / "trace.json"
+    dump(trace, path)
+    options = parse_args(["--replay", str(path)])
+    app = make_app(trace=load(path), options=options)
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        screen = await step_screen(app, pilot)
+        text = screen_text(app)
+        assert "replay of trace.json" in text
+        assert "[b]" in stage_text(app)  # token text shown as it is, never as markup
+        await pilot.press("e")
+        await pilot.pause()
+        assert not isinstance(app.screen, PromptScreen)
+        messages = [n.message for n in app._notifications]
+        assert any("replay of trace.json" in m and "no model" in m for m in messages)
+        for _ in range(len(screen.stages)):
+            await pilot.press("right")
+        assert screen.stage == Stage("next_token")
+        assert json.loads(path.read_text())["prompt"] == screen.trace.prompt
+
+
+@run_async
+async def test_loads_a_model_then_edits_the_prompt(ckpts):
+    options = parse_args(["--model", str(ckpts.path("tiny")), "--topk-logits", "4"])
+    app = make_app(options=options)
+    async with app.run_test(size=SIZE) as pilot:
+        assert isinstance(app.screen, LoadingScreen)
+        screen = await step_screen(app, pilot)
+        assert len(screen.trace.event("unembed.hook_out")["positions"][0]["ids"]) == 4
+        screen.go_to(index_of(screen.stages, "mlp", 1))
+        await pilot.press("e")
+        await pilot.pause()
+        assert isinstance(app.screen, PromptScreen)
+        await pilot.press("ctrl+u", *"Hello q world", "enter")  # q types, it does not quit
+        screen = await step_screen(app, pilot)
+        assert [t["text"] for t in screen.trace.tokens] == ["Hello", "␣q", "␣world"]
+        assert screen.stage == Stage("mlp", 1)  # the same stage, new numbers
+        assert '"Hello q world"' in screen_text(app)
+
+
+@run_async
+async def test_q_during_loading_exits_cleanly(ckpts):
+    app = make_app(options=parse_args(["--model", str(ckpts.path("tiny"))]))
+    async with app.run_test(size=SIZE) as pilot:
+        assert isinstance(app.screen, LoadingScreen)
+        await pilot.press("q")
+    assert app.return_code == 0
+
+
+@run_async
+async def test_a_load_error_is_shown_and_sets_the_exit_code(tmp_path):
+    app = make_app(options=parse_args(["--model", str(tmp_path / "missing")]))
+    async with app.run_test(size=SIZE) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert "Loading failed" in screen_text(app)
+        await pilot.press("q")
+    assert app.return_code == 1 and "missing" in app.error
+
+
+@run_async
+async def test_too_small_a_terminal_says_how_much_room_it_needs(tiny_trace):
+    app = make_app(trace=tiny_trace)
+    async with app.run_test(size=(70, 20)) as pilot:
+        await step_screen(app, pilot)
+        text = screen_text(app)
+        assert "at least 80 × 24" in text and "70 × 20" in text
+        assert "Tokenize" not in text
+        await pilot.resize_terminal(80, 24)
+        await pilot.pause()
+        assert "Tokenize" in screen_text(app)
+
+
+@run_async
+async def test_palette_jumps_to_a_stage(tiny_trace):
+    app = make_app(trace=tiny_trace)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await step_screen(app, pilot)
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        await pilot.press(*"Block 1 Attention pattern")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        await pilot.press("enter")
+        await pilot.pause()
+        assert screen.stage == Stage("pattern", 1)
+
+
+@run_async
+async def test_keys_can_be_remapped_and_help_shows_them(tiny_trace):
+    app = make_app(trace=tiny_trace)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await step_screen(app, pilot)
+        app.set_keymap({"next-stage": "n"})
+        await pilot.press("n")
+        assert screen.index == 1
+        await pilot.press("question_mark")
+        await pilot.pause()
+        text = screen_text(app)
+        assert "Go to the next stage" in text and "Open the generation view" in text
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is screen
+
+
+@run_async
+async def test_g_says_the_generation_view_is_coming(tiny_trace):
+    app = make_app(trace=tiny_trace)
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await step_screen(app, pilot)
+        await pilot.press("g")
+        await pilot.pause()
+        assert any("generation view" in n.message for n in app._notifications)
+
+
+@pytest.fixture(scope="module")
+def long_trace(tmp_path_factory, ckpts):
+    """300 positions through a one-layer random model with room for 512: reduced attention maps."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    import gpt2viz
+
+    directory = tmp_path_factory.mktemp("long-model")
+    torch.manual_seed(1)
+    GPT2LMHeadModel(GPT2Config(n_layer=1, n_head=2, n_embd=32, n_positions=512)).save_pretrained(directory)
+    (directory / "tokenizer.json").write_bytes((Path(ckpts.path("tiny")) / "tokenizer.json").read_bytes())
+    lm = gpt2viz.load_model(str(directory))
+    ids = list(range(1000, 1300))
+    return trace_prompt(lm, lm.tokenizer.decode(ids))
+
+
+@run_async
+async def test_long_prompts_stay_usable(long_trace):
+    T = len(long_trace.tokens)
+    assert T > 256 and long_trace.event("blocks.0.attn.hook_pattern")["reduced"]
+    app = make_app(trace=long_trace)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await step_screen(app, pilot)
+        for kind in ("scores", "pattern", "heads", "embed", "tokenize", "lm_head"):
+            screen.go_to(index_of(screen.stages, kind, 0 if kind in ("scores", "pattern", "heads") else None))
+            await pilot.pause()
+            assert_fits(screen)
+        screen.go_to(index_of(screen.stages, "scores", 0))
+        await pilot.pause()
+        text = stage_text(app)
+        assert "64 × 64 grid" in text and f"over all {T} keys" in text
+        assert screen.query_one("#last-row", Heatmap).display
+        screen.go_to(index_of(screen.stages, "ln1", 0))
+        await pilot.pause()
+        text = stage_text(app)
+        assert f"positions 24–{T - 25} ({T - 48}) not listed" in text
+        assert f"{T - 1} " in text  # the last position, the one that predicts, is always listed
+
+
+@run_async
+async def test_the_bundled_model_if_it_is_there():
+    import gpt2viz
+
+    try:
+        lm = gpt2viz.load_model("tiny")
+    except Exception as err:  # trained separately; absent until it is committed
+        pytest.skip(f"no bundled tiny model: {err}")
+    app = make_app(lm=lm)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await step_screen(app, pilot)
+        for i in range(1, len(screen.stages)):
+            await pilot.press("right")
+            assert screen.index == i
+            assert narrate(screen.trace, screen.stage, screen.head).title in stage_text(app)
+
+
+@run_async
+async def test_light_theme_draws_every_kind_of_picture(tiny_trace):
+    app = make_app(trace=tiny_trace)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await step_screen(app, pilot)
+        app.theme = "textual-light"
+        await pilot.pause()
+        for kind in PICTURE_FOR_KIND:
+            screen.go_to(index_of(screen.stages, kind, 0 if kind in ("ln1", "ln2", "qkv", "scores", "pattern", "heads",
+                                                                        "attn_out", "mlp", "mlp_out") else None))
+            await pilot.pause()
+            assert narrate(tiny_trace, screen.stage, screen.head).title in stage_text(app)
+
+
+@run_async
+async def test_navigator_clicks_unfold_blocks_and_choose_stages(tiny_trace):
+    from gpt2viz.tui.widgets.pipeline_nav import PipelineNavigator
+
+    app = make_app(trace=tiny_trace)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await step_screen(app, pilot)
+        nav = screen.query_one(PipelineNavigator)
+        rows = [row.text for row in nav.rows]
+        assert rows[:4] == ["Tokenize", "Embed", "▸ Block 0", "▸ Block 1"]
+        await pilot.click(PipelineNavigator, offset=(2, 2))  # unfold block 0
+        await pilot.pause()
+        assert "  Scores" in [row.text for row in nav.rows]
+        scores_row = [row.text for row in nav.rows].index("  Scores")
+        await pilot.click(PipelineNavigator, offset=(4, scores_row))
+        await pilot.pause()
+        assert screen.stage == Stage("scores", 0)
+        assert "Block 0 · Attention scores · head 0" in stage_text(app)

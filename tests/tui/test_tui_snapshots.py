@@ -1,0 +1,47 @@
+"""Snapshots of the main views, from the committed trace (tests/data/tiny-trace.json).
+
+Update after an intended change with `pytest tests/tui/test_tui_snapshots.py --snapshot-update`
+and look at the SVGs before committing them. No timing appears on these screens.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from gpt2viz.trace import load
+from gpt2viz.tui.app import make_app
+from gpt2viz.tui.screens.step import StepScreen
+from gpt2viz.tui.stages import index_of
+
+from tui_helpers import TINY_TRACE
+
+SIZE = (120, 40)
+
+VIEWS = {
+    "tokenize": ("tokenize", None, 0),
+    "attention-pattern": ("pattern", 1, 2),
+    "all-heads": ("heads", 0, 1),
+    "mlp": ("mlp", 0, 0),
+    "logits": ("lm_head", None, 0),
+    "logit-lens": ("logit_lens", None, 0),
+}
+
+
+def go_to(kind: str, layer: int | None, head: int):
+    async def run_before(pilot) -> None:
+        for _ in range(100):
+            await pilot.pause()
+            if isinstance(pilot.app.screen, StepScreen):
+                break
+        screen = pilot.app.screen
+        screen.head = head
+        screen.go_to(index_of(screen.stages, kind, layer))
+        await pilot.pause()
+
+    return run_before
+
+
+@pytest.mark.parametrize("view", list(VIEWS))
+def test_view(snap_compare, view):
+    app = make_app(trace=load(TINY_TRACE))
+    assert snap_compare(app, terminal_size=SIZE, run_before=go_to(*VIEWS[view]))

@@ -1,0 +1,44 @@
+"""Reading what the app shows, for the TUI tests."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from pathlib import Path
+
+TINY_TRACE = Path(__file__).resolve().parents[1] / "data" / "tiny-trace.json"
+
+
+def run_async(test):
+    """Runs an `async def` test with asyncio (no pytest async plugin needed); fixtures still work."""
+
+    @functools.wraps(test)
+    def run(*args, **kwargs):
+        return asyncio.run(test(*args, **kwargs))
+
+    return run
+
+
+def screen_text(app) -> str:
+    """The characters on the app's screen right now, line by line."""
+    return "\n".join(strip.text for strip in app.screen._compositor.render_strips())
+
+
+def stage_text(app) -> str:
+    """Everything the stage view holds (also what is scrolled out of sight)."""
+    from textual.widgets import Static
+
+    from gpt2viz.tui.widgets.stage_view import StageView
+    from gpt2viz.tui.widgets.strip_widget import StripWidget
+
+    view = app.screen.query_one(StageView)
+    parts = []
+    for widget in view.query("*"):
+        if not all(node.display for node in widget.ancestors_with_self if node is not view):
+            continue
+        if isinstance(widget, Static):
+            content = widget.content
+            parts.append(getattr(content, "plain", str(content)))
+        elif isinstance(widget, StripWidget):
+            parts.extend(strip.text for strip in widget.lines(max(widget.size.width, 80)))
+    return "\n".join(parts)

@@ -9,7 +9,7 @@ from torch import nn
 from ..hooks import Hooks
 from .config import GPT2Config
 from .kv_cache import KVCache
-from .layers import Block, LayerNorm, _param
+from .layers import Block, Embedding, LayerNorm
 
 
 class GPT2(nn.Module):
@@ -19,10 +19,8 @@ class GPT2(nn.Module):
         super().__init__()
         self.config = config
         self.hooks = hooks or Hooks()
-        self.wte = nn.Embedding(config.vocab_size, config.n_embd, device="meta")  # token vectors
-        self.wpe = nn.Embedding(config.n_ctx, config.n_embd, device="meta")  # position vectors
-        self.wte.weight.requires_grad_(False)
-        self.wpe.weight.requires_grad_(False)
+        self.wte = Embedding(config.vocab_size, config.n_embd)  # token vectors
+        self.wpe = Embedding(config.n_ctx, config.n_embd)  # position vectors
         self.h = nn.ModuleList(Block(config, i, self.hooks) for i in range(config.n_layer))
         self.ln_f = LayerNorm(config.n_embd, config.layer_norm_epsilon, self.hooks, "ln_final")
         # No separate LM head: its weight is wte's (weight tying), used transposed.

@@ -24,6 +24,14 @@ def _param(*shape: int) -> nn.Parameter:
     return nn.Parameter(torch.empty(*shape, device="meta"), requires_grad=False)
 
 
+class Embedding(nn.Module):
+    """A table of vectors, one row per token id (or position), read by indexing."""
+
+    def __init__(self, n_rows: int, n_embd: int) -> None:
+        super().__init__()
+        self.weight = _param(n_rows, n_embd)
+
+
 class Conv1D(nn.Module):
     """A linear layer with GPT-2's weight layout `[in, out]`: `y = x @ weight + bias`."""
 

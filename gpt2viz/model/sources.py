@@ -25,7 +25,7 @@ HUB_FILES = [
     "vocab.json",
     "merges.txt",
 ]
-GET_REAL_GPT2 = "connect to the internet once and run `gpt2viz --model gpt2` to download real GPT-2 (548 MB)"
+GET_REAL_GPT2 = "connect to the internet once and run `gpt2viz --model gpt2` (a 548 MB download)"
 
 
 @dataclass(frozen=True)

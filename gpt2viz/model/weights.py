@@ -157,10 +157,11 @@ def load_weights(
                 f"{files[0].name}: {name} differs from wte.weight; gpt2viz supports only the tied LM head"
             )
 
-    notices = []
-    for name, tensor in tensors.items():
-        if not torch.isfinite(tensor).all():
-            notices.append(f"warning: tensor {name} contains NaN or infinite values; outputs will be garbage")
     converted = {name: t.to(device=device, dtype=dtype) for name, t in tensors.items()}
+    notices = []
+    for name, tensor in converted.items():
+        # A sum is one pass with no temporary; only if it is not finite look element by element.
+        if not torch.isfinite(tensor.sum()) and not torch.isfinite(tensor).all():
+            notices.append(f"warning: tensor {name} contains NaN or infinite values; outputs will be garbage")
     stored_name = "+".join(sorted(stored)) if stored else "none"
     return LoadedWeights(converted, stored_name, file_bytes, notices)

@@ -18,8 +18,10 @@ from textual.worker import get_current_worker
 from ..cli import DEFAULT_PROMPT, RunOptions
 from ..errors import Gpt2VizError
 from ..trace import Trace
-from .background import Cancelled, busy, locked, run_detached
+from .background import Cancelled, busy, locked, run_detached, spare_a_core_for_the_event_loop
+from .generation import GenerationSettings
 from .messages import LoadFailed, LoadProgressed, TraceRecorded
+from .screens.generation import GenerationScreen
 from .screens.help import HelpScreen
 from .screens.loading import LoadingScreen
 from .screens.prompt import PromptScreen
@@ -27,15 +29,6 @@ from .screens.step import StepScreen
 from .widgets.room_notice import MIN_HEIGHT, MIN_WIDTH
 
 LOAD_STEPS = 3
-
-
-def spare_a_core_for_the_event_loop() -> None:
-    """Lets torch use all cores but one, so the interface stays smooth during a forward pass."""
-    import torch
-
-    cores = os.cpu_count() or 1
-    if cores > 1 and torch.get_num_threads() >= cores:
-        torch.set_num_threads(cores - 1)
 
 
 class Gpt2VizApp(App[int]):
@@ -47,6 +40,7 @@ class Gpt2VizApp(App[int]):
     VERTICAL_BREAKPOINTS = [(0, "-too-short"), (MIN_HEIGHT, "-tall")]
 
     BINDINGS = [
+        Binding("g", "generate", "generate", id="generate", tooltip="Open the generation view"),
         Binding("question_mark", "help", "help", id="help", tooltip="Show all keys and how to read the screens"),
         Binding("q", "quit", "quit", id="quit", tooltip="Leave gpt2viz"),
     ]
@@ -59,6 +53,7 @@ class Gpt2VizApp(App[int]):
         self.prompt = trace.prompt if trace is not None else (options.prompt if options else DEFAULT_PROMPT)
         self.error: str | None = None
         self.exit_code = 0
+        self.generation_settings = GenerationSettings.from_options(options)
 
     @property
     def replay_path(self) -> str | None:
@@ -178,12 +173,40 @@ class Gpt2VizApp(App[int]):
         self.push_screen(LoadingScreen(self.lm.name, prompt, can_cancel=True))
         self.run_forward(prompt)
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        screen = self.screen
+        if action == "generate":
+            return not isinstance(screen, LoadingScreen)  # action_generate ignores the other screens
+        if action == "edit_prompt":
+            return not (isinstance(screen, StepScreen) and screen.from_step is not None)
+        return True
+
     def action_generate(self) -> None:
-        self.notify(
-            "The generation view is coming in a later version. This screen walks through one forward pass.",
-            title="Generate",
-            markup=False,
-        )
+        """Opens the generation view: back to the one a step was opened from, or a new one."""
+        stack = self.screen_stack
+        for depth, screen in enumerate(reversed(stack)):
+            if isinstance(screen, GenerationScreen):
+                for _ in range(depth):
+                    self.pop_screen()
+                return
+        screen = self.screen
+        if not isinstance(screen, StepScreen):
+            return
+        trace = screen.trace
+        if self.lm is None:
+            if not trace.generation:
+                source = Path(self.replay_path).name if self.replay_path else "This trace"
+                self.notify(
+                    f"{source} holds no generation and there is no model to run one. Record one with "
+                    "gpt2viz PROMPT --json FILE --generate N, or start gpt2viz with --model.",
+                    title="Nothing to generate with",
+                    severity="warning",
+                    markup=False,
+                )
+                return
+            self.push_screen(GenerationScreen(trace, replay=self.replay_path))
+            return
+        self.push_screen(GenerationScreen(trace, lm=self.lm, settings=self.generation_settings))
 
 
 def make_app(lm=None, trace: Trace | None = None, options: RunOptions | None = None) -> Gpt2VizApp:

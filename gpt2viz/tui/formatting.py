@@ -139,3 +139,8 @@ def shown_positions(n: int, edge: int = EDGE_ROWS) -> list[int | None]:
     if n <= 3 * edge:
         return list(range(n))
     return [*range(edge), None, *range(n - edge, n)]
+
+
+def prose(display: str) -> str:
+    """A token's display text read as running text: '␣' back to a space, a line break after '↵'."""
+    return display.replace("␣", " ").replace("↵", "↵\n")

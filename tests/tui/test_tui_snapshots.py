@@ -1,7 +1,8 @@
 """Snapshots of the main views, from the committed trace (tests/data/tiny-trace.json).
 
 Update after an intended change with `pytest tests/tui/test_tui_snapshots.py --snapshot-update`
-and look at the SVGs before committing them. No timing appears on these screens.
+and look at the SVGs before committing them. No measured timing appears on these screens: the
+generation view replays a trace whose step times were replaced by fixed numbers.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from gpt2viz.tui.app import make_app
 from gpt2viz.tui.screens.step import StepScreen
 from gpt2viz.tui.stages import index_of
 
-from tui_helpers import TINY_TRACE
+from tui_helpers import GENERATION_TRACE, TINY_TRACE
 
 SIZE = (120, 40)
 
@@ -45,3 +46,30 @@ def go_to(kind: str, layer: int | None, head: int):
 def test_view(snap_compare, view):
     app = make_app(trace=load(TINY_TRACE))
     assert snap_compare(app, terminal_size=SIZE, run_before=go_to(*VIEWS[view]))
+
+
+def open_generation(*keys: str):
+    async def run_before(pilot) -> None:
+        from gpt2viz.tui.screens.generation import GenerationScreen
+
+        for _ in range(100):
+            await pilot.pause()
+            if isinstance(pilot.app.screen, StepScreen):
+                break
+        await pilot.press("g")
+        for _ in range(100):
+            await pilot.pause()
+            if isinstance(pilot.app.screen, GenerationScreen) and pilot.app.screen.is_mounted:
+                break
+        await pilot.press(*keys)
+        await pilot.pause()
+
+    return run_before
+
+
+@pytest.mark.parametrize("size", [(120, 40), (80, 24)], ids=["120x40", "80x24"])
+def test_generation_view(snap_compare, size):
+    """A recorded greedy generation (tests/data/tiny-generation-trace.json, made by
+    make_test_trace.py with fixed step times), replayed with step 7 selected."""
+    app = make_app(trace=load(GENERATION_TRACE))
+    assert snap_compare(app, terminal_size=size, run_before=open_generation(*["left"] * 4))

@@ -7,6 +7,7 @@ import functools
 from pathlib import Path
 
 TINY_TRACE = Path(__file__).resolve().parents[1] / "data" / "tiny-trace.json"
+GENERATION_TRACE = TINY_TRACE.with_name("tiny-generation-trace.json")
 
 
 def run_async(test):
@@ -41,4 +42,21 @@ def stage_text(app) -> str:
             parts.append(getattr(content, "plain", str(content)))
         elif isinstance(widget, StripWidget):
             parts.extend(strip.text for strip in widget.lines(max(widget.size.width, 80)))
+    return "\n".join(parts)
+
+
+def panel_text(screen, selector: str) -> str:
+    """Everything a panel of the generation view holds (also what is scrolled out of sight)."""
+    from textual.widgets import Static
+
+    from gpt2viz.tui.widgets.strip_widget import StripWidget
+
+    panel = screen.query_one(selector)
+    parts = []
+    for widget in panel.query("*"):
+        if isinstance(widget, Static):
+            content = widget.content
+            parts.append(getattr(content, "plain", str(content)))
+        elif isinstance(widget, StripWidget):
+            parts.extend(strip.text for strip in widget.lines(max(widget.size.width, 36)))
     return "\n".join(parts)

@@ -29,7 +29,7 @@ def key_rows(screen: Screen) -> list[tuple[str, str]]:
         palette = binding.action == "command_palette"
         if binding.id is None and not palette:  # Textual's own focus and copy keys
             continue
-        text = PALETTE_TEXT if palette else binding.tooltip or binding.description
+        text = getattr(screen, "PALETTE_TEXT", PALETTE_TEXT) if palette else binding.tooltip or binding.description
         keys, _ = by_action.setdefault(binding.action, ([], text))
         display = screen.app.get_key_display(binding)
         if display not in keys:
@@ -52,7 +52,7 @@ class HelpScreen(ModalScreen[None]):
         rows = [Content.styled("Keys", "bold $accent")]
         for keys, text in key_rows(self.underneath):
             rows.append(Content.assemble((f"{keys:>14}", "bold"), "  ", text))
-        rows += [Content(""), Content(READING)]
+        rows += [Content(""), Content(getattr(self.underneath, "HELP_TEXT", READING))]
         with VerticalScroll(id="help-box"):
             yield Static(Content("\n").join(rows), id="help-text")
 

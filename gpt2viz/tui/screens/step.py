@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import time
 
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Container
@@ -58,15 +59,20 @@ class StepScreen(Screen):
         Binding("pageup", "page_up", "page up", id="page-up", tooltip="Scroll the stage view a page up", show=False),
         Binding("pagedown", "page_down", "page down", id="page-down", tooltip="Scroll the stage view a page down", show=False),
         Binding("e", "app.edit_prompt", "edit", id="edit-prompt", tooltip="Change the prompt and run the model again"),
-        Binding("g", "app.generate", "generate", id="generate", tooltip="Open the generation view", show=False),
+        Binding("escape", "back", "back", id="back-to-generation", tooltip="Back to the generation view"),
     ]
 
-    def __init__(self, trace: Trace, replay: str | None = None) -> None:
+    def __init__(
+        self, trace: Trace, replay: str | None = None, from_step: int | None = None, chosen: str | None = None
+    ) -> None:
         super().__init__()
         self.trace = trace
         self.replay = replay
+        self.from_step = from_step  # the generation step whose forward pass this is, opened from that view
+        self.chosen = chosen  # the token that generation step chose (sampling may differ from the argmax)
         self.stages: list[Stage] = build_stages(trace.n_layer)
-        self.index = 0
+        # Opened from a generation step: start where that step's token is chosen.
+        self.index = 0 if from_step is None else len(self.stages) - 1
         self.head = 0
         self.render_ms: list[float] = []  # keypress-to-paint time of each step, for measurements
 
@@ -81,9 +87,18 @@ class StepScreen(Screen):
 
     def on_mount(self) -> None:
         self.query_one(PipelineNavigator).set_stages(self.stages, self.index)
-        self.query_one(TopBar).draw(self.trace, self.replay)
+        self.query_one(TopBar).draw(self.trace, self.replay, self.from_step, self.chosen)
         self._draw()
         freeze_trace()
+
+    def on_resize(self, event: events.Resize) -> None:
+        # Below 100 columns every key fits only in the compact footer.
+        self.query_one(Footer).compact = event.size.width < 100
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "back":
+            return self.from_step is not None
+        return True
 
     @property
     def stage(self) -> Stage:
@@ -178,6 +193,9 @@ class StepScreen(Screen):
 
     def action_page_up(self) -> None:
         self.query_one(StageView).scroll_page_up(animate=False)
+
+    def action_back(self) -> None:
+        self.app.pop_screen()
 
     def action_page_down(self) -> None:
         self.query_one(StageView).scroll_page_down(animate=False)

@@ -9,6 +9,7 @@ from textual.widgets import Static
 
 from ...trace import Trace
 from ..formatting import clip, millions
+from ..generation import GenerationSettings, settings_label
 from ..narration import final_choice
 
 
@@ -24,9 +25,7 @@ class TopBar(Static):
 
     COMPONENT_CLASSES = {"top-bar--dim", "top-bar--token"}
 
-    def draw(self, trace: Trace, replay: str | None = None) -> None:
-        """Shows the facts of `trace` (and the file it was replayed from)."""
-        _, token, _ = final_choice(trace)
+    def _model_parts(self, trace: Trace, replay: str | None) -> list:
         params = trace.model.get("n_params") or 0
         parts: list = [
             (" gpt2viz ", "bold $background on $accent"),  # a background: a style string, see pictures.py
@@ -36,5 +35,22 @@ class TopBar(Static):
         ]
         if replay:
             parts.append((f" · replay of {Path(replay).name}", ".top-bar--dim"))
+        return parts
+
+    def draw(self, trace: Trace, replay: str | None = None, step: int | None = None, chosen: str | None = None) -> None:
+        """Shows the facts of `trace` (and the file it was replayed from, or the generation step it is
+        and the token that step actually chose, when sampling picked another than the most likely)."""
+        _, token, _ = final_choice(trace)
+        parts = self._model_parts(trace, replay)
+        if step is not None:
+            parts.append((f" · generation step {step}", ".top-bar--dim"))
         parts += [(" · ", ".top-bar--dim"), f'"{clip(trace.prompt, 36)}"', (" → ", ".top-bar--dim"), (token, ".top-bar--token")]
+        if chosen is not None and chosen != token:
+            parts += [(" · sampled ", ".top-bar--dim"), (chosen, ".top-bar--token")]
+        self.update(Content.assemble(*parts))
+
+    def draw_generation(self, trace: Trace, settings: GenerationSettings, replay: str | None = None) -> None:
+        """Shows the model and the settings of the generation on screen."""
+        parts = self._model_parts(trace, replay)
+        parts += [(" · ", ".top-bar--dim"), (settings_label(settings), "")]
         self.update(Content.assemble(*parts))

@@ -1,0 +1,219 @@
+"""A generation as the generation view holds it: plain step records and what follows from them.
+
+The worker hands over one plain-data step record per token (the `steps[]` entries of a trace's
+`generation`, see docs/trace.md); everything the view shows is computed here from those records,
+so it can be tested without a terminal and a replayed trace shows the very same numbers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from ..generate import STOP_CANCELLED, STOP_CONTEXT, STOP_EOS, STOP_MAX_TOKENS, SamplingSettings
+
+DEFAULT_NEW_TOKENS = 40
+FINISHED = (STOP_EOS, STOP_CONTEXT, STOP_MAX_TOKENS)
+
+
+@dataclass(frozen=True)
+class GenerationSettings:
+    """What the next generation uses: how many new tokens, how they are chosen, and the cache."""
+
+    max_new_tokens: int = DEFAULT_NEW_TOKENS
+    sampling: SamplingSettings = field(default_factory=SamplingSettings)
+    use_cache: bool = True
+
+    @classmethod
+    def from_options(cls, options) -> "GenerationSettings":
+        """The settings the command line asked for (`--generate`, `--temperature`, ... `--no-cache`)."""
+        if options is None:
+            return cls()
+        return cls(options.generate or DEFAULT_NEW_TOKENS, options.sampling(), options.use_cache)
+
+    @classmethod
+    def from_record(cls, record: dict) -> "GenerationSettings":
+        """The settings a recorded generation (a trace's `generation`) was made with."""
+        s = record.get("settings") or {}
+        sampling = SamplingSettings(
+            float(s.get("temperature") or 0.0), s.get("top_k"), s.get("top_p"), s.get("seed")
+        )
+        return cls(int(record.get("max_new_tokens") or len(record.get("ids") or [])), sampling, bool(record.get("cache")))
+
+    def with_seed(self, seed: int) -> "GenerationSettings":
+        """The same settings with the sampling seed fixed."""
+        return replace(self, sampling=replace(self.sampling, seed=seed))
+
+
+def decoding_label(sampling: SamplingSettings) -> str:
+    """'greedy' or 'sampling: T 0.8 · top-k 40 · top-p 0.95 · seed 1'."""
+    if sampling.greedy:
+        return "greedy"
+    parts = [f"T {sampling.temperature:g}"]
+    if sampling.top_k is not None:
+        parts.append(f"top-k {sampling.top_k}")
+    if sampling.top_p is not None:
+        parts.append(f"top-p {sampling.top_p:g}")
+    parts.append(f"seed {sampling.seed}" if sampling.seed is not None else "no seed")
+    return "sampling: " + " · ".join(parts)
+
+
+def settings_label(settings: GenerationSettings) -> str:
+    """One line: '40 new tokens · greedy · KV cache on'."""
+    return (
+        f"{settings.max_new_tokens} new tokens · {decoding_label(settings.sampling)} · "
+        f"KV cache {'on' if settings.use_cache else 'off'}"
+    )
+
+
+@dataclass
+class Generation:
+    """A prompt and the tokens generated after it so far, one plain step record per token.
+
+    A stopped generation can be resumed: the next run starts from the prompt and everything
+    generated so far, with a prefill of its own. `starts` lists the steps where a run began.
+    """
+
+    prompt_ids: list[int]
+    prompt_tokens: list[str]  # display texts of the prompt's tokens
+    settings: GenerationSettings
+    n_ctx: int
+    steps: list[dict] = field(default_factory=list)
+    starts: list[int] = field(default_factory=list)
+    stop_reason: str | None = None  # None while running (or before the first run)
+    label: str = ""  # 'naive (no cache)' / 'cached' in a comparison
+
+    @classmethod
+    def from_record(cls, record: dict, prompt_ids: list[int], prompt_tokens: list[str], n_ctx: int) -> "Generation":
+        """A recorded generation (a trace's `generation` section), e.g. from a replayed trace."""
+        steps = [dict(s) for s in record.get("steps") or []]
+        starts = [i for i, s in enumerate(steps) if s.get("step") == 0] or ([0] if steps else [])
+        return cls(
+            list(prompt_ids),
+            list(prompt_tokens),
+            GenerationSettings.from_record(record),
+            n_ctx,
+            steps,
+            starts,
+            record.get("stop_reason"),
+        )
+
+    # -- growing -----------------------------------------------------------------------------
+    def begin_run(self) -> None:
+        """A run (the first, or a resume) starts: its first step will be a prefill."""
+        self.starts.append(len(self.steps))
+        self.stop_reason = None
+
+    def add_step(self, step: dict) -> None:
+        """Appends one step record as the worker sent it."""
+        self.steps.append(step)
+
+    def end_run(self, stop_reason: str) -> None:
+        """The run ended; `stop_reason` is eos, context, max_new_tokens or cancelled."""
+        self.stop_reason = stop_reason
+
+    # -- reading -----------------------------------------------------------------------------
+    @property
+    def ids(self) -> list[int]:
+        """The generated ids so far."""
+        return [s["id"] for s in self.steps]
+
+    @property
+    def context_ids(self) -> list[int]:
+        """Prompt and generated ids: where a resumed run starts."""
+        return self.prompt_ids + self.ids
+
+    @property
+    def remaining(self) -> int:
+        """How many more tokens the settings allow."""
+        return max(0, self.settings.max_new_tokens - len(self.steps))
+
+    @property
+    def finished(self) -> bool:
+        """Ended for good (end of text, full context, or as many tokens as asked): resuming is pointless."""
+        return self.stop_reason in FINISHED or (self.stop_reason == STOP_CANCELLED and self.remaining == 0)
+
+    @property
+    def can_resume(self) -> bool:
+        """Stopped by the user with tokens still to go and room in the context."""
+        return self.stop_reason == STOP_CANCELLED and self.remaining > 0 and len(self.context_ids) < self.n_ctx
+
+    def is_first(self, index: int) -> bool:
+        """Whether step `index` began a run: the prefill (with a cache) or the first full pass."""
+        return index in self.starts
+
+    def is_prefill(self, index: int) -> bool:
+        """Whether step `index` read the whole context at once into a fresh cache."""
+        return self.is_first(index) and bool(self.steps[index].get("used_cache"))
+
+    def input_length(self, index: int) -> int:
+        """How many ids step `index` fed the model: the whole context, or one with the cache."""
+        if self.steps[index].get("used_cache") and not self.is_first(index):
+            return 1
+        return self.context_length(index)
+
+    def context_length(self, index: int) -> int:
+        """Positions step `index` processed, prompt included (its output token not counted)."""
+        step = self.steps[index]
+        return int(step.get("context_length") or len(self.prompt_ids) + index)
+
+    @property
+    def step_ms(self) -> list[float]:
+        return [float(s.get("ms") or 0.0) for s in self.steps]
+
+    @property
+    def total_ms(self) -> float:
+        return sum(self.step_ms)
+
+    @property
+    def ttft_ms(self) -> float | None:
+        """Time to first token: the first step (the prefill, with a cache)."""
+        return self.step_ms[0] if self.steps else None
+
+    @property
+    def decode_ms(self) -> list[float]:
+        """Times of the steps that did not begin a run."""
+        return [ms for i, ms in enumerate(self.step_ms) if not self.is_first(i)]
+
+    @property
+    def mean_decode_ms(self) -> float | None:
+        decode = self.decode_ms
+        return sum(decode) / len(decode) if decode else None
+
+    @property
+    def tokens_per_s(self) -> float | None:
+        total = self.total_ms
+        return len(self.steps) / (total / 1000) if total > 0 else None
+
+
+@dataclass
+class Comparison:
+    """The same prompt and settings generated twice: without the cache and with it."""
+
+    naive: Generation
+    cached: Generation
+
+    @property
+    def first_divergence(self) -> int | None:
+        """The first step whose ids differ (or where one run stopped early); None if identical."""
+        a, b = self.naive.ids, self.cached.ids
+        for i, (x, y) in enumerate(zip(a, b)):
+            if x != y:
+                return i
+        return None if len(a) == len(b) else min(len(a), len(b))
+
+    @property
+    def identical(self) -> bool:
+        return self.first_divergence is None
+
+    @property
+    def speedup_total(self) -> float | None:
+        """Naive total time over cached total time."""
+        cached = self.cached.total_ms
+        return self.naive.total_ms / cached if cached > 0 and self.naive.steps else None
+
+    @property
+    def speedup_decode(self) -> float | None:
+        """Naive mean time per later step over the cached mean decode step."""
+        naive, cached = self.naive.mean_decode_ms, self.cached.mean_decode_ms
+        return naive / cached if naive and cached else None
+

@@ -1,0 +1,436 @@
+"""The generation view: tokens stream in, with each step's choice, its cost and the KV cache.
+
+A worker generates (`record_generation`, holding MODEL_LOCK) and posts one plain step record per
+token; the screen appends it to its Generation and redraws. Stopping keeps the text; resuming
+continues from the prompt and everything generated so far. With no model (a replayed trace) the
+recorded generation is shown, read-only.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+from dataclasses import dataclass
+
+from textual import events, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Container
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import Footer
+from textual.worker import get_current_worker
+
+from ...errors import Gpt2VizError
+from ...trace import Trace
+from ..background import Cancelled, locked, run_detached, spare_a_core_for_the_event_loop
+from ..generation import Comparison, Generation, GenerationSettings
+from ..narration import RunFacts
+from ..widgets.latency_chart import LatencyChart
+from ..widgets.generation_panels import ChoicePanel, CostPanel, KVPanel, StatusLine, TextPanel, ViewState
+from ..widgets.room_notice import MIN_WIDTH, RoomNotice
+from ..widgets.top_bar import TopBar
+from .generation_settings import SettingsScreen
+
+STEP = Binding.Group("step", compact=True)
+TOPK = 10  # candidates kept per step (the `raw` and `candidates` lists)
+
+HELP_TEXT = (
+    "space stops a running generation (the text so far stays), resumes it, and once it is done generates "
+    "again. How to read it: the top shows the prompt (dim) and the tokens generated after it; b shows where each "
+    "token begins and ends. Under it, three panels follow the newest step, or the step you pick with ← →: "
+    "the choice (the top tokens before and after temperature, top-k and top-p, and the step's shapes), "
+    "the cost (time per step: the prefill in its own colour, then the decode steps; c compares a run "
+    "without the cache), and the KV cache after that step (K and V per layer, bytes, the context used). "
+    "Tab moves between the panels; ↑ ↓ scroll the one with the bright border. ␣ is a space, ↵ a line break."
+)
+
+
+class GenerationScreen(Screen):
+    """Generates from the prompt of `trace` with `lm` (or shows `trace`'s recorded generation)."""
+
+    AUTO_FOCUS = "#choice-panel"
+    # Three panels side by side need about 118 columns; below that, two columns (see app.tcss).
+    HORIZONTAL_BREAKPOINTS = [(0, "-too-narrow"), (MIN_WIDTH, "-normal"), (118, "-roomy")]
+    HELP_TEXT = HELP_TEXT
+    PALETTE_TEXT = "Command palette: theme, keys, screenshot"
+
+    BINDINGS = [
+        Binding("space", "stop", "stop", id="stop-generation", tooltip="Stop generating; the text so far stays"),
+        Binding("space", "resume", "resume", id="resume-generation", tooltip="Go on generating from the text so far"),
+        Binding("space", "restart", "again", id="restart-generation", tooltip="Generate again from the prompt"),
+        Binding("left,h", "previous_step", "step", id="previous-step", tooltip="Show the previous step's choice", group=STEP),
+        Binding("right,l", "next_step", "step", id="next-step", tooltip="Show the next step's choice", group=STEP),
+        Binding("enter", "open_step", "forward pass", id="open-step",
+                tooltip="Open the forward pass of the step on show in the step-through"),
+        Binding("s", "settings", "settings", id="generation-settings", tooltip="Change new tokens, decoding and the cache"),
+        Binding("c", "compare", "compare", id="compare-cache", tooltip="Run without and with the KV cache and compare"),
+        Binding("b", "boundaries", "tokens", id="token-boundaries", tooltip="Show or hide token boundaries in the text",
+                show=False),
+        Binding("g", "restart", "again", id="generate-again", tooltip="Generate again from the prompt", show=False),
+        Binding("escape", "back", "back", id="back-to-steps", tooltip="Back to the step-through"),
+    ]
+
+    @dataclass(eq=False)
+    class StepGenerated(Message):
+        """The worker of run `run` produced one token; `step` is its plain record."""
+
+        run: int
+        step: dict
+
+    @dataclass(eq=False)
+    class RunEnded(Message):
+        """Run `run` (or phase `phase` of a comparison) ended for `stop_reason`."""
+
+        run: int
+        stop_reason: str
+        phase: int = 0
+
+    @dataclass(eq=False)
+    class RunFailed(Message):
+        """Run `run` failed; `text` says why, in one line."""
+
+        run: int
+        text: str
+
+    @dataclass(eq=False)
+    class StepTraced(Message):
+        """The forward pass of generation step `index` was recorded."""
+
+        index: int
+        trace: Trace
+
+    def __init__(self, trace: Trace, lm=None, settings: GenerationSettings | None = None, replay: str | None = None) -> None:
+        super().__init__()
+        self.trace = trace
+        self.lm = lm
+        self.replay = replay
+        self.facts = RunFacts.of(trace)
+        self.settings = settings or GenerationSettings()
+        self.comparison: Comparison | None = None
+        self.selected: int | None = None
+        self.boundaries = False
+        self.phase = "idle"  # idle, generating or comparing
+        self._run = 0
+        self._stop = threading.Event()
+        self._compare: tuple[Generation, Generation] | None = None
+        if lm is None and trace.generation:
+            self.gen = Generation.from_record(trace.generation, trace.token_ids, self._prompt_texts(), self.facts.n_ctx)
+            self.settings = self.gen.settings
+        else:
+            self.gen = self._new_generation(self.settings)
+
+    def _prompt_texts(self) -> list[str]:
+        return [t["text"] for t in self.trace.tokens]
+
+    def _new_generation(self, settings: GenerationSettings, label: str = "") -> Generation:
+        return Generation(self.trace.token_ids, self._prompt_texts(), settings, self.facts.n_ctx, label=label)
+
+    @property
+    def live(self) -> bool:
+        """Whether there is a model to generate with (not a replay)."""
+        return self.lm is not None
+
+    @property
+    def running(self) -> bool:
+        return self.phase != "idle"
+
+    @property
+    def state(self) -> ViewState:
+        """What the panels draw from."""
+        return ViewState(self.facts, self.gen, self.comparison, self.selected, self.running)
+
+    def compose(self) -> ComposeResult:
+        yield TopBar(id="top-bar")
+        yield TextPanel(id="text-panel")
+        yield StatusLine(id="gen-status")
+        with Container(id="gen-body"):
+            yield ChoicePanel(id="choice-panel")
+            yield CostPanel(id="cost-panel")
+            yield KVPanel(id="kv-panel")
+        yield RoomNotice(id="room-notice")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        text = self.query_one(TextPanel)
+        text.border_title = "Text"
+        text.border_subtitle = "b: token boundaries"
+        self._draw()
+        if self.live:
+            self.start()
+
+    def on_resize(self, event: events.Resize) -> None:
+        # Small terminals: shorter bars, and a footer without padding so every key fits.
+        self.query_one(LatencyChart).set_rows(5 if event.size.height >= 34 else 3)
+        self.query_one(Footer).compact = event.size.width < 100
+        self.call_after_refresh(self._draw)  # tables are laid out for the panels' new widths
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "stop":
+            return self.running
+        if action == "resume":
+            return self.live and not self.running and self.gen.can_resume
+        if action == "restart":
+            return self.live and not self.running and not self.gen.can_resume
+        if action in ("settings", "compare"):
+            return self.live
+        if action in ("previous_step", "next_step", "open_step"):
+            return bool(self.gen.steps)
+        return True
+
+    # -- drawing -----------------------------------------------------------------------------
+    def _draw(self) -> None:
+        state = self.state
+        self.query_one(TopBar).draw_generation(self.trace, self.gen.settings, self.replay)
+        self.query_one(TextPanel).draw(state, self.boundaries)
+        self.query_one(StatusLine).draw(state, self.phase, not self.live)
+        self.query_one(ChoicePanel).draw(state)
+        self.query_one(CostPanel).draw(state)
+        self.query_one(KVPanel).draw(state)
+
+    def _set_phase(self, phase: str) -> None:
+        self.phase = phase
+        self.refresh_bindings()
+
+    # -- starting and stopping ---------------------------------------------------------------
+    def start(self, settings: GenerationSettings | None = None) -> None:
+        """A new generation from the prompt with `settings` (the current ones if None)."""
+        if settings is not None:
+            self.settings = settings
+        self.gen = self._new_generation(self.settings)
+        self.comparison = None
+        self.selected = None
+        self._launch()
+
+    def resume(self) -> None:
+        """Goes on from the prompt and everything generated so far."""
+        self._launch()
+
+    def _launch(self) -> None:
+        self._stop.set()  # an older run stops at its next step
+        self._stop = threading.Event()
+        self._run += 1
+        self.gen.begin_run()
+        self._set_phase("generating")
+        self._draw()
+        self._generate(self._run, self.gen.context_ids, self.gen.remaining, self.gen.settings, self._stop)
+
+    def stop(self) -> None:
+        """Asks the running generation to stop after the step under way."""
+        self._stop.set()
+
+    def compare(self) -> None:
+        """The prompt generated without the cache, then with it, with the same settings."""
+        settings = self.settings
+        if not settings.sampling.greedy and settings.sampling.seed is None:
+            settings = settings.with_seed(random.randrange(2**31))
+            self.notify(
+                f"Sampling without a seed: both runs use seed {settings.sampling.seed} so that their ids can be compared.",
+                timeout=4,
+            )
+        naive = self._new_generation(GenerationSettings(settings.max_new_tokens, settings.sampling, False), "no cache")
+        cached = self._new_generation(GenerationSettings(settings.max_new_tokens, settings.sampling, True), "cached")
+        self._stop.set()
+        self._stop = threading.Event()
+        self._run += 1
+        self._compare = (naive, cached)
+        self.gen, self.comparison, self.selected = naive, None, None
+        naive.begin_run()
+        self._set_phase("comparing")
+        self._draw()
+        self._run_compare(self._run, list(self.trace.token_ids), settings, self._stop)
+
+    # -- workers -----------------------------------------------------------------------------
+    def _record(self, run: int, ids: list[int], max_new: int, settings: GenerationSettings, stop: threading.Event) -> str:
+        """Runs one generation in a detached thread under MODEL_LOCK; returns its stop reason."""
+        from ...trace import record_generation
+
+        worker = get_current_worker()
+
+        def on_step(step: dict) -> None:
+            self.post_message(self.StepGenerated(run, step))
+
+        def generate() -> dict:
+            return record_generation(
+                self.lm,
+                ids,
+                max_new,
+                settings.sampling,
+                settings.use_cache,
+                TOPK,
+                on_step=on_step,
+                should_stop=lambda: worker.is_cancelled or stop.is_set(),
+            )
+
+        spare_a_core_for_the_event_loop()
+        record = run_detached(locked(generate), lambda: worker.is_cancelled)
+        return record["stop_reason"]
+
+    @work(thread=True, exclusive=True, group="generate", exit_on_error=False)
+    def _generate(self, run: int, ids: list[int], max_new: int, settings: GenerationSettings, stop: threading.Event) -> None:
+        """Generates up to `max_new` tokens after `ids`, posting each step."""
+        try:
+            self.post_message(self.RunEnded(run, self._record(run, ids, max_new, settings, stop)))
+        except Cancelled:
+            return
+        except Gpt2VizError as err:
+            self.post_message(self.RunFailed(run, str(err)))
+        except Exception as err:  # a bug: say it, keep the app alive
+            self.post_message(self.RunFailed(run, f"{type(err).__name__}: {err}"))
+
+    @work(thread=True, exclusive=True, group="generate", exit_on_error=False)
+    def _run_compare(self, run: int, ids: list[int], settings: GenerationSettings, stop: threading.Event) -> None:
+        """The same generation without the cache, then with it."""
+        try:
+            for phase, use_cache in enumerate((False, True)):
+                phase_settings = GenerationSettings(settings.max_new_tokens, settings.sampling, use_cache)
+                reason = self._record(run, ids, settings.max_new_tokens, phase_settings, stop)
+                self.post_message(self.RunEnded(run, reason, phase))
+                if stop.is_set():
+                    return
+        except Cancelled:
+            return
+        except Gpt2VizError as err:
+            self.post_message(self.RunFailed(run, str(err)))
+        except Exception as err:
+            self.post_message(self.RunFailed(run, f"{type(err).__name__}: {err}"))
+
+    @work(thread=True, exclusive=True, group="step-trace", exit_on_error=False)
+    def _trace_step(self, index: int, ids: list[int]) -> None:
+        """Records the forward pass that chose step `index`'s token."""
+        from ...trace import trace_prompt
+
+        worker = get_current_worker()
+        topk = getattr(getattr(self.app, "options", None), "topk_logits", None) or 10
+        try:
+            trace = run_detached(locked(lambda: trace_prompt(self.lm, ids, topk=topk)), lambda: worker.is_cancelled)
+            self.post_message(self.StepTraced(index, trace))
+        except Cancelled:
+            return
+        except Exception as err:
+            self.post_message(self.RunFailed(-1, f"{type(err).__name__}: {err}"))
+
+    # -- messages from the workers -----------------------------------------------------------
+    def on_generation_screen_step_generated(self, message: StepGenerated) -> None:
+        if message.run != self._run:
+            return
+        self.gen.add_step(message.step)
+        self._draw()
+
+    def on_generation_screen_run_ended(self, message: RunEnded) -> None:
+        if message.run != self._run:
+            return
+        self.gen.end_run(message.stop_reason)
+        if self.phase == "comparing" and self._compare is not None:
+            naive, cached = self._compare
+            if message.stop_reason == "cancelled":
+                self.notify("Comparison stopped. c runs it again.", timeout=3)
+            elif message.phase == 0:
+                self.gen = cached
+                cached.begin_run()
+                self._draw()
+                return
+            else:
+                self.comparison = Comparison(naive, cached)
+            self._compare = None
+        self._set_phase("idle")
+        self._draw()
+
+    def on_generation_screen_run_failed(self, message: RunFailed) -> None:
+        if message.run == self._run:
+            self.gen.end_run("cancelled")
+            self._compare = None
+            self._set_phase("idle")
+            self._draw()
+        self.notify(message.text, title="Generation failed", severity="error", markup=False)
+
+    def on_generation_screen_step_traced(self, message: StepTraced) -> None:
+        from .step import StepScreen
+
+        if self.app.screen is self and message.index < len(self.gen.steps):
+            chosen = self.gen.steps[message.index]["text"]
+            self.app.push_screen(StepScreen(message.trace, from_step=message.index, chosen=chosen))
+
+    # -- actions -----------------------------------------------------------------------------
+    def action_stop(self) -> None:
+        self.stop()
+
+    def action_resume(self) -> None:
+        self.resume()
+
+    def action_restart(self) -> None:
+        self.start()
+
+    def action_compare(self) -> None:
+        self.compare()
+
+    def action_settings(self) -> None:
+        self.app.push_screen(SettingsScreen(self.settings), self._settings_chosen)
+
+    def _settings_chosen(self, settings: GenerationSettings | None) -> None:
+        if settings is None:
+            return
+        self.settings = settings
+        if hasattr(self.app, "generation_settings"):
+            self.app.generation_settings = settings
+        self.start(settings)
+
+    def action_boundaries(self) -> None:
+        self.boundaries = not self.boundaries
+        self._draw()
+
+    def _select(self, index: int | None) -> None:
+        last = len(self.gen.steps) - 1
+        if index is not None and index >= last and self.running:
+            index = None  # at the newest step while generating: follow it
+        self.selected = index
+        self._draw()
+
+    def action_previous_step(self) -> None:
+        current = self.state.index
+        if current is None or current == 0:
+            self.app.bell()
+            return
+        self._select(current - 1)
+
+    def action_next_step(self) -> None:
+        current = self.state.index
+        if current is None or current >= len(self.gen.steps) - 1:
+            if self.selected is not None:
+                self._select(None)
+            else:
+                self.app.bell()
+            return
+        self._select(current + 1)
+
+    def action_open_step(self) -> None:
+        from .step import StepScreen
+
+        index = self.state.index
+        if index is None:
+            return
+        ids = self.gen.prompt_ids + self.gen.ids[:index]
+        chosen = self.gen.steps[index]["text"]
+        if ids == self.trace.token_ids:  # step 0: the prompt's own pass, already recorded
+            self.app.push_screen(StepScreen(self.trace, self.replay, from_step=index, chosen=chosen))
+            return
+        if not self.live:
+            self.notify(
+                f"This is a replay: there is no model to run the forward pass of step {index} "
+                f"({len(ids)} tokens). Only step 0's pass, over the prompt, is in the trace. "
+                "Start gpt2viz with --model to open any step.",
+                title="Needs a model",
+                severity="warning",
+                markup=False,
+            )
+            return
+        if self.running:
+            self.stop()
+            self.notify("Stopped generating to run this step's forward pass; space resumes.", timeout=3)
+        self.notify(f"Running the forward pass of step {index} over {len(ids)} tokens…", timeout=2)
+        self._trace_step(index, ids)
+
+    def action_back(self) -> None:
+        self.stop()
+        self.workers.cancel_node(self)
+        self.app.pop_screen()

@@ -1,0 +1,356 @@
+"""The generation view: streaming, stop and resume, settings, the comparison, the KV cache, replays."""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+
+import pytest
+
+from gpt2viz.cli import parse_args
+from gpt2viz.trace import dump, load, trace_prompt
+from gpt2viz.tui.app import make_app
+from gpt2viz.tui.screens.generation import GenerationScreen
+from gpt2viz.tui.screens.generation_settings import SettingsScreen
+from gpt2viz.tui.screens.step import StepScreen
+from gpt2viz.tui.stages import Stage
+from gpt2viz.tui.widgets.generation_panels import GeneratedText
+
+from tui_helpers import GENERATION_TRACE, panel_text, run_async, screen_text
+
+SIZE = (120, 40)
+
+
+class Gate:
+    """Holds a generation after its first `open_steps` tokens until `release()`."""
+
+    def __init__(self, open_steps: int) -> None:
+        self.open_steps = open_steps
+        self.event = threading.Event()
+
+    def release(self) -> None:
+        self.event.set()
+
+
+@pytest.fixture
+def gate(monkeypatch):
+    """Generations in this test pause before posting their fourth token, until `gate.release()`."""
+    import gpt2viz.trace as trace_module
+
+    real = trace_module.record_generation
+    held = Gate(3)
+
+    def gated(*args, on_step=None, **kwargs):
+        def step(record):
+            if record["step"] >= held.open_steps:
+                held.event.wait(20)
+            on_step(record)
+
+        return real(*args, on_step=step, **kwargs)
+
+    monkeypatch.setattr(trace_module, "record_generation", gated)
+    yield held
+    held.release()  # never leave a model thread waiting (it holds the model lock)
+
+
+async def wait_for(pilot, condition, timeout: float = 30.0, what: str = "") -> None:
+    """Pauses until `condition()` holds (by polling the app, not by sleeping a fixed time)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what or condition}")
+        await pilot.pause(0.01)
+
+
+async def open_generation(app, pilot) -> GenerationScreen:
+    """Waits for the step-through, presses g and returns the generation view."""
+    await wait_for(pilot, lambda: isinstance(app.screen, StepScreen), what="the step-through")
+    await pilot.press("g")
+    await wait_for(pilot, lambda: isinstance(app.screen, GenerationScreen) and app.screen.is_mounted, what="the generation view")
+    await pilot.pause()
+    return app.screen
+
+
+async def finished(pilot, screen: GenerationScreen) -> None:
+    await wait_for(pilot, lambda: not screen.running, what="the generation to end")
+    await pilot.pause()
+
+
+def text_of(screen: GenerationScreen) -> str:
+    """The generated text panel, as shown."""
+    return screen.query_one(GeneratedText).content.plain
+
+
+def live_app(ckpts, *args: str):
+    options = parse_args(["--model", str(ckpts.path("tiny")), *args])
+    return make_app(lm=ckpts.lm("tiny"), options=options)
+
+
+@run_async
+async def test_tokens_stream_in_and_stop_keeps_the_text(ckpts, gate):
+    app = live_app(ckpts, "--generate", "30")
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_generation(app, pilot)
+        await wait_for(pilot, lambda: len(screen.gen.steps) == 3, what="three tokens")
+        await pilot.pause()
+        assert screen.running and "● generating 3 of 30 tokens" in screen_text(app)
+        first = [s["text"] for s in screen.gen.steps]
+        assert "".join(first).replace("␣", " ") + "▌" in text_of(screen)  # streamed in as they came
+        await pilot.press("space")  # stop: the step under way is the last
+        gate.release()
+        await finished(pilot, screen)
+        kept = list(screen.gen.ids)
+        assert len(kept) == 4 and screen.gen.stop_reason == "cancelled"
+        text = screen_text(app)
+        assert "■ stopped" in text and "space resumes" in text
+        shown = text_of(screen)
+        assert shown.startswith("The meaning of life is")
+        await pilot.pause(0.1)
+        assert text_of(screen) == shown  # nothing more arrives once stopped
+        await pilot.press("space")  # resume: from prompt + generated so far
+        await finished(pilot, screen)
+        assert screen.gen.stop_reason == "max_new_tokens" and len(screen.gen.ids) == 30
+        assert screen.gen.ids[: len(kept)] == kept
+        assert screen.gen.starts == [0, len(kept)]
+        assert screen.gen.steps[len(kept)]["context_length"] == 5 + len(kept)  # a prefill of everything so far
+        assert "Step 29 · decode" in screen_text(app) and "✓ done" in screen_text(app)
+        resumed = list(screen.gen.ids)
+        await pilot.press("space")  # done: generate again, in one run
+        await finished(pilot, screen)
+        assert screen.gen.starts == [0]
+        assert screen.gen.ids == resumed  # greedy: stopping and resuming changed nothing
+
+
+@run_async
+async def test_sampling_with_a_seed_is_reproducible_on_screen(ckpts):
+    app = live_app(ckpts, "--generate", "8")
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_generation(app, pilot)
+        await finished(pilot, screen)
+        greedy_text = text_of(screen)
+        await pilot.press("s")
+        await wait_for(pilot, lambda: isinstance(app.screen, SettingsScreen))
+        form = app.screen
+        form.query_one("#sampling").value = True
+        form.query_one("#temperature").value = "1.5"
+        form.query_one("#top-k").value = "50"
+        form.query_one("#seed").value = "7"
+        form.query_one("#new-tokens").value = "10"
+        form.query_one("#seed").focus()
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.screen is screen)
+        await finished(pilot, screen)
+        first = text_of(screen)
+        assert len(screen.gen.ids) == 10 and first != greedy_text
+        assert "sampling: T 1.5 · top-k 50 · seed 7" in screen_text(app)
+        assert "plain" in panel_text(screen, "#choice-panel") and "sampled" in panel_text(screen, "#choice-panel")
+        await pilot.press("g")  # the same settings again
+        await finished(pilot, screen)
+        assert text_of(screen) == first
+        assert app.generation_settings.sampling.seed == 7  # kept for the next generation view
+
+
+@run_async
+async def test_settings_form_checks_values_inline(ckpts):
+    app = live_app(ckpts, "--generate", "4")
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_generation(app, pilot)
+        await finished(pilot, screen)
+        assert text_of(screen).startswith("The meaning of life is│")  # running text
+        await pilot.press("b")
+        assert text_of(screen).startswith("The ␣meaning ␣of ␣life ␣is ")  # token by token
+        await pilot.press("s")
+        await wait_for(pilot, lambda: isinstance(app.screen, SettingsScreen))
+        form = app.screen
+        assert form.query_one("#temperature").disabled  # greedy: the sampling fields are off
+        form.query_one("#sampling").value = True
+        await pilot.pause()
+        form.query_one("#top-k").value = "0"
+        form.query_one("#top-p").value = "1.5"
+        form.query_one("#new-tokens").value = "0"
+        form.apply()
+        await pilot.pause()
+        assert app.screen is form
+        text = screen_text(app)
+        assert "top-k must be an integer >= 1, got 0" in text
+        assert "top-p must be in (0, 1], got 1.5" in text
+        assert "new tokens must be a whole number >= 1" in text
+        form.query_one("#temperature").value = "0"
+        form.apply()
+        await pilot.pause()
+        assert "temperature must be > 0 to sample" in screen_text(app)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is screen and screen.gen.settings.max_new_tokens == 4
+
+
+@run_async
+async def test_compare_reports_identical_ids_and_a_speedup(ckpts):
+    app = live_app(ckpts, "--generate", "12")
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_generation(app, pilot)
+        await finished(pilot, screen)
+        await pilot.press("c")
+        await wait_for(pilot, lambda: screen.comparison is not None, what="the comparison")
+        await pilot.pause()
+        c = screen.comparison
+        assert c.naive.ids == c.cached.ids and len(c.cached.ids) == 12
+        assert not c.naive.settings.use_cache and c.cached.settings.use_cache
+        text = panel_text(screen, "#cost-panel")
+        assert "ids identical ✓" in text
+        assert re.search(r"speedup\s+\d[\d.]*×\s+\d[\d.]*×", text), text
+        assert "no cache" in text and "cached" in text
+        assert "The cache changes the path, not the result" in text
+        assert "✓ compared · ids identical · speedup" in screen_text(app)
+        # both series on one chart
+        chart = screen.query_one("#latency-chart")
+        assert [s.label for s in chart.series] == ["no cache", "cached"]
+        await pilot.press("question_mark")
+        await pilot.pause()
+        help_text = screen_text(app)
+        assert "Run without and with the KV cache and compare" in help_text and "space stops a running" in help_text
+
+
+@run_async
+async def test_kv_panel_bytes_follow_the_formula(ckpts):
+    app = live_app(ckpts, "--generate", "6")
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_generation(app, pilot)
+        await finished(pilot, screen)
+        cfg = ckpts.lm("tiny").config
+        n_layer, n_head, head_dim = cfg.n_layer, cfg.n_head, cfg.n_embd // cfg.n_head
+        for back in range(3):
+            T = 5 + 5 - back  # prompt of 5, step 5 - back just done: its output not yet cached
+            expected = 2 * n_layer * n_head * T * head_dim * 4
+            text = panel_text(screen, "#kv-panel")
+            assert f"used      {expected:,} B" in text, text
+            assert f"[1, {n_head}, {T}, {head_dim}]" in text or f"[1,{n_head},{T},{head_dim}]" in text
+            assert f" {T}/{cfg.n_ctx}" in text
+            await pilot.press("left")
+        await pilot.press("s")
+        await wait_for(pilot, lambda: isinstance(app.screen, SettingsScreen))
+        app.screen.query_one("#use-cache").value = False
+        app.screen.apply()
+        await wait_for(pilot, lambda: app.screen is screen)
+        await finished(pilot, screen)
+        text = panel_text(screen, "#kv-panel")
+        assert "The cache is off" in text
+        assert "full pass, no cache" in screen_text(app)
+
+
+@run_async
+async def test_stops_at_the_context_limit(ckpts):
+    app = live_app(ckpts, "--generate", "500")
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_generation(app, pilot)
+        await finished(pilot, screen)
+        n_ctx = ckpts.lm("tiny").config.n_ctx
+        assert screen.gen.stop_reason == "context" and len(screen.gen.context_ids) == n_ctx
+        assert f"The context is full: all {n_ctx} positions are used" in screen_text(app)
+        assert not screen.gen.can_resume
+
+
+@run_async
+async def test_enter_opens_a_steps_forward_pass_and_escape_comes_back(ckpts):
+    app = live_app(ckpts, "--generate", "6")
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_generation(app, pilot)
+        await finished(pilot, screen)
+        await pilot.press("left", "left")  # step 3
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, StepScreen) and app.screen.from_step == 3)
+        step = app.screen
+        assert step.trace.token_ids == screen.gen.prompt_ids + screen.gen.ids[:3]
+        assert step.stage == Stage("next_token")
+        assert "generation step 3" in screen_text(app)
+        await pilot.press("e")  # no prompt editing in a step's pass
+        await pilot.pause()
+        assert app.screen is step
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: app.screen is screen)
+        assert screen.selected == 3 and len(screen.gen.ids) == 6
+        await pilot.press("escape")  # back to the step-through of the prompt
+        await wait_for(pilot, lambda: isinstance(app.screen, StepScreen))
+        assert app.screen.from_step is None
+
+
+@run_async
+async def test_q_while_generating_exits_cleanly(ckpts, gate):
+    app = live_app(ckpts, "--generate", "100")
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_generation(app, pilot)
+        await wait_for(pilot, lambda: len(screen.gen.steps) == 3)
+        assert screen.running  # and the model thread is held mid-generation
+        started = time.monotonic()
+        await pilot.press("q")
+    assert app.return_code == 0 and time.monotonic() - started < 5
+
+
+@run_async
+async def test_a_replayed_generation_is_shown_read_only(tmp_path):
+    trace = load(GENERATION_TRACE)
+    options = parse_args(["--replay", str(GENERATION_TRACE)])
+    app = make_app(trace=trace, options=options)
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        screen = await open_generation(app, pilot)
+        gen = trace.generation
+        assert screen.gen.ids == gen["ids"]
+        text = screen_text(app)
+        assert "· recorded" in text and "✓ done" in text
+        assert "space" not in text.splitlines()[-1] and "compare" not in text.splitlines()[-1]
+        await pilot.press("space", "c", "s")  # nothing to run
+        await pilot.pause()
+        assert app.screen is screen and not screen.running
+        await pilot.press("left")
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.screen is screen
+        assert any("no model" in n.message for n in app._notifications)
+        for _ in range(len(gen["ids"])):
+            await pilot.press("left")
+        await pilot.press("enter")  # step 0: the prompt's own pass is in the trace
+        await wait_for(pilot, lambda: isinstance(app.screen, StepScreen))
+        assert app.screen.from_step == 0 and app.screen.trace is trace
+        await pilot.press("g")  # g from a step's pass goes back to the generation view
+        await wait_for(pilot, lambda: app.screen is screen)
+
+
+@run_async
+async def test_g_on_a_replay_without_generation_says_why(tiny_trace):
+    app = make_app(trace=tiny_trace)
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, StepScreen))
+        await pilot.press("g")
+        await pilot.pause()
+        assert isinstance(app.screen, StepScreen)
+        assert any("holds no generation" in n.message for n in app._notifications)
+
+
+@run_async
+async def test_the_generation_view_fits_80_by_24(ckpts):
+    app = live_app(ckpts, "--generate", "10")
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_generation(app, pilot)
+        await finished(pilot, screen)
+        lines = screen_text(app).splitlines()
+        footer = lines[-1]
+        for key in ("again", "step", "forward pass", "settings", "compare", "back", "help", "quit"):
+            assert key in footer, footer
+        assert "Step 9 · decode" in "\n".join(lines)
+        assert "KV cache after step 9" in "\n".join(lines)
+
+
+def test_a_dumped_live_generation_replays(tmp_path, ckpts):
+    """What --json --generate writes is what the generation view reads."""
+    from gpt2viz.generate import SamplingSettings
+    from gpt2viz.tui.generation import Generation
+
+    lm = ckpts.lm("tiny")
+    trace = trace_prompt(lm, "Hello", generate_tokens=5, settings=SamplingSettings(0.8, 20, 0.9, 1), use_cache=False)
+    dump(trace, tmp_path / "t.json")
+    loaded = load(tmp_path / "t.json")
+    gen = Generation.from_record(loaded.generation, loaded.token_ids, [t["text"] for t in loaded.tokens], 128)
+    assert gen.ids == trace.generation["ids"] and gen.starts == [0]
+    assert not gen.settings.use_cache and gen.settings.sampling.seed == 1 and gen.settings.sampling.top_k == 20
+    assert gen.mean_decode_ms == pytest.approx(sum(s["ms"] for s in gen.steps[1:]) / 4)

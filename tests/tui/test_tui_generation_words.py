@@ -1,0 +1,182 @@
+"""The generation view's numbers and words, without a terminal: this run's shapes, bytes and times."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpt2viz.cli import parse_args
+from gpt2viz.generate import SamplingSettings
+from gpt2viz.trace import record_generation
+from gpt2viz.tui.generation import Comparison, Generation, GenerationSettings, settings_label
+from gpt2viz.tui.generation_narration import (
+    bandwidth_text,
+    choice_text,
+    compare_text,
+    decode_gb_per_s,
+    kv_formula,
+    kv_text,
+    step_flow,
+    step_heading,
+    step_text,
+    stop_text,
+)
+from gpt2viz.tui.narration import RunFacts
+from gpt2viz.tui.screens.generation_settings import parse_settings
+from gpt2viz.tui.widgets.latency_chart import Series, chart_scale, fill, groups, pooled
+
+
+def generation_of(trace, record, n_ctx=1024) -> Generation:
+    return Generation.from_record(record, trace.token_ids, [t["text"] for t in trace.tokens], n_ctx)
+
+
+@pytest.fixture(scope="module")
+def small(ckpts, small_trace):
+    """Three greedy tokens after the 12-token prompt of a GPT-2-small-shaped random model, cached and not."""
+    lm = ckpts.lm("gpt2-small")
+    cached = record_generation(lm, small_trace.token_ids, 3, SamplingSettings(), use_cache=True)
+    naive = record_generation(lm, small_trace.token_ids, 3, SamplingSettings(), use_cache=False)
+    return RunFacts.of(small_trace), generation_of(small_trace, cached), generation_of(small_trace, naive)
+
+
+def test_a_decode_step_quotes_this_runs_shapes(small):
+    f, gen, _ = small
+    assert f.T == 12 and f.n_head == 12 and f.head_dim == 64
+    flow = "\n".join(step_flow(f, gen, 2))
+    assert "ids [1, 1] → x [1, 1, 768]" in flow
+    assert "q [1, 12, 1, 64]" in flow
+    assert "K, V [1, 12, 14, 64] (13 + 1 new)" in flow
+    assert "scores [1, 12, 1, 14]" in flow
+    assert "logits [1, 1, 50257]" in flow
+    text = step_text(f, gen, 2)
+    assert "Its position id is 13, the past length" in text and "wpe[13]" in text
+    assert "tril(diagonal=13)" in text and "masks nothing" in text
+    assert step_heading(gen, 2) == "Step 2 · decode"
+
+
+def test_the_prefill_and_a_full_pass(small):
+    f, gen, naive = small
+    flow = "\n".join(step_flow(f, gen, 0))
+    assert "ids [1, 12]" in flow and "scores [1, 12, 12, 12]" in flow and "logits [1, 1, 50257] (last position)" in flow
+    assert step_heading(gen, 0) == "Step 0 · prefill"
+    assert "positions 0–11" in step_text(f, gen, 0)
+    flow = "\n".join(step_flow(f, naive, 2))
+    assert "ids [1, 14]" in flow and "scores [1, 12, 14, 14]" in flow
+    assert step_heading(naive, 2) == "Step 2 · full pass, no cache"
+    assert "all 14 ids" in step_text(f, naive, 2)
+
+
+def test_kv_bytes_follow_the_formula(small):
+    f, gen, naive = small
+    for i, step in enumerate(gen.steps):
+        kv = step["kv_cache"]
+        T = 12 + i
+        assert kv["length"] == T and kv["layers"][0]["k_shape"] == [1, 12, T, 64]
+        assert kv["total_bytes"] == 2 * 12 * 12 * T * 64 * 4
+        assert kv_formula(f, T)[-1].endswith(f"= {kv['total_bytes']:,} B")
+    lines = kv_formula(f, 14, width=36)
+    assert all(len(line) <= 36 for line in lines) and lines[-1].endswith("= 1,032,192 B")
+    text = kv_text(f, gen, 2)
+    assert "One more token adds 73,728 bytes" in text and "75,497,472 B (72 MiB)" in text
+    assert "changes the path, not the result" in text
+    assert "The cache is off" in kv_text(f, naive, 2)
+
+
+def test_decode_is_measured_against_the_weights_it_reads(small):
+    f, gen, naive = small
+    text = bandwidth_text(f, gen, 2)
+    assert "124,439,808 parameters × 4 B (float32) = 497,759,232 B" in text
+    assert "wte [50,257 × 768] alone 154,389,504 B" in text
+    step = gen.steps[2]
+    rate = (497_759_232 + step["kv_cache"]["total_bytes"]) / (step["ms"] / 1000) / 1e9
+    from gpt2viz.tui.formatting import num
+
+    assert f"= {num(rate)} GB/s effective" in text
+    assert decode_gb_per_s(f, gen) is not None and decode_gb_per_s(f, naive) is None
+    assert "grows with every token" in bandwidth_text(f, naive, 2)
+
+
+def test_the_comparison_verdict(small):
+    f, gen, naive = small
+    c = Comparison(naive, gen)
+    assert c.identical and c.first_divergence is None
+    assert c.speedup_total == pytest.approx(naive.total_ms / gen.total_ms)
+    text = compare_text(f, c)
+    assert "Both runs chose the same 3 ids" in text and "pushed 14 positions" in text
+    other = generation_of_ids(gen, [gen.ids[0], 99, 100])
+    bad = Comparison(naive, other)
+    assert bad.first_divergence == 1 and not bad.identical
+    assert "differ from step 1" in compare_text(f, bad) and "bug" in compare_text(f, bad)
+    short = generation_of_ids(gen, gen.ids[:2])
+    assert Comparison(naive, short).first_divergence == 2
+
+
+def generation_of_ids(like: Generation, ids: list[int]) -> Generation:
+    steps = [dict(like.steps[min(i, len(like.steps) - 1)], id=t, text=f"t{t}") for i, t in enumerate(ids)]
+    return Generation(like.prompt_ids, like.prompt_tokens, like.settings, like.n_ctx, steps, [0], "max_new_tokens")
+
+
+def test_stop_reasons_are_said():
+    settings = GenerationSettings(5)
+    steps = [{"id": 1, "text": "a", "ms": 1.0, "used_cache": True}, {"id": 50256, "text": "<|endoftext|>", "ms": 1.0}]
+    gen = Generation([0], ["x"], settings, 8, steps, [0], "eos")
+    assert "<|endoftext|> (id 50256) after 2 tokens" in stop_text(gen) and gen.finished and not gen.can_resume
+    gen.stop_reason = "context"
+    assert "all 8 positions are used" in stop_text(gen)
+    gen.stop_reason = "max_new_tokens"
+    assert stop_text(gen) == "2 new tokens, as many as asked."
+    gen.stop_reason = "cancelled"
+    assert gen.can_resume and gen.remaining == 3 and "Stopped after 2 of 5" in stop_text(gen)
+    gen.begin_run()
+    assert gen.starts == [0, 2] and gen.stop_reason is None
+    gen.add_step({"id": 2, "text": "b", "ms": 4.0, "used_cache": True, "context_length": 3})
+    assert gen.is_prefill(2) and gen.input_length(2) == 3 and gen.decode_ms == [1.0]
+    assert gen.context_ids == [0, 1, 50256, 2]
+
+
+def test_choice_words_for_sampling():
+    settings = GenerationSettings(4, SamplingSettings(0.7, 5, 0.9, 3))
+    step = {
+        "id": 7, "text": "␣cat", "chosen_prob": 0.4, "used_cache": True, "ms": 1.0,
+        "raw": {"ids": [7, 8], "tokens": ["␣cat", "␣dog"], "probs": [0.3, 0.2]},
+        "candidates": {"ids": [7, 8], "tokens": ["␣cat", "␣dog"], "probs": [0.4, 0.3]},
+    }
+    gen = Generation([0], ["x"], settings, 8, [step], [0])
+    text = choice_text(gen, 0)
+    assert "temperature 0.7 (sharper" in text and "top-k keeps the 5 most likely" in text
+    assert "until their mass reaches 90.0%" in text and "p = 40.0% after the settings, 30.0% in the plain softmax" in text
+    assert "Only 2 tokens could be drawn" in text and "seed 3" in text
+    assert settings_label(settings) == "4 new tokens · sampling: T 0.7 · top-k 5 · top-p 0.9 · seed 3 · KV cache on"
+
+
+def test_settings_come_from_the_command_line_and_the_form():
+    options = parse_args(["--generate", "7", "--temperature", "0.5", "--seed", "2", "--no-cache"])
+    s = GenerationSettings.from_options(options)
+    assert s.max_new_tokens == 7 and s.sampling.temperature == 0.5 and s.sampling.seed == 2 and not s.use_cache
+    assert GenerationSettings.from_options(parse_args([])) == GenerationSettings(40)
+    form = {"new-tokens": "12", "temperature": "0.8", "top-k": "40", "top-p": "0.95", "seed": "1"}
+    settings, errors = parse_settings(form, sampling=True, use_cache=True)
+    assert not errors and settings == GenerationSettings(12, SamplingSettings(0.8, 40, 0.95, 1), True)
+    settings, errors = parse_settings(form, sampling=False, use_cache=False)
+    assert settings == GenerationSettings(12, SamplingSettings(), False)
+    bad = {"new-tokens": "x", "temperature": "-1", "top-k": "2.5", "top-p": "0", "seed": ""}
+    settings, errors = parse_settings(bad, sampling=True, use_cache=True)
+    assert settings is None
+    assert errors == {
+        "new-tokens": "new tokens must be a whole number >= 1, got 'x'",
+        "temperature": "temperature must be a number >= 0, got -1.0",
+        "top-k": "top-k must be a whole number, got '2.5'",
+        "top-p": "top-p must be in (0, 1], got 0.0",
+    }
+
+
+def test_chart_layout_and_scale():
+    assert groups(10, 36) == (1, 2) and groups(30, 36) == (1, 1) and groups(40, 36) == (2, 1)
+    assert pooled([1, 3, 5, 7, 9], 2) == [2, 6, 9]
+    first, decode = "latency-chart--first", "latency-chart--decode"
+    tall_prefill = Series("t", [40.0, 2.0, 3.0], [first, decode, decode])
+    scale, clipped = chart_scale([tall_prefill], first)
+    assert clipped and scale == pytest.approx(4.5)
+    assert chart_scale([Series("t", [5.0, 2.0, 3.0], [first, decode, decode])], first) == (5.0, False)
+    assert chart_scale([Series("a", [40.0, 50.0]), Series("b", [2.0, 3.0])], first) == (50.0, False)
+    assert [fill(5.0, 5.0, row, 5) for row in range(5)] == [8] * 5
+    assert [fill(0.01, 5.0, row, 5) for row in range(5)] == [0, 0, 0, 0, 1]  # never invisible

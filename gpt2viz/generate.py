@@ -85,6 +85,16 @@ def choose_token(
     return int(torch.multinomial(probs, 1, generator=generator)), probs
 
 
+def new_generator(seed: int | None) -> torch.Generator:
+    """A CPU random generator for sampling: seeded, or from fresh entropy when `seed` is None."""
+    generator = torch.Generator()
+    if seed is not None:
+        generator.manual_seed(seed)
+    else:
+        generator.seed()
+    return generator
+
+
 @dataclass
 class SampleEvent:
     """Payload of the `sample` hook: one step's choice and the distributions behind it."""
@@ -153,8 +163,13 @@ def generate(
     eos_id: int | None = None,
     on_step: Callable[[StepInfo], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
+    generator: torch.Generator | None = None,
 ) -> GenerationResult:
-    """Extends `prompt_ids` by up to `max_new_tokens` tokens."""
+    """Extends `prompt_ids` by up to `max_new_tokens` tokens.
+
+    Sampling draws from `generator` (by default a new one seeded with `settings.seed`); passing
+    the same generator to a later call continues the same random sequence, so a stopped and
+    resumed run samples what an uninterrupted one would."""
     settings = settings or SamplingSettings()
     if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 0:
         raise UsageError(f"--generate must be an integer >= 0, got {max_new_tokens!r}")
@@ -164,11 +179,8 @@ def generate(
     if len(prompt_ids) > n_ctx:
         raise UsageError(f"the prompt has {len(prompt_ids)} tokens; the context holds {n_ctx}")
 
-    generator = torch.Generator()
-    if settings.seed is not None:
-        generator.manual_seed(settings.seed)
-    else:
-        generator.seed()
+    if generator is None:
+        generator = new_generator(settings.seed)
     ids = list(prompt_ids)
     cache = model.new_cache() if use_cache else None
     result = GenerationResult(list(prompt_ids), used_cache=use_cache, settings=settings)

@@ -131,3 +131,18 @@ def test_sampling_is_not_greedy(tiny_lm):
     greedy = tiny_lm.generate(PROMPT, 10).token_ids
     sampled = tiny_lm.generate(PROMPT, 10, temperature=1.0, seed=0).token_ids
     assert sampled != greedy
+
+
+def test_a_shared_generator_makes_a_resumed_sampled_run_equal_an_uninterrupted_one(tiny_lm):
+    from gpt2viz.generate import SamplingSettings, generate, new_generator
+
+    settings = SamplingSettings(temperature=1.0, top_k=40, seed=11)
+    prompt = tiny_lm.tokenizer.encode("The meaning of life is")
+    whole = generate(tiny_lm.model, prompt, 12, settings=settings).token_ids
+    rng = new_generator(settings.seed)
+    first = generate(tiny_lm.model, prompt, 5, settings=settings, generator=rng).token_ids
+    rest = generate(tiny_lm.model, prompt + first, 7, settings=settings, generator=rng).token_ids
+    assert first + rest == whole
+    # Without the shared generator the second half restarts the random sequence.
+    restarted = generate(tiny_lm.model, prompt + first, 7, settings=settings).token_ids
+    assert restarted != rest

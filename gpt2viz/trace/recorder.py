@@ -218,8 +218,10 @@ def record_generation(
     topk: int = 10,
     on_step: Callable[[dict], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
+    generator: torch.Generator | None = None,
 ) -> dict:
-    """Generates and returns the `generation` part of a trace; `on_step` gets each step's record."""
+    """Generates and returns the `generation` part of a trace; `on_step` gets each step's record.
+    `generator` carries sampling on from an earlier call (see `gpt2viz.generate.generate`)."""
     recorder = GenerationRecorder(lm, topk)
 
     def step_done(info) -> None:
@@ -240,6 +242,7 @@ def record_generation(
             eos_id=eos,
             on_step=step_done,
             should_stop=should_stop,
+            generator=generator,
         )
     return {
         "cache": use_cache,

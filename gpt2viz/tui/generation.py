@@ -81,6 +81,7 @@ class Generation:
     starts: list[int] = field(default_factory=list)
     stop_reason: str | None = None  # None while running (or before the first run)
     label: str = ""  # 'naive (no cache)' / 'cached' in a comparison
+    rng: object = None  # the sampling generator, kept so that a resumed run samples on where it stopped
 
     @classmethod
     def from_record(cls, record: dict, prompt_ids: list[int], prompt_tokens: list[str], n_ctx: int) -> "Generation":

@@ -123,6 +123,26 @@ async def test_tokens_stream_in_and_stop_keeps_the_text(ckpts, gate):
 
 
 @run_async
+async def test_a_stopped_and_resumed_sampled_run_equals_an_uninterrupted_one(ckpts, gate):
+    app = live_app(ckpts, "--generate", "12", "--temperature", "1.5", "--top-k", "50", "--seed", "3")
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_generation(app, pilot)
+        await wait_for(pilot, lambda: len(screen.gen.steps) == 3, what="three tokens")
+        await pilot.press("space")
+        gate.release()
+        await finished(pilot, screen)
+        assert screen.gen.stop_reason == "cancelled"
+        await pilot.press("space")  # resume: sampling goes on from where the generator stopped
+        await finished(pilot, screen)
+        resumed = list(screen.gen.ids)
+        assert len(resumed) == 12 and screen.gen.starts == [0, 4]
+        await pilot.press("space")  # done: the same settings again, in one run
+        await finished(pilot, screen)
+        assert screen.gen.starts == [0]
+        assert screen.gen.ids == resumed
+
+
+@run_async
 async def test_sampling_with_a_seed_is_reproducible_on_screen(ckpts):
     app = live_app(ckpts, "--generate", "8")
     async with app.run_test(size=SIZE) as pilot:

@@ -22,6 +22,7 @@ from textual.widgets import Footer
 from textual.worker import get_current_worker
 
 from ...errors import Gpt2VizError
+from ...generate import new_generator
 from ...trace import Trace
 from ..background import Cancelled, locked, run_detached, spare_a_core_for_the_event_loop
 from ..generation import Comparison, Generation, GenerationSettings
@@ -213,7 +214,9 @@ class GenerationScreen(Screen):
         self.gen.begin_run()
         self._set_phase("generating")
         self._draw()
-        self._generate(self._run, self.gen.context_ids, self.gen.remaining, self.gen.settings, self._stop)
+        if self.gen.rng is None:
+            self.gen.rng = new_generator(self.gen.settings.sampling.seed)
+        self._generate(self._run, self.gen.context_ids, self.gen.remaining, self.gen.settings, self._stop, self.gen.rng)
 
     def stop(self) -> None:
         """Asks the running generation to stop after the step under way."""
@@ -241,7 +244,9 @@ class GenerationScreen(Screen):
         self._run_compare(self._run, list(self.trace.token_ids), settings, self._stop)
 
     # -- workers -----------------------------------------------------------------------------
-    def _record(self, run: int, ids: list[int], max_new: int, settings: GenerationSettings, stop: threading.Event) -> str:
+    def _record(
+        self, run: int, ids: list[int], max_new: int, settings: GenerationSettings, stop: threading.Event, rng=None
+    ) -> str:
         """Runs one generation in a detached thread under MODEL_LOCK; returns its stop reason."""
         from ...trace import record_generation
 
@@ -260,6 +265,7 @@ class GenerationScreen(Screen):
                 TOPK,
                 on_step=on_step,
                 should_stop=lambda: worker.is_cancelled or stop.is_set(),
+                generator=rng,
             )
 
         spare_a_core_for_the_event_loop()
@@ -267,10 +273,12 @@ class GenerationScreen(Screen):
         return record["stop_reason"]
 
     @work(thread=True, exclusive=True, group="generate", exit_on_error=False)
-    def _generate(self, run: int, ids: list[int], max_new: int, settings: GenerationSettings, stop: threading.Event) -> None:
-        """Generates up to `max_new` tokens after `ids`, posting each step."""
+    def _generate(
+        self, run: int, ids: list[int], max_new: int, settings: GenerationSettings, stop: threading.Event, rng
+    ) -> None:
+        """Generates up to `max_new` tokens after `ids`, posting each step; sampling draws from `rng`."""
         try:
-            self.post_message(self.RunEnded(run, self._record(run, ids, max_new, settings, stop)))
+            self.post_message(self.RunEnded(run, self._record(run, ids, max_new, settings, stop, rng)))
         except Cancelled:
             return
         except Gpt2VizError as err:

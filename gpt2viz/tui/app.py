@@ -43,6 +43,8 @@ class Gpt2VizApp(App[int]):
         Binding("g", "generate", "generate", id="generate", tooltip="Open the generation view"),
         Binding("question_mark", "help", "help", id="help", tooltip="Show all keys and how to read the screens"),
         Binding("q", "quit", "quit", id="quit", tooltip="Leave gpt2viz"),
+        # Textual only hints at ctrl+q on ctrl+c; people expect ctrl+c to leave a terminal app.
+        Binding("ctrl+c", "quit", "quit", id="quit-ctrl-c", show=False, priority=True, tooltip="Leave gpt2viz"),
     ]
 
     def __init__(self, lm=None, trace: Trace | None = None, options: RunOptions | None = None) -> None:

@@ -295,15 +295,16 @@ async def test_enter_opens_a_steps_forward_pass_and_escape_comes_back(ckpts):
         assert app.screen.from_step is None
 
 
+@pytest.mark.parametrize("key", ["q", "ctrl+c"])
 @run_async
-async def test_q_while_generating_exits_cleanly(ckpts, gate):
+async def test_q_or_ctrl_c_while_generating_exits_cleanly(ckpts, gate, key):
     app = live_app(ckpts, "--generate", "100")
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_generation(app, pilot)
         await wait_for(pilot, lambda: len(screen.gen.steps) == 3)
         assert screen.running  # and the model thread is held mid-generation
         started = time.monotonic()
-        await pilot.press("q")
+        await pilot.press(key)
     assert app.return_code == 0 and time.monotonic() - started < 5
 
 

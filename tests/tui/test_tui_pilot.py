@@ -187,12 +187,13 @@ async def test_loads_a_model_then_edits_the_prompt(ckpts):
         assert '"Hello q world"' in screen_text(app)
 
 
+@pytest.mark.parametrize("key", ["q", "ctrl+c"])
 @run_async
-async def test_q_during_loading_exits_cleanly(ckpts):
+async def test_q_or_ctrl_c_during_loading_exits_cleanly(ckpts, key):
     app = make_app(options=parse_args(["--model", str(ckpts.path("tiny"))]))
     async with app.run_test(size=SIZE) as pilot:
         assert isinstance(app.screen, LoadingScreen)
-        await pilot.press("q")
+        await pilot.press(key)
     assert app.return_code == 0
 
 

@@ -26,16 +26,31 @@ def rnd(x: float) -> float | None:
     return float(f"{x:.{SIG_DIGITS}g}")
 
 
+def round_sig(t: torch.Tensor) -> torch.Tensor:
+    """`t` in float64, each element rounded to SIG_DIGITS significant digits (vectorised `rnd`)."""
+    t = t.detach().to("cpu", torch.float64)
+    normal = torch.isfinite(t) & (t != 0)
+    magnitude = torch.floor(torch.log10(torch.where(normal, t.abs(), torch.ones((), dtype=t.dtype))))
+    decimals = SIG_DIGITS - 1 - magnitude
+    # Powers of ten up to 1e22 are exact doubles, so x * 10^d / 10^d lands on the nearest double
+    # to the rounded decimal, the same one `float(f"{x:.6g}")` gives.
+    scale = torch.pow(10.0, decimals.abs())
+    rounded = torch.where(decimals >= 0, torch.round(t * scale) / scale, torch.round(t / scale) * scale)
+    return torch.where(normal & (decimals.abs() <= 22), rounded, t)
+
+
 def rnd_list(t: torch.Tensor) -> list:
-    """A tensor as nested lists of rounded floats."""
-    values = t.detach().to("cpu", torch.float64).tolist()
-    return _round_nested(values)
+    """A tensor as nested lists of rounded floats (None where it is not finite)."""
+    rounded = round_sig(t)
+    if bool(torch.isfinite(rounded).all()):
+        return rounded.tolist()
+    return _none_for_non_finite(rounded.tolist())
 
 
-def _round_nested(values):
+def _none_for_non_finite(values):
     if isinstance(values, list):
-        return [_round_nested(v) for v in values]
-    return rnd(values)
+        return [_none_for_non_finite(v) for v in values]
+    return values if math.isfinite(values) else None
 
 
 def shape_of(t: torch.Tensor) -> list[int]:
@@ -77,15 +92,19 @@ def attention_maps(t: torch.Tensor, masked_as_none: bool) -> dict:
     """Per head `[T][L]` maps (scores or pattern) of batch item 0, whole or reduced if long."""
     maps = t[0].double()  # (nh, T, L)
     T, L = maps.shape[1], maps.shape[2]
-    allowed = torch.ones(T, L, dtype=torch.bool).tril(diagonal=L - T)
+    past = L - T
     if T <= FULL_ATTENTION_MAX:
-        data = rnd_list(maps)
-        if masked_as_none:
-            data = _mask_nested(data, allowed)
-        return {"reduced": False, "heads": data}
+        if not masked_as_none:
+            return {"reduced": False, "heads": rnd_list(maps)}
+        # Query i sees keys 0 .. past + i; the rest of its row is masked.
+        visible = torch.where(torch.ones(T, L, dtype=torch.bool).tril(diagonal=past), maps, torch.zeros((), dtype=maps.dtype))
+        rows = rnd_list(visible)
+        heads = [[row[: past + i + 1] + [None] * (T - 1 - i) for i, row in enumerate(head)] for head in rows]
+        return {"reduced": False, "heads": heads}
+    allowed = torch.ones(T, L, dtype=torch.bool).tril(diagonal=past)
     last_rows = rnd_list(maps[:, -1])
     pooled, any_allowed = _downsample(maps, allowed)
-    data = rnd_list(pooled)
+    data = rnd_list(torch.where(any_allowed, pooled, torch.zeros((), dtype=pooled.dtype)))
     if masked_as_none:
         data = _mask_nested(data, any_allowed)
     return {"reduced": True, "downsampled": list(pooled.shape[1:]), "heads": data, "last_row": last_rows}

@@ -117,10 +117,12 @@ class Recorder:
         """The last position's prediction read off after every block, through ln_f and the LM head."""
         model = self.lm.model
         final_id = int(torch.argmax(final_logits))
+        # Every block's last-position residual at once: one pass over wte instead of n_layer.
+        resid = torch.stack(self._lens_inputs)  # (n_layer, C)
+        x = F.layer_norm(resid, (resid.size(-1),), model.ln_f.weight, model.ln_f.bias, model.ln_f.eps)
+        all_logits = F.linear(x, model.wte.weight)  # (n_layer, vocab)
         layers = []
-        for layer, resid in enumerate(self._lens_inputs):
-            x = F.layer_norm(resid, (resid.size(-1),), model.ln_f.weight, model.ln_f.bias, model.ln_f.eps)
-            logits = F.linear(x, model.wte.weight)
+        for layer, logits in enumerate(all_logits):
             probs = torch.softmax(logits.double(), dim=-1)
             entry = ev.top_tokens(logits, self.topk, self._display)
             entry.update(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -188,6 +189,9 @@ def test_load_of_dump_round_trips(tmp_path, tiny_lm):
     assert back.to_dict() == dumped(trace)
     assert back.event("blocks.1.attn.hook_pattern") == trace.event("blocks.1.attn.hook_pattern")
     assert [p.name for p in tmp_path.iterdir()] == ["trace.json"], "no temporary files left behind"
+    umask = os.umask(0)
+    os.umask(umask)
+    assert path.stat().st_mode & 0o777 == 0o666 & ~umask  # not mkstemp's private 0600
 
 
 def test_load_rejects_what_is_not_a_trace(tmp_path, tiny_lm):

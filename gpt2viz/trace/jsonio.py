@@ -41,6 +41,7 @@ def write_atomic(path: Path, text: str) -> None:
     except OSError as err:
         raise Gpt2VizError(f"--json {path}: cannot write there ({err.strerror})") from None
     try:
+        os.fchmod(fd, _mode_for(path))  # mkstemp makes 0600; a trace is an ordinary file
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
             f.flush()
@@ -54,6 +55,16 @@ def write_atomic(path: Path, text: str) -> None:
         if isinstance(err, OSError):
             raise Gpt2VizError(f"--json {path}: write failed ({err.strerror or err}); nothing was written") from None
         raise
+
+
+def _mode_for(path: Path) -> int:
+    """The permissions the file would get from a plain open(): the old file's, or 0666 - umask."""
+    try:
+        return path.stat().st_mode & 0o777
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
 
 
 _REQUIRED = {"schema": str, "model": dict, "prompt": str, "tokens": list, "events": list}

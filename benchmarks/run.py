@@ -1,0 +1,823 @@
+"""gpt2viz vs transformers on GPT-2-shaped random-weight checkpoints: one command, one table.
+
+    python benchmarks/run.py [--quick] [--out benchmarks/results.json] [--threads N]
+                             [--shapes gpt2-small,gpt2-medium] [--no-profile]
+
+See benchmarks/README.md for what every number means.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import gc
+import json
+import os
+import platform
+import random
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import torch  # noqa: E402
+
+from checkpoints import SHAPES, ensure_checkpoint, weights_bytes  # noqa: E402
+from quiet import GATE  # noqa: E402
+
+PROMPT = "The quick brown fox jumps over the lazy dog, and then it runs into the forest"  # 17 tokens
+MB = 1e6
+
+# How much work each part does. "small" settings are used for gpt2-small, "medium" for gpt2-medium.
+FULL = {
+    "load_reps": {"gpt2-small": 3, "gpt2-medium": 2},
+    "prefill_T": [5, 128, 1024],
+    "prefill_reps": {
+        "gpt2-small": {5: 15, 128: 7, 1024: 3},
+        "gpt2-medium": {5: 5, 128: 3, 1024: 2},
+    },
+    "decode_ctx": [16, 256, 1000],
+    "decode_steps": {"gpt2-small": 30, "gpt2-medium": 12},
+    "decode_warmup": 2,
+    "gen_n": [50, 200],
+    "gen_reps": {50: {"naive": 2, "cached": 3, "hf": 3}, 200: {"naive": 1, "cached": 2, "hf": 2}},
+    "hook_T": [5, 128],
+    "hook_reps": {5: 25, 128: 9},
+    "bw_reps": 9,
+    "profile_steps": 20,
+}
+QUICK = {
+    "load_reps": {"gpt2-small": 1, "gpt2-medium": 1},
+    "prefill_T": [5, 64],
+    "prefill_reps": {"gpt2-small": {5: 2, 64: 2}, "gpt2-medium": {5: 1, 64: 1}},
+    "decode_ctx": [16, 64],
+    "decode_steps": {"gpt2-small": 3, "gpt2-medium": 2},
+    "decode_warmup": 1,
+    "gen_n": [8],
+    "gen_reps": {8: {"naive": 1, "cached": 1, "hf": 1}},
+    "hook_T": [5, 32],
+    "hook_reps": {5: 2, 32: 2},
+    "bw_reps": 3,
+    "profile_steps": 3,
+}
+
+
+def log(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def median(xs: list[float]) -> float:
+    return float(statistics.median(xs))
+
+
+def ms_since(t0: float) -> float:
+    return (time.perf_counter() - t0) * 1000
+
+
+_ORDER_RNG = random.Random(0)
+
+
+SETTLE_BELOW_MS = 300.0
+
+
+def shuffled(names: list[str]) -> list[str]:
+    """A fresh random order (seeded), so no contender always follows the same other one."""
+    order = list(names)
+    _ORDER_RNG.shuffle(order)
+    return order
+
+
+def interleaved(fns: dict[str, callable], reps: int, warmup: int = 1) -> dict[str, list[float]]:
+    """Runs every contender `reps` times, round by round in a random order each round, and
+    returns each one's wall times in ms. `warmup` untimed rounds first.
+
+    A call that used both cores leaves OpenMP worker threads spinning for tens of ms, which
+    slows whatever runs next by ~3 ms (measured: a decode step after a two-thread step, even
+    after a 10 ms pause). So a short contender (< SETTLE_BELOW_MS) is run once untimed right
+    before each timed call: every timing is of a call that follows a call of its own kind, as
+    in real use, whoever ran before it."""
+    names = list(fns)
+    warm_ms = {n: 0.0 for n in names}
+    for _ in range(warmup):
+        for n in names:
+            t0 = time.perf_counter()
+            fns[n]()
+            warm_ms[n] = ms_since(t0)
+    settle = {n: warmup > 0 and warm_ms[n] < SETTLE_BELOW_MS for n in names}
+    times: dict[str, list[float]] = {n: [] for n in names}
+    for r in range(reps):
+        for n in shuffled(names):
+            if settle[n]:
+                fns[n]()
+            times[n].append(GATE.measure(fns[n])[0])
+    return times
+
+
+# ---------------------------------------------------------------------------------------------
+# machine
+
+
+def machine_info(threads: int) -> dict:
+    cpu = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    flags = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("flags"):
+                fl = line.split(":", 1)[1].split()
+                flags = " ".join(f for f in ("avx2", "avx512f", "avx512_bf16", "amx_tile") if f in fl)
+                break
+    except OSError:
+        pass
+    import transformers
+
+    mem_gb = None
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal"):
+                mem_gb = round(int(line.split()[1]) / 1024 / 1024, 1)
+    except OSError:
+        pass
+    return {
+        "date_utc": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "cpu": cpu,
+        "cpu_flags": flags,
+        "logical_cpus": os.cpu_count(),
+        "mem_gb": mem_gb,
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "threads": torch.get_num_threads(),
+        "interop_threads": torch.get_num_interop_threads(),
+        "requested_threads": threads,
+        "loadavg_start": [round(x, 2) for x in os.getloadavg()],
+        "other_heavy_processes": other_load(),
+    }
+
+
+def other_load() -> list[str]:
+    """Names of other processes using a lot of CPU right now (the numbers are noisy if any)."""
+    try:
+        out = subprocess.run(
+            ["ps", "-eo", "pid,pcpu,args", "--sort=-pcpu"], capture_output=True, text=True, timeout=5
+        ).stdout.splitlines()[1:]
+    except (OSError, subprocess.SubprocessError):
+        return []
+    busy = []
+    for line in out[:6]:
+        parts = line.split(None, 2)
+        if len(parts) == 3 and int(parts[0]) != os.getpid():
+            try:
+                if float(parts[1]) > 20:
+                    busy.append(f"pid {parts[0]} {parts[1]}% {parts[2][:60]}")
+            except ValueError:
+                pass
+    return busy
+
+
+def measure_bandwidth(reps: int) -> dict:
+    """Memory read bandwidth from a large fp32 matrix-vector product (8192 x 8192 = 268 MB)."""
+    n = 8192
+    a = torch.randn(n, n)
+    x = torch.randn(n)
+    for _ in range(2):
+        torch.mv(a, x)
+    mv = [GATE.measure(lambda: torch.mv(a, x))[0] for _ in range(reps)]
+    sums = [GATE.measure(a.sum)[0] for _ in range(max(3, reps // 2))]
+    nbytes = a.numel() * a.element_size()
+    del a
+    return {
+        "matrix": f"{n}x{n} fp32",
+        "bytes": nbytes,
+        "mv_ms": median(mv),
+        "gb_s": nbytes / median(mv) / 1e6,
+        "sum_gb_s": nbytes / median(sums) / 1e6,
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# load (fresh subprocesses)
+
+
+def bench_load(directory: Path, reps: int, threads: int) -> dict:
+    probe = HERE / "load_probe.py"
+    runs: dict[str, list[dict]] = {"ours": [], "transformers": []}
+    for r in range(reps):
+        order = ["ours", "transformers"] if r % 2 == 0 else ["transformers", "ours"]
+        for side in order:
+            box = {}
+
+            def probe_once():
+                box["proc"] = subprocess.run(
+                    [sys.executable, str(probe), side, str(directory), str(threads)],
+                    capture_output=True,
+                    text=True,
+                    timeout=600,
+                )
+
+            GATE.measure(probe_once)
+            proc = box["proc"]
+            lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+            if proc.returncode != 0 or not lines:
+                raise RuntimeError(f"load probe {side} failed:\n{proc.stderr[-2000:]}")
+            runs[side].append(json.loads(lines[-1]))
+    size = weights_bytes(directory)
+    out = {"file_bytes": size}
+    for side, rs in runs.items():
+        peak = median([r["maxrss_after_load"] for r in rs])
+        base = median([r["rss_before_load"] for r in rs])
+        peak_ff = median([r["maxrss_after_first_forward"] for r in rs])
+        out[side] = {
+            "runs": len(rs),
+            "import_s": median([r["import_s"] for r in rs]),
+            "load_s": median([r["load_s"] for r in rs]),
+            "first_forward_s": median([r["first_forward_s"] for r in rs]),
+            "load_plus_first_s": median([r["load_s"] + r["first_forward_s"] for r in rs]),
+            "rss_before_load": base,
+            "peak_rss_after_load": peak,
+            "rss_after_load": median([r["rss_after_load"] for r in rs]),
+            "rss_file_after_load": median([r["rss_file_after_load"] for r in rs]),
+            "peak_rss_after_first_forward": peak_ff,
+            "rss_file_after_first_forward": median([r["rss_file_after_first_forward"] for r in rs]),
+            "peak_rss_over_size": peak / size,
+            "load_increment_over_size": (peak - base) / size,
+            "peak_after_first_forward_increment_over_size": (peak_ff - base) / size,
+        }
+    box = {}
+
+    def breakdown_once():
+        box["proc"] = subprocess.run(
+            [sys.executable, str(HERE / "load_breakdown.py"), str(directory), str(threads)],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+
+    GATE.measure(breakdown_once)
+    proc = box["proc"]
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    out["ours_breakdown"] = json.loads(lines[-1])["phases"] if proc.returncode == 0 and lines else proc.stderr[-2000:]
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# in-process benchmarks
+
+
+def random_ids(n: int, vocab: int, seed: int) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(0, vocab, (1, n), generator=g)
+
+
+def bench_prefill(lm, hf, Ts: list[int], reps: dict[int, int]) -> list[dict]:
+    rows = []
+    model = lm.model
+    for T in Ts:
+        ids = random_ids(T, lm.config.vocab_size, T)
+
+        def ours():
+            return model(ids, model.new_cache(), last_only=True)
+
+        def theirs():
+            with torch.inference_mode():
+                return hf(ids, use_cache=True, logits_to_keep=1)
+
+        a, _ = ours()
+        b = theirs().logits
+        diff = float((a - b).abs().max())
+        t = interleaved({"ours": ours, "transformers": theirs}, reps[T])
+        nc = interleaved({"new_cache": model.new_cache}, max(3, reps[T]), warmup=0)["new_cache"]
+        o, h = median(t["ours"]), median(t["transformers"])
+        rows.append(
+            {
+                "T": T,
+                "ours_ms": o,
+                "transformers_ms": h,
+                "ratio": o / h,
+                "ours_new_cache_ms": median(nc),
+                "reps": reps[T],
+                "max_abs_logit_diff": diff,
+            }
+        )
+        log(f"  prefill T={T}: ours {o:.1f} ms (new_cache {median(nc):.1f}), transformers {h:.1f} ms")
+    return rows
+
+
+def decode_bytes(lm, ctx: int) -> tuple[int, int]:
+    """Bytes a decode step must read: every parameter except the unused wpe rows, and the KV cache."""
+    cfg = lm.config
+    params = sum(p.numel() * p.element_size() for p in lm.model.parameters())
+    wpe = lm.model.wpe.weight
+    weights = params - wpe.numel() * wpe.element_size() + cfg.n_embd * wpe.element_size()
+    kv = 2 * cfg.n_layer * ctx * cfg.n_embd * wpe.element_size()
+    return weights, kv
+
+
+def bench_decode(lm, hf, free, contexts: list[int], steps: int, warmup: int, bw_gb_s: float) -> list[dict]:
+    """Each side prefills the same `ctx` random ids, then times one-token steps at that context:
+    after every step its cache is rewound by one position (untimed), so all steps see `ctx`
+    cached positions and a step spoilt by another process can be redone."""
+    rows = []
+    model = lm.model
+    V = lm.config.vocab_size
+    for ctx in contexts:
+        prefix = random_ids(ctx, V, 1000 + ctx)
+        nxt = random_ids(warmup + steps, V, 2000 + ctx)[0]
+        c_ours = model.new_cache()
+        model(prefix, c_ours, last_only=True)
+        c_free = free.new_cache()
+        free(prefix, c_free, last_only=True)
+        with torch.inference_mode():
+            pkv = hf(prefix, use_cache=True, logits_to_keep=1).cache
+        last = {}
+        tok_box = {}
+
+        def ours():
+            last["ours"] = model(tok_box["tok"], c_ours, last_only=True)[0]
+
+        def hookfree():
+            last["free"] = free(tok_box["tok"], c_free, last_only=True)
+
+        def theirs():
+            with torch.inference_mode():
+                out = hf(tok_box["tok"], cache=pkv, use_cache=True)
+            last["hf"] = out.logits
+
+        def rewind_ours():
+            c_ours.length -= 1
+
+        def rewind_free():
+            c_free.length -= 1
+
+        def rewind_hf():
+            pkv.crop(-1)
+
+        fns = {"ours": (ours, rewind_ours), "hookfree": (hookfree, rewind_free), "transformers": (theirs, rewind_hf)}
+        names = list(fns)
+        times: dict[str, list[float]] = {n: [] for n in names}
+        for s in range(warmup + steps):
+            tok_box["tok"] = nxt[s].view(1, 1)
+            for n in shuffled(names):
+                fn, rewind = fns[n]
+                fn()  # settle: untimed step of the same kind first (see `interleaved`)
+                rewind()
+                dt_ms, _ = GATE.measure(fn, after=rewind)
+                if s >= warmup:
+                    times[n].append(dt_ms)
+        assert c_ours.length == ctx and pkv.get_seq_length() == ctx
+        o, f, h = (median(times[n]) for n in names)
+        wbytes, kvbytes = decode_bytes(lm, ctx + 1)
+        bound_ms = (wbytes + kvbytes) / (bw_gb_s * 1e6)
+        rows.append(
+            {
+                "context": ctx,
+                "steps": steps,
+                "ours_ms": o,
+                "hookfree_ms": f,
+                "transformers_ms": h,
+                "ratio": o / h,
+                "ours_tok_s": 1000 / o,
+                "transformers_tok_s": 1000 / h,
+                "speedup_tok_s": h / o,
+                "hooks_overhead": o / f - 1,
+                "weight_bytes": wbytes,
+                "kv_bytes": kvbytes,
+                "bound_ms": bound_ms,
+                "ours_bound_fraction": bound_ms / o,
+                "transformers_bound_fraction": bound_ms / h,
+                "max_abs_logit_diff_vs_transformers": float((last["ours"] - last["hf"]).abs().max()),
+                "hookfree_bit_identical": bool(torch.equal(last["ours"], last["free"])),
+            }
+        )
+        log(
+            f"  decode ctx={ctx}: ours {o:.2f} ms, hook-free {f:.2f} ms, transformers {h:.2f} ms, "
+            f"bound {bound_ms:.2f} ms"
+        )
+        del c_ours, c_free, pkv
+        gc.collect()
+    return rows
+
+
+def bench_generation(lm, hf, ns: list[int], reps: dict[int, dict[str, int]]) -> list[dict]:
+    rows = []
+    prompt = lm.tokenizer.encode(PROMPT)
+    p = torch.tensor([prompt])
+    eos = lm.config.eos_token_id
+    for n in ns:
+        res = {}
+
+        def hf_gen():
+            with torch.inference_mode():
+                out = hf.generate(
+                    p,
+                    do_sample=False,
+                    max_new_tokens=n,
+                    attention_mask=torch.ones_like(p),
+                    pad_token_id=eos,
+                )
+            return out[0, len(prompt):].tolist()
+
+        timings: dict[str, list[float]] = {"naive": [], "cached": [], "hf": []}
+        r_max = max(reps[n].values())
+        for r in range(r_max):
+            for kind in ("cached", "hf", "naive") if r % 2 else ("naive", "hf", "cached"):
+                if len(timings[kind]) >= reps[n][kind]:
+                    continue
+
+                def call(kind=kind):
+                    if kind == "hf":
+                        res["hf"] = hf_gen()
+                    else:
+                        res[kind] = lm.generate(prompt, n, use_cache=(kind == "cached")).token_ids
+
+                timings[kind].append(GATE.measure(call)[0])
+        naive, cached, theirs = (median(timings[k]) for k in ("naive", "cached", "hf"))
+        rows.append(
+            {
+                "new_tokens": n,
+                "prompt_tokens": len(prompt),
+                "naive_ms": naive,
+                "cached_ms": cached,
+                "cache_speedup": naive / cached,
+                "transformers_generate_ms": theirs,
+                "cached_ms_per_token": cached / max(1, len(res["cached"])),
+                "transformers_ms_per_token": theirs / max(1, len(res["hf"])),
+                "ratio_cached_vs_transformers": cached / theirs,
+                "ids_naive_eq_cached": res["naive"] == res["cached"],
+                "ids_cached_eq_transformers": res["cached"] == res["hf"],
+                "n_generated": [len(res["naive"]), len(res["cached"]), len(res["hf"])],
+                "reps": reps[n],
+            }
+        )
+        log(
+            f"  generate {n}: naive {naive:.0f} ms, cached {cached:.0f} ms, transformers {theirs:.0f} ms, "
+            f"ids equal {res['naive'] == res['cached']}/{res['cached'] == res['hf']}"
+        )
+    return rows
+
+
+def bench_hooks(lm, free, Ts: list[int], reps: dict[int, int]) -> list[dict]:
+    from gpt2viz.trace import record_forward
+
+    model = lm.model
+    rows = []
+    for T in Ts:
+        ids_t = random_ids(T, lm.config.vocab_size, 3000 + T)
+        ids = ids_t[0].tolist()
+
+        fns = {
+            "ours": lambda: model(ids_t, model.new_cache(), last_only=True),
+            "hookfree": lambda: free(ids_t, free.new_cache(), last_only=True),
+            # What record_forward runs, minus the subscriber: logits at every position.
+            "ours_all_logits": lambda: model(torch.tensor([ids]), model.new_cache()),
+            # Every hook site firing into a subscriber that does nothing: the hook machinery plus
+            # the written-out attention that a hook_pattern / hook_attn_scores subscriber forces.
+            "noop_subscriber": lambda: noop_forward(lm, ids),
+            "recorder": lambda: record_forward(lm, ids),
+        }
+        t = interleaved(fns, reps[T])
+        m = {k: median(v) for k, v in t.items()}
+        rows.append(
+            {
+                "T": T,
+                **{f"{k}_ms": v for k, v in m.items()},
+                "no_subscriber_overhead": m["ours"] / m["hookfree"] - 1,
+                "noop_subscriber_overhead": m["noop_subscriber"] / m["ours_all_logits"] - 1,
+                "recorder_overhead": m["recorder"] / m["ours_all_logits"] - 1,
+                "recorder_vs_last_only_prefill": m["recorder"] / m["ours"] - 1,
+                "recorder_breakdown_ms": recorder_breakdown(lm, ids),
+                "reps": reps[T],
+            }
+        )
+        log(
+            f"  hooks T={T}: ours {m['ours']:.1f}, hook-free {m['hookfree']:.1f}, all-logits "
+            f"{m['ours_all_logits']:.1f}, no-op subscriber {m['noop_subscriber']:.1f}, recorder {m['recorder']:.1f} ms"
+        )
+    return rows
+
+
+def noop_forward(lm, ids: list[int]):
+    with lm.hooks.subscribe("*", lambda name, value: None):
+        return lm.model(torch.tensor([ids]), lm.model.new_cache())
+
+
+def recorder_breakdown(lm, ids: list[int]) -> dict[str, float]:
+    """One record_forward with the Recorder's handlers timed, by the last part of the hook name
+    (patched on the class for this call only; gpt2viz itself is not changed)."""
+    from collections import defaultdict
+
+    from gpt2viz.trace import record_forward
+    from gpt2viz.trace.recorder import Recorder
+
+    acc: dict[str, float] = defaultdict(float)
+    orig_call, orig_lens = Recorder.__call__, Recorder.logit_lens_event
+
+    def timed_call(self, name, value):
+        t0 = time.perf_counter()
+        orig_call(self, name, value)
+        acc[name.rsplit(".", 1)[-1]] += ms_since(t0)
+
+    def timed_lens(self, logits):
+        t0 = time.perf_counter()
+        out = orig_lens(self, logits)
+        acc["logit_lens_event"] += ms_since(t0)
+        return out
+
+    Recorder.__call__, Recorder.logit_lens_event = timed_call, timed_lens
+    try:
+        t0 = time.perf_counter()
+        record_forward(lm, ids)
+        total = ms_since(t0)
+    finally:
+        Recorder.__call__, Recorder.logit_lens_event = orig_call, orig_lens
+    handlers = sum(acc.values())
+    out = dict(sorted(acc.items(), key=lambda kv: -kv[1]))
+    out["_handlers_total"] = handlers
+    out["_record_forward_total"] = total
+    return out
+
+
+def run_shape(shape: str, cfg: dict, threads: int, with_extras: bool, profile_steps: int, out_dir: Path = HERE) -> dict:
+    import gpt2viz
+    from transformers import GPT2LMHeadModel
+    from transformers.utils import logging as hf_logging
+
+    from hookfree import HookFreeGPT2, check_same_logits
+
+    hf_logging.disable_progress_bar()
+    directory = ensure_checkpoint(shape, log)
+    out: dict = {"checkpoint": {"dir": str(directory), "file_bytes": weights_bytes(directory), "shape": SHAPES[shape]}}
+
+    log(f"{shape}: load time and RSS ({cfg['load_reps'][shape]} fresh processes per side)")
+    out["load"] = bench_load(directory, cfg["load_reps"][shape], threads)
+
+    lm = gpt2viz.load_model(directory)
+    hf = GPT2LMHeadModel.from_pretrained(directory).eval()
+    free = HookFreeGPT2(lm.model)
+    out["checkpoint"]["n_params"] = lm.n_params
+    out["transformers_attn_implementation"] = hf.config._attn_implementation
+    out["hookfree_check"] = check_same_logits(lm.model, free, random_ids(12, lm.config.vocab_size, 7))
+    log(f"{shape}: hook-free forward vs ours: {out['hookfree_check']}")
+
+    log(f"{shape}: prefill")
+    out["prefill"] = bench_prefill(lm, hf, cfg["prefill_T"], cfg["prefill_reps"][shape])
+
+    out["bandwidth"] = measure_bandwidth(cfg["bw_reps"])
+    log(f"{shape}: bandwidth {out['bandwidth']['gb_s']:.1f} GB/s (mv), {out['bandwidth']['sum_gb_s']:.1f} GB/s (sum)")
+    log(f"{shape}: cached decode")
+    out["decode"] = bench_decode(
+        lm, hf, free, cfg["decode_ctx"], cfg["decode_steps"][shape], cfg["decode_warmup"], out["bandwidth"]["gb_s"]
+    )
+
+    if with_extras:
+        log(f"{shape}: generation, naive vs cached vs transformers.generate")
+        out["generation"] = bench_generation(lm, hf, cfg["gen_n"], cfg["gen_reps"])
+        log(f"{shape}: hook cost on prefill")
+        out["hooks"] = bench_hooks(lm, free, cfg["hook_T"], cfg["hook_reps"])
+        if profile_steps:
+            from profile_decode import profile_decode
+
+            log(f"{shape}: profiling cached decode")
+            out["profile"] = profile_decode(lm, free, steps=profile_steps, out_dir=out_dir)
+    del lm, hf, free
+    gc.collect()
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# goals and report
+
+
+def goals(results: dict) -> list[dict]:
+    gs = []
+
+    def add(shape, goal, detail, met):
+        gs.append({"shape": shape, "goal": goal, "detail": detail, "met": bool(met)})
+
+    for shape, r in results["models"].items():
+        for d in r["decode"]:
+            add(shape, f"decode ctx {d['context']}: tokens/s >= 1.5x transformers",
+                f"{d['speedup_tok_s']:.2f}x", d["speedup_tok_s"] >= 1.5)
+        for d in r["decode"]:
+            add(shape, f"decode ctx {d['context']}: >= 70% of bandwidth bound",
+                f"{100 * d['ours_bound_fraction']:.1f}% (transformers {100 * d['transformers_bound_fraction']:.1f}%)",
+                d["ours_bound_fraction"] >= 0.70)
+        for p in r["prefill"]:
+            add(shape, f"prefill T={p['T']}: no slower than transformers",
+                f"ours/theirs {p['ratio']:.2f}", p["ratio"] <= 1.0)
+        for h in r.get("hooks", []):
+            add(shape, f"prefill T={h['T']}: hooks, no subscriber, within 2% of no hook sites",
+                f"{100 * h['no_subscriber_overhead']:+.1f}%", h["no_subscriber_overhead"] <= 0.02)
+        if r.get("hooks"):
+            for d in r["decode"]:
+                add(shape, f"decode ctx {d['context']}: hooks, no subscriber, within 2% of no hook sites",
+                    f"{100 * d['hooks_overhead']:+.1f}%", d["hooks_overhead"] <= 0.02)
+        for h in r.get("hooks", []):
+            add(shape, f"prefill T={h['T']}: Recorder within 25%",
+                f"{100 * h['recorder_overhead']:+.0f}% vs same forward without subscriber",
+                h["recorder_overhead"] <= 0.25)
+        ld = r["load"]["ours"]
+        add(shape, "peak RSS after loading <= 1.3x checkpoint size (whole process)",
+            f"{ld['peak_rss_over_size']:.2f}x", ld["peak_rss_over_size"] <= 1.3)
+        add(shape, "peak RSS after loading <= 1.3x checkpoint size (added by load_model)",
+            f"{ld['load_increment_over_size']:.2f}x", ld["load_increment_over_size"] <= 1.3)
+    return gs
+
+
+def fmt_table(rows: list[list[str]], header: list[str]) -> str:
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
+    line = lambda cells: "  ".join(str(c).rjust(w) if i else str(c).ljust(w) for i, (c, w) in enumerate(zip(cells, widths)))  # noqa: E731
+    return "\n".join([line(header), line(["-" * w for w in widths])] + [line(r) for r in rows])
+
+
+def render(results: dict) -> str:
+    m = results["machine"]
+    parts = [
+        f"gpt2viz benchmarks  {m['date_utc']}  {m['cpu']} ({m['cpu_flags']}), {m['logical_cpus']} logical CPUs, "
+        f"torch {m['torch']}, transformers {m['transformers']}, threads {m['threads']} (both sides)"
+        + ("  [QUICK]" if results["quick"] else ""),
+    ]
+    g = results.get("quiet_gate")
+    if g:
+        parts.append(
+            f"quiet gate: {g['measurements']} measurements, {g['discarded_and_redone']} redone because other processes "
+            f"were busy, {g['kept_noisy']} kept although noisy, {g['waited_s']} s spent waiting"
+            + ("" if g["enabled"] else " (gate disabled)")
+        )
+    if m["other_heavy_processes"]:
+        parts.append("NOTE: other busy processes during the run (noisy numbers): " + "; ".join(m["other_heavy_processes"]))
+    for shape, r in results["models"].items():
+        ck = r["checkpoint"]
+        parts.append(f"\n== {shape}  ({ck['n_params'] / 1e6:.1f} M params, file {ck['file_bytes'] / MB:.0f} MB, "
+                     f"transformers attn: {r['transformers_attn_implementation']}; "
+                     f"bandwidth {r['bandwidth']['gb_s']:.1f} GB/s mv, {r['bandwidth']['sum_gb_s']:.1f} GB/s sum)")
+        ld = r["load"]
+        rows = []
+        for key, label, scale, f in (
+            ("load_s", "load time (s)", 1, "{:.2f}"),
+            ("first_forward_s", "first 1-token forward after load (s)", 1, "{:.3f}"),
+            ("load_plus_first_s", "load + first forward (s)", 1, "{:.2f}"),
+            ("rss_before_load", "RSS before load (MB)", MB, "{:.0f}"),
+            ("peak_rss_after_load", "peak RSS after load (MB)", MB, "{:.0f}"),
+            ("peak_rss_over_size", "  / checkpoint size", 1, "{:.2f}x"),
+            ("load_increment_over_size", "  (peak - before) / size", 1, "{:.2f}x"),
+            ("peak_rss_after_first_forward", "peak RSS after first forward (MB)", MB, "{:.0f}"),
+            ("rss_file_after_first_forward", "  of which file-backed (MB)", MB, "{:.0f}"),
+            ("peak_after_first_forward_increment_over_size", "  (peak - before) / size", 1, "{:.2f}x"),
+        ):
+            o, h = ld["ours"][key] / scale, ld["transformers"][key] / scale
+            rows.append([label, f.format(o), f.format(h), f"{o / h:.2f}" if h else "-"])
+        parts.append(fmt_table(rows, ["load (fresh process, median)", "ours", "transformers", "ours/theirs"]))
+        if isinstance(ld.get("ours_breakdown"), list):
+            parts.append("  ours, load_model phase by phase (fresh process):")
+            parts += [f"    {p['s']:6.2f} s  peak RSS {p['maxrss_mb']:5.0f} MB  {p['phase']}" for p in ld["ours_breakdown"]]
+        rows = [[f"T={p['T']}", f"{p['ours_ms']:.1f}", f"{p['transformers_ms']:.1f}", f"{p['ratio']:.2f}",
+                 f"{p['ours_new_cache_ms']:.1f}", f"{p['max_abs_logit_diff']:.1e}"] for p in r["prefill"]]
+        parts.append(fmt_table(rows, ["prefill (ms)", "ours", "transformers", "ours/theirs", "of which new_cache", "max|dlogit|"]))
+        rows = [[f"ctx {d['context']}", f"{d['ours_ms']:.2f}", f"{d['transformers_ms']:.2f}", f"{d['ratio']:.2f}",
+                 f"{d['speedup_tok_s']:.2f}x", f"{d['hookfree_ms']:.2f}", f"{100 * d['hooks_overhead']:+.1f}%",
+                 f"{d['bound_ms']:.2f}", f"{100 * d['ours_bound_fraction']:.0f}%",
+                 f"{100 * d['transformers_bound_fraction']:.0f}%"] for d in r["decode"]]
+        parts.append(fmt_table(rows, ["decode (ms/token)", "ours", "transformers", "ours/theirs", "tok/s gain",
+                                      "hook-free", "hooks cost", "bound", "ours % bound", "theirs % bound"]))
+        if r.get("generation"):
+            rows = [[f"{g['new_tokens']} new", f"{g['naive_ms']:.0f}", f"{g['cached_ms']:.0f}",
+                     f"{g['cache_speedup']:.1f}x", f"{g['transformers_generate_ms']:.0f}",
+                     f"{g['ratio_cached_vs_transformers']:.2f}", str(g["ids_naive_eq_cached"]),
+                     str(g["ids_cached_eq_transformers"])] for g in r["generation"]]
+            parts.append(fmt_table(rows, ["greedy generation (ms)", "ours naive", "ours cached", "speedup",
+                                          "transformers", "cached/theirs", "ids naive==cached", "==transformers"]))
+        if r.get("hooks"):
+            rows = [[f"T={h['T']}", f"{h['hookfree_ms']:.1f}", f"{h['ours_ms']:.1f}",
+                     f"{100 * h['no_subscriber_overhead']:+.1f}%", f"{h['ours_all_logits_ms']:.1f}",
+                     f"{h['noop_subscriber_ms']:.1f}", f"{h['recorder_ms']:.1f}",
+                     f"{100 * h['recorder_overhead']:+.0f}%"] for h in r["hooks"]]
+            parts.append(fmt_table(rows, ["hook cost, prefill (ms)", "no hook sites", "ours, no sub",
+                                          "cost", "ours all logits", "no-op sub '*'", "Recorder",
+                                          "Recorder cost"]))
+            for h in r["hooks"]:
+                b = h["recorder_breakdown_ms"]
+                top = ", ".join(f"{k} {v:.0f}" for k, v in list(b.items())[:8] if not k.startswith("_"))
+                parts.append(f"  Recorder T={h['T']}: {b['_record_forward_total']:.0f} ms, of which handlers "
+                             f"{b['_handlers_total']:.0f} ms: {top}")
+        if r.get("profile"):
+            parts.append(r["profile"]["summary"])
+    parts.append("\n== goals")
+    for g in results["goals"]:
+        parts.append(f"  [{'MET' if g['met'] else 'NOT MET'}] {g['shape']}: {g['goal']}: {g['detail']}")
+    return "\n".join(parts)
+
+
+def markdown(results: dict, command: str) -> str:
+    m = results["machine"]
+    busy = m["other_heavy_processes"] + m.get("other_heavy_processes_end", [])
+    lines = [
+        "# Benchmark results",
+        "",
+        f"Command: `{command}` ({results['wall_s'] / 60:.1f} min)",
+        "",
+        "| | |",
+        "|---|---|",
+        f"| date | {m['date_utc']} |",
+        f"| CPU | {m['cpu']} ({m['cpu_flags']}), {m['logical_cpus']} logical CPUs, {m['mem_gb']} GB RAM |",
+        f"| software | Python {m['python']}, torch {m['torch']}, transformers {m['transformers']} |",
+        f"| threads | {m['threads']} intra-op (torch.set_num_threads, both sides), {m['interop_threads']} inter-op |",
+        f"| load average | {m['loadavg_start']} at start, {m.get('loadavg_end')} at end |",
+        f"| other busy processes | {'; '.join(busy) if busy else 'none'} |",
+        "",
+        "```",
+        results["table"],
+        "```",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+NOTES_MARKER = "<!-- hand-written notes below: kept when run.py --md rewrites this file -->"
+
+
+def write_md(path: Path, text: str) -> None:
+    """Writes the generated report, keeping any hand-written notes after NOTES_MARKER."""
+    notes = ""
+    if path.exists():
+        old = path.read_text(encoding="utf-8")
+        if NOTES_MARKER in old:
+            notes = old[old.index(NOTES_MARKER):]
+    path.write_text(text + ("\n" + notes if notes else ""), encoding="utf-8")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="tiny settings for a smoke test (gpt2-small only)")
+    ap.add_argument("--out", default=str(HERE / "results.json"), help="where to write the JSON results")
+    ap.add_argument("--threads", type=int, default=os.cpu_count(), help="torch threads for both sides")
+    ap.add_argument("--shapes", default=None, help="comma-separated, default gpt2-small,gpt2-medium")
+    ap.add_argument("--no-profile", action="store_true", help="skip the decode-step profile")
+    ap.add_argument("--no-gate", action="store_true",
+                    help="keep measurements during which other processes were busy (default: redo them)")
+    ap.add_argument("--md", default=None, help="also write the machine description and table as Markdown here")
+    ap.add_argument("--rerender", action="store_true",
+                    help="measure nothing: re-evaluate the goals and re-print the table of the JSON at --out")
+    args = ap.parse_args(argv)
+    if args.rerender:
+        results = json.loads(Path(args.out).read_text(encoding="utf-8"))
+        results["goals"] = goals(results)
+        results["table"] = render(results)
+        Path(args.out).write_text(json.dumps(results, indent=1, default=str), encoding="utf-8")
+        print(results["table"])
+        if args.md:
+            write_md(Path(args.md), markdown(results, results.get("command", "python benchmarks/run.py")))
+        return 0
+
+    torch.set_num_threads(args.threads)
+    GATE.enabled = GATE.enabled and not args.no_gate
+    cfg = QUICK if args.quick else FULL
+    benchable = ["gpt2-small", "gpt2-medium"]
+    shapes = args.shapes.split(",") if args.shapes else (["gpt2-small"] if args.quick else benchable)
+    for s in shapes:
+        if s not in benchable:
+            ap.error(f"unknown shape {s!r} (choose from {', '.join(benchable)})")
+    started = time.perf_counter()
+    results = {"quick": args.quick, "machine": machine_info(args.threads), "models": {}}
+    log(f"threads={torch.get_num_threads()} shapes={shapes} quick={args.quick}")
+    for i, shape in enumerate(shapes):
+        results["models"][shape] = run_shape(
+            shape,
+            cfg,
+            args.threads,
+            with_extras=(i == 0),
+            profile_steps=0 if args.no_profile else cfg["profile_steps"],
+            out_dir=Path(args.out).resolve().parent,  # profile_decode.txt goes next to the JSON
+        )
+    results["machine"]["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
+    results["machine"]["other_heavy_processes_end"] = other_load()
+    results["wall_s"] = time.perf_counter() - started
+    results["quiet_gate"] = GATE.stats()
+    results["command"] = " ".join(["python benchmarks/run.py"] + (argv if argv is not None else sys.argv[1:]))
+    results["goals"] = goals(results)
+    text = render(results)
+    results["table"] = text
+    Path(args.out).write_text(json.dumps(results, indent=1, default=str), encoding="utf-8")
+    print(text)
+    print(f"\n(wall {results['wall_s']:.0f} s; JSON written to {args.out})")
+    if args.md:
+        write_md(Path(args.md), markdown(results, results["command"]))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -76,7 +76,8 @@ class KVCache:
 
     @property
     def used_bytes(self) -> int:
-        return sum(self.layer_info(i).k_bytes + self.layer_info(i).v_bytes for i in range(len(self.keys)))
+        """Bytes of the filled positions, K and V, all layers."""
+        return sum(info.k_bytes + info.v_bytes for info in map(self.layer_info, range(len(self.keys))))
 
     @property
     def allocated_bytes(self) -> int:

@@ -74,6 +74,11 @@ class LanguageModel:
         return self.source.name
 
     @property
+    def eos_id(self) -> int:
+        """The id of <|endoftext|>: the tokenizer's, else the config's."""
+        return self.tokenizer.eos_id if self.tokenizer.eos_id is not None else self.config.eos_token_id
+
+    @property
     def hooks(self):
         """The model's hook points (`lm.hooks.subscribe(pattern, fn)`)."""
         return self.model.hooks
@@ -109,7 +114,7 @@ class LanguageModel:
             max_new_tokens,
             use_cache=use_cache,
             settings=SamplingSettings(temperature, top_k, top_p, seed),
-            eos_id=self.tokenizer.eos_id if self.tokenizer.eos_id is not None else self.config.eos_token_id,
+            eos_id=self.eos_id,
             on_step=on_step,
             should_stop=should_stop,
         )

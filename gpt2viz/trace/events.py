@@ -171,7 +171,7 @@ def kv_cache_summary(cache) -> dict:
         "length": cache.length,
         "capacity": cache.capacity,
         "bytes_per_position": cache.bytes_per_position,
-        "total_bytes": sum(layer["k_bytes"] + layer["v_bytes"] for layer in layers),
+        "total_bytes": cache.used_bytes,
         "allocated_bytes": cache.allocated_bytes,
         "layers": layers,
     }

@@ -30,8 +30,7 @@ class Recorder:
         self.events: list[dict] = []
         self._residual: torch.Tensor | None = None  # input of the next LayerNorm
         self._embed: torch.Tensor | None = None
-        self._block_in: torch.Tensor | None = None
-        self._attn_update: torch.Tensor | None = None
+        self._block_norms: dict[str, list] = {}  # this block's norms so far, for hook_resid_post
         self._lens_inputs: list[torch.Tensor] = []  # last position of each block's output
 
     def __call__(self, name: str, value) -> None:
@@ -63,30 +62,27 @@ class Recorder:
 
     # -- the residual stream ----------------------------------------------------------------
     def _on_hook_resid_pre(self, name, x):
-        self._residual = self._block_in = x
-        return {"norms": ev.norms(x)}
+        self._residual = x
+        self._block_norms = {"before_norms": ev.norms(x)}
+        return {"norms": self._block_norms["before_norms"]}
 
     def _on_hook_attn_out(self, name, update):
-        self._attn_update = update
-        return {"norms": ev.norms(update)}
+        self._block_norms["attn_update_norms"] = ev.norms(update)
+        return {"norms": self._block_norms["attn_update_norms"]}
 
     def _on_hook_resid_mid(self, name, x):
         self._residual = x
         return {"norms": ev.norms(x)}
 
     def _on_hook_mlp_out(self, name, update):
-        return {"norms": ev.norms(update)}
+        self._block_norms["mlp_update_norms"] = ev.norms(update)
+        return {"norms": self._block_norms["mlp_update_norms"]}
 
     def _on_hook_resid_post(self, name, x):
         self._residual = x
         self._lens_inputs.append(x[0, -1])
-        mlp_update = x - (self._block_in + self._attn_update)
-        return {
-            "norms": ev.norms(x),
-            "before_norms": ev.norms(self._block_in),
-            "attn_update_norms": ev.norms(self._attn_update),
-            "mlp_update_norms": ev.norms(mlp_update),
-        }
+        # The block's whole story in one event: norms in, the two updates, and out.
+        return {"norms": ev.norms(x), **self._block_norms}
 
     # -- LayerNorms -------------------------------------------------------------------------
     def _on_hook_scale(self, name, scale):
@@ -147,7 +143,7 @@ def prepare_prompt(lm: LanguageModel, prompt: str | list[int]) -> tuple[list[int
     than the context keeps its last n_ctx tokens."""
     ids = lm.encode_prompt(prompt)
     notices = []
-    eos = lm.tokenizer.eos_id if lm.tokenizer.eos_id is not None else lm.config.eos_token_id
+    eos = lm.eos_id
     if not ids:
         ids = [eos]
         notices.append("the prompt is empty, so the model starts from <|endoftext|> (id %d)" % eos)
@@ -233,7 +229,6 @@ def record_generation(
         if on_step is not None:
             on_step(step)
 
-    eos = lm.tokenizer.eos_id if lm.tokenizer.eos_id is not None else lm.config.eos_token_id
     with lm.hooks.subscribe(["sample", "kv_cache"], recorder):
         result = generate(
             lm.model,
@@ -241,7 +236,7 @@ def record_generation(
             max_new_tokens,
             use_cache=use_cache,
             settings=settings,
-            eos_id=eos,
+            eos_id=lm.eos_id,
             on_step=step_done,
             should_stop=should_stop,
             generator=generator,

@@ -49,8 +49,9 @@ def _decode_runner(forward, new_cache, ctx: int, vocab: int):
 
 # Rough groups of aten ops, by what they do in a decode step.
 GROUPS = (
-    ("addmm (c_attn, c_proj, c_fc, mlp c_proj: weight reads)", ("aten::addmm",)),
-    ("LM head (F.linear with wte: 154 MB read)", ("aten::linear", "aten::mm", "aten::matmul")),
+    ("matrix products: c_attn, c_proj, c_fc, mlp c_proj, LM head (weight reads)",
+     ("aten::bmm", "aten::addmm", "aten::linear", "aten::mm", "aten::matmul")),
+    ("partial sums, bias, concatenating the logits", ("aten::sum", "aten::add_", "aten::cat")),
     ("attention (SDPA)", ("aten::_scaled_dot_product", "aten::scaled_dot_product")),
     ("KV cache append (copy_ into the buffers)", ("aten::copy_",)),
     ("layer_norm", ("aten::native_layer_norm", "aten::layer_norm")),
@@ -66,7 +67,8 @@ GROUPS = (
 
 def profile_decode(lm, free=None, steps: int = 20, ctx: int = 256, out_dir: Path | None = None) -> dict:
     from gpt2viz.generate import SamplingSettings, choose_token
-    from hookfree import HookFreeGPT2, PrototypeDecodeGPT2
+    from gpt2viz.model.layers import conv1d, unembed
+    from hookfree import HookFreeGPT2
 
     model = lm.model
     cfg = lm.config
@@ -132,32 +134,41 @@ def profile_decode(lm, free=None, steps: int = 20, ctx: int = 256, out_dir: Path
     ids = list(range(300))
     exp["input_tensor_from_list_ms"] = _med_ms(lambda: torch.tensor([ids[299:]], dtype=torch.long), 20)
 
-    # (3) parts of the step, each alone. Weights are read cold (500 MB does not fit in L3):
-    # the block matmuls are timed over all layers in a row, as the step reads them.
+    # (3) parts of the step, each alone, on one core (the BLAS's own matrix-vector product) and on
+    # two (gpt2viz's split, see gpt2viz/model/layers.py). Weights are read cold (500 MB does not fit
+    # in L3): the block products are timed over all layers in a row, as the step reads them.
     x1 = torch.randn(1, 1, cfg.n_embd)
     wte = model.wte.weight
-    exp["lm_head_ms"] = _med_ms(lambda: F.linear(x1, wte), steps)
     exp["lm_head_bytes"] = wte.numel() * wte.element_size()
-    wte_t = wte.t().contiguous()  # [C, V]: the LM head as x @ W with W stored [in, out], like Conv1D
-    exp["lm_head_transposed_copy_ms"] = _med_ms(lambda: torch.mm(x1.view(1, -1), wte_t), steps)
-    exp["lm_head_mv_ms"] = _med_ms(lambda: torch.mv(wte, x1.view(-1)), steps)
-    del wte_t
+    exp["lm_head_one_core_ms"] = _med_ms(lambda: F.linear(x1, wte), steps)
+    exp["lm_head_ms"] = _med_ms(lambda: unembed(x1, wte), steps)
+    # What the [V, C] layout costs: the same product with a [C, V] copy (W stored [in, out],
+    # like Conv1D), also split over two cores, for 4 x V x C more bytes of memory.
+    wte_t = wte.t().contiguous()
+    half = wte_t.size(1) // 2
+    halves = wte_t[:, : 2 * half].view(cfg.n_embd, 2, half).permute(1, 0, 2)
+    exp["lm_head_transposed_copy_ms"] = _med_ms(lambda: torch.bmm(x1.expand(2, 1, cfg.n_embd), halves), steps)
+    del wte_t, halves
+    hmlp = torch.randn(1, 1, cfg.d_mlp)
     h2 = x1.view(1, -1)
-    hmlp = torch.randn(1, cfg.d_mlp)
 
-    def all_addmm():
-        for b in model.h:
-            torch.addmm(b.attn.c_attn.bias, h2, b.attn.c_attn.weight)
-            torch.addmm(b.attn.c_proj.bias, h2, b.attn.c_proj.weight)
-            torch.addmm(b.mlp.c_fc.bias, h2, b.mlp.c_fc.weight)
-            torch.addmm(b.mlp.c_proj.bias, hmlp, b.mlp.c_proj.weight)
+    def all_products(product):
+        def run():
+            for b in model.h:
+                product(x1, b.attn.c_attn.weight, b.attn.c_attn.bias)
+                product(x1, b.attn.c_proj.weight, b.attn.c_proj.bias)
+                product(x1, b.mlp.c_fc.weight, b.mlp.c_fc.bias)
+                product(hmlp, b.mlp.c_proj.weight, b.mlp.c_proj.bias)
+        return run
 
-    exp["all_layers_addmm_ms"] = _med_ms(all_addmm, steps)
-    exp["all_layers_addmm_bytes"] = sum(
+    exp["all_layers_one_core_ms"] = _med_ms(all_products(lambda x, w, b: torch.addmm(b, x.view(1, -1), w)), steps)
+    exp["all_layers_ms"] = _med_ms(all_products(conv1d), steps)
+    exp["all_layers_bytes"] = sum(
         t.numel() * t.element_size()
         for b in model.h
         for t in (b.attn.c_attn.weight, b.attn.c_proj.weight, b.mlp.c_fc.weight, b.mlp.c_proj.weight)
     )
+    del h2
 
     # (4) SDPA for one query on the cache's strided views vs on contiguous K/V.
     for L in (256, 1000):
@@ -174,27 +185,13 @@ def profile_decode(lm, free=None, steps: int = 20, ctx: int = 256, out_dir: Path
 
     # (5) the step in variants, interleaved in random order (each also rewinds its cache):
     # ours; hook-free; hook-free with weights copied to anonymous memory (gpt2viz uses them
-    # memory-mapped from the file); prototypes of two core changes (see hookfree.py).
+    # memory-mapped from the file).
     anon = HookFreeGPT2(model, copy_weights=True)
-    split = PrototypeDecodeGPT2(model, split_matmuls=True)
-    split_cv = PrototypeDecodeGPT2(model, split_matmuls=True, lm_head_cv=True)
     variants = {
         "ours": ours_step,
         "hookfree": free_step,
         "hookfree_anon_weights": _decode_runner(lambda ids, c: anon(ids, c, last_only=True), anon.new_cache, ctx, V),
-        "proto_split_matmuls": _decode_runner(lambda ids, c: split(ids, c, last_only=True), split.new_cache, ctx, V),
-        "proto_split_matmuls_lm_head_cv": _decode_runner(
-            lambda ids, c: split_cv(ids, c, last_only=True), split_cv.new_cache, ctx, V
-        ),
     }
-    ref_cache = model.new_cache()
-    ids = torch.randint(0, V, (1, 20), generator=torch.Generator().manual_seed(1))
-    ref, _ = model(ids, ref_cache, last_only=True)
-    ref_step, _ = model(ids[:, :1], ref_cache, last_only=True)
-    for name, m in (("proto_split_matmuls", split), ("proto_split_matmuls_lm_head_cv", split_cv)):
-        c = m.new_cache()
-        m(ids, c, last_only=True)
-        exp[f"{name}_max_abs_logit_diff"] = float((m(ids[:, :1], c, last_only=True) - ref_step).abs().max())
     rng = random.Random(0)
     vt: dict[str, list[float]] = {k: [] for k in variants}
     for fn in variants.values():
@@ -208,7 +205,7 @@ def profile_decode(lm, free=None, steps: int = 20, ctx: int = 256, out_dir: Path
     exp["variants_ms"] = {k: float(statistics.median(v)) for k, v in vt.items()}
     res["ours_step_ms"] = exp["variants_ms"]["ours"]
     res["hookfree_step_ms"] = exp["variants_ms"]["hookfree"]
-    del anon, split, split_cv, variants
+    del anon, variants
 
     # (5b) Python/dispatch overhead alone: the same comparison on a 12-layer, 12-head model only
     # 96 wide, whose kernels take almost no time.
@@ -291,19 +288,18 @@ def summarize(res: dict) -> str:
         f"(torch.empty of the same: {e['empty_cache_alloc_ms']:.2f} ms)",
         f"    greedy choose_token (float64 softmax + argmax): {e['choose_token_greedy_ms']:.3f} ms/token "
         f"(argmax alone {e['argmax_only_ms']:.3f} ms); input tensor from list {e['input_tensor_from_list_ms']:.3f} ms",
-        f"    LM head F.linear(x, wte): {e['lm_head_ms']:.2f} ms for {e['lm_head_bytes'] / 1e6:.0f} MB "
-        f"({e['lm_head_bytes'] / e['lm_head_ms'] / 1e6:.1f} GB/s)",
-        f"    LM head alternatives: x @ (copy of wte as [C, V]) {e['lm_head_transposed_copy_ms']:.2f} ms, "
-        f"torch.mv(wte, x) {e['lm_head_mv_ms']:.2f} ms",
-        f"    all layers' addmm (c_attn, c_proj, c_fc, mlp.c_proj), cold: {e['all_layers_addmm_ms']:.2f} ms for "
-        f"{e['all_layers_addmm_bytes'] / 1e6:.0f} MB ({e['all_layers_addmm_bytes'] / e['all_layers_addmm_ms'] / 1e6:.1f} GB/s)",
+        f"    LM head, {e['lm_head_bytes'] / 1e6:.0f} MB: one core (F.linear) {e['lm_head_one_core_ms']:.2f} ms "
+        f"({e['lm_head_bytes'] / e['lm_head_one_core_ms'] / 1e6:.1f} GB/s), two cores (unembed) {e['lm_head_ms']:.2f} ms "
+        f"({e['lm_head_bytes'] / e['lm_head_ms'] / 1e6:.1f} GB/s); with a [C, V] copy of wte {e['lm_head_transposed_copy_ms']:.2f} ms "
+        f"({e['lm_head_bytes'] / e['lm_head_transposed_copy_ms'] / 1e6:.1f} GB/s)",
+        f"    all layers' products (c_attn, c_proj, c_fc, mlp.c_proj), {e['all_layers_bytes'] / 1e6:.0f} MB cold: "
+        f"one core (addmm) {e['all_layers_one_core_ms']:.2f} ms ({e['all_layers_bytes'] / e['all_layers_one_core_ms'] / 1e6:.1f} GB/s), "
+        f"two cores (conv1d) {e['all_layers_ms']:.2f} ms ({e['all_layers_bytes'] / e['all_layers_ms'] / 1e6:.1f} GB/s)",
         f"    SDPA 1 query, L=256: view {e['sdpa_view_ms_L256']:.3f} / contiguous {e['sdpa_contiguous_ms_L256']:.3f} / "
         f"explicit {e['explicit_attn_ms_L256']:.3f} ms; L=1000: {e['sdpa_view_ms_L1000']:.3f} / "
         f"{e['sdpa_contiguous_ms_L1000']:.3f} / {e['explicit_attn_ms_L1000']:.3f} ms (per layer)",
         "    step variants, interleaved (ms/step): "
         + ", ".join(f"{k} {v:.2f}" for k, v in e["variants_ms"].items()),
-        f"      max |logit diff| vs ours: split matmuls {e['proto_split_matmuls_max_abs_logit_diff']:.1e}, "
-        f"split + [C, V] LM head {e['proto_split_matmuls_lm_head_cv_max_abs_logit_diff']:.1e}",
     ]
     lines.append(
         f"    Python/dispatch overhead (12 layers, width 96): ours {e['narrow_ours_step_us']:.0f} us/step, "

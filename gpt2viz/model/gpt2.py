@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from ..hooks import Hooks
 from .config import GPT2Config
 from .kv_cache import KVCache
-from .layers import Block, Embedding, LayerNorm
+from .layers import Block, Embedding, LayerNorm, unembed
 
 
 class GPT2(nn.Module):
@@ -74,7 +73,7 @@ class GPT2(nn.Module):
         if last_only:
             x = x[:, -1:]  # only the last position predicts the next token
         x = self.ln_f(x)
-        logits = F.linear(x, self.wte.weight)  # x @ wte^T: (B, T, vocab)
+        logits = unembed(x, self.wte.weight)  # x @ wte^T: (B, T, vocab)
         if hooks.active:
             hooks.fire("unembed.hook_out", logits)
         return logits, cache

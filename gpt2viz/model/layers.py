@@ -19,13 +19,70 @@ from .config import GPT2Config
 from .kv_cache import KVCache
 
 
-# Matmuls with at most this many rows (decode steps) are split across two threads; see Conv1D.
+# A decode step multiplies one row by each weight matrix: a matrix-vector product, whose cost is
+# reading the weights from memory. The CPU BLAS runs it on one core, and one core cannot draw the
+# whole memory bandwidth. So products with at most this many rows are split into two halves run
+# as a batch of two, which torch gives one core each.
 SPLIT_MAX_ROWS = 4
+
+
+def _two_cores(rows: torch.Tensor) -> bool:
+    return rows.size(0) <= SPLIT_MAX_ROWS and rows.is_cpu and torch.get_num_threads() > 1
+
+
+def conv1d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    """`x @ weight + bias` with the weight stored `[in, out]`, `(..., in) -> (..., out)`."""
+    rows = x.reshape(-1, x.size(-1))  # every position at once: (B*T, in)
+    n_in, n_out = weight.shape
+    if _two_cores(rows) and n_out % 16 == 0:
+        # The left and right halves of W's columns make the left and right halves of y. With
+        # halves of whole 8-float SIMD vectors, each output is computed exactly as addmm does,
+        # so a cached decode step gives the digits of a full pass. (Splitting W's rows instead,
+        # into two partial sums, reads memory a little faster but changes the last digits.)
+        halves = weight.view(n_in, 2, n_out // 2).permute(1, 0, 2)  # (2, in, out/2), no copy
+        out = torch.baddbmm(bias.view(2, 1, n_out // 2), rows.expand(2, *rows.shape), halves)
+        out = out.permute(1, 0, 2).reshape(rows.size(0), n_out)  # (rows, out)
+    else:
+        out = torch.addmm(bias, rows, weight)  # y = x @ W + b
+    return out.view(*x.shape[:-1], n_out)
+
+
+def unembed(x: torch.Tensor, wte: torch.Tensor) -> torch.Tensor:
+    """The LM head: `x @ wte^T`, one score per token id, `(..., C) -> (..., V)`."""
+    rows = x.reshape(-1, x.size(-1))
+    if not _two_cores(rows):
+        return F.linear(x, wte)
+    # Row v of wte makes logit v, so each contiguous half of wte's rows makes one half of the
+    # logits. An odd vocabulary (GPT-2's 50,257) leaves one last row for a product of its own.
+    half = wte.size(0) // 2
+    halves = wte[: 2 * half].view(2, half, wte.size(1)).transpose(1, 2)  # (2, C, V/2)
+    both = torch.bmm(rows.expand(2, *rows.shape), halves)  # (2, rows, V/2)
+    logits = torch.cat([both[0], both[1], F.linear(rows, wte[2 * half :])], dim=1)  # (rows, V)
+    return logits.view(*x.shape[:-1], wte.size(0))
 
 
 def _param(*shape: int) -> nn.Parameter:
     # Parameters start on the meta device (no memory); the loader assigns the real tensors.
     return nn.Parameter(torch.empty(*shape, device="meta"), requires_grad=False)
+
+
+class Layer(nn.Module):
+    """An nn.Module without the per-call costs that a decode step pays about 200 times.
+
+    A call goes straight to `forward`: gpt2viz has hooks of its own, so nn.Module.__call__'s
+    check for PyTorch hooks is never needed. Parameters and sub-layers are also kept as plain
+    attributes, so reading `self.weight` skips nn.Module.__getattr__'s dictionary search.
+    Together this is about 0.25 ms of a GPT-2-small decode step: more than all the hook sites.
+    """
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.__call__ = cls.forward
+
+    def __setattr__(self, name: str, value) -> None:
+        super().__setattr__(name, value)  # registers parameters and sub-layers as usual
+        if isinstance(value, (nn.Parameter, nn.Module)):
+            object.__setattr__(self, name, value)
 
 
 class Embedding(nn.Module):
@@ -36,7 +93,7 @@ class Embedding(nn.Module):
         self.weight = _param(n_rows, n_embd)
 
 
-class Conv1D(nn.Module):
+class Conv1D(Layer):
     """A linear layer with GPT-2's weight layout `[in, out]`: `y = x @ weight + bias`."""
 
     def __init__(self, n_in: int, n_out: int) -> None:
@@ -45,21 +102,10 @@ class Conv1D(nn.Module):
         self.bias = _param(n_out)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        rows = x.reshape(-1, x.size(-1))  # every position at once: (B*T, in)
-        n_out = self.weight.size(1)
-        if rows.size(0) <= SPLIT_MAX_ROWS and n_out % 2 == 0 and rows.is_cpu and torch.get_num_threads() > 1:
-            # A decode step multiplies a single row, which the CPU BLAS runs on one thread. As a
-            # batch of two column halves (a view, no copy) it runs on two: same numbers, faster.
-            halves = self.weight.view(rows.size(1), 2, n_out // 2).permute(1, 0, 2)  # (2, in, out/2)
-            bias = self.bias.view(2, 1, n_out // 2)
-            out = torch.baddbmm(bias, rows.expand(2, *rows.shape), halves)  # (2, rows, out/2)
-            out = out.permute(1, 0, 2).reshape(rows.size(0), n_out)
-        else:
-            out = torch.addmm(self.bias, rows, self.weight)  # y = x @ W + b
-        return out.view(*x.shape[:-1], n_out)
+        return conv1d(x, self.weight, self.bias)
 
 
-class LayerNorm(nn.Module):
+class LayerNorm(Layer):
     """Per position: `(x - mean) / sqrt(var + eps) * weight + bias`, with the biased variance."""
 
     def __init__(self, n_embd: int, eps: float, hooks: Hooks, prefix: str) -> None:
@@ -83,7 +129,7 @@ class LayerNorm(nn.Module):
         return out
 
 
-class CausalSelfAttention(nn.Module):
+class CausalSelfAttention(Layer):
     """Every position mixes in the values of itself and earlier positions, per head."""
 
     def __init__(self, config: GPT2Config, layer: int, hooks: Hooks) -> None:
@@ -154,7 +200,7 @@ class CausalSelfAttention(nn.Module):
         return F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
 
 
-class MLP(nn.Module):
+class MLP(Layer):
     """Widen, apply GELU, narrow: each position on its own, no mixing across positions."""
 
     def __init__(self, config: GPT2Config, layer: int, hooks: Hooks) -> None:
@@ -176,7 +222,7 @@ class MLP(nn.Module):
         return self.c_proj(h)  # (B, T, C)
 
 
-class Block(nn.Module):
+class Block(Layer):
     """Pre-norm transformer block: `x + attn(ln_1(x))`, then `x + mlp(ln_2(x))`."""
 
     def __init__(self, config: GPT2Config, layer: int, hooks: Hooks) -> None:

@@ -14,6 +14,7 @@ import torch.nn.functional as F
 
 from ..generate import STOP_CANCELLED, SamplingSettings, SampleEvent, generate
 from ..hooks import layer_of
+from ..model.layers import unembed
 from ..model.load import LanguageModel
 from . import events as ev
 from .model import Trace
@@ -116,7 +117,7 @@ class Recorder:
         # Every block's last-position residual at once: one pass over wte instead of n_layer.
         resid = torch.stack(self._lens_inputs)  # (n_layer, C)
         x = F.layer_norm(resid, (resid.size(-1),), model.ln_f.weight, model.ln_f.bias, model.ln_f.eps)
-        all_logits = F.linear(x, model.wte.weight)  # (n_layer, vocab)
+        all_logits = unembed(x, model.wte.weight)  # (n_layer, vocab)
         layers = []
         for layer, logits in enumerate(all_logits):
             probs = torch.softmax(logits.double(), dim=-1)

@@ -501,6 +501,7 @@ def bench_generation(lm, hf, ns: list[int], reps: dict[int, dict[str, int]]) -> 
 
 def bench_hooks(lm, free, Ts: list[int], reps: dict[int, int]) -> list[dict]:
     from gpt2viz.trace import record_forward
+    from gpt2viz.trace.events import resolve
 
     model = lm.model
     rows = []
@@ -517,6 +518,9 @@ def bench_hooks(lm, free, Ts: list[int], reps: dict[int, int]) -> list[dict]:
             # the written-out attention that a hook_pattern / hook_attn_scores subscriber forces.
             "noop_subscriber": lambda: noop_forward(lm, ids),
             "recorder": lambda: record_forward(lm, ids),
+            # ... and then every deferred part worked out: what --json pays, or a TUI user who
+            # opens every stage.
+            "recorder_resolved": lambda: [resolve(e) for e in record_forward(lm, ids)[0]],
         }
         t = interleaved(fns, reps[T])
         m = {k: median(v) for k, v in t.items()}
@@ -527,6 +531,7 @@ def bench_hooks(lm, free, Ts: list[int], reps: dict[int, int]) -> list[dict]:
                 "no_subscriber_overhead": m["ours"] / m["hookfree"] - 1,
                 "noop_subscriber_overhead": m["noop_subscriber"] / m["ours_all_logits"] - 1,
                 "recorder_overhead": m["recorder"] / m["ours_all_logits"] - 1,
+                "recorder_resolved_overhead": m["recorder_resolved"] / m["ours_all_logits"] - 1,
                 "recorder_vs_last_only_prefill": m["recorder"] / m["ours"] - 1,
                 "recorder_breakdown_ms": recorder_breakdown(lm, ids),
                 "reps": reps[T],
@@ -534,7 +539,8 @@ def bench_hooks(lm, free, Ts: list[int], reps: dict[int, int]) -> list[dict]:
         )
         log(
             f"  hooks T={T}: ours {m['ours']:.1f}, hook-free {m['hookfree']:.1f}, all-logits "
-            f"{m['ours_all_logits']:.1f}, no-op subscriber {m['noop_subscriber']:.1f}, recorder {m['recorder']:.1f} ms"
+            f"{m['ours_all_logits']:.1f}, no-op subscriber {m['noop_subscriber']:.1f}, recorder {m['recorder']:.1f}, "
+            f"resolved {m['recorder_resolved']:.1f} ms"
         )
     return rows
 
@@ -553,26 +559,26 @@ def recorder_breakdown(lm, ids: list[int]) -> dict[str, float]:
     from gpt2viz.trace.recorder import Recorder
 
     acc: dict[str, float] = defaultdict(float)
-    orig_call, orig_lens = Recorder.__call__, Recorder.logit_lens_event
+    orig_call, orig_finish = Recorder.__call__, Recorder.finish
 
     def timed_call(self, name, value):
         t0 = time.perf_counter()
         orig_call(self, name, value)
         acc[name.rsplit(".", 1)[-1]] += ms_since(t0)
 
-    def timed_lens(self, logits):
+    def timed_finish(self, logits):
         t0 = time.perf_counter()
-        out = orig_lens(self, logits)
-        acc["logit_lens_event"] += ms_since(t0)
+        out = orig_finish(self, logits)
+        acc["finish (rounding, logit lens event)"] += ms_since(t0)
         return out
 
-    Recorder.__call__, Recorder.logit_lens_event = timed_call, timed_lens
+    Recorder.__call__, Recorder.finish = timed_call, timed_finish
     try:
         t0 = time.perf_counter()
         record_forward(lm, ids)
         total = ms_since(t0)
     finally:
-        Recorder.__call__, Recorder.logit_lens_event = orig_call, orig_lens
+        Recorder.__call__, Recorder.finish = orig_call, orig_finish
     handlers = sum(acc.values())
     out = dict(sorted(acc.items(), key=lambda kv: -kv[1]))
     out["_handlers_total"] = handlers
@@ -585,6 +591,7 @@ def run_shape(shape: str, cfg: dict, threads: int, with_extras: bool, profile_st
     from transformers import GPT2LMHeadModel
     from transformers.utils import logging as hf_logging
 
+    from gpt2viz.process import freeze_startup_objects
     from hookfree import HookFreeGPT2, check_same_logits
 
     hf_logging.disable_progress_bar()
@@ -597,6 +604,9 @@ def run_shape(shape: str, cfg: dict, threads: int, with_extras: bool, profile_st
     lm = gpt2viz.load_model(directory)
     hf = GPT2LMHeadModel.from_pretrained(directory).eval()
     free = HookFreeGPT2(lm.model)
+    # As the app does once its model is loaded (see gpt2viz/process.py): without it, a full
+    # garbage collection over torch's and transformers' objects lands in some measurements.
+    freeze_startup_objects()
     out["checkpoint"]["n_params"] = lm.n_params
     out["transformers_attn_implementation"] = hf.config._attn_implementation
     out["hookfree_check"] = check_same_logits(lm.model, free, random_ids(12, lm.config.vocab_size, 7))
@@ -734,10 +744,13 @@ def render(results: dict) -> str:
             rows = [[f"T={h['T']}", f"{h['hookfree_ms']:.1f}", f"{h['ours_ms']:.1f}",
                      f"{100 * h['no_subscriber_overhead']:+.1f}%", f"{h['ours_all_logits_ms']:.1f}",
                      f"{h['noop_subscriber_ms']:.1f}", f"{h['recorder_ms']:.1f}",
-                     f"{100 * h['recorder_overhead']:+.0f}%"] for h in r["hooks"]]
+                     f"{100 * h['recorder_overhead']:+.0f}%",
+                     f"{h['recorder_resolved_ms']:.1f}" if "recorder_resolved_ms" in h else "-",
+                     f"{100 * h['recorder_resolved_overhead']:+.0f}%" if "recorder_resolved_ms" in h else "-",
+                     ] for h in r["hooks"]]
             parts.append(fmt_table(rows, ["hook cost, prefill (ms)", "no hook sites", "ours, no sub",
                                           "cost", "ours all logits", "no-op sub '*'", "Recorder",
-                                          "Recorder cost"]))
+                                          "Recorder cost", "+ resolved", "resolved cost"]))
             for h in r["hooks"]:
                 b = h["recorder_breakdown_ms"]
                 top = ", ".join(f"{k} {v:.0f}" for k, v in list(b.items())[:8] if not k.startswith("_"))

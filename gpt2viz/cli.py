@@ -137,10 +137,12 @@ def say(message: str) -> None:
 def run_headless(options: RunOptions) -> int:
     """Loads the model, records the trace, writes the JSON."""
     from . import load_model
+    from .process import freeze_startup_objects
     from .trace import dump, trace_prompt
 
     start = time.perf_counter()
     lm = load_model(options.model, device=options.device, dtype=options.dtype)
+    freeze_startup_objects()
     for notice in lm.notices:
         say(notice)
     trace = trace_prompt(

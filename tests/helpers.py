@@ -75,3 +75,11 @@ def bare_tensors(tensors: dict[str, torch.Tensor], n_layer: int, n_pos: int,
         out[f"h.{i}.attn.bias"] = mask.clone()
         out[f"h.{i}.attn.masked_bias"] = torch.tensor(-1e4)
     return out
+
+
+def assert_same_logits(a: torch.Tensor, b: torch.Tensor) -> None:
+    """The same weights read from two files give the same logits, up to the last bit or two: the
+    BLAS may take another SIMD path for a tensor at another offset in the file. A tensor read
+    wrongly (a mask buffer taken for a weight, a shard missed) changes them by far more."""
+    assert a.shape == b.shape
+    torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-6)

@@ -24,10 +24,13 @@ from .kv_cache import KVCache
 # whole memory bandwidth. So products with at most this many rows are split into two halves run
 # as a batch of two, which torch gives one core each.
 SPLIT_MAX_ROWS = 4
+# The LM head's product with wte [V, C] stays faster split up to more rows (a prefill that keeps
+# every position's logits, the logit lens) than the block products do.
+UNEMBED_SPLIT_MAX_ROWS = 32
 
 
-def _two_cores(rows: torch.Tensor) -> bool:
-    return rows.size(0) <= SPLIT_MAX_ROWS and rows.is_cpu and torch.get_num_threads() > 1
+def _two_cores(rows: torch.Tensor, max_rows: int = SPLIT_MAX_ROWS) -> bool:
+    return rows.size(0) <= max_rows and rows.is_cpu and torch.get_num_threads() > 1
 
 
 def conv1d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
@@ -50,7 +53,7 @@ def conv1d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.T
 def unembed(x: torch.Tensor, wte: torch.Tensor) -> torch.Tensor:
     """The LM head: `x @ wte^T`, one score per token id, `(..., C) -> (..., V)`."""
     rows = x.reshape(-1, x.size(-1))
-    if not _two_cores(rows):
+    if not _two_cores(rows, UNEMBED_SPLIT_MAX_ROWS):
         return F.linear(x, wte)
     # Row v of wte makes logit v, so each contiguous half of wte's rows makes one half of the
     # logits. An odd vocabulary (GPT-2's 50,257) leaves one last row for a product of its own.

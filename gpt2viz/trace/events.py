@@ -1,12 +1,18 @@
 """Turning live tensors into plain numbers: one function per kind of stage.
 
-Everything here returns lists, floats and ints only, rounded to `SIG_DIGITS` significant digits,
-so a trace is small, stable under the last-bit noise of different kernels, and JSON as it is.
+Events hold lists, floats and ints only, rounded to `SIG_DIGITS` significant digits, so a trace
+is small, stable under the last-bit noise of different kernels, and JSON as it is. Two things
+keep that cheap while the forward pass runs:
+- per-position statistics (norms, LayerNorm statistics, ...) are returned as small tensors, and
+  the Recorder rounds all of them in one pass after the forward (`round_tensors`);
+- the bulky parts (whole attention maps, every position's top tokens, the logit lens) come as
+  `Later` values, worked out when first read.
 """
 
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 import torch
 import torch.nn.functional as F
@@ -17,6 +23,29 @@ SIG_DIGITS = 6
 FULL_ATTENTION_MAX = 256
 DOWNSAMPLED_SIZE = 64
 TOP_NEURONS = 10
+
+
+class Later:
+    """A part of an event that is worked out when it is first read, not during the forward pass.
+
+    Rounding a prompt's attention maps into Python floats (24 maps of 12 x T x T numbers for
+    GPT-2 small) costs more than the forward pass that made them, yet the TUI shows one map at a
+    time. So the Recorder keeps the tensors and a `Later` turns them into plain data on demand;
+    `Trace.event()` and `Trace.to_dict()` resolve them, so readers only ever see plain data.
+    """
+
+    __slots__ = ("compute",)
+
+    def __init__(self, compute: Callable[[], object]) -> None:
+        self.compute = compute
+
+
+def resolve(event: dict) -> dict:
+    """`event` with its `Later` values worked out, in place (so each is computed once)."""
+    for key, value in event.items():
+        if isinstance(value, Later):
+            event[key] = value.compute()
+    return event
 
 
 def rnd(x: float) -> float | None:
@@ -34,17 +63,34 @@ def round_sig(t: torch.Tensor) -> torch.Tensor:
     decimals = SIG_DIGITS - 1 - magnitude
     # Powers of ten up to 1e22 are exact doubles, so x * 10^d / 10^d lands on the nearest double
     # to the rounded decimal, the same one `float(f"{x:.6g}")` gives.
-    scale = torch.pow(10.0, decimals.abs())
+    exact = decimals.abs() <= 22
+    scale = torch.pow(10.0, torch.where(exact, decimals.abs(), torch.zeros((), dtype=t.dtype)))
     rounded = torch.where(decimals >= 0, torch.round(t * scale) / scale, torch.round(t / scale) * scale)
-    return torch.where(normal & (decimals.abs() <= 22), rounded, t)
+    rounded = torch.where(normal & exact, rounded, t)
+    beyond = normal & ~exact  # below 1e-17 or above 1e27: rare, rounded one by one
+    if bool(beyond.any()):
+        rounded[beyond] = torch.tensor([rnd(v) for v in t[beyond].tolist()], dtype=t.dtype)
+    return rounded
+
+
+# Below this many elements, rounding in Python is cheaper than a dozen tensor operations.
+_SMALL = 32
 
 
 def rnd_list(t: torch.Tensor) -> list:
     """A tensor as nested lists of rounded floats (None where it is not finite)."""
+    if t.numel() <= _SMALL:
+        return _rnd_nested(t.detach().to("cpu", torch.float64).tolist())
     rounded = round_sig(t)
     if bool(torch.isfinite(rounded).all()):
         return rounded.tolist()
     return _none_for_non_finite(rounded.tolist())
+
+
+def _rnd_nested(values):
+    if isinstance(values, list):
+        return [_rnd_nested(v) for v in values]
+    return rnd(values)
 
 
 def _none_for_non_finite(values):
@@ -53,30 +99,54 @@ def _none_for_non_finite(values):
     return values if math.isfinite(values) else None
 
 
+def round_tensors(tensors: list[torch.Tensor]) -> list:
+    """Each tensor as nested lists of rounded floats, like `rnd_list`, but all in one pass.
+
+    A hook point's statistics are a few numbers per position; rounding them one tensor at a time
+    would cost a dozen small tensor operations each, for hundreds of hook points."""
+    if not tensors:
+        return []
+    flat = round_sig(torch.cat([t.detach().reshape(-1).to("cpu", torch.float64) for t in tensors]))
+    values = flat.tolist()
+    if not bool(torch.isfinite(flat).all()):
+        values = _none_for_non_finite(values)
+    out, start = [], 0
+    for t in tensors:
+        n = t.numel()
+        out.append(_nest(values[start : start + n], list(t.shape)))
+        start += n
+    return out
+
+
+def _nest(values: list, shape: list[int]):
+    if len(shape) <= 1:
+        return values if shape else values[0]
+    step = len(values) // shape[0] if shape[0] else 0
+    return [_nest(values[i * step : (i + 1) * step], shape[1:]) for i in range(shape[0])]
+
+
 def shape_of(t: torch.Tensor) -> list[int]:
     return list(t.shape)
 
 
-def norms(t: torch.Tensor) -> list[float]:
-    """Per-position L2 norm of a `[1, T, C]` tensor."""
-    return rnd_list(t[0].float().norm(dim=-1))
+def norms(t: torch.Tensor) -> torch.Tensor:
+    """Per-position L2 norm of a `[1, T, C]` tensor, `[T]`."""
+    return t[0].float().norm(dim=-1)
 
 
-def layer_norm_stats(x: torch.Tensor, out: torch.Tensor, eps: float) -> dict:
+_LAYER_NORM_STATS = ("input_mean", "input_std", "normalized_mean", "normalized_std", "output_mean", "output_std")
+
+
+def layer_norm_stats(x: torch.Tensor, out: torch.Tensor, eps: float) -> dict[str, torch.Tensor]:
     """Per position: mean and std of the input, of the normalized input, and of the output."""
-    x = x[0].double()
-    mean = x.mean(dim=-1, keepdim=True)
-    var = x.var(dim=-1, unbiased=False, keepdim=True)
-    normalized = (x - mean) / (var + eps).sqrt()
-    out = out[0].double()
-    return {
-        "input_mean": rnd_list(mean[:, 0]),
-        "input_std": rnd_list(var[:, 0].sqrt()),
-        "normalized_mean": rnd_list(normalized.mean(dim=-1)),
-        "normalized_std": rnd_list(normalized.std(dim=-1, unbiased=False)),
-        "output_mean": rnd_list(out.mean(dim=-1)),
-        "output_std": rnd_list(out.std(dim=-1, unbiased=False)),
-    }
+    both = torch.stack([x[0], out[0]]).double()  # input and output together: (2, T, C)
+    mean = both.mean(dim=-1)
+    centered = both - mean[..., None]
+    std = centered.square().mean(dim=-1).sqrt()
+    scale = (std[0].square() + eps).sqrt()  # the normalized input is centered[0] / scale
+    # Its mean is 0 up to rounding, and its std std / sqrt(var + eps).
+    stats = torch.stack([mean[0], std[0], centered[0].mean(dim=-1) / scale, std[0] / scale, mean[1], std[1]])
+    return dict(zip(_LAYER_NORM_STATS, stats))
 
 
 def _downsample(maps: torch.Tensor, allowed: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -89,25 +159,40 @@ def _downsample(maps: torch.Tensor, allowed: torch.Tensor) -> tuple[torch.Tensor
 
 
 def attention_maps(t: torch.Tensor, masked_as_none: bool) -> dict:
-    """Per head `[T][L]` maps (scores or pattern) of batch item 0, whole or reduced if long."""
-    maps = t[0].double()  # (nh, T, L)
+    """Per head `[T][L]` maps (scores or pattern) of batch item 0, whole or reduced if long.
+
+    Whole maps keep a reference to `t` until read (the forward pass never writes to it again);
+    long ones are reduced now, so only the small results wait."""
+    maps = t[0]  # (nh, T, L)
     T, L = maps.shape[1], maps.shape[2]
     past = L - T
     if T <= FULL_ATTENTION_MAX:
-        if not masked_as_none:
-            return {"reduced": False, "heads": rnd_list(maps)}
-        # Query i sees keys 0 .. past + i; the rest of its row is masked.
-        visible = torch.where(torch.ones(T, L, dtype=torch.bool).tril(diagonal=past), maps, torch.zeros((), dtype=maps.dtype))
-        rows = rnd_list(visible)
-        heads = [[row[: past + i + 1] + [None] * (T - 1 - i) for i, row in enumerate(head)] for head in rows]
-        return {"reduced": False, "heads": heads}
+        return {"reduced": False, "heads": Later(lambda: _whole_maps(maps, past, masked_as_none))}
+    maps = maps.double()
     allowed = torch.ones(T, L, dtype=torch.bool).tril(diagonal=past)
-    last_rows = rnd_list(maps[:, -1])
+    last_rows = maps[:, -1]
     pooled, any_allowed = _downsample(maps, allowed)
-    data = rnd_list(torch.where(any_allowed, pooled, torch.zeros((), dtype=pooled.dtype)))
-    if masked_as_none:
-        data = _mask_nested(data, any_allowed)
-    return {"reduced": True, "downsampled": list(pooled.shape[1:]), "heads": data, "last_row": last_rows}
+
+    def heads() -> list:
+        data = rnd_list(torch.where(any_allowed, pooled, torch.zeros((), dtype=pooled.dtype)))
+        return _mask_nested(data, any_allowed) if masked_as_none else data
+
+    return {
+        "reduced": True,
+        "downsampled": list(pooled.shape[1:]),
+        "heads": Later(heads),
+        "last_row": Later(lambda: rnd_list(last_rows)),
+    }
+
+
+def _whole_maps(maps: torch.Tensor, past: int, masked_as_none: bool) -> list:
+    if not masked_as_none:
+        return rnd_list(maps)
+    # Query i sees keys 0 .. past + i; the rest of its row is masked.
+    T = maps.size(1)
+    visible = torch.ones(T, maps.size(2), dtype=torch.bool).tril(diagonal=past)
+    rows = rnd_list(torch.where(visible, maps, torch.zeros((), dtype=maps.dtype)))
+    return [[row[: past + i + 1] + [None] * (T - 1 - i) for i, row in enumerate(head)] for head in rows]
 
 
 def _mask_nested(data: list, allowed: torch.Tensor) -> list:
@@ -115,25 +200,32 @@ def _mask_nested(data: list, allowed: torch.Tensor) -> list:
     return [[[v if ok[i][j] else None for j, v in enumerate(row)] for i, row in enumerate(head)] for head in data]
 
 
-def entropy(probs: torch.Tensor) -> float | None:
-    """Entropy in nats of a probability vector."""
-    p = probs.double()
-    return rnd(float(-(p * torch.log(p.clamp_min(1e-300))).sum()))
-
-
 def top_tokens(logits: torch.Tensor, k: int, display) -> dict:
     """The `k` most likely tokens of one position: ids, display texts, logits, probabilities."""
+    return top_tokens_rows(logits.unsqueeze(0), k, display)[0]
+
+
+def top_tokens_rows(logits: torch.Tensor, k: int, display) -> list[dict]:
+    """`top_tokens` of every row of `[N, V]` logits, computed for all rows at once."""
     logits = logits.double()
-    probs = torch.softmax(logits, dim=-1)
-    values, ids = torch.topk(logits, min(k, logits.numel()))
-    ids_list = ids.tolist()
-    return {
-        "ids": ids_list,
-        "tokens": [display(i) for i in ids_list],
-        "logits": rnd_list(values),
-        "probs": rnd_list(probs[ids]),
-        "entropy": entropy(probs),
-    }
+    log_total = torch.logsumexp(logits, dim=-1, keepdim=True)
+    probs = torch.exp(logits - log_total)
+    values, ids = torch.topk(logits, min(k, logits.size(-1)), dim=-1)
+    top_probs = probs.gather(-1, ids)
+    # Entropy -sum p log p, with log p = logit - log_total: no logarithm per token needed.
+    entropies = log_total[:, 0] - torch.where(probs > 0, probs * logits, torch.zeros((), dtype=probs.dtype)).sum(-1)
+    rows = []
+    for row_ids, row_values, row_probs, h in zip(ids.tolist(), values, top_probs, entropies.tolist()):
+        rows.append(
+            {
+                "ids": row_ids,
+                "tokens": [display(i) for i in row_ids],
+                "logits": rnd_list(row_values),
+                "probs": rnd_list(row_probs),
+                "entropy": rnd(h),
+            }
+        )
+    return rows
 
 
 def top_of_distribution(probs: torch.Tensor, k: int, display) -> dict:
@@ -144,18 +236,13 @@ def top_of_distribution(probs: torch.Tensor, k: int, display) -> dict:
     return {"ids": ids_list, "tokens": [display(i) for i in ids_list], "probs": rnd_list(values[keep])}
 
 
-def rank_of(logits: torch.Tensor, token_id: int) -> int:
-    """1-based rank of `token_id` among the logits (1 = most likely)."""
-    return int((logits > logits[token_id]).sum()) + 1
-
-
 def mlp_activity(post: torch.Tensor) -> dict:
-    """Fraction of GELU outputs above 0 per position, and the most active neurons at the last."""
-    h = post[0].float()  # (T, d_mlp)
-    values, idx = torch.topk(h[-1], min(TOP_NEURONS, h.size(-1)))
+    """Fraction of GELU outputs above 0 per position (a tensor), and the most active neurons at the last."""
+    h = post[0]  # (T, d_mlp)
+    values, idx = torch.topk(h[-1].float(), min(TOP_NEURONS, h.size(-1)))
     return {
-        "frac_active": rnd_list((h > 0).float().mean(dim=-1)),
-        "top_neurons": [{"index": int(i), "value": rnd(float(v))} for i, v in zip(idx, values)],
+        "frac_active": (h > 0).sum(dim=-1, dtype=torch.int32) / h.size(-1),
+        "top_neurons": [{"index": i, "value": rnd(v)} for i, v in zip(idx.tolist(), values.tolist())],
     }
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .events import resolve
+
 SCHEMA = "gpt2viz.trace/1"
 
 
@@ -25,7 +27,8 @@ class Trace:
 
     def event(self, stage: str) -> dict | None:
         """The event recorded at hook `stage` (e.g. 'blocks.0.attn.hook_pattern'), if any."""
-        return self._by_stage.get(stage)
+        event = self._by_stage.get(stage)
+        return None if event is None else resolve(event)
 
     @property
     def n_layer(self) -> int:
@@ -36,6 +39,8 @@ class Trace:
         return [t["id"] for t in self.tokens]
 
     def to_dict(self) -> dict:
+        for event in self.events:
+            resolve(event)
         return {
             "schema": self.schema,
             "model": self.model,

@@ -28,10 +28,12 @@ class Recorder:
     def __init__(self, lm: LanguageModel, topk: int = 10) -> None:
         self.lm = lm
         self.topk = topk
+        self._display = lm.tokenizer.display
         self.events: list[dict] = []
+        self._to_round: list[tuple[dict, str]] = []  # event fields still holding a tensor
         self._residual: torch.Tensor | None = None  # input of the next LayerNorm
         self._embed: torch.Tensor | None = None
-        self._block_norms: dict[str, list] = {}  # this block's norms so far, for hook_resid_post
+        self._block_norms: dict[str, torch.Tensor] = {}  # this block's norms so far, for hook_resid_post
         self._lens_inputs: list[torch.Tensor] = []  # last position of each block's output
 
     def __call__(self, name: str, value) -> None:
@@ -41,24 +43,33 @@ class Recorder:
         # Handlers are named after the last part of the hook name: `ln1.hook_scale` -> _on_hook_scale.
         handler = getattr(self, "_on_" + name.rsplit(".", 1)[-1], None)
         if handler is not None:
-            event.update(handler(name, value) or {})
+            fields = handler(name, value) or {}
+            # Small tensors (statistics per position) are rounded after the pass, all at once.
+            self._to_round.extend((event, key) for key, v in fields.items() if isinstance(v, torch.Tensor))
+            event.update(fields)
         self.events.append(event)
 
-    def _display(self, token_id: int) -> str:
-        return self.lm.tokenizer.display(token_id)
+    def finish(self, final_logits: torch.Tensor) -> list[dict]:
+        """The events, complete: statistics rounded, and the logit lens added."""
+        rounded = ev.round_tensors([event[key] for event, key in self._to_round])
+        for (event, key), value in zip(self._to_round, rounded):
+            event[key] = value
+        self._to_round = []
+        self.events.append(self.logit_lens_event(final_logits))
+        return self.events
 
     # -- embeddings -------------------------------------------------------------------------
     def _on_hook_embed(self, name, tok):
         self._embed = tok
-        return {"norms": ev.norms(tok), "preview": ev.rnd_list(tok[0, :, :EMBED_PREVIEW_DIMS])}
+        return {"norms": ev.norms(tok), "preview": tok[0, :, :EMBED_PREVIEW_DIMS]}
 
     def _on_hook_pos_embed(self, name, pos):
         total = self._embed + pos
         return {
             "norms": ev.norms(pos),
             "sum_norms": ev.norms(total),
-            "preview": ev.rnd_list(pos[0, :, :EMBED_PREVIEW_DIMS]),
-            "sum_preview": ev.rnd_list(total[0, :, :EMBED_PREVIEW_DIMS]),
+            "preview": pos[0, :, :EMBED_PREVIEW_DIMS],
+            "sum_preview": total[0, :, :EMBED_PREVIEW_DIMS],
         }
 
     # -- the residual stream ----------------------------------------------------------------
@@ -87,7 +98,7 @@ class Recorder:
 
     # -- LayerNorms -------------------------------------------------------------------------
     def _on_hook_scale(self, name, scale):
-        return {"scale": ev.rnd_list(scale[0, :, 0])}
+        return {"scale": scale[0, :, 0]}
 
     def _on_hook_normalized(self, name, out):
         return ev.layer_norm_stats(self._residual, out, self.lm.config.layer_norm_epsilon)
@@ -105,38 +116,42 @@ class Recorder:
 
     # -- output -----------------------------------------------------------------------------
     def _on_hook_out(self, name, logits):
-        return {"positions": [ev.top_tokens(row, self.topk, self._display) for row in logits[0]]}
+        # The closures hold what they need, not the Recorder: no reference cycles to collect.
+        topk, display = self.topk, self._display
+        return {"positions": ev.Later(lambda: ev.top_tokens_rows(logits[0], topk, display))}
 
     def _on_kv_cache(self, name, cache):
         return ev.kv_cache_summary(cache)
 
     def logit_lens_event(self, final_logits: torch.Tensor) -> dict:
         """The last position's prediction read off after every block, through ln_f and the LM head."""
-        model = self.lm.model
         final_id = int(torch.argmax(final_logits))
-        # Every block's last-position residual at once: one pass over wte instead of n_layer.
-        resid = torch.stack(self._lens_inputs)  # (n_layer, C)
-        x = F.layer_norm(resid, (resid.size(-1),), model.ln_f.weight, model.ln_f.bias, model.ln_f.eps)
-        all_logits = unembed(x, model.wte.weight)  # (n_layer, vocab)
-        layers = []
-        for layer, logits in enumerate(all_logits):
-            probs = torch.softmax(logits.double(), dim=-1)
-            entry = ev.top_tokens(logits, self.topk, self._display)
-            entry.update(
-                layer=layer,
-                final_id=final_id,
-                final_rank=ev.rank_of(logits, final_id),
-                final_prob=ev.rnd(float(probs[final_id])),
-            )
-            layers.append(entry)
+        resid = torch.stack(self._lens_inputs)  # every block's last-position output, (n_layer, C)
+        lm, topk = self.lm, self.topk
         return {
             "stage": "logit_lens",
             "layer": None,
-            "shape": [len(layers), model.config.vocab_size],
+            "shape": [len(self._lens_inputs), lm.config.vocab_size],
             "final_id": final_id,
             "final_token": self._display(final_id),
-            "layers": layers,
+            # Another pass over wte (154 MB for GPT-2 small): worth it only when someone looks.
+            "layers": ev.Later(lambda: logit_lens(lm, resid, final_id, topk)),
         }
+
+
+def logit_lens(lm: LanguageModel, resid: torch.Tensor, final_id: int, topk: int = 10) -> list[dict]:
+    """Each row of `resid` (a block's output at the last position) read as a prediction: ln_f,
+    then the LM head. Per block: its top tokens, and the rank and probability of `final_id`."""
+    model = lm.model
+    with torch.inference_mode():
+        x = F.layer_norm(resid, (resid.size(-1),), model.ln_f.weight, model.ln_f.bias, model.ln_f.eps)
+        all_logits = unembed(x, model.wte.weight)  # one product for every block: (n_layer, vocab)
+    layers = ev.top_tokens_rows(all_logits, topk, lm.tokenizer.display)
+    ranks = ((all_logits > all_logits[:, final_id : final_id + 1]).sum(-1) + 1).tolist()
+    final_probs = torch.softmax(all_logits.double(), dim=-1)[:, final_id].tolist()
+    for layer, (entry, rank, prob) in enumerate(zip(layers, ranks, final_probs)):
+        entry.update(layer=layer, final_id=final_id, final_rank=rank, final_prob=ev.rnd(prob))
+    return layers
 
 
 def prepare_prompt(lm: LanguageModel, prompt: str | list[int]) -> tuple[list[int], list[str]]:
@@ -171,8 +186,8 @@ def record_forward(lm: LanguageModel, ids: list[int], use_cache: bool = True, to
     start = time.perf_counter()
     with lm.hooks.subscribe("*", recorder):
         logits, _ = lm.model(torch.tensor([ids], device=lm.model.device), cache)
-    recorder.events.append(recorder.logit_lens_event(logits[0, -1]))
-    return recorder.events, (time.perf_counter() - start) * 1000
+    events = recorder.finish(logits[0, -1])
+    return events, (time.perf_counter() - start) * 1000
 
 
 class GenerationRecorder:

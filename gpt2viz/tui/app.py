@@ -17,6 +17,7 @@ from textual.worker import get_current_worker
 
 from ..cli import DEFAULT_PROMPT, RunOptions
 from ..errors import Gpt2VizError
+from ..process import freeze_startup_objects
 from ..trace import Trace
 from .background import Cancelled, busy, locked, run_detached, spare_a_core_for_the_event_loop
 from .generation import GenerationSettings
@@ -102,6 +103,7 @@ class Gpt2VizApp(App[int]):
                     ),
                     cancelled,
                 )
+                freeze_startup_objects()
                 self.lm = lm
             self.post_message(LoadProgressed(2, LOAD_STEPS, f"Running the forward pass of {lm.name}"))
             from ..trace import trace_prompt

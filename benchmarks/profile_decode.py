@@ -50,7 +50,7 @@ def _decode_runner(forward, new_cache, ctx: int, vocab: int):
 # Rough groups of aten ops, by what they do in a decode step.
 GROUPS = (
     ("matrix products: c_attn, c_proj, c_fc, mlp c_proj, LM head (weight reads)",
-     ("aten::bmm", "aten::addmm", "aten::linear", "aten::mm", "aten::matmul")),
+     ("aten::bmm", "aten::baddbmm", "aten::addmm", "aten::linear", "aten::mm", "aten::matmul")),
     ("partial sums, bias, concatenating the logits", ("aten::sum", "aten::add_", "aten::cat")),
     ("attention (SDPA)", ("aten::_scaled_dot_product", "aten::scaled_dot_product")),
     ("KV cache append (copy_ into the buffers)", ("aten::copy_",)),

@@ -76,9 +76,12 @@ class _Subscription:
     pattern: str
     fn: HookFn
 
+    def __post_init__(self) -> None:
+        # Compiled once: a new subscription makes every hook name be matched again.
+        self._regex = re.compile(fnmatch.translate(self.pattern))
+
     def matches(self, name: str) -> bool:
-        # An exact name is the common case; anything with wildcards goes through fnmatch.
-        return name == self.pattern or fnmatch.fnmatchcase(name, self.pattern)
+        return self._regex.match(name) is not None
 
 
 class Hooks:

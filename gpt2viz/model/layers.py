@@ -121,14 +121,14 @@ class LayerNorm(Layer):
         self.hook_normalized = f"{prefix}.hook_normalized"
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        out = F.layer_norm(x, (x.size(-1),), self.weight, self.bias, self.eps)
-        if self.hooks.active:
-            # The fused kernel hides its statistics; recompute the scale for whoever asked.
-            # hook_normalized is the output after the affine, as in TransformerLens.
-            if self.hooks.wants(self.hook_scale):
-                var = x.var(dim=-1, unbiased=False, keepdim=True)
-                self.hooks.fire(self.hook_scale, (var + self.eps).sqrt())  # (B, T, 1)
-            self.hooks.fire(self.hook_normalized, out)
+        if not self.hooks.active:
+            return F.layer_norm(x, (x.size(-1),), self.weight, self.bias, self.eps)
+        # The same kernel, through the entry point that also hands back the statistics it works
+        # out anyway: each position's mean and 1 / sqrt(var + eps).
+        out, _, rstd = torch.native_layer_norm(x, (x.size(-1),), self.weight, self.bias, self.eps)
+        self.hooks.fire(self.hook_scale, 1 / rstd)  # sqrt(var + eps): (B, T, 1)
+        # hook_normalized is the output after the affine, as in TransformerLens.
+        self.hooks.fire(self.hook_normalized, out)
         return out
 
 

@@ -125,10 +125,6 @@ def _nest(values: list, shape: list[int]):
     return [_nest(values[i * step : (i + 1) * step], shape[1:]) for i in range(shape[0])]
 
 
-def shape_of(t: torch.Tensor) -> list[int]:
-    return list(t.shape)
-
-
 def norms(t: torch.Tensor) -> torch.Tensor:
     """Per-position L2 norm of a `[1, T, C]` tensor, `[T]`."""
     return t[0].float().norm(dim=-1)
@@ -163,7 +159,7 @@ def attention_maps(t: torch.Tensor, masked_as_none: bool) -> dict:
 
     Whole maps keep a reference to `t` until read (the forward pass never writes to it again);
     long ones are reduced now, so only the small results wait."""
-    maps = t[0]  # (nh, T, L)
+    maps = t[0].detach().cpu()  # (nh, T, L); the masks below are built on the CPU
     T, L = maps.shape[1], maps.shape[2]
     past = L - T
     if T <= FULL_ATTENTION_MAX:

@@ -39,9 +39,9 @@ class Recorder:
     def __call__(self, name: str, value) -> None:
         event = {"stage": name, "layer": layer_of(name)}
         if isinstance(value, torch.Tensor):
-            event["shape"] = ev.shape_of(value)
+            event["shape"] = list(value.shape)
         # Handlers are named after the last part of the hook name: `ln1.hook_scale` -> _on_hook_scale.
-        handler = getattr(self, "_on_" + name.rsplit(".", 1)[-1], None)
+        handler = getattr(self, "_on_" + name[name.rfind(".") + 1 :], None)
         if handler is not None:
             fields = handler(name, value) or {}
             # Small tensors (statistics per position) are rounded after the pass, all at once.

@@ -46,8 +46,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = _Parser(
         prog="gpt2viz",
         description="See, step by step and with real numbers, how GPT-2 turns a prompt into its next token.",
+        # No prefix matching: `--prompt` must not quietly mean `--prompt-file`.
+        allow_abbrev=False,
     )
     p.add_argument("prompt", nargs="?", help=f'text to run through the model (default: "{DEFAULT_PROMPT}")')
+    p.add_argument("--prompt", dest="prompt_option", metavar="TEXT", help="the same, as an option")
     p.add_argument("--prompt-file", metavar="FILE", help="read the prompt from a UTF-8 file ('-' for stdin)")
     p.add_argument(
         "--model",
@@ -96,9 +99,13 @@ def read_prompt_file(name: str) -> str:
 
 def parse_args(argv: list[str] | None) -> RunOptions:
     args = build_parser().parse_args(argv)
-    if args.prompt is not None and args.prompt_file is not None:
-        raise UsageError("give the prompt as an argument or with --prompt-file, not both")
-    prompt = read_prompt_file(args.prompt_file) if args.prompt_file is not None else args.prompt
+    given = [x is not None for x in (args.prompt, args.prompt_option, args.prompt_file)]
+    if sum(given) > 1:
+        raise UsageError("give the prompt once: as an argument, with --prompt or with --prompt-file")
+    if args.prompt_file is not None:
+        prompt = read_prompt_file(args.prompt_file)
+    else:
+        prompt = args.prompt if args.prompt is not None else args.prompt_option
     if prompt is None:
         prompt = DEFAULT_PROMPT
     if args.replay is not None and (args.json_path is not None or args.model is not None):

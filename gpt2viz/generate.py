@@ -53,7 +53,7 @@ def next_token_probs(logits: torch.Tensor, settings: SamplingSettings) -> torch.
 
     Greedy decoding has no temperature; its distribution is the plain softmax, shown for context.
     """
-    logits = logits.detach().to("cpu", torch.float64)
+    logits = logits.detach().cpu().to(torch.float64)  # on the CPU first: MPS has no float64
     if not settings.greedy:
         logits = logits / settings.temperature
         if settings.top_k is not None and settings.top_k < logits.numel():

@@ -52,13 +52,23 @@ def one_error_line(stderr: str) -> str:
         (["--topk-logits", "0"], "--topk-logits"),
         (["--temperature", "warm"], "--temperature"),
         (["--no-such-option"], "--no-such-option"),
-        (["a", "--prompt-file", "x.txt"], "not both"),
+        (["a", "--prompt-file", "x.txt"], "give the prompt once"),
+        (["a", "--prompt", "b"], "give the prompt once"),
+        (["--prompt-f", "x.txt"], "--prompt-f"),  # no prefix matching of option names
     ],
 )
 def test_bad_options_exit_2_naming_the_option(args, needle):
     code, stderr, _ = gpt2viz(*args, "--json", "-")
     assert code == 2
     assert needle in one_error_line(stderr)
+
+
+def test_prompt_as_an_option_equals_the_argument():
+    from gpt2viz.cli import parse_args
+
+    assert parse_args(["--prompt", "Hello there"]).prompt == "Hello there"
+    assert parse_args(["Hello there"]).prompt == "Hello there"
+    assert parse_args([]).prompt == "The meaning of life is"
 
 
 def test_model_sources_that_cannot_load(tmp_path, tiny_dir):

@@ -48,6 +48,12 @@ def resolve(event: dict) -> dict:
     return event
 
 
+def float64(t: torch.Tensor) -> torch.Tensor:
+    """`t` as float64 on the CPU, where every statistic of a trace is computed (moving first:
+    MPS has no float64)."""
+    return t.detach().cpu().to(torch.float64)
+
+
 def rnd(x: float) -> float | None:
     """`x` to SIG_DIGITS significant digits; NaN and infinities become None (JSON has neither)."""
     if not math.isfinite(x):
@@ -57,7 +63,7 @@ def rnd(x: float) -> float | None:
 
 def round_sig(t: torch.Tensor) -> torch.Tensor:
     """`t` in float64, each element rounded to SIG_DIGITS significant digits (vectorised `rnd`)."""
-    t = t.detach().to("cpu", torch.float64)
+    t = float64(t)
     normal = torch.isfinite(t) & (t != 0)
     magnitude = torch.floor(torch.log10(torch.where(normal, t.abs(), torch.ones((), dtype=t.dtype))))
     decimals = SIG_DIGITS - 1 - magnitude
@@ -80,7 +86,7 @@ _SMALL = 32
 def rnd_list(t: torch.Tensor) -> list:
     """A tensor as nested lists of rounded floats (None where it is not finite)."""
     if t.numel() <= _SMALL:
-        return _rnd_nested(t.detach().to("cpu", torch.float64).tolist())
+        return _rnd_nested(float64(t).tolist())
     rounded = round_sig(t)
     if bool(torch.isfinite(rounded).all()):
         return rounded.tolist()
@@ -106,7 +112,7 @@ def round_tensors(tensors: list[torch.Tensor]) -> list:
     would cost a dozen small tensor operations each, for hundreds of hook points."""
     if not tensors:
         return []
-    flat = round_sig(torch.cat([t.detach().reshape(-1).to("cpu", torch.float64) for t in tensors]))
+    flat = round_sig(torch.cat([float64(t).reshape(-1) for t in tensors]))
     values = flat.tolist()
     if not bool(torch.isfinite(flat).all()):
         values = _none_for_non_finite(values)
@@ -135,7 +141,7 @@ _LAYER_NORM_STATS = ("input_mean", "input_std", "normalized_mean", "normalized_s
 
 def layer_norm_stats(x: torch.Tensor, out: torch.Tensor, eps: float) -> dict[str, torch.Tensor]:
     """Per position: mean and std of the input, of the normalized input, and of the output."""
-    both = torch.stack([x[0], out[0]]).double()  # input and output together: (2, T, C)
+    both = float64(torch.stack([x[0], out[0]]))  # input and output together: (2, T, C)
     mean = both.mean(dim=-1)
     centered = both - mean[..., None]
     std = centered.square().mean(dim=-1).sqrt()
@@ -164,7 +170,7 @@ def attention_maps(t: torch.Tensor, masked_as_none: bool) -> dict:
     past = L - T
     if T <= FULL_ATTENTION_MAX:
         return {"reduced": False, "heads": Later(lambda: _whole_maps(maps, past, masked_as_none))}
-    maps = maps.double()
+    maps = float64(maps)
     allowed = torch.ones(T, L, dtype=torch.bool).tril(diagonal=past)
     last_rows = maps[:, -1]
     pooled, any_allowed = _downsample(maps, allowed)
@@ -203,7 +209,7 @@ def top_tokens(logits: torch.Tensor, k: int, display) -> dict:
 
 def top_tokens_rows(logits: torch.Tensor, k: int, display) -> list[dict]:
     """`top_tokens` of every row of `[N, V]` logits, computed for all rows at once."""
-    logits = logits.double()
+    logits = float64(logits)
     log_total = torch.logsumexp(logits, dim=-1, keepdim=True)
     probs = torch.exp(logits - log_total)
     values, ids = torch.topk(logits, min(k, logits.size(-1)), dim=-1)
@@ -226,7 +232,7 @@ def top_tokens_rows(logits: torch.Tensor, k: int, display) -> list[dict]:
 
 def top_of_distribution(probs: torch.Tensor, k: int, display) -> dict:
     """The `k` most likely entries of a probability vector (zeros dropped)."""
-    values, ids = torch.topk(probs.double(), min(k, probs.numel()))
+    values, ids = torch.topk(float64(probs), min(k, probs.numel()))
     keep = values > 0
     ids_list = ids[keep].tolist()
     return {"ids": ids_list, "tokens": [display(i) for i in ids_list], "probs": rnd_list(values[keep])}

@@ -148,7 +148,7 @@ def logit_lens(lm: LanguageModel, resid: torch.Tensor, final_id: int, topk: int 
         all_logits = unembed(x, model.wte.weight)  # one product for every block: (n_layer, vocab)
     layers = ev.top_tokens_rows(all_logits, topk, lm.tokenizer.display)
     ranks = ((all_logits > all_logits[:, final_id : final_id + 1]).sum(-1) + 1).tolist()
-    final_probs = torch.softmax(all_logits.double(), dim=-1)[:, final_id].tolist()
+    final_probs = torch.softmax(ev.float64(all_logits), dim=-1)[:, final_id].tolist()
     for layer, (entry, rank, prob) in enumerate(zip(layers, ranks, final_probs)):
         entry.update(layer=layer, final_id=final_id, final_rank=rank, final_prob=ev.rnd(prob))
     return layers
@@ -207,7 +207,7 @@ class GenerationRecorder:
 
     def _step(self, sample: SampleEvent) -> dict:
         display = self.lm.tokenizer.display
-        raw = torch.softmax(sample.logits.double(), dim=-1)
+        raw = torch.softmax(ev.float64(sample.logits), dim=-1)
         step = {
             "step": sample.step,
             "id": sample.token_id,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from dataclasses import dataclass
@@ -51,7 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("prompt", nargs="?", help=f'text to run through the model (default: "{DEFAULT_PROMPT}")')
     p.add_argument("--prompt", dest="prompt_option", metavar="TEXT", help="the same, as an option")
-    p.add_argument("--prompt-file", metavar="FILE", help="read the prompt from a UTF-8 file ('-' for stdin)")
+    p.add_argument(
+        "--prompt-file", metavar="FILE", help="read the prompt from a UTF-8 file ('-' for stdin); a final newline is dropped"
+    )
     p.add_argument(
         "--model",
         metavar="M",
@@ -90,15 +93,18 @@ def read_prompt_file(name: str) -> str:
     except OSError as err:
         raise UsageError(f"--prompt-file {name}: cannot read ({err.strerror})") from None
     try:
-        return data.decode("utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError as err:
         raise UsageError(
             f"--prompt-file {name}: not valid UTF-8 (byte 0x{data[err.start]:02x} at offset {err.start})"
         ) from None
+    # Editors and `echo` end a file with a newline nobody meant as part of the prompt.
+    return text[:-2] if text.endswith("\r\n") else text[:-1] if text.endswith("\n") else text
 
 
 def parse_args(argv: list[str] | None) -> RunOptions:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     given = [x is not None for x in (args.prompt, args.prompt_option, args.prompt_file)]
     if sum(given) > 1:
         raise UsageError("give the prompt once: as an argument, with --prompt or with --prompt-file")
@@ -108,8 +114,15 @@ def parse_args(argv: list[str] | None) -> RunOptions:
         prompt = args.prompt if args.prompt is not None else args.prompt_option
     if prompt is None:
         prompt = DEFAULT_PROMPT
-    if args.replay is not None and (args.json_path is not None or args.model is not None):
-        raise UsageError("--replay shows a saved trace; it takes no --json or --model")
+    if args.replay is not None:
+        # Everything else describes a run of a model; a replay has none, so nothing may be ignored.
+        extra = [
+            action.option_strings[0] if action.option_strings else "a prompt"
+            for action in parser._actions
+            if action.dest not in ("help", "version", "replay") and getattr(args, action.dest) != action.default
+        ]
+        if extra:
+            raise UsageError(f"--replay shows a saved trace, without a model; these do not apply: {', '.join(extra)}")
     if args.generate is not None and args.generate < 0:
         raise UsageError(f"--generate must be >= 0, got {args.generate}")
     if args.topk_logits < 1:
@@ -164,14 +177,29 @@ def run_headless(options: RunOptions) -> int:
         say(notice)
     dump(trace, options.json_path)
     where = "stdout" if options.json_path == "-" else options.json_path
-    say(f"wrote the trace of {len(trace.tokens)} tokens to {where} in {time.perf_counter() - start:.1f} s")
+    n = len(trace.tokens)
+    say(f"wrote the trace of {n} token{'' if n == 1 else 's'} to {where} in {time.perf_counter() - start:.1f} s")
     return 0
 
 
 def run_tui(options: RunOptions) -> int:
     from .tui.app import run_app
 
+    keys_from_the_terminal()
     return run_app(options)
+
+
+def keys_from_the_terminal() -> None:
+    """The TUI reads keys from standard input. When that is a pipe (`... | gpt2viz --prompt-file -`)
+    the keys come from the controlling terminal instead, as in `less` or `vim -`."""
+    try:
+        if os.isatty(0):
+            return
+        tty = os.open("/dev/tty", os.O_RDWR)
+    except OSError:
+        raise UsageError("standard input is not a terminal, so the TUI cannot read keys; use --json") from None
+    os.dup2(tty, 0)
+    os.close(tty)
 
 
 def main(argv: list[str] | None = None) -> int:

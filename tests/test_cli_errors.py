@@ -55,6 +55,9 @@ def one_error_line(stderr: str) -> str:
         (["a", "--prompt-file", "x.txt"], "give the prompt once"),
         (["a", "--prompt", "b"], "give the prompt once"),
         (["--prompt-f", "x.txt"], "--prompt-f"),  # no prefix matching of option names
+        (["--replay", "t.json", "--generate", "3"], "--generate"),  # nothing a replay would ignore
+        (["--replay", "t.json", "--temperature", "0.7"], "--temperature"),
+        (["--replay", "t.json", "a prompt"], "a prompt"),
     ],
 )
 def test_bad_options_exit_2_naming_the_option(args, needle):
@@ -176,13 +179,25 @@ def test_prompt_file_with_invalid_utf8_and_control_characters(tmp_path, tiny_dir
     assert code == 2
     assert "offset 3" in one_error_line(stderr)
     ctrl = tmp_path / "ctrl.txt"
-    ctrl.write_text("bell\x07 escape\x1b[31m nul\x00 end\n", encoding="utf-8")
+    ctrl.write_text("bell\x07 escape\x1b[31m nul\x00\nend\n", encoding="utf-8")
     code, _, out = gpt2viz("--prompt-file", str(ctrl), "--model", str(tiny_dir), "--json", "-")
     assert code == 0
     doc = json.loads(out)
-    assert doc["prompt"] == ctrl.read_text(encoding="utf-8")
+    assert doc["prompt"] == ctrl.read_text(encoding="utf-8")[:-1]  # the file's final newline is dropped
     texts = "".join(t["text"] for t in doc["tokens"])
     assert "\\x07" in texts and "\\x1b" in texts and "↵" in texts
+
+
+@pytest.mark.parametrize(
+    "content, prompt",
+    [("a prompt\n", "a prompt"), ("a prompt\r\n", "a prompt"), ("two\n\n", "two\n"), ("none", "none"), ("\n", "")],
+)
+def test_prompt_file_drops_one_final_newline(tmp_path, content, prompt):
+    from gpt2viz.cli import read_prompt_file
+
+    path = tmp_path / "p.txt"
+    path.write_bytes(content.encode("utf-8"))
+    assert read_prompt_file(str(path)) == prompt
 
 
 def test_unwritable_output_paths(tmp_path, tiny_dir):
@@ -251,3 +266,28 @@ def test_ctrl_c_during_a_headless_run_exits_130_and_writes_nothing(tmp_path, ckp
     assert "interrupted" in stderr
     assert target.read_text() == "precious"
     assert [p.name for p in tmp_path.iterdir()] == ["t.json"]
+
+
+def test_the_tui_without_a_terminal_says_so(tiny_dir):
+    """Keys come from the terminal; with stdin a pipe and no controlling terminal at all
+    (a new session), the TUI cannot start and says why instead of ignoring every key."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "gpt2viz", "--model", str(tiny_dir), "--prompt-file", "-"],
+        input=b"a piped prompt\n",
+        capture_output=True,
+        timeout=60,
+        start_new_session=True,
+    )
+    stderr = proc.stderr.decode("utf-8", "replace")
+    assert "Traceback" not in stderr, stderr
+    assert proc.returncode == 2
+    assert "not a terminal" in one_error_line(stderr)
+
+
+def test_a_prompt_that_fills_the_context_says_why_nothing_was_generated(tmp_path, tiny_dir):
+    prompt = tmp_path / "long.txt"
+    prompt.write_text("word " * 400, encoding="utf-8")
+    code, stderr, out = gpt2viz("--prompt-file", str(prompt), "--model", str(tiny_dir), "--json", "-", "--generate", "3")
+    assert code == 0
+    assert json.loads(out)["generation"]["ids"] == []
+    assert "generation stopped after 0 of 3 new tokens" in stderr

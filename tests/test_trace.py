@@ -194,6 +194,38 @@ def test_load_of_dump_round_trips(tmp_path, tiny_lm):
     assert path.stat().st_mode & 0o777 == 0o666 & ~umask  # not mkstemp's private 0600
 
 
+def test_dump_writes_through_a_symlink_and_into_a_pipe(tmp_path, tiny_lm):
+    import threading
+
+    trace = trace_prompt(tiny_lm, PROMPT)
+    target = tmp_path / "real.json"
+    target.write_text("old")
+    link = tmp_path / "link.json"
+    link.symlink_to(target)
+    dump(trace, link)
+    assert link.is_symlink(), "the link is kept"
+    assert json.loads(target.read_text(encoding="utf-8")) == dumped(trace)
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    received = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_text(encoding="utf-8")))
+    reader.start()
+    dump(trace, fifo)
+    reader.join(timeout=30)
+    assert fifo.is_fifo(), "the pipe is not replaced by a file"
+    assert json.loads(received[0]) == dumped(trace)
+
+
+@pytest.mark.skipif(not os.access("/dev/full", os.W_OK), reason="needs a writable /dev/full")
+def test_dump_to_a_full_device_fails_and_keeps_the_device(tiny_lm):
+    from gpt2viz.errors import Gpt2VizError
+
+    with pytest.raises(Gpt2VizError, match="write failed"):
+        dump(trace_prompt(tiny_lm, PROMPT), "/dev/full")
+    assert Path("/dev/full").is_char_device()
+
+
 def test_load_rejects_what_is_not_a_trace(tmp_path, tiny_lm):
     doc = dumped(trace_prompt(tiny_lm, PROMPT))
     cases = {

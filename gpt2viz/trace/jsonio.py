@@ -22,13 +22,28 @@ def dumps(trace: Trace) -> str:
 
 def dump(trace: Trace, path: str | Path) -> None:
     """Writes `trace` to `path` ('-' for stdout). A file appears whole or not at all: the JSON goes
-    to a temporary file beside it, which replaces `path` only once fully written."""
+    to a temporary file beside it, which replaces `path` only once fully written. A symbolic link
+    is written through (its target is replaced); a pipe or device such as /dev/stdout is written
+    to directly, never replaced."""
     text = dumps(trace)
     if str(path) == "-":
         sys.stdout.write(text + "\n")
         sys.stdout.flush()
         return
-    write_atomic(Path(path), text + "\n")
+    path = Path(path)
+    if path.exists() and not path.is_file() and not path.is_dir():
+        write_stream(path, text + "\n")
+        return
+    write_atomic(Path(os.path.realpath(path)) if path.is_symlink() else path, text + "\n")
+
+
+def write_stream(path: Path, text: str) -> None:
+    """Writes `text` into an existing pipe or device (no temporary file can stand in for it)."""
+    try:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as err:
+        raise Gpt2VizError(f"--json {path}: write failed ({err.strerror or err})") from None
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -218,7 +233,7 @@ def load(path: str | Path) -> Trace:
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as err:
-        raise TraceFileError(f"{path}: not valid JSON ({err.msg} at line {err.lineno})") from None
+        raise TraceFileError(f"{path}: not valid JSON ({err})") from None
     except RecursionError:
         raise TraceFileError(f"{path}: JSON nested too deeply") from None
     try:

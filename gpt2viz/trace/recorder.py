@@ -12,7 +12,7 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 
-from ..generate import STOP_CANCELLED, SamplingSettings, SampleEvent, generate
+from ..generate import STOP_CANCELLED, STOP_CONTEXT, SamplingSettings, SampleEvent, generate
 from ..hooks import layer_of
 from ..model.layers import unembed
 from ..model.load import LanguageModel
@@ -314,6 +314,12 @@ def trace_prompt(
         generation = record_generation(
             lm, ids, generate_tokens, settings or SamplingSettings(), use_cache, topk, on_step, should_stop
         )
+        made = len(generation["ids"])
+        if generation["stop_reason"] == STOP_CONTEXT and made < generate_tokens:
+            notices.append(
+                f"the context holds {lm.config.n_ctx} tokens and the prompt has {len(ids)}, so generation "
+                f"stopped after {made} of {generate_tokens} new tokens"
+            )
     return Trace(
         model=model_info(lm),
         prompt=prompt if isinstance(prompt, str) else lm.tokenizer.decode(ids),

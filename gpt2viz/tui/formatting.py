@@ -123,7 +123,9 @@ def fit(text: str, width: int, align: str = "left") -> str:
 
 
 def clip(text: str, limit: int) -> str:
-    """`text` shortened to `limit` characters with '…' in the middle, for quoting prompts."""
+    """`text` on one line (line breaks and tabs drawn as ↵ and ⇥, as in token texts), shortened
+    to `limit` characters with '…' in the middle, for quoting prompts."""
+    text = text.replace("\r\n", "↵").replace("\n", "↵").replace("\r", "↵").replace("\t", "⇥")
     if len(text) <= limit:
         return text
     head = (limit - 1) * 2 // 3

@@ -236,7 +236,7 @@ def _tokenize(trace: Trace, stage: Stage, f: RunFacts, head: int):
     for notice in trace.notices:
         text += f"\n\nNote: {notice}."
     formula = "prompt → UTF-8 bytes → BPE merges → token ids"
-    flow = [f'"{clip(prompt, 40)}" ({count(len(prompt))} characters, {count(n_bytes)} bytes){ARROW}ids {shape([1, f.T])}']
+    flow = [f'"{clip(prompt, 40)}" ({count(len(prompt))} characters, {count(n_bytes)} bytes){ARROW}token ids {shape([1, f.T])}']
     return text, formula, flow
 
 

@@ -180,7 +180,8 @@ class Gpt2VizApp(App[int]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         screen = self.screen
         if action == "generate":
-            return not isinstance(screen, LoadingScreen)  # action_generate ignores the other screens
+            # Not offered where it would do nothing: while loading, or in the generation view itself.
+            return not isinstance(screen, (LoadingScreen, GenerationScreen))
         if action == "edit_prompt":
             return not (isinstance(screen, StepScreen) and screen.from_step is not None)
         return True

@@ -19,7 +19,7 @@ from ..cli import DEFAULT_PROMPT, RunOptions
 from ..errors import Gpt2VizError
 from ..process import freeze_startup_objects
 from ..trace import Trace
-from .background import Cancelled, busy, locked, run_detached, spare_a_core_for_the_event_loop
+from .background import Cancelled, busy, locked, run_detached
 from .generation import GenerationSettings
 from .messages import LoadFailed, LoadProgressed, TraceRecorded
 from .screens.generation import GenerationScreen
@@ -109,7 +109,6 @@ class Gpt2VizApp(App[int]):
             from ..trace import trace_prompt
 
             topk = options.topk_logits if options else 10
-            spare_a_core_for_the_event_loop()
             trace = run_detached(locked(lambda: trace_prompt(lm, prompt, topk=topk)), cancelled)
             self.post_message(LoadProgressed(3, LOAD_STEPS, "Drawing"))
             self.post_message(TraceRecorded(trace))

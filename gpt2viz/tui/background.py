@@ -9,7 +9,6 @@ If that thread is still busy when the app has closed, `run_app` ends the process
 
 from __future__ import annotations
 
-import os
 import threading
 from typing import Callable, TypeVar
 
@@ -63,12 +62,3 @@ def locked(call: Callable[[], T]) -> Callable[[], T]:
             return call()
 
     return run
-
-
-def spare_a_core_for_the_event_loop() -> None:
-    """Lets torch use all cores but one, so the interface stays smooth while the model runs."""
-    import torch
-
-    cores = os.cpu_count() or 1
-    if cores > 1 and torch.get_num_threads() >= cores:
-        torch.set_num_threads(cores - 1)

@@ -93,8 +93,9 @@ async def test_tokens_stream_in_and_stop_keeps_the_text(ckpts, gate):
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_generation(app, pilot)
         await wait_for(pilot, lambda: len(screen.gen.steps) == 3, what="three tokens")
-        await pilot.pause()
-        assert screen.running and "● generating 3 of 30 tokens" in screen_text(app)
+        # Redraws come at most every DRAW_INTERVAL_S while tokens stream in.
+        await wait_for(pilot, lambda: "● generating 3 of 30 tokens" in screen_text(app), timeout=2, what="the redraw")
+        assert screen.running
         first = [s["text"] for s in screen.gen.steps]
         assert "".join(first).replace("␣", " ") + "▌" in text_of(screen)  # streamed in as they came
         await pilot.press("space")  # stop: the step under way is the last
@@ -120,6 +121,33 @@ async def test_tokens_stream_in_and_stop_keeps_the_text(ckpts, gate):
         await finished(pilot, screen)
         assert screen.gen.starts == [0]
         assert screen.gen.ids == resumed  # greedy: stopping and resuming changed nothing
+
+
+@run_async
+async def test_streaming_redraws_are_throttled_and_the_last_one_is_complete(ckpts, monkeypatch):
+    """Drawing takes the GIL from the model's thread: a fast run is not redrawn for every token,
+    but what stays on screen is the whole text."""
+    from gpt2viz.tui.screens import generation as generation_screen
+
+    draws = []
+    real_draw = GenerationScreen._draw
+
+    def counting_draw(self):
+        draws.append(time.monotonic())
+        real_draw(self)
+
+    monkeypatch.setattr(GenerationScreen, "_draw", counting_draw)
+    app = live_app(ckpts, "--generate", "60")
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_generation(app, pilot)
+        await finished(pilot, screen)
+        await pilot.pause(generation_screen.DRAW_INTERVAL_S + 0.1)
+        assert len(screen.gen.ids) == 60
+        streaming = [b - a for a, b in zip(draws, draws[1:])]
+        elapsed = draws[-1] - draws[0]
+        assert len(draws) <= 4 + elapsed / generation_screen.DRAW_INTERVAL_S, (len(draws), elapsed)
+        assert len(draws) < 60 and streaming
+        assert "Step 59 · decode" in screen_text(app) and "✓ done" in screen_text(app)
 
 
 @run_async

@@ -150,7 +150,6 @@ def profile_decode(lm, free=None, steps: int = 20, ctx: int = 256, out_dir: Path
     exp["lm_head_transposed_copy_ms"] = _med_ms(lambda: torch.bmm(x1.expand(2, 1, cfg.n_embd), halves), steps)
     del wte_t, halves
     hmlp = torch.randn(1, 1, cfg.d_mlp)
-    h2 = x1.view(1, -1)
 
     def all_products(product):
         def run():
@@ -168,7 +167,6 @@ def profile_decode(lm, free=None, steps: int = 20, ctx: int = 256, out_dir: Path
         for b in model.h
         for t in (b.attn.c_attn.weight, b.attn.c_proj.weight, b.mlp.c_fc.weight, b.mlp.c_proj.weight)
     )
-    del h2
 
     # (4) SDPA for one query on the cache's strided views vs on contiguous K/V.
     for L in (256, 1000):

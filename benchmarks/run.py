@@ -242,28 +242,31 @@ def measure_bandwidth(reps: int) -> dict:
 # load (fresh subprocesses)
 
 
+def run_script(script: str, *args: object) -> tuple[dict | None, str]:
+    """Runs `benchmarks/<script> args...` in a fresh process, timed by the quiet gate; returns the
+    last JSON line it printed (None if it failed or printed none) and its stderr."""
+    box = {}
+
+    def once():
+        box["proc"] = subprocess.run(
+            [sys.executable, str(HERE / script), *map(str, args)], capture_output=True, text=True, timeout=600
+        )
+
+    GATE.measure(once)
+    proc = box["proc"]
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    return (json.loads(lines[-1]) if proc.returncode == 0 and lines else None), proc.stderr
+
+
 def bench_load(directory: Path, reps: int, threads: int) -> dict:
-    probe = HERE / "load_probe.py"
     runs: dict[str, list[dict]] = {"ours": [], "transformers": []}
     for r in range(reps):
         order = ["ours", "transformers"] if r % 2 == 0 else ["transformers", "ours"]
         for side in order:
-            box = {}
-
-            def probe_once():
-                box["proc"] = subprocess.run(
-                    [sys.executable, str(probe), side, str(directory), str(threads)],
-                    capture_output=True,
-                    text=True,
-                    timeout=600,
-                )
-
-            GATE.measure(probe_once)
-            proc = box["proc"]
-            lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
-            if proc.returncode != 0 or not lines:
-                raise RuntimeError(f"load probe {side} failed:\n{proc.stderr[-2000:]}")
-            runs[side].append(json.loads(lines[-1]))
+            result, stderr = run_script("load_probe.py", side, directory, threads)
+            if result is None:
+                raise RuntimeError(f"load probe {side} failed:\n{stderr[-2000:]}")
+            runs[side].append(result)
     size = weights_bytes(directory)
     out = {"file_bytes": size}
     for side, rs in runs.items():
@@ -286,20 +289,8 @@ def bench_load(directory: Path, reps: int, threads: int) -> dict:
             "load_increment_over_size": (peak - base) / size,
             "peak_after_first_forward_increment_over_size": (peak_ff - base) / size,
         }
-    box = {}
-
-    def breakdown_once():
-        box["proc"] = subprocess.run(
-            [sys.executable, str(HERE / "load_breakdown.py"), str(directory), str(threads)],
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-
-    GATE.measure(breakdown_once)
-    proc = box["proc"]
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
-    out["ours_breakdown"] = json.loads(lines[-1])["phases"] if proc.returncode == 0 and lines else proc.stderr[-2000:]
+    breakdown, stderr = run_script("load_breakdown.py", directory, threads)
+    out["ours_breakdown"] = breakdown["phases"] if breakdown is not None else stderr[-2000:]
     return out
 
 

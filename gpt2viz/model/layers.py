@@ -126,7 +126,8 @@ class LayerNorm(Layer):
         # The same kernel, through the entry point that also hands back the statistics it works
         # out anyway: each position's mean and 1 / sqrt(var + eps).
         out, _, rstd = torch.native_layer_norm(x, (x.size(-1),), self.weight, self.bias, self.eps)
-        self.hooks.fire(self.hook_scale, 1 / rstd)  # sqrt(var + eps): (B, T, 1)
+        if self.hooks.wants(self.hook_scale):
+            self.hooks.fire(self.hook_scale, 1 / rstd)  # sqrt(var + eps): (B, T, 1)
         # hook_normalized is the output after the affine, as in TransformerLens.
         self.hooks.fire(self.hook_normalized, out)
         return out

@@ -87,10 +87,21 @@ def rnd_list(t: torch.Tensor) -> list:
     """A tensor as nested lists of rounded floats (None where it is not finite)."""
     if t.numel() <= _SMALL:
         return _rnd_nested(float64(t).tolist())
-    rounded = round_sig(t)
-    if bool(torch.isfinite(rounded).all()):
-        return rounded.tolist()
-    return _none_for_non_finite(rounded.tolist())
+    return round_tensors([t])[0]
+
+
+def round_tensors(tensors: list[torch.Tensor]) -> list:
+    """Each tensor as nested lists of rounded floats, like `rnd_list`, but all in one pass.
+
+    A hook point's statistics are a few numbers per position; rounding them one tensor at a time
+    would cost a dozen small tensor operations each, for hundreds of hook points."""
+    if not tensors:
+        return []
+    flat = round_sig(torch.cat([float64(t).reshape(-1) for t in tensors]))
+    finite = bool(torch.isfinite(flat).all())
+    parts = flat.split([t.numel() for t in tensors])
+    lists = [part.view(t.shape).tolist() for part, t in zip(parts, tensors)]
+    return lists if finite else [_none_for_non_finite(v) for v in lists]
 
 
 def _rnd_nested(values):
@@ -103,32 +114,6 @@ def _none_for_non_finite(values):
     if isinstance(values, list):
         return [_none_for_non_finite(v) for v in values]
     return values if math.isfinite(values) else None
-
-
-def round_tensors(tensors: list[torch.Tensor]) -> list:
-    """Each tensor as nested lists of rounded floats, like `rnd_list`, but all in one pass.
-
-    A hook point's statistics are a few numbers per position; rounding them one tensor at a time
-    would cost a dozen small tensor operations each, for hundreds of hook points."""
-    if not tensors:
-        return []
-    flat = round_sig(torch.cat([float64(t).reshape(-1) for t in tensors]))
-    values = flat.tolist()
-    if not bool(torch.isfinite(flat).all()):
-        values = _none_for_non_finite(values)
-    out, start = [], 0
-    for t in tensors:
-        n = t.numel()
-        out.append(_nest(values[start : start + n], list(t.shape)))
-        start += n
-    return out
-
-
-def _nest(values: list, shape: list[int]):
-    if len(shape) <= 1:
-        return values if shape else values[0]
-    step = len(values) // shape[0] if shape[0] else 0
-    return [_nest(values[i * step : (i + 1) * step], shape[1:]) for i in range(shape[0])]
 
 
 def norms(t: torch.Tensor) -> torch.Tensor:
@@ -207,8 +192,12 @@ def top_tokens(logits: torch.Tensor, k: int, display) -> dict:
     return top_tokens_rows(logits.unsqueeze(0), k, display)[0]
 
 
-def top_tokens_rows(logits: torch.Tensor, k: int, display) -> list[dict]:
-    """`top_tokens` of every row of `[N, V]` logits, computed for all rows at once."""
+def top_tokens_rows(logits: torch.Tensor, k: int, display, final_id: int | None = None) -> list[dict]:
+    """`top_tokens` of every row of `[N, V]` logits, computed for all rows at once. With `final_id`
+    (the logit lens), each row also tells that token's rank (1 = most likely) and probability."""
+    ranks = None
+    if final_id is not None:
+        ranks = ((logits > logits[:, final_id : final_id + 1]).sum(-1) + 1).tolist()
     logits = float64(logits)
     log_total = torch.logsumexp(logits, dim=-1, keepdim=True)
     probs = torch.exp(logits - log_total)
@@ -217,16 +206,17 @@ def top_tokens_rows(logits: torch.Tensor, k: int, display) -> list[dict]:
     # Entropy -sum p log p, with log p = logit - log_total: no logarithm per token needed.
     entropies = log_total[:, 0] - torch.where(probs > 0, probs * logits, torch.zeros((), dtype=probs.dtype)).sum(-1)
     rows = []
-    for row_ids, row_values, row_probs, h in zip(ids.tolist(), values, top_probs, entropies.tolist()):
-        rows.append(
-            {
-                "ids": row_ids,
-                "tokens": [display(i) for i in row_ids],
-                "logits": rnd_list(row_values),
-                "probs": rnd_list(row_probs),
-                "entropy": rnd(h),
-            }
-        )
+    for n, (row_ids, row_values, row_probs, h) in enumerate(zip(ids.tolist(), values, top_probs, entropies.tolist())):
+        row = {
+            "ids": row_ids,
+            "tokens": [display(i) for i in row_ids],
+            "logits": rnd_list(row_values),
+            "probs": rnd_list(row_probs),
+            "entropy": rnd(h),
+        }
+        if ranks is not None:
+            row.update(final_id=final_id, final_rank=ranks[n], final_prob=rnd(float(probs[n, final_id])))
+        rows.append(row)
     return rows
 
 

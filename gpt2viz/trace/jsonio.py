@@ -21,36 +21,29 @@ def dumps(trace: Trace) -> str:
 
 
 def dump(trace: Trace, path: str | Path) -> None:
-    """Writes `trace` to `path` ('-' for stdout). A file appears whole or not at all: the JSON goes
-    to a temporary file beside it, which replaces `path` only once fully written. A symbolic link
-    is written through (its target is replaced); a pipe or device such as /dev/stdout is written
-    to directly, never replaced."""
+    """Writes `trace` to `path` ('-' for stdout). A file appears whole or not at all: see
+    `write_atomic`."""
     text = dumps(trace)
     if str(path) == "-":
         sys.stdout.write(text + "\n")
         sys.stdout.flush()
         return
-    path = Path(path)
-    if path.exists() and not path.is_file() and not path.is_dir():
-        write_stream(path, text + "\n")
-        return
-    write_atomic(Path(os.path.realpath(path)) if path.is_symlink() else path, text + "\n")
-
-
-def write_stream(path: Path, text: str) -> None:
-    """Writes `text` into an existing pipe or device (no temporary file can stand in for it)."""
-    try:
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(text)
-    except OSError as err:
-        raise Gpt2VizError(f"--json {path}: write failed ({err.strerror or err})") from None
+    write_atomic(Path(path), text + "\n")
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Writes `text` to `path` through a temporary file and a rename; leaves no debris on error."""
-    directory = path.parent if str(path.parent) else Path(".")
+    """Writes `text` to `path` through a temporary file and a rename; leaves no debris on error.
+
+    A symbolic link is written through (its target is replaced, the link kept). A pipe or a
+    device is written to directly: no temporary file can stand in for it."""
+    if path.is_symlink():
+        path = Path(os.path.realpath(path))
     if path.is_dir():
         raise Gpt2VizError(f"--json {path}: is a directory")
+    if path.exists() and not path.is_file():
+        _write_stream(path, text)
+        return
+    directory = path.parent if str(path.parent) else Path(".")
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
     except OSError as err:
@@ -70,6 +63,14 @@ def write_atomic(path: Path, text: str) -> None:
         if isinstance(err, OSError):
             raise Gpt2VizError(f"--json {path}: write failed ({err.strerror or err}); nothing was written") from None
         raise
+
+
+def _write_stream(path: Path, text: str) -> None:
+    try:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as err:
+        raise Gpt2VizError(f"--json {path}: write failed ({err.strerror or err})") from None
 
 
 def _mode_for(path: Path) -> int:

@@ -146,12 +146,8 @@ def logit_lens(lm: LanguageModel, resid: torch.Tensor, final_id: int, topk: int 
     with torch.inference_mode():
         x = F.layer_norm(resid, (resid.size(-1),), model.ln_f.weight, model.ln_f.bias, model.ln_f.eps)
         all_logits = unembed(x, model.wte.weight)  # one product for every block: (n_layer, vocab)
-    layers = ev.top_tokens_rows(all_logits, topk, lm.tokenizer.display)
-    ranks = ((all_logits > all_logits[:, final_id : final_id + 1]).sum(-1) + 1).tolist()
-    final_probs = torch.softmax(ev.float64(all_logits), dim=-1)[:, final_id].tolist()
-    for layer, (entry, rank, prob) in enumerate(zip(layers, ranks, final_probs)):
-        entry.update(layer=layer, final_id=final_id, final_rank=rank, final_prob=ev.rnd(prob))
-    return layers
+    rows = ev.top_tokens_rows(all_logits, topk, lm.tokenizer.display, final_id=final_id)
+    return [{"layer": layer, **row} for layer, row in enumerate(rows)]
 
 
 def prepare_prompt(lm: LanguageModel, prompt: str | list[int]) -> tuple[list[int], list[str]]:
@@ -207,7 +203,8 @@ class GenerationRecorder:
 
     def _step(self, sample: SampleEvent) -> dict:
         display = self.lm.tokenizer.display
-        raw = torch.softmax(ev.float64(sample.logits), dim=-1)
+        # Greedy steps sample from the plain softmax already: no need to compute it again.
+        raw = sample.probs if sample.settings.greedy else torch.softmax(ev.float64(sample.logits), dim=-1)
         step = {
             "step": sample.step,
             "id": sample.token_id,

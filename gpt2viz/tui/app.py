@@ -157,9 +157,13 @@ class Gpt2VizApp(App[int]):
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen(self.screen))
 
+    def _replay_name(self, otherwise: str) -> str:
+        """The replayed file's name for messages, or `otherwise` when it has none."""
+        return Path(self.replay_path).name if self.replay_path else otherwise
+
     def action_edit_prompt(self) -> None:
         if self.lm is None:
-            source = Path(self.replay_path).name if self.replay_path else "a saved trace"
+            source = self._replay_name("a saved trace")
             self.notify(
                 f"This is a replay of {source}: there is no model to run a new prompt. "
                 "Start gpt2viz with --model to edit prompts.",
@@ -199,7 +203,7 @@ class Gpt2VizApp(App[int]):
         trace = screen.trace
         if self.lm is None:
             if not trace.generation:
-                source = Path(self.replay_path).name if self.replay_path else "This trace"
+                source = self._replay_name("This trace")
                 self.notify(
                     f"{source} holds no generation and there is no model to run one. Record one with "
                     "gpt2viz PROMPT --json FILE --generate N, or start gpt2viz with --model.",

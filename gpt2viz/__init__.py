@@ -1,7 +1,8 @@
 """gpt2viz: see, step by step and with real numbers, how GPT-2 picks its next token."""
 
 from .generate import GenerationResult, SamplingSettings, generate
-from .model import GPT2, GPT2Config, KVCache, LanguageModel, Tokenizer, load_model
+from .language_model import LanguageModel, load_model
+from .model import GPT2, GPT2Config, KVCache, Tokenizer
 
 __version__ = "0.1.0"
 

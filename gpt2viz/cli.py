@@ -6,41 +6,27 @@ import argparse
 import os
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import Gpt2VizError, UsageError
+from .errors import Gpt2VizError, OutputError, SettingError, UsageError
+from .options import DEFAULT_PROMPT, DEFAULT_TOPK, RunOptions
 
-DEFAULT_PROMPT = "The meaning of life is"
+# The flag that sets each setting the core names in its errors (SettingError.setting).
+FLAG_OF_SETTING = {
+    "temperature": "--temperature",
+    "top_k": "--top-k",
+    "top_p": "--top-p",
+    "seed": "--seed",
+    "max_new_tokens": "--generate",
+    "dtype": "--dtype",
+    "device": "--device",
+    "topk": "--topk-logits",
+}
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one line, exit 2, no usage dump
         raise UsageError(f"{message} (see gpt2viz --help)")
-
-
-@dataclass
-class RunOptions:
-    """Everything the user asked for, checked."""
-
-    prompt: str
-    model: str | None
-    json_path: str | None
-    replay: str | None
-    generate: int
-    temperature: float
-    top_k: int | None
-    top_p: float | None
-    seed: int | None
-    use_cache: bool
-    device: str
-    dtype: str
-    topk_logits: int
-
-    def sampling(self):
-        from .generate import SamplingSettings
-
-        return SamplingSettings(self.temperature, self.top_k, self.top_p, self.seed)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -63,7 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--json", metavar="PATH", dest="json_path", help="write the trace as JSON to PATH ('-' for stdout), no TUI")
     p.add_argument("--replay", metavar="TRACE", help="open a saved trace in the TUI, without a model")
-    p.add_argument("--generate", metavar="N", type=int, default=None, help="new tokens to generate (default: 0 with --json)")
+    p.add_argument("--generate", metavar="N", type=int, default=None, help="new tokens to generate (default: 0 with --json, 40 in the app)")
     p.add_argument("--temperature", metavar="T", type=float, default=0.0, help="0 = greedy (default); > 0 samples")
     p.add_argument("--top-k", metavar="K", type=int, default=None, help="sample only from the K most likely tokens")
     p.add_argument("--top-p", metavar="P", type=float, default=None, help="sample only from the nucleus of mass P")
@@ -71,7 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-cache", action="store_true", help="generate without the KV cache (recompute everything)")
     p.add_argument("--device", default="cpu", help="cpu (default), cuda, cuda:N or mps")
     p.add_argument("--dtype", default="float32", help="float32 (default), bfloat16 or float16")
-    p.add_argument("--topk-logits", metavar="K", type=int, default=10, help="top tokens kept per position (default: 10)")
+    p.add_argument(
+        "--topk-logits", metavar="K", type=int, default=DEFAULT_TOPK, help=f"top tokens kept per position (default: {DEFAULT_TOPK})"
+    )
     p.add_argument("--version", action="version", version=f"gpt2viz {_version()}")
     return p
 
@@ -132,7 +120,7 @@ def parse_args(argv: list[str] | None) -> RunOptions:
         model=args.model,
         json_path=args.json_path,
         replay=args.replay,
-        generate=args.generate if args.generate is not None else (0 if args.json_path else 40),
+        generate=args.generate,
         temperature=args.temperature,
         top_k=args.top_k,
         top_p=args.top_p,
@@ -143,7 +131,7 @@ def parse_args(argv: list[str] | None) -> RunOptions:
         topk_logits=args.topk_logits,
     )
     options.sampling()  # checks temperature, top-k, top-p now, before any loading
-    from .model.load import parse_device, parse_dtype
+    from .model.placement import parse_device, parse_dtype
 
     parse_dtype(options.dtype)
     parse_device(options.device)
@@ -168,14 +156,17 @@ def run_headless(options: RunOptions) -> int:
     trace = trace_prompt(
         lm,
         options.prompt,
-        generate_tokens=options.generate,
+        generate_tokens=options.generate or 0,
         settings=options.sampling(),
         use_cache=options.use_cache,
         topk=options.topk_logits,
     )
     for notice in trace.notices[len(lm.notices) :]:
         say(notice)
-    dump(trace, options.json_path)
+    try:
+        dump(trace, options.json_path)
+    except OutputError as err:
+        raise OutputError(f"--json {err}") from None
     where = "stdout" if options.json_path == "-" else options.json_path
     n = len(trace.tokens)
     say(f"wrote the trace of {n} token{'' if n == 1 else 's'} to {where} in {time.perf_counter() - start:.1f} s")
@@ -184,9 +175,24 @@ def run_headless(options: RunOptions) -> int:
 
 def run_tui(options: RunOptions) -> int:
     from .tui.app import run_app
+    from .tui.background import busy
 
     keys_from_the_terminal()
-    return run_app(options)
+    code, error = run_app(options)
+    if error:
+        say(f"error: {error}")
+    if busy():  # quit while the model was loading or running: do not wait for it
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
+
+
+def describe(err: Gpt2VizError) -> str:
+    """The one line the CLI prints for `err`, naming the flag behind a bad setting."""
+    if isinstance(err, SettingError) and err.setting in FLAG_OF_SETTING:
+        return f"{FLAG_OF_SETTING[err.setting]} {err.problem}"
+    return str(err)
 
 
 def keys_from_the_terminal() -> None:
@@ -209,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
             return run_headless(options)
         return run_tui(options)
     except Gpt2VizError as err:
-        say(f"error: {err}")
+        say(f"error: {describe(err)}")
         return err.exit_code
     except KeyboardInterrupt:
         say("interrupted; nothing was written")

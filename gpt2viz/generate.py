@@ -14,7 +14,7 @@ from typing import Callable
 
 import torch
 
-from .errors import UsageError
+from .errors import SettingError
 from .model.gpt2 import GPT2
 from .model.kv_cache import KVCache
 
@@ -36,12 +36,12 @@ class SamplingSettings:
     def __post_init__(self) -> None:
         t = self.temperature
         if isinstance(t, bool) or not isinstance(t, (int, float)) or math.isnan(t) or t < 0 or math.isinf(t):
-            raise UsageError(f"--temperature must be a number >= 0, got {t!r}")
+            raise SettingError("temperature", f"must be a number >= 0, got {t!r}")
         if self.top_k is not None and (isinstance(self.top_k, bool) or not isinstance(self.top_k, int) or self.top_k < 1):
-            raise UsageError(f"--top-k must be an integer >= 1, got {self.top_k!r}")
+            raise SettingError("top_k", f"must be an integer >= 1, got {self.top_k!r}")
         p = self.top_p
         if p is not None and (isinstance(p, bool) or not isinstance(p, (int, float)) or math.isnan(p) or not 0 < p <= 1):
-            raise UsageError(f"--top-p must be in (0, 1], got {p!r}")
+            raise SettingError("top_p", f"must be in (0, 1], got {p!r}")
 
     @property
     def greedy(self) -> bool:
@@ -172,12 +172,12 @@ def generate(
     resumed run samples what an uninterrupted one would."""
     settings = settings or SamplingSettings()
     if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 0:
-        raise UsageError(f"--generate must be an integer >= 0, got {max_new_tokens!r}")
+        raise SettingError("max_new_tokens", f"must be an integer >= 0, got {max_new_tokens!r}")
     if not prompt_ids:
-        raise UsageError("generation needs at least one prompt token")
+        raise SettingError("prompt", "needs at least one token to generate from")
     n_ctx = model.config.n_ctx
     if len(prompt_ids) > n_ctx:
-        raise UsageError(f"the prompt has {len(prompt_ids)} tokens; the context holds {n_ctx}")
+        raise SettingError("prompt", f"has {len(prompt_ids)} tokens; the context holds {n_ctx}")
 
     if generator is None:
         generator = new_generator(settings.seed)

@@ -49,9 +49,22 @@ FINAL_HOOKS = ("ln_final.hook_scale", "ln_final.hook_normalized", "unembed.hook_
 STEP_HOOKS = ("kv_cache", "sample")
 
 
+def hook_name(name: str, layer: int | None = None) -> str:
+    """The full name of hook `name`: in block `layer` ('attn.hook_pattern', 3 gives
+    'blocks.3.attn.hook_pattern'), or outside the blocks when `layer` is None ('hook_embed').
+    The one place a hook name is put together, so a misspelt one fails loudly."""
+    if layer is None:
+        if name not in EMBED_HOOKS + FINAL_HOOKS + STEP_HOOKS:
+            raise ValueError(f"no hook {name!r} outside the blocks")
+        return name
+    if name not in BLOCK_HOOKS:
+        raise ValueError(f"no hook {name!r} in a block")
+    return f"blocks.{layer}.{name}"
+
+
 def block_hook_names(layer: int) -> tuple[str, ...]:
     """Full hook names of block `layer`, in the order they fire."""
-    return tuple(f"blocks.{layer}.{name}" for name in BLOCK_HOOKS)
+    return tuple(hook_name(name, layer) for name in BLOCK_HOOKS)
 
 
 def all_hook_names(n_layer: int) -> list[str]:

@@ -52,7 +52,7 @@ def test_default_falls_back_to_tiny_within_3_s_with_a_notice(empty_hf_cache, mon
     resolved = sources.resolve(None)
     assert time.monotonic() - start < 3.5
     assert resolved.name == "tiny" and resolved.kind == "bundled"
-    assert "unreachable" in resolved.notice and "--model gpt2" in resolved.notice
+    assert "unreachable" in resolved.notice and "load the model 'gpt2'" in resolved.notice
 
 
 def test_a_hub_repo_without_safetensors_is_refused(empty_hf_cache, monkeypatch):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,40 @@ _UNSUPPORTED_IF_SET = (
     ("add_cross_attention", False),
     ("scale_attn_weights", True),
 )
+
+
+@dataclass(frozen=True)
+class ParamCounts:
+    """Where a GPT-2's parameters are (weights and biases), by part."""
+
+    wte: int
+    wpe: int
+    layer_norm: int  # one LayerNorm: gain and bias
+    c_attn: int
+    attn_proj: int
+    c_fc: int
+    mlp_proj: int
+    n_layer: int
+
+    @property
+    def attention(self) -> int:
+        """One block's attention: c_attn + c_proj."""
+        return self.c_attn + self.attn_proj
+
+    @property
+    def mlp(self) -> int:
+        """One block's MLP: c_fc + c_proj."""
+        return self.c_fc + self.mlp_proj
+
+    @property
+    def block(self) -> int:
+        """One block: attention, MLP and its two LayerNorms."""
+        return self.attention + self.mlp + 2 * self.layer_norm
+
+    @property
+    def total(self) -> int:
+        """The whole model; the LM head reuses wte (weight tying) and adds nothing."""
+        return self.wte + self.wpe + self.n_layer * self.block + self.layer_norm
 
 
 @dataclass(frozen=True)
@@ -75,17 +109,39 @@ class GPT2Config:
         return self.n_inner or 4 * self.n_embd
 
     @property
+    def param_counts(self) -> ParamCounts:
+        """Parameter counts by part, from the shapes alone."""
+        C, F = self.n_embd, self.d_mlp
+        return ParamCounts(
+            wte=self.vocab_size * C,
+            wpe=self.n_ctx * C,
+            layer_norm=2 * C,
+            c_attn=C * 3 * C + 3 * C,
+            attn_proj=C * C + C,
+            c_fc=C * F + F,
+            mlp_proj=F * C + C,
+            n_layer=self.n_layer,
+        )
+
+    @property
     def n_params(self) -> int:
         """Parameters in the network, counting the tied LM head once."""
-        d, f = self.n_embd, self.d_mlp
-        embed = self.vocab_size * d + self.n_ctx * d
-        attn = d * 3 * d + 3 * d + d * d + d
-        mlp = d * f + f + f * d + d
-        block = 2 * (2 * d) + attn + mlp
-        return embed + self.n_layer * block + 2 * d
+        return self.param_counts.total
+
+    def kv_bytes_per_position(self, itemsize: int, batch_size: int = 1) -> int:
+        """Bytes the KV cache grows by per position: K and V, every layer, every head, every
+        sequence of the batch, `itemsize` bytes a number."""
+        return 2 * self.n_layer * batch_size * self.n_head * self.head_dim * itemsize
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @classmethod
+    def from_saved(cls, saved: dict[str, Any]) -> "GPT2Config":
+        """The config as `to_dict` wrote it (into a trace, say), checked like any other."""
+        if not isinstance(saved, dict):
+            raise ConfigError("config: expected an object")
+        return cls(**{f.name: saved[f.name] for f in fields(cls) if f.name in saved})
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> "GPT2Config":

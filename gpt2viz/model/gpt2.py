@@ -77,3 +77,10 @@ class GPT2(nn.Module):
         if hooks.active:
             hooks.fire("unembed.hook_out", logits)
         return logits, cache
+
+    @torch.inference_mode()
+    def logits_from_residual(self, resid: torch.Tensor) -> torch.Tensor:
+        """The logits the end of the network makes of residual-stream vectors `[..., C]`: ln_f, then
+        the LM head. Applied to the stream after block l, this is the logit lens: what the model
+        would predict if block l were its last. Fires no hooks."""
+        return unembed(self.ln_f.normalize(resid), self.wte.weight)  # (..., vocab)

@@ -71,8 +71,7 @@ class KVCache:
     @property
     def bytes_per_position(self) -> int:
         """Bytes one more position adds: K and V, in every layer, for every head."""
-        b, nh, _, hd = self.keys[0].shape
-        return 2 * self.config.n_layer * b * nh * hd * self.itemsize
+        return self.config.kv_bytes_per_position(self.itemsize, self.keys[0].size(0))
 
     @property
     def used_bytes(self) -> int:

@@ -64,6 +64,13 @@ def unembed(x: torch.Tensor, wte: torch.Tensor) -> torch.Tensor:
     return logits.view(*x.shape[:-1], wte.size(0))
 
 
+def causal_mask(n_new: int, n_total: int, device: torch.device | str | None = None) -> torch.Tensor:
+    """Which keys each new query may see, `[T, L]` bool for T new of L positions: query i, at
+    absolute position past + i (past = L - T cached positions), sees keys 0 .. past + i. The
+    causal triangle, shifted right by the number of cached positions."""
+    return torch.ones(n_new, n_total, dtype=torch.bool, device=device).tril(diagonal=n_total - n_new)
+
+
 def _param(*shape: int) -> nn.Parameter:
     # Parameters start on the meta device (no memory); the loader assigns the real tensors.
     return nn.Parameter(torch.empty(*shape, device="meta"), requires_grad=False)
@@ -120,9 +127,13 @@ class LayerNorm(Layer):
         self.hook_scale = f"{prefix}.hook_scale"
         self.hook_normalized = f"{prefix}.hook_normalized"
 
+    def normalize(self, x: torch.Tensor) -> torch.Tensor:
+        """The LayerNorm's output, with no hook fired."""
+        return F.layer_norm(x, (x.size(-1),), self.weight, self.bias, self.eps)
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if not self.hooks.active:
-            return F.layer_norm(x, (x.size(-1),), self.weight, self.bias, self.eps)
+            return self.normalize(x)
         # The same kernel, through the entry point that also hands back the statistics it works
         # out anyway: each position's mean and 1 / sqrt(var + eps).
         out, _, rstd = torch.native_layer_norm(x, (x.size(-1),), self.weight, self.bias, self.eps)
@@ -170,7 +181,7 @@ class CausalSelfAttention(Layer):
             k, v = cache.append(self.layer, k, v)  # (B, nh, L, hd), L = past + T
 
         if hooks.active and (hooks.wants(self.hook_scores) or hooks.wants(self.hook_pattern)):
-            z = self._explicit_attention(q, k, v, past)
+            z = self._explicit_attention(q, k, v)
         else:
             z = self._fused_attention(q, k, v, past)
         if hooks.active:
@@ -179,14 +190,11 @@ class CausalSelfAttention(Layer):
         z = z.transpose(1, 2).reshape(B, T, C)  # heads side by side again: (B, T, C)
         return self.c_proj(z)
 
-    def _explicit_attention(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, past: int) -> torch.Tensor:
+    def _explicit_attention(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         """Scores, mask and softmax written out, so the pattern can be shown."""
-        T, L = q.size(2), k.size(2)
         scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(self.head_dim))  # (B, nh, T, L)
-        # Query i (at absolute position past + i) may see keys 0..past + i: the causal mask
-        # shifted right by the number of cached positions.
-        allowed = torch.ones(T, L, dtype=torch.bool, device=q.device).tril(diagonal=past)
-        scores = scores.masked_fill(~allowed, float("-inf"))
+        # Query i may see keys 0 .. past + i. The scores are new, so they are masked in place.
+        scores.masked_fill_(~causal_mask(q.size(2), k.size(2), q.device), float("-inf"))
         self.hooks.fire(self.hook_scores, scores)
         pattern = torch.softmax(scores, dim=-1)  # each row sums to 1; masked entries are 0
         self.hooks.fire(self.hook_pattern, pattern)
@@ -194,14 +202,12 @@ class CausalSelfAttention(Layer):
 
     def _fused_attention(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, past: int) -> torch.Tensor:
         """The same maths in one kernel, never materialising the pattern."""
-        T, L = q.size(2), k.size(2)
-        if T == 1:
+        if q.size(2) == 1:
             # A single new query sees every cached key: no mask needed.
             return F.scaled_dot_product_attention(q, k, v)
         if past == 0:
             return F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        allowed = torch.ones(T, L, dtype=torch.bool, device=q.device).tril(diagonal=past)
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=causal_mask(q.size(2), k.size(2), q.device))
 
 
 class MLP(Layer):

@@ -11,7 +11,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import ModelSourceError
+from ..errors import HubUnreachable, ModelSourceError
 
 BUNDLED = "tiny"
 DEFAULT_HUB_MODEL = "gpt2"
@@ -25,7 +25,7 @@ HUB_FILES = [
     "vocab.json",
     "merges.txt",
 ]
-GET_REAL_GPT2 = "connect to the internet once and run `gpt2viz --model gpt2` (a 548 MB download)"
+GET_REAL_GPT2 = "load the model 'gpt2' once while connected to the internet (a 548 MB download)"
 
 
 @dataclass(frozen=True)
@@ -36,10 +36,6 @@ class ResolvedSource:
     path: Path
     kind: str  # "bundled", "local" or "hub"
     notice: str | None = None
-
-
-class HubUnreachable(ModelSourceError):
-    """The Hugging Face hub did not answer in time."""
 
 
 def bundled_dir(name: str = BUNDLED) -> Path:
@@ -75,7 +71,7 @@ def resolve(source: str | None) -> ResolvedSource:
     if path.is_dir():
         return ResolvedSource(source, path, "local")
     if path.exists():
-        raise ModelSourceError(f"{source}: is a file; --model takes a checkpoint directory")
+        raise ModelSourceError(f"{source}: is a file, not a checkpoint directory")
     if _looks_like_path(source):
         raise ModelSourceError(f"{source}: no such directory")
     return _from_hub(source)

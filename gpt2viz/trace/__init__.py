@@ -1,7 +1,7 @@
 """Traces: the plain-data record of a run, shared by the TUI, `--json` and `--replay`."""
 
 from .jsonio import TraceFileError, dump, dumps, load, validate
-from .model import SCHEMA, Trace
+from .document import SCHEMA, Trace
 from .recorder import Recorder, record_forward, record_generation, trace_prompt
 
 __all__ = [

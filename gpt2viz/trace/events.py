@@ -17,12 +17,16 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 
+from ..model.layers import causal_mask
+
 SIG_DIGITS = 6
 # Attention maps are kept whole up to this many positions; beyond it, each head keeps its last
 # query row in full and the map averaged down to DOWNSAMPLED_SIZE x DOWNSAMPLED_SIZE cells.
 FULL_ATTENTION_MAX = 256
 DOWNSAMPLED_SIZE = 64
 TOP_NEURONS = 10
+# The one event that is not a hook point: the last position's prediction after every block.
+LOGIT_LENS = "logit_lens"
 
 
 class Later:
@@ -38,6 +42,11 @@ class Later:
 
     def __init__(self, compute: Callable[[], object]) -> None:
         self.compute = compute
+
+
+def is_deferred(event: dict) -> bool:
+    """Whether `event` still holds parts to work out."""
+    return any(isinstance(value, Later) for value in event.values())
 
 
 def resolve(event: dict) -> dict:
@@ -121,7 +130,9 @@ def norms(t: torch.Tensor) -> torch.Tensor:
     return t[0].float().norm(dim=-1)
 
 
-_LAYER_NORM_STATS = ("input_mean", "input_std", "normalized_mean", "normalized_std", "output_mean", "output_std")
+# What a LayerNorm event holds per position, in this order: mean and std of the input, of the
+# normalized input (before the learned gain and bias) and of the output.
+LAYER_NORM_STATS = ("input_mean", "input_std", "normalized_mean", "normalized_std", "output_mean", "output_std")
 
 
 def layer_norm_stats(x: torch.Tensor, out: torch.Tensor, eps: float) -> dict[str, torch.Tensor]:
@@ -133,15 +144,29 @@ def layer_norm_stats(x: torch.Tensor, out: torch.Tensor, eps: float) -> dict[str
     scale = (std[0].square() + eps).sqrt()  # the normalized input is centered[0] / scale
     # Its mean is 0 up to rounding, and its std std / sqrt(var + eps).
     stats = torch.stack([mean[0], std[0], centered[0].mean(dim=-1) / scale, std[0] / scale, mean[1], std[1]])
-    return dict(zip(_LAYER_NORM_STATS, stats))
+    return dict(zip(LAYER_NORM_STATS, stats))
+
+
+def pool_bins(length: int, n_bins: int) -> list[tuple[int, int]]:
+    """The [start, end) ranges that average `length` positions into `n_bins` cells, as torch's
+    adaptive pooling cuts them (ranges overlap by one where `length` does not divide evenly)."""
+    return [((b * length) // n_bins, -((-(b + 1) * length) // n_bins)) for b in range(n_bins)]
 
 
 def _downsample(maps: torch.Tensor, allowed: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Averages `[nh, T, L]` maps over the allowed cells of each block of a coarse grid."""
+    """Averages `[nh, T, L]` maps over the allowed cells of each block of a coarse grid.
+
+    One head at a time in float64: a whole float64 copy of 12 heads at 1,024 positions would be
+    100 MB for every map of the pass."""
     size = (min(DOWNSAMPLED_SIZE, maps.size(1)), min(DOWNSAMPLED_SIZE, maps.size(2)))
-    values = torch.where(allowed, maps, torch.zeros((), dtype=maps.dtype))
-    total = F.adaptive_avg_pool2d(values.unsqueeze(0), size)[0]
-    count = F.adaptive_avg_pool2d(allowed.to(maps.dtype)[None, None], size)[0, 0]
+    count = F.adaptive_avg_pool2d(allowed.to(torch.float64)[None, None], size)[0, 0]
+    blocked = ~allowed
+    total = torch.empty(maps.size(0), *size, dtype=torch.float64)
+    head = torch.empty(maps.shape[1:], dtype=torch.float64)  # one buffer, reused for every head
+    for h in range(maps.size(0)):
+        head.copy_(maps[h])
+        head.masked_fill_(blocked, 0.0)  # scores hold -inf there, patterns 0
+        total[h] = F.adaptive_avg_pool2d(head[None], size)[0]
     return total / count.clamp_min(1e-12), count > 0
 
 
@@ -152,12 +177,10 @@ def attention_maps(t: torch.Tensor, masked_as_none: bool) -> dict:
     long ones are reduced now, so only the small results wait."""
     maps = t[0].detach().cpu()  # (nh, T, L); the masks below are built on the CPU
     T, L = maps.shape[1], maps.shape[2]
-    past = L - T
     if T <= FULL_ATTENTION_MAX:
-        return {"reduced": False, "heads": Later(lambda: _whole_maps(maps, past, masked_as_none))}
-    maps = float64(maps)
-    allowed = torch.ones(T, L, dtype=torch.bool).tril(diagonal=past)
-    last_rows = maps[:, -1]
+        return {"reduced": False, "heads": Later(lambda: _whole_maps(maps, masked_as_none))}
+    allowed = causal_mask(T, L)
+    last_rows = float64(maps[:, -1])
     pooled, any_allowed = _downsample(maps, allowed)
 
     def heads() -> list:
@@ -172,13 +195,13 @@ def attention_maps(t: torch.Tensor, masked_as_none: bool) -> dict:
     }
 
 
-def _whole_maps(maps: torch.Tensor, past: int, masked_as_none: bool) -> list:
+def _whole_maps(maps: torch.Tensor, masked_as_none: bool) -> list:
     if not masked_as_none:
         return rnd_list(maps)
+    T, L = maps.size(1), maps.size(2)
+    rows = rnd_list(maps.masked_fill(~causal_mask(T, L), 0.0))
     # Query i sees keys 0 .. past + i; the rest of its row is masked.
-    T = maps.size(1)
-    visible = torch.ones(T, maps.size(2), dtype=torch.bool).tril(diagonal=past)
-    rows = rnd_list(torch.where(visible, maps, torch.zeros((), dtype=maps.dtype)))
+    past = L - T
     return [[row[: past + i + 1] + [None] * (T - 1 - i) for i, row in enumerate(head)] for head in rows]
 
 
@@ -192,9 +215,21 @@ def top_tokens(logits: torch.Tensor, k: int, display) -> dict:
     return top_tokens_rows(logits.unsqueeze(0), k, display)[0]
 
 
+# Rows of logits worked on at once: 64 rows of GPT-2's 50,257 logits are 26 MB in float64, where
+# all 1,024 positions of a long prompt at once would be 412 MB for every temporary.
+ROWS_AT_ONCE = 64
+
+
 def top_tokens_rows(logits: torch.Tensor, k: int, display, final_id: int | None = None) -> list[dict]:
-    """`top_tokens` of every row of `[N, V]` logits, computed for all rows at once. With `final_id`
-    (the logit lens), each row also tells that token's rank (1 = most likely) and probability."""
+    """`top_tokens` of every row of `[N, V]` logits. With `final_id` (the logit lens), each row also
+    tells that token's rank (1 = most likely) and probability."""
+    rows = []
+    for chunk in logits.split(ROWS_AT_ONCE):
+        rows.extend(_top_tokens_chunk(chunk, k, display, final_id))
+    return rows
+
+
+def _top_tokens_chunk(logits: torch.Tensor, k: int, display, final_id: int | None) -> list[dict]:
     ranks = None
     if final_id is not None:
         ranks = ((logits > logits[:, final_id : final_id + 1]).sum(-1) + 1).tolist()
@@ -203,8 +238,10 @@ def top_tokens_rows(logits: torch.Tensor, k: int, display, final_id: int | None 
     probs = torch.exp(logits - log_total)
     values, ids = torch.topk(logits, min(k, logits.size(-1)), dim=-1)
     top_probs = probs.gather(-1, ids)
-    # Entropy -sum p log p, with log p = logit - log_total: no logarithm per token needed.
-    entropies = log_total[:, 0] - torch.where(probs > 0, probs * logits, torch.zeros((), dtype=probs.dtype)).sum(-1)
+    # Entropy -sum p log p, with log p = logit - log_total: no logarithm per token needed. Where p
+    # is 0 (a logit of -inf) the term is 0, not 0 * -inf.
+    weighted = (probs * logits).masked_fill_(probs == 0, 0.0)
+    entropies = log_total[:, 0] - weighted.sum(-1)
     rows = []
     for n, (row_ids, row_values, row_probs, h) in enumerate(zip(ids.tolist(), values, top_probs, entropies.tolist())):
         row = {

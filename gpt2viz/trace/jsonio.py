@@ -8,8 +8,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from ..errors import Gpt2VizError
-from .model import SCHEMA, Trace
+from ..errors import Gpt2VizError, OutputError
+from .document import SCHEMA, Trace
+from .events import LAYER_NORM_STATS, LOGIT_LENS
 
 
 class TraceFileError(Gpt2VizError):
@@ -39,7 +40,7 @@ def write_atomic(path: Path, text: str) -> None:
     if path.is_symlink():
         path = Path(os.path.realpath(path))
     if path.is_dir():
-        raise Gpt2VizError(f"--json {path}: is a directory")
+        raise OutputError(f"{path}: is a directory")
     if path.exists() and not path.is_file():
         _write_stream(path, text)
         return
@@ -47,7 +48,7 @@ def write_atomic(path: Path, text: str) -> None:
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
     except OSError as err:
-        raise Gpt2VizError(f"--json {path}: cannot write there ({err.strerror})") from None
+        raise OutputError(f"{path}: cannot write there ({err.strerror})") from None
     try:
         os.fchmod(fd, _mode_for(path))  # mkstemp makes 0600; a trace is an ordinary file
         with os.fdopen(fd, "w", encoding="utf-8") as f:
@@ -61,7 +62,7 @@ def write_atomic(path: Path, text: str) -> None:
         except OSError:
             pass
         if isinstance(err, OSError):
-            raise Gpt2VizError(f"--json {path}: write failed ({err.strerror or err}); nothing was written") from None
+            raise OutputError(f"{path}: write failed ({err.strerror or err}); nothing was written") from None
         raise
 
 
@@ -70,7 +71,7 @@ def _write_stream(path: Path, text: str) -> None:
         with open(path, "w", encoding="utf-8") as f:
             f.write(text)
     except OSError as err:
-        raise Gpt2VizError(f"--json {path}: write failed ({err.strerror or err})") from None
+        raise OutputError(f"{path}: write failed ({err.strerror or err})") from None
 
 
 def _mode_for(path: Path) -> int:
@@ -129,13 +130,13 @@ _EVENT_FIELDS = {
     "hook_mlp_out": {"norms": "numbers"},
     "hook_resid_post": {"norms": "numbers", "before_norms": "numbers", "attn_update_norms": "numbers", "mlp_update_norms": "numbers"},
     "hook_scale": {"scale": "numbers"},
-    "hook_normalized": {f"{a}_{b}": "numbers" for a in ("input", "normalized", "output") for b in ("mean", "std")},
+    "hook_normalized": {key: "numbers" for key in LAYER_NORM_STATS},
     "hook_attn_scores": {"heads": "maps"},
     "hook_pattern": {"heads": "maps"},
     "hook_post": {"frac_active": "numbers", "top_neurons": "neurons"},
     "hook_out": {"positions": "topks"},
     "kv_cache": {"length": "int", "total_bytes": "int", "allocated_bytes": "int", "layers": "cache_layers"},
-    "logit_lens": {"final_id": "int", "final_token": "str", "layers": "topks"},
+    LOGIT_LENS: {"final_id": "int", "final_token": "str", "layers": "topks"},
 }
 
 

@@ -10,14 +10,12 @@ import time
 from typing import Callable
 
 import torch
-import torch.nn.functional as F
 
 from ..generate import STOP_CANCELLED, STOP_CONTEXT, SamplingSettings, SampleEvent, generate
 from ..hooks import layer_of
-from ..model.layers import unembed
-from ..model.load import LanguageModel
+from ..language_model import LanguageModel
 from . import events as ev
-from .model import Trace
+from .document import Trace
 
 EMBED_PREVIEW_DIMS = 32
 
@@ -129,7 +127,7 @@ class Recorder:
         resid = torch.stack(self._lens_inputs)  # every block's last-position output, (n_layer, C)
         lm, topk = self.lm, self.topk
         return {
-            "stage": "logit_lens",
+            "stage": ev.LOGIT_LENS,
             "layer": None,
             "shape": [len(self._lens_inputs), lm.config.vocab_size],
             "final_id": final_id,
@@ -142,10 +140,7 @@ class Recorder:
 def logit_lens(lm: LanguageModel, resid: torch.Tensor, final_id: int, topk: int = 10) -> list[dict]:
     """Each row of `resid` (a block's output at the last position) read as a prediction: ln_f,
     then the LM head. Per block: its top tokens, and the rank and probability of `final_id`."""
-    model = lm.model
-    with torch.inference_mode():
-        x = F.layer_norm(resid, (resid.size(-1),), model.ln_f.weight, model.ln_f.bias, model.ln_f.eps)
-        all_logits = unembed(x, model.wte.weight)  # one product for every block: (n_layer, vocab)
+    all_logits = lm.model.logits_from_residual(resid)  # one product for every block: (n_layer, vocab)
     rows = ev.top_tokens_rows(all_logits, topk, lm.tokenizer.display, final_id=final_id)
     return [{"layer": layer, **row} for layer, row in enumerate(rows)]
 
@@ -264,6 +259,7 @@ def record_generation(
             "greedy": settings.greedy,
         },
         "max_new_tokens": max_new_tokens,
+        "topk": topk,
         "ids": list(result.token_ids),
         "text": lm.tokenizer.decode(result.token_ids),
         "stop_reason": result.stop_reason,

@@ -1,13 +1,12 @@
 """The gpt2viz app: loads (or replays) a trace, then steps through it.
 
 `make_app(lm=..., trace=..., options=...)` builds the app (tests inject a model or a trace);
-`run_app(options)` is what the CLI calls, and returns the exit code.
+`run_app(options)` is what the CLI calls: it returns the exit code and the error to report, if any.
 """
 
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 from textual import work
@@ -15,11 +14,10 @@ from textual.app import App
 from textual.binding import Binding
 from textual.worker import get_current_worker
 
-from ..cli import DEFAULT_PROMPT, RunOptions
-from ..errors import Gpt2VizError
+from ..options import RunOptions
 from ..process import freeze_startup_objects
 from ..trace import Trace
-from .background import Cancelled, busy, locked, run_detached
+from .background import record_pass, reporting, run_detached
 from .generation import GenerationSettings
 from .messages import LoadFailed, LoadProgressed, TraceRecorded
 from .screens.generation import GenerationScreen
@@ -52,16 +50,16 @@ class Gpt2VizApp(App[int]):
         super().__init__()
         self.lm = lm
         self.trace = trace
-        self.options = options
-        self.prompt = trace.prompt if trace is not None else (options.prompt if options else DEFAULT_PROMPT)
+        self.options = options or RunOptions()
+        self.prompt = trace.prompt if trace is not None else self.options.prompt
         self.error: str | None = None
         self.exit_code = 0
-        self.generation_settings = GenerationSettings.from_options(options)
+        self.generation_settings = GenerationSettings.from_options(self.options)
 
     @property
     def replay_path(self) -> str | None:
         """The trace file being replayed, if this is a replay."""
-        return self.options.replay if self.options is not None else None
+        return self.options.replay
 
     @property
     def is_replay(self) -> bool:
@@ -78,7 +76,7 @@ class Gpt2VizApp(App[int]):
     def _model_name(self) -> str:
         if self.lm is not None:
             return self.lm.name
-        if self.options is not None and self.options.model:
+        if self.options.model:
             return self.options.model
         return "default: gpt2 if it is cached or downloadable, else the bundled tiny"
 
@@ -89,35 +87,18 @@ class Gpt2VizApp(App[int]):
         worker = get_current_worker()
         cancelled = lambda: worker.is_cancelled  # noqa: E731
         options = self.options
-        try:
+        with reporting(lambda text, code: self.post_message(LoadFailed(text, code))):
             lm = self.lm
             if lm is None:
                 self.post_message(LoadProgressed(1, LOAD_STEPS, "Loading the weights"))
                 from .. import load_model
 
-                lm = run_detached(
-                    lambda: load_model(
-                        options.model if options else None,
-                        device=options.device if options else "cpu",
-                        dtype=options.dtype if options else "float32",
-                    ),
-                    cancelled,
-                )
-                freeze_startup_objects()
+                lm = run_detached(lambda: load_model(options.model, device=options.device, dtype=options.dtype), cancelled)
                 self.lm = lm
             self.post_message(LoadProgressed(2, LOAD_STEPS, f"Running the forward pass of {lm.name}"))
-            from ..trace import trace_prompt
-
-            topk = options.topk_logits if options else 10
-            trace = run_detached(locked(lambda: trace_prompt(lm, prompt, topk=topk)), cancelled)
+            trace = record_pass(lm, prompt, options.topk_logits, cancelled)
             self.post_message(LoadProgressed(3, LOAD_STEPS, "Drawing"))
             self.post_message(TraceRecorded(trace))
-        except Cancelled:
-            return
-        except Gpt2VizError as err:
-            self.post_message(LoadFailed(str(err), err.exit_code))
-        except Exception as err:  # a bug or an odd file: say it, do not crash the terminal
-            self.post_message(LoadFailed(f"{type(err).__name__}: {err}", 1))
 
     def on_load_progressed(self, message: LoadProgressed) -> None:
         if isinstance(self.screen, LoadingScreen):
@@ -214,7 +195,13 @@ class Gpt2VizApp(App[int]):
                 return
             self.push_screen(GenerationScreen(trace, replay=self.replay_path))
             return
-        self.push_screen(GenerationScreen(trace, lm=self.lm, settings=self.generation_settings))
+        self.push_screen(
+            GenerationScreen(trace, lm=self.lm, settings=self.generation_settings, topk=self.options.topk_logits)
+        )
+
+    def on_generation_screen_settings_changed(self, message: GenerationScreen.SettingsChanged) -> None:
+        """The next generation view starts with the settings the user chose last."""
+        self.generation_settings = message.settings
 
 
 def make_app(lm=None, trace: Trace | None = None, options: RunOptions | None = None) -> Gpt2VizApp:
@@ -222,8 +209,8 @@ def make_app(lm=None, trace: Trace | None = None, options: RunOptions | None = N
     return Gpt2VizApp(lm=lm, trace=trace, options=options)
 
 
-def run_app(options: RunOptions) -> int:
-    """Runs the TUI for the CLI's options; returns the exit code."""
+def run_app(options: RunOptions) -> tuple[int, str | None]:
+    """Runs the TUI for the CLI's options; returns the exit code and the error to report, if any."""
     trace = None
     if options.replay is not None:
         from ..trace import load
@@ -231,15 +218,7 @@ def run_app(options: RunOptions) -> int:
         trace = load(options.replay)
     # Progress bars of a download would draw over the app.
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    freeze_startup_objects()
     app = make_app(trace=trace, options=options)
     code = app.run()
-    code = code if isinstance(code, int) else app.exit_code
-    if app.error:
-        from ..cli import say
-
-        say(f"error: {app.error}")
-    if busy():  # quit while the model was loading or running: do not wait for it
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
-    return code
+    return (code if isinstance(code, int) else app.exit_code), app.error

@@ -3,14 +3,18 @@
 A Textual thread worker cannot be interrupted while torch is busy, and the app's executor joins
 its threads at exit. So the worker hands the long call to a daemon thread and only waits for it,
 checking every few milliseconds whether it was cancelled: q during loading quits at once.
-If that thread is still busy when the app has closed, `run_app` ends the process with `os._exit`
+If that thread is still busy when the app has closed, the CLI ends the process with `os._exit`
 (the terminal is restored by then): letting Python finalise under a running torch call can abort.
 """
 
 from __future__ import annotations
 
 import threading
-from typing import Callable, TypeVar
+from contextlib import contextmanager
+from typing import Callable, Iterator, TypeVar
+
+from ..crash_log import unexpected_error_line
+from ..errors import Gpt2VizError
 
 T = TypeVar("T")
 
@@ -62,3 +66,32 @@ def locked(call: Callable[[], T]) -> Callable[[], T]:
             return call()
 
     return run
+
+
+def failure_text(err: BaseException) -> tuple[str, int]:
+    """What to tell the user about a failed run, in one line, and the exit status it implies. An
+    error gpt2viz did not expect is logged with its traceback to a file the line names."""
+    if isinstance(err, Gpt2VizError):
+        return str(err), err.exit_code
+    return unexpected_error_line(err), 1
+
+
+@contextmanager
+def reporting(on_failure: Callable[[str, int], None]) -> Iterator[None]:
+    """The one way a worker ends on an error: a cancelled run ends quietly; any other error is
+    handed to `on_failure` as (one line, exit status) instead of escaping the worker."""
+    try:
+        yield
+    except Cancelled:
+        return
+    except Exception as err:
+        on_failure(*failure_text(err))
+
+
+def record_pass(lm, prompt: str | list[int], topk: int, is_cancelled: Callable[[], bool]):
+    """The forward pass over `prompt`, recorded under MODEL_LOCK in a model thread and worked out
+    completely there (`Trace.resolve_all`), so that a screen only ever reads plain data: the UI
+    thread never runs torch work."""
+    from ..trace import trace_prompt
+
+    return run_detached(locked(lambda: trace_prompt(lm, prompt, topk=topk).resolve_all()), is_cancelled)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from ..generate import STOP_CANCELLED, STOP_CONTEXT, STOP_EOS, STOP_MAX_TOKENS, SamplingSettings
+from ..options import DEFAULT_TOPK
 
 DEFAULT_NEW_TOKENS = 40
 FINISHED = (STOP_EOS, STOP_CONTEXT, STOP_MAX_TOKENS)
@@ -25,10 +26,12 @@ class GenerationSettings:
 
     @classmethod
     def from_options(cls, options) -> "GenerationSettings":
-        """The settings the command line asked for (`--generate`, `--temperature`, ... `--no-cache`)."""
+        """The settings a run was started with (RunOptions: new tokens, sampling, the cache). No
+        number of new tokens means the default; 0 means none until the user asks."""
         if options is None:
             return cls()
-        return cls(options.generate or DEFAULT_NEW_TOKENS, options.sampling(), options.use_cache)
+        new_tokens = DEFAULT_NEW_TOKENS if options.generate is None else options.generate
+        return cls(new_tokens, options.sampling(), options.use_cache)
 
     @classmethod
     def from_record(cls, record: dict) -> "GenerationSettings":
@@ -82,12 +85,17 @@ class Generation:
     stop_reason: str | None = None  # None while running (or before the first run)
     label: str = ""  # 'naive (no cache)' / 'cached' in a comparison
     rng: object = None  # the sampling generator, kept so that a resumed run samples on where it stopped
+    topk: int = DEFAULT_TOPK  # candidates each step record keeps
 
     @classmethod
     def from_record(cls, record: dict, prompt_ids: list[int], prompt_tokens: list[str], n_ctx: int) -> "Generation":
         """A recorded generation (a trace's `generation` section), e.g. from a replayed trace."""
         steps = [dict(s) for s in record.get("steps") or []]
         starts = [i for i, s in enumerate(steps) if s.get("step") == 0] or ([0] if steps else [])
+        # Traces written before `topk` was recorded: the longest list of plain-softmax candidates
+        # (that softmax has no zeros to drop, so each list is as long as the top-k asked for).
+        longest = max((len((s.get("raw") or {}).get("ids") or []) for s in steps), default=DEFAULT_TOPK)
+        topk = record.get("topk")
         return cls(
             list(prompt_ids),
             list(prompt_tokens),
@@ -96,6 +104,7 @@ class Generation:
             steps,
             starts,
             record.get("stop_reason"),
+            topk=topk if isinstance(topk, int) and not isinstance(topk, bool) and topk > 0 else longest,
         )
 
     # -- growing -----------------------------------------------------------------------------

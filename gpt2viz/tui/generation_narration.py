@@ -9,7 +9,8 @@ from __future__ import annotations
 from ..generate import STOP_CANCELLED, STOP_CONTEXT, STOP_EOS, STOP_MAX_TOKENS
 from .formatting import count, nbytes, num, percent, shape
 from .generation import Comparison, Generation
-from .narration import ARROW, RunFacts
+from .facts import RunFacts
+from .narration import ARROW
 
 EOS_TEXT = "<|endoftext|>"
 
@@ -117,7 +118,9 @@ def choice_text(gen: Generation, index: int) -> str:
         kept.append(f"top-k keeps the {s.top_k} most likely")
     if s.top_p is not None:
         kept.append(f"top-p keeps the most likely until their mass reaches {percent(s.top_p)}")
-    before = f"{percent(raw_p)} in the plain softmax" if raw_p is not None else "outside the plain softmax's top 10"
+    before = (
+        f"{percent(raw_p)} in the plain softmax" if raw_p is not None else f"outside the plain softmax's top {gen.topk}"
+    )
     n_left = len((step.get("candidates") or {}).get("ids") or [])
     return (
         f"Sampling: the logits are divided by the temperature {s.temperature:g} "
@@ -125,9 +128,16 @@ def choice_text(gen: Generation, index: int) -> str:
         + (", then " + " and ".join(kept) if kept else "")
         + f". The token is drawn from what is left: {chosen} had p = {percent(step.get('chosen_prob'))} "
         f"after the settings, {before}."
-        + (f" Only {n_left} tokens could be drawn at this step." if n_left < 10 else "")
+        # The candidates list drops zeros: fewer than top-k entries means these were all there were.
+        + (_only_left(n_left) if n_left < gen.topk else "")
         + (f" The seed {s.seed} makes the draws repeatable." if s.seed is not None else " No seed: another run draws differently.")
     )
+
+
+def _only_left(n: int) -> str:
+    if n == 1:
+        return " Only 1 token could be drawn at this step."
+    return f" Only {n} tokens could be drawn at this step."
 
 
 def kv_formula(f: RunFacts, length: int, width: int = 0) -> list[str]:

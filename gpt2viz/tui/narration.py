@@ -11,7 +11,24 @@ import math
 from dataclasses import dataclass
 
 from ..trace import Trace
-from .formatting import DTYPE_BYTES, clip, count, millions, nbytes, num, percent, shape
+from ..trace.events import LAYER_NORM_STATS
+from .facts import (
+    RunFacts,
+    argmax,
+    attention_event,
+    final_choice,
+    head_focus,
+    hook_event,
+    layer_norm_event,
+    layer_norm_name,
+    lens_event,
+    lens_first_top,
+    last_row,
+    shape_of,
+    token_text,
+    value_at,
+)
+from .formatting import clip, count, millions, nbytes, num, percent, shape
 from .stages import Stage
 
 ARROW = " → "
@@ -27,119 +44,9 @@ class Narration:
     flow: tuple[str, ...]  # the shape flow, one step per line, with this run's shapes
 
 
-@dataclass(frozen=True)
-class RunFacts:
-    """The sizes of this run: model config, prompt length, number format."""
-
-    n_layer: int
-    n_head: int
-    n_embd: int
-    head_dim: int
-    vocab: int
-    n_ctx: int
-    d_mlp: int
-    eps: float
-    activation: str
-    T: int
-    dtype: str
-    value_bytes: int
-    n_params: int
-
-    @classmethod
-    def of(cls, trace: Trace) -> "RunFacts":
-        cfg = trace.model["config"]
-        n_embd, n_head = int(cfg["n_embd"]), int(cfg["n_head"])
-        dtype = str(trace.model.get("dtype", "float32"))
-        return cls(
-            n_layer=int(cfg["n_layer"]),
-            n_head=n_head,
-            n_embd=n_embd,
-            head_dim=n_embd // n_head,
-            vocab=int(cfg["vocab_size"]),
-            n_ctx=int(cfg["n_ctx"]),
-            d_mlp=int(cfg.get("n_inner") or 4 * n_embd),
-            eps=float(cfg.get("layer_norm_epsilon", 1e-5)),
-            activation=str(cfg.get("activation_function", "gelu_new")),
-            T=len(trace.tokens),
-            dtype=dtype,
-            value_bytes=DTYPE_BYTES.get(dtype, 4),
-            n_params=int(trace.model.get("n_params") or 0),
-        )
-
-
-@dataclass(frozen=True)
-class ParamCounts:
-    """Where the parameters are, computed from the config (weights and biases)."""
-
-    wte: int
-    wpe: int
-    layer_norm: int  # one LayerNorm: gain and bias
-    c_attn: int
-    attn_proj: int
-    c_fc: int
-    mlp_proj: int
-    n_layer: int
-
-    @property
-    def attention(self) -> int:
-        """One block's attention: c_attn + c_proj."""
-        return self.c_attn + self.attn_proj
-
-    @property
-    def mlp(self) -> int:
-        """One block's MLP: c_fc + c_proj."""
-        return self.c_fc + self.mlp_proj
-
-    @property
-    def block(self) -> int:
-        """One block: attention, MLP and its two LayerNorms."""
-        return self.attention + self.mlp + 2 * self.layer_norm
-
-    @property
-    def total(self) -> int:
-        """The whole model; the LM head reuses wte and adds nothing."""
-        return self.wte + self.wpe + self.n_layer * self.block + self.layer_norm
-
-
-def param_counts(facts: RunFacts) -> ParamCounts:
-    """Parameter counts of the model described by `facts`."""
-    C, F = facts.n_embd, facts.d_mlp
-    return ParamCounts(
-        wte=facts.vocab * C,
-        wpe=facts.n_ctx * C,
-        layer_norm=2 * C,
-        c_attn=C * 3 * C + 3 * C,
-        attn_proj=C * C + C,
-        c_fc=C * F + F,
-        mlp_proj=F * C + C,
-        n_layer=facts.n_layer,
-    )
-
-
-# -- small readers of the trace ------------------------------------------------------------
-
-
-def _event(trace: Trace, stage: str) -> dict:
-    return trace.event(stage) or {}
-
-
-def _shape(trace: Trace, stage: str, fallback: list[int]) -> list[int]:
-    return list(_event(trace, stage).get("shape") or fallback)
-
-
-def _token(trace: Trace, position: int) -> str:
-    return trace.tokens[position]["text"] if 0 <= position < len(trace.tokens) else "?"
-
-
 def _q(text: str) -> str:
     """A token text quoted for a sentence."""
     return f"'{text}'"
-
-
-def _at(values: list | None, position: int):
-    if not values or not -len(values) <= position < len(values):
-        return None
-    return values[position]
 
 
 def _near_zero(x: float) -> str:
@@ -150,45 +57,6 @@ def _near_zero(x: float) -> str:
 def _root(n: int) -> str:
     r = math.sqrt(n)
     return str(int(r)) if r == int(r) else num(r, 4)
-
-
-def _ln_name(stage: Stage) -> str:
-    return {"ln1": "ln_1", "ln2": "ln_2", "ln_final": "ln_f"}[stage.kind]
-
-
-def _ln_hook(stage: Stage) -> str:
-    if stage.kind == "ln_final":
-        return "ln_final.hook_normalized"
-    return f"blocks.{stage.layer}.{'ln1' if stage.kind == 'ln1' else 'ln2'}.hook_normalized"
-
-
-def last_row(trace: Trace, layer: int, head: int, which: str = "pattern") -> list[float | None]:
-    """The last query's full row of a head's scores or pattern (kept whole even for long prompts)."""
-    event = _event(trace, f"blocks.{layer}.attn.hook_{'pattern' if which == 'pattern' else 'attn_scores'}")
-    if event.get("reduced"):
-        return list(event.get("last_row", [[]])[head])
-    heads = event.get("heads") or []
-    if not heads:
-        return []
-    return list(heads[head][-1])
-
-
-def _argmax(row: list[float | None]) -> int | None:
-    best, best_j = None, None
-    for j, v in enumerate(row):
-        if v is not None and (best is None or v > best):
-            best, best_j = v, j
-    return best_j
-
-
-def final_choice(trace: Trace) -> tuple[int | None, str, float | None]:
-    """The predicted next token: id, display text and probability."""
-    out = _event(trace, "unembed.hook_out").get("positions") or []
-    if out:
-        last = out[-1]
-        return last["ids"][0], last["tokens"][0], last["probs"][0]
-    lens = _event(trace, "logit_lens")
-    return lens.get("final_id"), lens.get("final_token", "?"), None
 
 
 # -- the stages ----------------------------------------------------------------------------
@@ -241,9 +109,9 @@ def _tokenize(trace: Trace, stage: Stage, f: RunFacts, head: int):
 
 
 def _embed(trace: Trace, stage: Stage, f: RunFacts, head: int):
-    p = param_counts(f)
-    tok, pos = _event(trace, "hook_embed"), _event(trace, "hook_pos_embed")
-    x_shape = _shape(trace, "hook_pos_embed", [1, f.T, f.n_embd])
+    p = f.params
+    tok, pos = hook_event(trace, "hook_embed"), hook_event(trace, "hook_pos_embed")
+    x_shape = shape_of(trace, "hook_pos_embed", None, [1, f.T, f.n_embd])
     size = f.T * f.n_embd
     last = f.T - 1
     share = 100 * p.wte / f.n_params if f.n_params else 0
@@ -256,15 +124,15 @@ def _embed(trace: Trace, stage: Stage, f: RunFacts, head: int):
         f"\n\nwte holds {count(p.wte)} ({millions(p.wte)}) of this model's {count(f.n_params)} "
         f"parameters ({share:.1f}%); wpe holds {count(p.wpe)}."
     )
-    a, b, c = _at(tok.get("norms"), last), _at(pos.get("norms"), last), _at(pos.get("sum_norms"), last)
+    a, b, c = value_at(tok.get("norms"), last), value_at(pos.get("norms"), last), value_at(pos.get("sum_norms"), last)
     if a is not None and b is not None and c is not None:
         text += (
-            f" At position {last} ({_q(_token(trace, last))}) the token vector has length {num(a)}, "
+            f" At position {last} ({_q(token_text(trace, last))}) the token vector has length {num(a)}, "
             f"the position vector {num(b)}, their sum {num(c)}."
         )
     formula = "x[p] = wte[id[p]] + wpe[p]"
     flow = [
-        f"ids {shape([1, f.T])}{ARROW}rows of wte{ARROW}{shape(_shape(trace, 'hook_embed', x_shape))}",
+        f"ids {shape([1, f.T])}{ARROW}rows of wte{ARROW}{shape(shape_of(trace, 'hook_embed', None, x_shape))}",
         f"positions 0…{last}{ARROW}rows of wpe{ARROW}{shape(x_shape)}",
         f"sum{ARROW}x {shape(x_shape)}",
     ]
@@ -272,8 +140,8 @@ def _embed(trace: Trace, stage: Stage, f: RunFacts, head: int):
 
 
 def _layer_norm(trace: Trace, stage: Stage, f: RunFacts, head: int):
-    name = _ln_name(stage)
-    ev = _event(trace, _ln_hook(stage))
+    name = layer_norm_name(stage)
+    ev = layer_norm_event(trace, stage)
     x_shape = list(ev.get("shape") or [1, f.T, f.n_embd])
     where = {
         "ln1": "Before attention",
@@ -292,11 +160,11 @@ def _layer_norm(trace: Trace, stage: Stage, f: RunFacts, head: int):
     else:
         text += f"This is GPT-2's pre-norm design: x itself is not changed; {reader} reads the normalized copy."
     last = f.T - 1
-    stats = [_at(ev.get(k), last) for k in ("input_mean", "input_std", "normalized_mean", "normalized_std", "output_mean", "output_std")]
+    stats = [value_at(ev.get(k), last) for k in LAYER_NORM_STATS]
     if all(v is not None for v in stats):
         m, s, nm, ns, om, os_ = stats
         text += (
-            f"\n\nAt position {last} ({_q(_token(trace, last))}): mean {num(m)} and std {num(s)} going in; "
+            f"\n\nAt position {last} ({_q(token_text(trace, last))}): mean {num(m)} and std {num(s)} going in; "
             f"{_near_zero(nm)} and {num(ns)} after normalizing; mean {num(om)} and std {num(os_)} after γ and β."
         )
     formula = f"{name}(x) = (x − mean(x)) / √(var(x) + {f.eps:g}) · γ + β"
@@ -305,16 +173,16 @@ def _layer_norm(trace: Trace, stage: Stage, f: RunFacts, head: int):
 
 
 def _qkv(trace: Trace, stage: Stage, f: RunFacts, head: int):
-    p = param_counts(f)
+    p = f.params
     i = stage.layer
     C, H, D = f.n_embd, f.n_head, f.head_dim
-    head_shape = _shape(trace, f"blocks.{i}.attn.hook_q", [1, H, f.T, D])
-    kv = _event(trace, "kv_cache")
+    head_shape = shape_of(trace, "attn.hook_q", i, [1, H, f.T, D])
+    kv = hook_event(trace, "kv_cache")
     layer_kv = (kv.get("layers") or [None] * (i + 1))[i] if kv else None
     if layer_kv:
         kv_bytes = layer_kv["k_bytes"] + layer_kv["v_bytes"]
     else:
-        kv_bytes = 2 * H * f.T * D * f.value_bytes
+        kv_bytes = f.kv_bytes(f.T) // f.n_layer  # one layer's share
     text = (
         f"One matrix multiply, c_attn [{C} × {3 * C}] plus a bias ({count(p.c_attn)} parameters), turns each "
         f"normalized token vector into three vectors of {C} numbers: a query (what this position looks for), "
@@ -328,7 +196,8 @@ def _qkv(trace: Trace, stage: Stage, f: RunFacts, head: int):
     )
     formula = (
         "q, k, v = split(ln_1(x) @ W_attn + b_attn)\n"
-        f"q [T, C] → view [T, H, D] → transpose → [H, T, D]    T = {f.T} positions, H = {H} heads, D = {D}"
+        "q [T, C] → view [T, H, D] → transpose → [H, T, D]\n"
+        f"T = {f.T} positions, H = {H} heads, D = {D} numbers per head"
     )
     flow = [
         f"ln_1(x) {shape([1, f.T, C])}{ARROW}c_attn{ARROW}{shape([1, f.T, 3 * C])}",
@@ -340,7 +209,7 @@ def _qkv(trace: Trace, stage: Stage, f: RunFacts, head: int):
 
 def _scores(trace: Trace, stage: Stage, f: RunFacts, head: int):
     i, D, T = stage.layer, f.head_dim, f.T
-    ev = _event(trace, f"blocks.{i}.attn.hook_attn_scores")
+    ev = attention_event(trace, i, "scores")
     s_shape = list(ev.get("shape") or [1, f.n_head, T, T])
     masked = T * (T - 1) // 2
     text = (
@@ -352,11 +221,11 @@ def _scores(trace: Trace, stage: Stage, f: RunFacts, head: int):
         f"{count(T * T)} cells are masked."
     )
     row = last_row(trace, i, head, "scores")
-    j = _argmax(row)
+    j = argmax(row)
     if j is not None:
         text += (
-            f" The last query ({_q(_token(trace, T - 1))}) scores highest on position {j} "
-            f"({_q(_token(trace, j))}): {num(row[j])}."
+            f" The last query ({_q(token_text(trace, T - 1))}) scores highest on position {j} "
+            f"({_q(token_text(trace, j))}): {num(row[j])}."
         )
     text += _reduced_note(ev, T)
     formula = f"scores[h, i, j] = q[h, i] · k[h, j] / √{D}\nscores[h, i, j] = −∞ where j > i   (the causal mask)"
@@ -379,20 +248,20 @@ def _reduced_note(event: dict, T: int) -> str:
 
 def _pattern(trace: Trace, stage: Stage, f: RunFacts, head: int):
     i, T = stage.layer, f.T
-    ev = _event(trace, f"blocks.{i}.attn.hook_pattern")
+    ev = attention_event(trace, i, "pattern")
     p_shape = list(ev.get("shape") or [1, f.n_head, T, T])
-    z_shape = _shape(trace, f"blocks.{i}.attn.hook_z", [1, f.n_head, T, f.head_dim])
+    z_shape = shape_of(trace, "attn.hook_z", i, [1, f.n_head, T, f.head_dim])
     text = (
         "A softmax along each row turns the scores into weights: all positive, every row summing to 1, the "
         "masked future exactly 0. Row i is a recipe: the output of position i is the weighted sum of the "
         "value vectors of positions 0 … i."
     )
     row = last_row(trace, i, head, "pattern")
-    j = _argmax(row)
+    j = argmax(row)
     if j is not None:
         text += (
-            f"\n\nThe last row belongs to {_q(_token(trace, T - 1))}, the position that predicts the next token. "
-            f"In head {head} it puts {percent(row[j])} of its weight on position {j} ({_q(_token(trace, j))})."
+            f"\n\nThe last row belongs to {_q(token_text(trace, T - 1))}, the position that predicts the next token. "
+            f"In head {head} it puts {percent(row[j])} of its weight on position {j} ({_q(token_text(trace, j))})."
         )
     text += _reduced_note(ev, T)
     formula = "pattern[h, i, :] = softmax(scores[h, i, :])\nz[h, i] = Σ_j pattern[h, i, j] · v[h, j]"
@@ -401,16 +270,6 @@ def _pattern(trace: Trace, stage: Stage, f: RunFacts, head: int):
         f"pattern @ v {shape([1, f.n_head, T, f.head_dim])}{ARROW}z {shape(z_shape)}",
     ]
     return text, formula, flow
-
-
-def head_focus(trace: Trace, layer: int) -> list[tuple[int, float]]:
-    """For each head: the position the last query attends to most, and its weight."""
-    out = []
-    for h in range(RunFacts.of(trace).n_head):
-        row = last_row(trace, layer, h, "pattern")
-        j = _argmax(row)
-        out.append((j if j is not None else 0, row[j] if j is not None else 0.0))
-    return out
 
 
 def _heads(trace: Trace, stage: Stage, f: RunFacts, head: int):
@@ -422,21 +281,21 @@ def _heads(trace: Trace, stage: Stage, f: RunFacts, head: int):
         f"The {H} heads of block {i} side by side, each its own attention pattern (brighter: more weight). "
         "With their own query, key and value slices, heads learn to look for different things. Under each "
         "map: the position the last token looks at most."
-        f"\n\nIn this layer the last position ({_q(_token(trace, T - 1))}) looks mostly at itself in "
+        f"\n\nIn this layer the last position ({_q(token_text(trace, T - 1))}) looks mostly at itself in "
         f"{on_self} of the {H} heads"
     )
-    text += f" and mostly at position 0 ({_q(_token(trace, 0))}) in {on_first}." if T > 1 else "."
+    text += f" and mostly at position 0 ({_q(token_text(trace, 0))}) in {on_first}." if T > 1 else "."
     formula = f"head_h = softmax(q_h k_hᵀ / √{f.head_dim} + mask) v_h    h = 0 … {H - 1}"
-    p_shape = _shape(trace, f"blocks.{i}.attn.hook_pattern", [1, H, T, T])
+    p_shape = shape_of(trace, "attn.hook_pattern", i, [1, H, T, T])
     flow = [f"pattern {shape(p_shape)}{ARROW}{H} maps of {shape(p_shape[2:])}"]
     return text, formula, flow
 
 
 def _attn_out(trace: Trace, stage: Stage, f: RunFacts, head: int):
-    p = param_counts(f)
+    p = f.params
     i, C, T = stage.layer, f.n_embd, f.T
-    z_shape = _shape(trace, f"blocks.{i}.attn.hook_z", [1, f.n_head, T, f.head_dim])
-    out_shape = _shape(trace, f"blocks.{i}.hook_attn_out", [1, T, C])
+    z_shape = shape_of(trace, "attn.hook_z", i, [1, f.n_head, T, f.head_dim])
+    out_shape = shape_of(trace, "hook_attn_out", i, [1, T, C])
     text = (
         f"The heads' outputs z are put back side by side ({f.n_head} × {f.head_dim} = {C}) and mixed by "
         f"c_proj [{C} × {C}] ({count(p.attn_proj)} parameters). The result is an update that is added to the "
@@ -445,30 +304,30 @@ def _attn_out(trace: Trace, stage: Stage, f: RunFacts, head: int):
         f"{count(p.c_attn)} + c_proj {count(p.attn_proj)}."
     )
     last = T - 1
-    before = _at(_event(trace, f"blocks.{i}.hook_resid_pre").get("norms"), last)
-    update = _at(_event(trace, f"blocks.{i}.hook_attn_out").get("norms"), last)
-    after = _at(_event(trace, f"blocks.{i}.hook_resid_mid").get("norms"), last)
+    before = value_at(hook_event(trace, "hook_resid_pre", i).get("norms"), last)
+    update = value_at(hook_event(trace, "hook_attn_out", i).get("norms"), last)
+    after = value_at(hook_event(trace, "hook_resid_mid", i).get("norms"), last)
     if None not in (before, update, after):
         text += (
-            f" At position {last} ({_q(_token(trace, last))}) the update has length {num(update)} against "
+            f" At position {last} ({_q(token_text(trace, last))}) the update has length {num(update)} against "
             f"{num(before)} for x; x + update has length {num(after)}."
         )
     formula = "x ← x + concat(z) @ W_proj + b_proj"
     flow = [
         f"z {shape(z_shape)}{ARROW}concat heads{ARROW}{shape([1, T, C])}",
         f"c_proj{ARROW}update {shape(out_shape)}",
-        f"x + update{ARROW}x {shape(_shape(trace, f'blocks.{i}.hook_resid_mid', out_shape))}",
+        f"x + update{ARROW}x {shape(shape_of(trace, 'hook_resid_mid', i, out_shape))}",
     ]
     return text, formula, flow
 
 
 def _mlp(trace: Trace, stage: Stage, f: RunFacts, head: int):
-    p = param_counts(f)
+    p = f.params
     i, C, F, T = stage.layer, f.n_embd, f.d_mlp, f.T
-    post = _event(trace, f"blocks.{i}.mlp.hook_post")
-    pre_shape = _shape(trace, f"blocks.{i}.mlp.hook_pre", [1, T, F])
+    post = hook_event(trace, "mlp.hook_post", i)
+    pre_shape = shape_of(trace, "mlp.hook_pre", i, [1, T, F])
     post_shape = list(post.get("shape") or pre_shape)
-    out_shape = _shape(trace, f"blocks.{i}.hook_mlp_out", [1, T, C])
+    out_shape = shape_of(trace, "hook_mlp_out", i, [1, T, C])
     text = (
         "The MLP works on each position separately, with the same weights for all: nothing moves between "
         f"positions here. c_fc widens {C} numbers to {count(F)} ({count(p.c_fc)} parameters), GELU bends each of "
@@ -478,11 +337,11 @@ def _mlp(trace: Trace, stage: Stage, f: RunFacts, head: int):
         "gives slightly different numbers."
     )
     last = T - 1
-    frac = _at(post.get("frac_active"), last)
+    frac = value_at(post.get("frac_active"), last)
     top = post.get("top_neurons") or []
     if frac is not None:
         text += (
-            f"\n\nAt position {last} ({_q(_token(trace, last))}), {percent(frac)} of the {count(F)} neurons are "
+            f"\n\nAt position {last} ({_q(token_text(trace, last))}), {percent(frac)} of the {count(F)} neurons are "
             "positive after GELU"
         )
         text += f"; the strongest is neuron {top[0]['index']} at {num(top[0]['value'])}." if top else "."
@@ -496,9 +355,9 @@ def _mlp(trace: Trace, stage: Stage, f: RunFacts, head: int):
 
 
 def _mlp_out(trace: Trace, stage: Stage, f: RunFacts, head: int):
-    p = param_counts(f)
+    p = f.params
     i, T = stage.layer, f.T
-    post = _event(trace, f"blocks.{i}.hook_resid_post")
+    post = hook_event(trace, "hook_resid_post", i)
     x_shape = list(post.get("shape") or [1, T, f.n_embd])
     text = (
         f"The MLP's update is added to the residual stream, and block {i} is done: x leaves with the same "
@@ -508,22 +367,22 @@ def _mlp_out(trace: Trace, stage: Stage, f: RunFacts, head: int):
         f"{count(f.n_layer * p.block)} of the model's {count(f.n_params)}."
     )
     last = T - 1
-    vals = [_at(post.get(k), last) for k in ("before_norms", "attn_update_norms", "mlp_update_norms", "norms")]
+    vals = [value_at(post.get(k), last) for k in ("before_norms", "attn_update_norms", "mlp_update_norms", "norms")]
     if None not in vals:
         before, au, mu, after = vals
         text += (
-            f"\n\nAt position {last} ({_q(_token(trace, last))}): x had length {num(before)} entering the block; "
+            f"\n\nAt position {last} ({_q(token_text(trace, last))}): x had length {num(before)} entering the block; "
             f"attention added an update of length {num(au)}, the MLP one of {num(mu)}; x leaves with length {num(after)}."
         )
     remaining = f.n_layer - 1 - i
     text += f" {remaining} more block{'s' if remaining != 1 else ''} to go." if remaining else " This was the last block."
     formula = "x ← x + mlp(ln_2(x))"
-    flow = [f"x {shape(x_shape)} + update {shape(_shape(trace, f'blocks.{i}.hook_mlp_out', x_shape))}{ARROW}x {shape(x_shape)}"]
+    flow = [f"x {shape(x_shape)} + update {shape(shape_of(trace, 'hook_mlp_out', i, x_shape))}{ARROW}x {shape(x_shape)}"]
     return text, formula, flow
 
 
 def _lm_head(trace: Trace, stage: Stage, f: RunFacts, head: int):
-    ev = _event(trace, "unembed.hook_out")
+    ev = hook_event(trace, "unembed.hook_out")
     out_shape = list(ev.get("shape") or [1, f.T, f.vocab])
     last = f.T - 1
     positions = ev.get("positions") or []
@@ -553,20 +412,8 @@ def _lm_head(trace: Trace, stage: Stage, f: RunFacts, head: int):
     return text, formula, flow
 
 
-def lens_first_top(trace: Trace) -> int | None:
-    """The first block after which the final choice is the lens's top token and stays there."""
-    layers = _event(trace, "logit_lens").get("layers") or []
-    first = None
-    for entry in layers:
-        if entry.get("final_rank") == 1:
-            first = entry["layer"] if first is None else first
-        else:
-            first = None
-    return first
-
-
 def _logit_lens(trace: Trace, stage: Stage, f: RunFacts, head: int):
-    ev = _event(trace, "logit_lens")
+    ev = lens_event(trace)
     layers = ev.get("layers") or []
     token = ev.get("final_token", "?")
     text = (
@@ -594,7 +441,7 @@ def _logit_lens(trace: Trace, stage: Stage, f: RunFacts, head: int):
 
 def _next_token(trace: Trace, stage: Stage, f: RunFacts, head: int):
     token_id, token, prob = final_choice(trace)
-    kv = _event(trace, "kv_cache")
+    kv = hook_event(trace, "kv_cache")
     text = (
         f"Greedy decoding takes the most probable token: {_q(token)} (id {token_id}"
         + (f", p = {percent(prob)}" if prob is not None else "")
@@ -632,43 +479,3 @@ _WRITERS = {
     "logit_lens": _logit_lens,
     "next_token": _next_token,
 }
-
-
-# -- shapes for the side panel --------------------------------------------------------------
-
-
-def stage_shapes(trace: Trace, stage: Stage) -> list[tuple[str, list[int]]]:
-    """The tensors this stage produces, as (name, shape), for the 'shapes so far' panel."""
-    f = RunFacts.of(trace)
-    T, C, H = f.T, f.n_embd, f.n_head
-    i = stage.layer
-    k = stage.kind
-    if k == "tokenize":
-        return [("token ids", [1, T])]
-    if k == "embed":
-        return [("residual x", _shape(trace, "hook_pos_embed", [1, T, C]))]
-    if k in ("ln1", "ln2", "ln_final"):
-        return [(_ln_name(stage) + "(x)", _shape(trace, _ln_hook(stage), [1, T, C]))]
-    if k == "qkv":
-        return [("c_attn out", [1, T, 3 * C]), ("q, k, v", _shape(trace, f"blocks.{i}.attn.hook_q", [1, H, T, f.head_dim]))]
-    if k == "scores":
-        return [("scores", _shape(trace, f"blocks.{i}.attn.hook_attn_scores", [1, H, T, T]))]
-    if k in ("pattern", "heads"):
-        return [
-            ("pattern", _shape(trace, f"blocks.{i}.attn.hook_pattern", [1, H, T, T])),
-            ("z", _shape(trace, f"blocks.{i}.attn.hook_z", [1, H, T, f.head_dim])),
-        ]
-    if k == "attn_out":
-        return [("attn out", _shape(trace, f"blocks.{i}.hook_attn_out", [1, T, C]))]
-    if k == "mlp":
-        return [("MLP hidden", _shape(trace, f"blocks.{i}.mlp.hook_post", [1, T, f.d_mlp]))]
-    if k == "mlp_out":
-        return [("MLP update", _shape(trace, f"blocks.{i}.hook_mlp_out", [1, T, C]))]
-    if k == "lm_head":
-        logits = _shape(trace, "unembed.hook_out", [1, T, f.vocab])
-        return [("logits", logits), ("last row", [1, logits[-1]])]
-    if k == "logit_lens":
-        return [("logit lens", _shape(trace, "logit_lens", [f.n_layer, f.vocab]))]
-    if k == "next_token":
-        return [("ids + next", [1, T + 1])]
-    return []

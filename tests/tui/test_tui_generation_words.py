@@ -20,7 +20,7 @@ from gpt2viz.tui.generation_narration import (
     step_text,
     stop_text,
 )
-from gpt2viz.tui.narration import RunFacts
+from gpt2viz.tui.facts import RunFacts
 from gpt2viz.tui.screens.generation_settings import parse_settings
 from gpt2viz.tui.widgets.latency_chart import Series, chart_scale, fill, groups, pooled
 

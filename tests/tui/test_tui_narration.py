@@ -9,7 +9,8 @@ import sys
 import pytest
 
 from gpt2viz.tui.formatting import cell_value, fit, nbytes, num_in, shape, shown_positions
-from gpt2viz.tui.narration import RunFacts, narrate, param_counts, stage_shapes
+from gpt2viz.tui.facts import RunFacts, stage_shapes
+from gpt2viz.tui.narration import narrate
 from gpt2viz.tui.stages import BLOCK_KINDS, Stage, block_jump, build_stages, index_of
 
 
@@ -34,7 +35,7 @@ def test_block_jump_keeps_the_sub_stage():
 
 def test_gpt2_small_parameter_counts(small_trace):
     facts = RunFacts.of(small_trace)
-    p = param_counts(facts)
+    p = facts.params
     assert p.attention == 2_362_368
     assert p.mlp == 4_722_432
     assert p.wte == 38_597_376

@@ -22,12 +22,12 @@ from textual.screen import Screen
 from textual.widgets import Footer
 from textual.worker import get_current_worker
 
-from ...errors import Gpt2VizError
-from ...generate import new_generator
+from ...generate import STOP_CANCELLED, new_generator
+from ...options import DEFAULT_TOPK
 from ...trace import Trace
-from ..background import Cancelled, locked, run_detached
+from ..background import locked, record_pass, reporting, run_detached
 from ..generation import Comparison, Generation, GenerationSettings
-from ..narration import RunFacts
+from ..facts import RunFacts
 from ..widgets.latency_chart import LatencyChart
 from ..widgets.generation_panels import ChoicePanel, CostPanel, KVPanel, StatusLine, TextPanel, ViewState
 from ..widgets.room_notice import MIN_WIDTH, RoomNotice
@@ -37,7 +37,6 @@ from .generation_settings import SettingsScreen
 DRAW_INTERVAL_S = 0.2  # while tokens stream in, the panels are redrawn at most this often
 
 STEP = Binding.Group("step", compact=True)
-TOPK = 10  # candidates kept per step (the `raw` and `candidates` lists)
 
 HELP_TEXT = (
     "space stops a running generation (the text so far stays), resumes it, and once it is done generates "
@@ -98,17 +97,31 @@ class GenerationScreen(Screen):
         text: str
 
     @dataclass(eq=False)
+    class SettingsChanged(Message):
+        """The user chose new generation settings (the app keeps them for the next view)."""
+
+        settings: GenerationSettings
+
+    @dataclass(eq=False)
     class StepTraced(Message):
         """The forward pass of generation step `index` was recorded."""
 
         index: int
         trace: Trace
 
-    def __init__(self, trace: Trace, lm=None, settings: GenerationSettings | None = None, replay: str | None = None) -> None:
+    def __init__(
+        self,
+        trace: Trace,
+        lm=None,
+        settings: GenerationSettings | None = None,
+        replay: str | None = None,
+        topk: int = DEFAULT_TOPK,
+    ) -> None:
         super().__init__()
         self.trace = trace
         self.lm = lm
         self.replay = replay
+        self.topk = topk  # candidates kept per step (the `raw` and `candidates` lists)
         self.facts = RunFacts.of(trace)
         self.settings = settings or GenerationSettings()
         self.comparison: Comparison | None = None
@@ -123,6 +136,7 @@ class GenerationScreen(Screen):
         if lm is None and trace.generation:
             self.gen = Generation.from_record(trace.generation, trace.token_ids, self._prompt_texts(), self.facts.n_ctx)
             self.settings = self.gen.settings
+            self.topk = self.gen.topk
         else:
             self.gen = self._new_generation(self.settings)
 
@@ -130,7 +144,7 @@ class GenerationScreen(Screen):
         return [t["text"] for t in self.trace.tokens]
 
     def _new_generation(self, settings: GenerationSettings, label: str = "") -> Generation:
-        return Generation(self.trace.token_ids, self._prompt_texts(), settings, self.facts.n_ctx, label=label)
+        return Generation(self.trace.token_ids, self._prompt_texts(), settings, self.facts.n_ctx, label=label, topk=self.topk)
 
     @property
     def live(self) -> bool:
@@ -162,7 +176,7 @@ class GenerationScreen(Screen):
         text.border_title = "Text"
         text.border_subtitle = "b: token boundaries"
         self._draw()
-        if self.live:
+        if self.live and self.settings.max_new_tokens > 0:
             self.start()
 
     def on_resize(self, event: events.Resize) -> None:
@@ -284,7 +298,7 @@ class GenerationScreen(Screen):
                 max_new,
                 settings.sampling,
                 settings.use_cache,
-                TOPK,
+                self.topk,
                 on_step=on_step,
                 should_stop=lambda: worker.is_cancelled or stop.is_set(),
                 generator=rng,
@@ -298,46 +312,27 @@ class GenerationScreen(Screen):
         self, run: int, ids: list[int], max_new: int, settings: GenerationSettings, stop: threading.Event, rng
     ) -> None:
         """Generates up to `max_new` tokens after `ids`, posting each step; sampling draws from `rng`."""
-        try:
+        with reporting(lambda text, code: self.post_message(self.RunFailed(run, text))):
             self.post_message(self.RunEnded(run, self._record(run, ids, max_new, settings, stop, rng)))
-        except Cancelled:
-            return
-        except Gpt2VizError as err:
-            self.post_message(self.RunFailed(run, str(err)))
-        except Exception as err:  # a bug: say it, keep the app alive
-            self.post_message(self.RunFailed(run, f"{type(err).__name__}: {err}"))
 
     @work(thread=True, exclusive=True, group="generate", exit_on_error=False)
     def _run_compare(self, run: int, ids: list[int], settings: GenerationSettings, stop: threading.Event) -> None:
         """The same generation without the cache, then with it."""
-        try:
+        with reporting(lambda text, code: self.post_message(self.RunFailed(run, text))):
             for phase, use_cache in enumerate((False, True)):
                 phase_settings = GenerationSettings(settings.max_new_tokens, settings.sampling, use_cache)
                 reason = self._record(run, ids, settings.max_new_tokens, phase_settings, stop)
                 self.post_message(self.RunEnded(run, reason, phase))
                 if stop.is_set():
                     return
-        except Cancelled:
-            return
-        except Gpt2VizError as err:
-            self.post_message(self.RunFailed(run, str(err)))
-        except Exception as err:
-            self.post_message(self.RunFailed(run, f"{type(err).__name__}: {err}"))
 
     @work(thread=True, exclusive=True, group="step-trace", exit_on_error=False)
     def _trace_step(self, index: int, ids: list[int]) -> None:
         """Records the forward pass that chose step `index`'s token."""
-        from ...trace import trace_prompt
-
         worker = get_current_worker()
-        topk = getattr(getattr(self.app, "options", None), "topk_logits", None) or 10
-        try:
-            trace = run_detached(locked(lambda: trace_prompt(self.lm, ids, topk=topk)), lambda: worker.is_cancelled)
+        with reporting(lambda text, code: self.post_message(self.RunFailed(-1, text))):
+            trace = record_pass(self.lm, ids, self.topk, lambda: worker.is_cancelled)
             self.post_message(self.StepTraced(index, trace))
-        except Cancelled:
-            return
-        except Exception as err:
-            self.post_message(self.RunFailed(-1, f"{type(err).__name__}: {err}"))
 
     # -- messages from the workers -----------------------------------------------------------
     def on_generation_screen_step_generated(self, message: StepGenerated) -> None:
@@ -352,7 +347,7 @@ class GenerationScreen(Screen):
         self.gen.end_run(message.stop_reason)
         if self.phase == "comparing" and self._compare is not None:
             naive, cached = self._compare
-            if message.stop_reason == "cancelled":
+            if message.stop_reason == STOP_CANCELLED:
                 self.notify("Comparison stopped. c runs it again.", timeout=3)
             elif message.phase == 0:
                 self.gen = cached
@@ -367,7 +362,7 @@ class GenerationScreen(Screen):
 
     def on_generation_screen_run_failed(self, message: RunFailed) -> None:
         if message.run == self._run:
-            self.gen.end_run("cancelled")
+            self.gen.end_run(STOP_CANCELLED)
             self._compare = None
             self._set_phase("idle")
             self._draw()
@@ -388,6 +383,9 @@ class GenerationScreen(Screen):
         self.resume()
 
     def action_restart(self) -> None:
+        if self.settings.max_new_tokens == 0:  # nothing to generate yet: ask how much first
+            self.action_settings()
+            return
         self.start()
 
     def action_compare(self) -> None:
@@ -400,8 +398,7 @@ class GenerationScreen(Screen):
         if settings is None:
             return
         self.settings = settings
-        if hasattr(self.app, "generation_settings"):
-            self.app.generation_settings = settings
+        self.post_message(self.SettingsChanged(settings))
         self.start(settings)
 
     def action_boundaries(self) -> None:

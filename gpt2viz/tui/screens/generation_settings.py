@@ -9,20 +9,22 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static, Switch
 
-from ...errors import UsageError
+from ...errors import SettingError
 from ...generate import SamplingSettings
 from ..generation import GenerationSettings
 
 SAMPLING_FIELDS = ("temperature", "top-k", "top-p", "seed")
+# The form's field for each setting the core names in a SettingError.
+FIELD_OF_SETTING = {"temperature": "temperature", "top_k": "top-k", "top_p": "top-p", "seed": "seed"}
 SWITCH_HINTS = {
     "use-cache": {True: "on: K and V kept between steps", False: "off: every step recomputes it all"},
     "sampling": {True: "on: the token is drawn at random", False: "off: greedy, the most likely token"},
 }
 
 
-def _message(err: Exception) -> str:
-    """A validation message with the command line's '--' dropped: 'top-k must be an integer >= 1, got 0'."""
-    return str(err).replace("--", "")
+def _message(err: SettingError) -> str:
+    """A validation message naming the form's field: 'top-k must be an integer >= 1, got 0'."""
+    return f"{FIELD_OF_SETTING.get(err.setting, err.setting)} {err.problem}"
 
 
 def parse_settings(values: dict[str, str], sampling: bool, use_cache: bool) -> tuple[GenerationSettings | None, dict[str, str]]:
@@ -58,7 +60,7 @@ def parse_settings(values: dict[str, str], sampling: bool, use_cache: bool) -> t
             if key != "seed":
                 try:
                     SamplingSettings(**{key: value})
-                except UsageError as err:
+                except SettingError as err:
                     errors[name] = _message(err)
                     continue
             parsed[key] = value
@@ -67,17 +69,26 @@ def parse_settings(values: dict[str, str], sampling: bool, use_cache: bool) -> t
         if not errors:
             try:
                 sampling_settings = SamplingSettings(**parsed)  # type: ignore[arg-type]
-            except UsageError as err:
-                errors["temperature"] = _message(err)
+            except SettingError as err:
+                errors[FIELD_OF_SETTING.get(err.setting, "temperature")] = _message(err)
     if errors or max_new is None:
         return None, errors
     return GenerationSettings(max_new, sampling_settings, use_cache), {}
 
 
+class FormSwitch(Switch, inherit_bindings=False):
+    """A switch that only Space (or a click) flips: in this form Enter means "generate"."""
+
+    BINDINGS = [Binding("space", "toggle_switch", "toggle", show=False)]
+
+
 class SettingsScreen(ModalScreen[GenerationSettings | None]):
     """Edit the generation settings; Enter applies them and generates again, Escape keeps them."""
 
-    BINDINGS = [Binding("escape", "cancel", "cancel", id="cancel-settings", tooltip="Keep the current settings")]
+    BINDINGS = [
+        Binding("escape", "cancel", "cancel", id="cancel-settings", tooltip="Keep the current settings"),
+        Binding("enter", "apply", "generate", id="apply-settings", tooltip="Apply these settings and generate"),
+    ]
 
     def __init__(self, settings: GenerationSettings) -> None:
         super().__init__()
@@ -98,11 +109,11 @@ class SettingsScreen(ModalScreen[GenerationSettings | None]):
             yield from self._row("new-tokens", "new tokens", str(s.max_new_tokens), "at most; stops earlier at the end of text", "integer")
             with Horizontal(classes="settings-row"):
                 yield Label("KV cache", classes="settings-label")
-                yield Switch(value=s.use_cache, id="use-cache")
+                yield FormSwitch(value=s.use_cache, id="use-cache")
                 yield Label(SWITCH_HINTS["use-cache"][s.use_cache], id="use-cache-hint", classes="settings-hint")
             with Horizontal(classes="settings-row"):
                 yield Label("sampling", classes="settings-label")
-                yield Switch(value=not sm.greedy, id="sampling")
+                yield FormSwitch(value=not sm.greedy, id="sampling")
                 yield Label(SWITCH_HINTS["sampling"][not sm.greedy], id="sampling-hint", classes="settings-hint")
             yield from self._row("temperature", "temperature", f"{sm.temperature:g}" if not sm.greedy else "1", "> 0: < 1 sharper, > 1 flatter", "number")
             yield from self._row("top-k", "top-k", "" if sm.top_k is None else str(sm.top_k), "the k most likely; blank: all", "integer")
@@ -160,6 +171,9 @@ class SettingsScreen(ModalScreen[GenerationSettings | None]):
             self.apply()
         else:
             self.dismiss(None)
+
+    def action_apply(self) -> None:
+        self.apply()
 
     def action_cancel(self) -> None:
         self.dismiss(None)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import time
 
 from textual import events
@@ -25,16 +24,6 @@ STAGE = Binding.Group("stage", compact=True)
 BLOCK = Binding.Group("block", compact=True)
 HEAD = Binding.Group("head", compact=True)
 SCROLL = Binding.Group("scroll", compact=True)
-
-
-def freeze_trace() -> None:
-    """Moves the (never changing) trace out of the garbage collector's way.
-
-    A trace is many small lists and floats; without this, collections that walk them all land on
-    keypresses at random and add 100+ ms to a step.
-    """
-    gc.collect()
-    gc.freeze()
 
 
 class StepScreen(Screen):
@@ -89,7 +78,6 @@ class StepScreen(Screen):
         self.query_one(PipelineNavigator).set_stages(self.stages, self.index)
         self.query_one(TopBar).draw(self.trace, self.replay, self.from_step, self.chosen)
         self._draw()
-        freeze_trace()
 
     def on_resize(self, event: events.Resize) -> None:
         # Below 100 columns every key fits only in the compact footer.
@@ -138,7 +126,6 @@ class StepScreen(Screen):
         self.query_one(PipelineNavigator).set_stages(self.stages, self.index)
         self.query_one(TopBar).draw(trace, self.replay)
         self._draw()
-        freeze_trace()
 
     def _draw(self, new_stage: bool = True) -> None:
         started = time.perf_counter()

@@ -6,42 +6,18 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 
 from ...trace import Trace
-from ..narration import head_focus, last_row
+from ...trace.events import pool_bins
+from ..facts import attention_event, head_focus, last_row, masked_pattern
 from ..stages import Stage
 from .heads_grid import HeadsData, HeadsGrid
 from .heatmap import Heatmap, HeatmapData
 
 
-def _block_starts(n_blocks: int, length: int) -> list[int]:
-    """First position of each block when `length` positions are averaged into `n_blocks`."""
-    return [(b * length) // n_blocks for b in range(n_blocks)]
-
-
-def _maps(trace: Trace, layer: int, which: str) -> tuple[dict, list]:
-    stage = f"blocks.{layer}.attn.hook_{'attn_scores' if which == 'scores' else 'pattern'}"
-    event = trace.event(stage) or {}
-    return event, event.get("heads") or []
-
-
-def masked_pattern(trace: Trace, layer: int, head: int) -> list[list[float | None]]:
-    """A head's pattern with the masked (future) cells as None, as in the scores."""
-    event, heads = _maps(trace, layer, "pattern")
-    if not heads:
-        return []
-    values = heads[head]
-    if event.get("reduced"):
-        _, score_heads = _maps(trace, layer, "scores")
-        mask = score_heads[head] if score_heads else None
-        if mask is None:
-            return values
-        return [[None if mask[i][j] is None else v for j, v in enumerate(row)] for i, row in enumerate(values)]
-    return [[None if j > i else v for j, v in enumerate(row)] for i, row in enumerate(values)]
-
-
 def attention_data(trace: Trace, stage: Stage, head: int) -> tuple[HeatmapData | None, HeatmapData | None]:
     """The map of one head (and, for long prompts, the last query's full row)."""
     which = "scores" if stage.kind == "scores" else "pattern"
-    event, heads = _maps(trace, stage.layer, which)
+    event = attention_event(trace, stage.layer, which)
+    heads = event.get("heads") or []
     if not heads:
         return None, None
     head = min(head, len(heads) - 1)
@@ -62,7 +38,8 @@ def attention_data(trace: Trace, stage: Stage, head: int) -> tuple[HeatmapData |
         )
         return data, None
     rows, cols = len(values), len(values[0])
-    row_starts, col_starts = _block_starts(rows, T), _block_starts(cols, T)
+    row_starts = [start for start, _ in pool_bins(T, rows)]
+    col_starts = [start for start, _ in pool_bins(T, cols)]
     data = HeatmapData(
         values=values,
         row_labels=[],

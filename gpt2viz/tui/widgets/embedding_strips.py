@@ -9,6 +9,7 @@ from rich.segment import Segment
 from rich.style import Style
 from textual.strip import Strip
 
+from ..facts import hook_event
 from ..formatting import fit, num, shown_positions
 from ..palette import LEVELS, diverging
 from .strip_widget import StripWidget, fit_strip
@@ -95,8 +96,8 @@ class EmbedPicture(EmbeddingStrips):
 
     def draw(self, trace, stage, head: int = 0) -> None:
         """Draws the token, position and summed vectors of every token."""
-        tok = trace.event("hook_embed") or {}
-        pos = trace.event("hook_pos_embed") or {}
+        tok = hook_event(trace, "hook_embed")
+        pos = hook_event(trace, "hook_pos_embed")
         if not tok.get("preview") or not pos.get("preview"):
             self.show(None)
             return

@@ -29,7 +29,7 @@ from ..generation_narration import (
     step_text,
     stop_text,
 )
-from ..narration import RunFacts
+from ..facts import RunFacts
 from .latency_chart import LatencyChart, Series
 from .pictures import CHIP_A, CHIP_B, CURRENT, NEW, bar
 
@@ -404,6 +404,8 @@ class StatusLine(Static):
             head = [("● comparing ", ".status-line--good"), f"{gen.label}: {n} of {total} tokens"]
         elif state.running:
             head = [("● generating ", ".status-line--good"), f"{n} of {total} tokens"]
+        elif gen.stop_reason is None and total == 0:
+            head = [("○ ", ".status-line--dim"), "not started: 0 new tokens asked for.", (" s sets how many.", ".status-line--dim")]
         elif gen.stop_reason is None:
             head = [("○ ", ".status-line--dim"), "not started"]
         elif state.comparison is not None:

@@ -12,7 +12,8 @@ from textual.widgets import Static
 
 from ...trace import Trace
 from ..formatting import clip, count, fit, num, num_in, percent, shape, shown_positions
-from ..narration import RunFacts, final_choice, lens_first_top
+from ...trace.events import LAYER_NORM_STATS
+from ..facts import RunFacts, final_choice, hook_event, layer_norm_event, lens_event, lens_first_top, shape_of
 from ..stages import Stage
 
 EIGHTHS = " ▏▎▍▌▋▊▉█"
@@ -119,10 +120,7 @@ class LayerNormTable(Picture):
     """Per token: mean and std going in, after normalizing, and after the learned gain and bias."""
 
     def build(self, trace: Trace, stage: Stage, head: int) -> Content:
-        hook = "ln_final.hook_normalized" if stage.layer is None else (
-            f"blocks.{stage.layer}.{'ln1' if stage.kind == 'ln1' else 'ln2'}.hook_normalized"
-        )
-        ev = trace.event(hook) or {}
+        ev = layer_norm_event(trace, stage)
         width = token_column_width(trace)
         digits = len(str(len(trace.tokens) - 1))
         pad = " " * (digits + 1 + width)
@@ -130,8 +128,7 @@ class LayerNormTable(Picture):
             Content.styled(f"{pad}  {'going in':^17}   {'normalized':^17}   {'after γ, β':^17}", ".picture--header"),
             Content.styled(f"{pad}  {'mean':>8} {'std':>8}   {'mean':>8} {'std':>8}   {'mean':>8} {'std':>8}", ".picture--header"),
         ]
-        keys = ("input_mean", "input_std", "normalized_mean", "normalized_std", "output_mean", "output_std")
-        columns = [ev.get(k) or [] for k in keys]
+        columns = [ev.get(k) or [] for k in LAYER_NORM_STATS]
         shown = shown_positions(len(trace.tokens))
         for p in shown:
             if p is None:
@@ -157,7 +154,7 @@ class QKVDiagram(Picture):
     def build(self, trace: Trace, stage: Stage, head: int) -> Content:
         f = RunFacts.of(trace)
         C, H, D, T = f.n_embd, f.n_head, f.head_dim, f.T
-        head_shape = (trace.event(f"blocks.{stage.layer}.attn.hook_q") or {}).get("shape") or [1, H, T, D]
+        head_shape = shape_of(trace, "attn.hook_q", stage.layer, [1, H, T, D])
         span = 14
         rows = [
             Content.assemble("ln_1(x) ", (shape([1, T, C]), ".picture--header")),
@@ -195,13 +192,13 @@ class ResidualBars(Picture):
     def build(self, trace: Trace, stage: Stage, head: int) -> Content:
         i = stage.layer
         if stage.kind == "attn_out":
-            before = (trace.event(f"blocks.{i}.hook_resid_pre") or {}).get("norms") or []
-            update = (trace.event(f"blocks.{i}.hook_attn_out") or {}).get("norms") or []
-            after = (trace.event(f"blocks.{i}.hook_resid_mid") or {}).get("norms") or []
+            before = hook_event(trace, "hook_resid_pre", i).get("norms") or []
+            update = hook_event(trace, "hook_attn_out", i).get("norms") or []
+            after = hook_event(trace, "hook_resid_mid", i).get("norms") or []
             names = ("|x| before", "|attention update|", "|x| after")
         else:
-            post = trace.event(f"blocks.{i}.hook_resid_post") or {}
-            before = (trace.event(f"blocks.{i}.hook_resid_mid") or {}).get("norms") or []
+            post = hook_event(trace, "hook_resid_post", i)
+            before = hook_event(trace, "hook_resid_mid", i).get("norms") or []
             update = post.get("mlp_update_norms") or []
             after = post.get("norms") or []
             names = ("|x| before", "|MLP update|", "|x| after")
@@ -251,7 +248,7 @@ class MLPActivity(Picture):
 
     def build(self, trace: Trace, stage: Stage, head: int) -> Content:
         f = RunFacts.of(trace)
-        post = trace.event(f"blocks.{stage.layer}.mlp.hook_post") or {}
+        post = hook_event(trace, "mlp.hook_post", stage.layer)
         frac = post.get("frac_active") or []
         width = token_column_width(trace)
         digits = len(str(len(trace.tokens) - 1))
@@ -294,7 +291,7 @@ class TopTokens(Picture):
     """The last position's top tokens as probability bars, then what the other positions guess."""
 
     def build(self, trace: Trace, stage: Stage, head: int) -> Content:
-        ev = trace.event("unembed.hook_out") or {}
+        ev = hook_event(trace, "unembed.hook_out")
         positions = ev.get("positions") or []
         if not positions:
             return Content("no logits in this trace")
@@ -345,7 +342,7 @@ class LogitLensTable(Picture):
     """Per block: the lens's top token, and the rank and probability of the final choice."""
 
     def build(self, trace: Trace, stage: Stage, head: int) -> Content:
-        ev = trace.event("logit_lens") or {}
+        ev = lens_event(trace)
         layers = ev.get("layers") or []
         final = ev.get("final_token", "?")
         width = max(9, min(16, max((cell_len(e["tokens"][0]) for e in layers), default=9)))
@@ -392,13 +389,13 @@ class NextTokenView(Picture):
                 f"   id {token_id}" + (f"   p = {percent(prob)}" if prob is not None else ""),
             )
         )
-        last = ((trace.event("unembed.hook_out") or {}).get("positions") or [{}])[-1]
+        last = (hook_event(trace, "unembed.hook_out").get("positions") or [{}])[-1]
         if last.get("ids"):
             rows.append(Content(""))
             rows.append(Content.styled("runners-up", ".picture--dim"))
             for tok, p in list(zip(last["tokens"], last["probs"]))[1:4]:
                 rows.append(Content.assemble("  ", (fit(tok, 16), ".picture--token"), f" {percent(p):>7}"))
-        kv = trace.event("kv_cache")
+        kv = hook_event(trace, "kv_cache")
         if kv:
             layer = kv["layers"][0] if kv.get("layers") else None
             rows += [

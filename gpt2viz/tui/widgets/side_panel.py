@@ -9,7 +9,7 @@ from textual.widgets import Static
 
 from ...trace import Trace
 from ..formatting import compact_shape, count, fit
-from ..narration import stage_shapes
+from ..facts import hook_event, stage_shapes
 from ..stages import Stage
 
 
@@ -61,7 +61,7 @@ class SidePanel(VerticalScroll):
         return Content("\n").join(rows)
 
     def _kv(self, trace: Trace, stages: list[Stage], index: int) -> Content:
-        kv = trace.event("kv_cache")
+        kv = hook_event(trace, "kv_cache")
         rows = [Content(""), Content.styled("KV cache (prefill)", ".side-panel--title")]
         if not kv:
             rows.append(Content.styled("not recorded (--no-cache)", ".side-panel--dim"))

@@ -10,7 +10,7 @@ from textual.widgets import Static
 from ...trace import Trace
 from ..formatting import clip, millions
 from ..generation import GenerationSettings, settings_label
-from ..narration import final_choice
+from ..facts import final_choice
 
 
 def model_label(trace: Trace) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .events import resolve
+from .events import is_deferred, resolve
 
 SCHEMA = "gpt2viz.trace/1"
 
@@ -30,6 +30,18 @@ class Trace:
         event = self._by_stage.get(stage)
         return None if event is None else resolve(event)
 
+    def resolve_all(self) -> "Trace":
+        """Works out every deferred part now, in the calling thread: a worker calls this before it
+        hands the trace to a screen, so that reading it later only looks data up."""
+        for event in self.events:
+            resolve(event)
+        return self
+
+    @property
+    def resolved(self) -> bool:
+        """Whether every part is plain data (nothing left to work out)."""
+        return not any(is_deferred(event) for event in self.events)
+
     @property
     def n_layer(self) -> int:
         return int(self.model["config"]["n_layer"])
@@ -39,8 +51,7 @@ class Trace:
         return [t["id"] for t in self.tokens]
 
     def to_dict(self) -> dict:
-        for event in self.events:
-            resolve(event)
+        self.resolve_all()
         return {
             "schema": self.schema,
             "model": self.model,

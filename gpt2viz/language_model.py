@@ -1,4 +1,9 @@
-"""`load_model`: a checkpoint name in, a ready model with its tokenizer out."""
+"""The language model as a user holds it: the network, its tokenizer, where it came from, and
+generation. `load_model` turns a checkpoint name into one.
+
+This facade sits above the core (`model/`) and above `generate`, and uses both; nothing in
+`model/` imports it.
+"""
 
 from __future__ import annotations
 
@@ -7,51 +12,14 @@ from typing import Callable
 
 import torch
 
-from ..errors import UsageError
-from .config import GPT2Config
-from .gpt2 import GPT2
-from .sources import ResolvedSource, resolve
-from .tokenizer import Tokenizer
-from .weights import load_weights
-
-DTYPES = {
-    "float32": torch.float32,
-    "fp32": torch.float32,
-    "float16": torch.float16,
-    "fp16": torch.float16,
-    "half": torch.float16,
-    "bfloat16": torch.bfloat16,
-    "bf16": torch.bfloat16,
-}
-
-
-def parse_dtype(name: str | torch.dtype) -> torch.dtype:
-    """The torch dtype for a name such as 'float32' or 'bf16'."""
-    if isinstance(name, torch.dtype):
-        if name in DTYPES.values():
-            return name
-        raise UsageError(f"--dtype {name} is not supported (choose float32, float16 or bfloat16)")
-    dtype = DTYPES.get(str(name).lower())
-    if dtype is None:
-        raise UsageError(f"--dtype {name!r} is not supported (choose float32, float16 or bfloat16)")
-    return dtype
-
-
-def parse_device(name: str | torch.device) -> torch.device:
-    """A torch device that exists on this machine."""
-    try:
-        device = torch.device(name)
-    except (RuntimeError, TypeError):
-        raise UsageError(f"--device {name!r} is not a device (try cpu, cuda, cuda:1 or mps)") from None
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise UsageError(f"--device {name}: CUDA is not available on this machine")
-    if device.type == "cuda" and device.index is not None and device.index >= torch.cuda.device_count():
-        raise UsageError(f"--device {name}: this machine has {torch.cuda.device_count()} CUDA device(s)")
-    if device.type == "mps" and not torch.backends.mps.is_available():
-        raise UsageError(f"--device {name}: MPS is not available on this machine")
-    if device.type not in ("cpu", "cuda", "mps"):
-        raise UsageError(f"--device {name!r} is not supported (choose cpu, cuda or mps)")
-    return device
+from .generate import GenerationResult, SamplingSettings, generate
+from .hooks import Hooks
+from .model.config import GPT2Config
+from .model.gpt2 import GPT2
+from .model.placement import parse_device, parse_dtype
+from .model.sources import ResolvedSource, resolve
+from .model.tokenizer import Tokenizer
+from .model.weights import load_weights
 
 
 @dataclass
@@ -79,7 +47,7 @@ class LanguageModel:
         return self.tokenizer.eos_id if self.tokenizer.eos_id is not None else self.config.eos_token_id
 
     @property
-    def hooks(self):
+    def hooks(self) -> Hooks:
         """The model's hook points (`lm.hooks.subscribe(pattern, fn)`)."""
         return self.model.hooks
 
@@ -104,10 +72,8 @@ class LanguageModel:
         seed: int | None = None,
         on_step: Callable | None = None,
         should_stop: Callable[[], bool] | None = None,
-    ):
+    ) -> GenerationResult:
         """Continues `prompt` (text or ids); see `gpt2viz.generate.generate`."""
-        from ..generate import SamplingSettings, generate
-
         return generate(
             self.model,
             self.encode_prompt(prompt),

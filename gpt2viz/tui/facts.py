@@ -1,0 +1,245 @@
+"""The facts of one run, read off its Trace: sizes, shapes, and the numbers several views quote.
+
+No sentences live here (they are in narration.py and generation_narration.py) and nothing is
+drawn (that is the widgets' job): these functions only look data up in a Trace, which the worker
+has worked out completely before any screen reads it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..hooks import hook_name
+from ..model.config import GPT2Config, ParamCounts
+from ..trace import Trace
+from ..trace.events import LOGIT_LENS
+from .formatting import DTYPE_BYTES
+from .stages import Stage
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """The sizes of this run: the model's config, the prompt length, the number format."""
+
+    config: GPT2Config
+    T: int  # positions in the recorded pass
+    dtype: str
+    value_bytes: int  # bytes of one number in `dtype`
+    n_params: int  # counted from the loaded tensors
+
+    @classmethod
+    def of(cls, trace: Trace) -> "RunFacts":
+        dtype = str(trace.model.get("dtype", "float32"))
+        config = GPT2Config.from_saved(trace.model["config"])
+        return cls(
+            config=config,
+            T=len(trace.tokens),
+            dtype=dtype,
+            value_bytes=DTYPE_BYTES.get(dtype, 4),
+            n_params=int(trace.model.get("n_params") or config.n_params),
+        )
+
+    @property
+    def n_layer(self) -> int:
+        return self.config.n_layer
+
+    @property
+    def n_head(self) -> int:
+        return self.config.n_head
+
+    @property
+    def n_embd(self) -> int:
+        return self.config.n_embd
+
+    @property
+    def head_dim(self) -> int:
+        return self.config.head_dim
+
+    @property
+    def vocab(self) -> int:
+        return self.config.vocab_size
+
+    @property
+    def n_ctx(self) -> int:
+        return self.config.n_ctx
+
+    @property
+    def d_mlp(self) -> int:
+        return self.config.d_mlp
+
+    @property
+    def eps(self) -> float:
+        return self.config.layer_norm_epsilon
+
+    @property
+    def activation(self) -> str:
+        return self.config.activation_function
+
+    @property
+    def params(self) -> ParamCounts:
+        """Where the parameters are, by part."""
+        return self.config.param_counts
+
+    def kv_bytes(self, positions: int) -> int:
+        """Bytes the KV cache holds for `positions` positions in this run's number format."""
+        return positions * self.config.kv_bytes_per_position(self.value_bytes)
+
+
+# -- reading events ---------------------------------------------------------------------------
+
+
+def hook_event(trace: Trace, name: str, layer: int | None = None) -> dict:
+    """The event of hook `name` (in block `layer`), or {} when the trace has none."""
+    return trace.event(hook_name(name, layer)) or {}
+
+
+def lens_event(trace: Trace) -> dict:
+    """The logit-lens event, or {}."""
+    return trace.event(LOGIT_LENS) or {}
+
+
+def shape_of(trace: Trace, name: str, layer: int | None, fallback: list[int]) -> list[int]:
+    """The recorded shape of hook `name`'s tensor, or `fallback` when it was not recorded."""
+    return list(hook_event(trace, name, layer).get("shape") or fallback)
+
+
+def token_text(trace: Trace, position: int) -> str:
+    """The display text of the token at `position` ('?' outside the prompt)."""
+    return trace.tokens[position]["text"] if 0 <= position < len(trace.tokens) else "?"
+
+
+def value_at(values: list | None, position: int):
+    """`values[position]`, or None when the list is missing or too short."""
+    if not values or not -len(values) <= position < len(values):
+        return None
+    return values[position]
+
+
+# The hook whose event holds each LayerNorm stage's statistics, and the module's name.
+LAYER_NORMS = {"ln1": ("ln1.hook_normalized", "ln_1"), "ln2": ("ln2.hook_normalized", "ln_2"), "ln_final": ("ln_final.hook_normalized", "ln_f")}
+
+
+def layer_norm_event(trace: Trace, stage: Stage) -> dict:
+    """The statistics of the LayerNorm that `stage` shows."""
+    return hook_event(trace, LAYER_NORMS[stage.kind][0], stage.layer)
+
+
+def layer_norm_name(stage: Stage) -> str:
+    """'ln_1', 'ln_2' or 'ln_f'."""
+    return LAYER_NORMS[stage.kind][1]
+
+
+# -- attention --------------------------------------------------------------------------------
+
+ATTENTION_HOOKS = {"scores": "attn.hook_attn_scores", "pattern": "attn.hook_pattern"}
+
+
+def attention_event(trace: Trace, layer: int, which: str) -> dict:
+    """The recorded scores ('scores') or pattern ('pattern') of block `layer`."""
+    return hook_event(trace, ATTENTION_HOOKS[which], layer)
+
+
+def last_row(trace: Trace, layer: int, head: int, which: str = "pattern") -> list[float | None]:
+    """The last query's full row of a head's scores or pattern (kept whole even for long prompts)."""
+    event = attention_event(trace, layer, which)
+    if event.get("reduced"):
+        rows = event.get("last_row") or []
+        return list(rows[head]) if head < len(rows) else []
+    heads = event.get("heads") or []
+    return list(heads[head][-1]) if head < len(heads) and heads[head] else []
+
+
+def masked_pattern(trace: Trace, layer: int, head: int) -> list[list[float | None]]:
+    """A head's pattern with the masked (future) cells as None. The mask is read off the scores,
+    where the trace writes masked cells as null: the picture shows the mask the model used."""
+    heads = attention_event(trace, layer, "pattern").get("heads") or []
+    if head >= len(heads):
+        return []
+    scores = attention_event(trace, layer, "scores").get("heads") or []
+    if head >= len(scores):
+        return heads[head]
+    mask = scores[head]
+    return [[None if mask[i][j] is None else v for j, v in enumerate(row)] for i, row in enumerate(heads[head])]
+
+
+def argmax(row: list[float | None]) -> int | None:
+    """The index of the largest value in `row` (None entries skipped), or None."""
+    best, best_j = None, None
+    for j, v in enumerate(row):
+        if v is not None and (best is None or v > best):
+            best, best_j = v, j
+    return best_j
+
+
+def head_focus(trace: Trace, layer: int) -> list[tuple[int, float]]:
+    """For each head: the position the last query attends to most, and its weight."""
+    out = []
+    for h in range(RunFacts.of(trace).n_head):
+        row = last_row(trace, layer, h, "pattern")
+        j = argmax(row)
+        out.append((j if j is not None else 0, row[j] if j is not None else 0.0))
+    return out
+
+
+# -- the prediction ---------------------------------------------------------------------------
+
+
+def final_choice(trace: Trace) -> tuple[int | None, str, float | None]:
+    """The predicted next token: id, display text and probability."""
+    out = hook_event(trace, "unembed.hook_out").get("positions") or []
+    if out:
+        last = out[-1]
+        return last["ids"][0], last["tokens"][0], last["probs"][0]
+    lens = lens_event(trace)
+    return lens.get("final_id"), lens.get("final_token", "?"), None
+
+
+def lens_first_top(trace: Trace) -> int | None:
+    """The first block after which the final choice is the lens's top token and stays there."""
+    first = None
+    for entry in lens_event(trace).get("layers") or []:
+        if entry.get("final_rank") == 1:
+            first = entry["layer"] if first is None else first
+        else:
+            first = None
+    return first
+
+
+# -- shapes -----------------------------------------------------------------------------------
+
+
+def stage_shapes(trace: Trace, stage: Stage) -> list[tuple[str, list[int]]]:
+    """The tensors this stage produces, as (name, shape), for the 'shapes so far' panel."""
+    f = RunFacts.of(trace)
+    T, C, H = f.T, f.n_embd, f.n_head
+    i = stage.layer
+    k = stage.kind
+    if k == "tokenize":
+        return [("token ids", [1, T])]
+    if k == "embed":
+        return [("residual x", shape_of(trace, "hook_pos_embed", None, [1, T, C]))]
+    if k in LAYER_NORMS:
+        return [(layer_norm_name(stage) + "(x)", list(layer_norm_event(trace, stage).get("shape") or [1, T, C]))]
+    if k == "qkv":
+        return [("c_attn out", [1, T, 3 * C]), ("q, k, v", shape_of(trace, "attn.hook_q", i, [1, H, T, f.head_dim]))]
+    if k == "scores":
+        return [("scores", shape_of(trace, "attn.hook_attn_scores", i, [1, H, T, T]))]
+    if k in ("pattern", "heads"):
+        return [
+            ("pattern", shape_of(trace, "attn.hook_pattern", i, [1, H, T, T])),
+            ("z", shape_of(trace, "attn.hook_z", i, [1, H, T, f.head_dim])),
+        ]
+    if k == "attn_out":
+        return [("attn out", shape_of(trace, "hook_attn_out", i, [1, T, C]))]
+    if k == "mlp":
+        return [("MLP hidden", shape_of(trace, "mlp.hook_post", i, [1, T, f.d_mlp]))]
+    if k == "mlp_out":
+        return [("MLP update", shape_of(trace, "hook_mlp_out", i, [1, T, C]))]
+    if k == "lm_head":
+        logits = shape_of(trace, "unembed.hook_out", None, [1, T, f.vocab])
+        return [("logits", logits), ("last row", [1, logits[-1]])]
+    if k == "logit_lens":
+        return [("logit lens", list(lens_event(trace).get("shape") or [f.n_layer, f.vocab]))]
+    if k == "next_token":
+        return [("ids + next", [1, T + 1])]
+    return []

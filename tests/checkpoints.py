@@ -16,6 +16,8 @@ SHAPES = {
     "odd-heads": (2, 25, 100, 96),
     "distilgpt2": (6, 12, 768, 1024),
     "gpt2-small": (12, 12, 768, 1024),
+    # GPT-2's vocabulary and context at a tiny width: a 1,024-token pass whose bulk is the logits.
+    "long-narrow": (2, 4, 64, 1024),
 }
 
 

@@ -8,6 +8,7 @@ import weakref
 
 import pytest
 import torch
+import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -41,10 +42,12 @@ def test_round_tensors_keeps_each_shape():
     assert ev.round_tensors([a, b]) == [ev.rnd_list(a), ev.rnd_list(b)]
 
 
-def test_top_tokens_of_many_rows_equal_the_straightforward_softmax():
+@pytest.mark.parametrize("n_rows", [6, ev.ROWS_AT_ONCE * 2 + 3])  # one chunk, and several
+def test_top_tokens_of_many_rows_equal_the_straightforward_softmax(n_rows):
     torch.manual_seed(0)
-    logits = torch.randn(6, 500) * 4
+    logits = torch.randn(n_rows, 500) * 4
     logits[2, 7] = 40.0  # one near-certain row: the rest of its probabilities underflow
+    logits[4, :100] = float("-inf")  # masked-out tokens: probability 0, nothing in the entropy
     rows = ev.top_tokens_rows(logits, 5, str)
     for row, lg in zip(rows, logits):
         probs = torch.softmax(lg.double(), dim=-1)
@@ -58,9 +61,10 @@ def test_top_tokens_of_many_rows_equal_the_straightforward_softmax():
     assert ev.top_tokens(logits[3], 5, str) == rows[3]
 
 
-def test_layer_norm_statistics_equal_the_textbook_formulas():
+@pytest.mark.parametrize("T", [4, ev.ROWS_AT_ONCE * 2 + 5])  # one chunk of positions, and several
+def test_layer_norm_statistics_equal_the_textbook_formulas(T):
     torch.manual_seed(1)
-    x = torch.randn(1, 4, 64) * 3 + 1.5
+    x = torch.randn(1, T, 64) * 3 + 1.5
     eps = 1e-5
     out = torch.nn.functional.layer_norm(x, (64,), torch.rand(64) + 0.5, torch.randn(64), eps)
     stats = {k: v.tolist() for k, v in ev.layer_norm_stats(x, out, eps).items()}
@@ -77,6 +81,32 @@ def test_layer_norm_statistics_equal_the_textbook_formulas():
     assert set(stats) == set(want)
     for key, value in want.items():
         assert stats[key] == pytest.approx(value.tolist(), rel=1e-9, abs=1e-12), key
+
+
+@pytest.mark.parametrize("length, n_bins", [(1024, 64), (990, 64), (300, 64), (70, 64)])
+def test_pool_bins_are_the_cells_adaptive_pooling_averages(length, n_bins):
+    """The TUI labels a reduced attention map's cells with pool_bins; they must be the very ranges
+    the trace averaged."""
+    values = torch.randn(length, dtype=torch.float64)
+    pooled = F.adaptive_avg_pool1d(values[None, None], n_bins)[0, 0]
+    by_bins = torch.stack([values[a:b].mean() for a, b in ev.pool_bins(length, n_bins)])
+    torch.testing.assert_close(by_bins, pooled)
+
+
+def test_a_reduced_map_averages_only_the_unmasked_cells():
+    torch.manual_seed(2)
+    T = ev.FULL_ATTENTION_MAX + 44
+    scores = torch.randn(1, 2, T, T).masked_fill(~torch.ones(T, T, dtype=torch.bool).tril(), float("-inf"))
+    event = ev.attention_maps(scores, masked_as_none=True)
+    heads = ev.resolve(event)["heads"]
+    assert event["reduced"] and event["downsampled"] == [64, 64]
+    rows, cols = ev.pool_bins(T, 64), ev.pool_bins(T, 64)
+    for r, c in [(0, 0), (5, 3), (63, 63), (30, 31)]:
+        block = scores[0, 1, rows[r][0] : rows[r][1], cols[c][0] : cols[c][1]].double()
+        visible = block[torch.isfinite(block)]
+        want = None if visible.numel() == 0 else ev.rnd(float(visible.mean()))
+        assert heads[1][r][c] == want, (r, c)
+    assert heads[1][0][63] is None  # a block wholly in the future stays masked
 
 
 def test_recorded_events_defer_the_bulky_parts_until_read(tiny_lm):

@@ -25,6 +25,9 @@ SIG_DIGITS = 6
 FULL_ATTENTION_MAX = 256
 DOWNSAMPLED_SIZE = 64
 TOP_NEURONS = 10
+# Positions worked on at once in float64: 64 rows of GPT-2's 50,257 logits are 26 MB, where all
+# 1,024 positions of a long prompt at once would be 412 MB for every temporary.
+ROWS_AT_ONCE = 64
 # The one event that is not a hook point: the last position's prediction after every block.
 LOGIT_LENS = "logit_lens"
 
@@ -137,14 +140,23 @@ LAYER_NORM_STATS = ("input_mean", "input_std", "normalized_mean", "normalized_st
 
 def layer_norm_stats(x: torch.Tensor, out: torch.Tensor, eps: float) -> dict[str, torch.Tensor]:
     """Per position: mean and std of the input, of the normalized input, and of the output."""
-    both = float64(torch.stack([x[0], out[0]]))  # input and output together: (2, T, C)
+    # A long prompt is taken ROWS_AT_ONCE positions at a time: its float64 temporaries stay small.
+    parts = [
+        _layer_norm_stats_rows(x[0, start : start + ROWS_AT_ONCE], out[0, start : start + ROWS_AT_ONCE], eps)
+        for start in range(0, x.size(1), ROWS_AT_ONCE)
+    ]
+    stats = parts[0] if len(parts) == 1 else torch.cat(parts, dim=1)  # (6, T)
+    return dict(zip(LAYER_NORM_STATS, stats))
+
+
+def _layer_norm_stats_rows(x: torch.Tensor, out: torch.Tensor, eps: float) -> torch.Tensor:
+    both = float64(torch.stack([x, out]))  # input and output together: (2, rows, C)
     mean = both.mean(dim=-1)
     centered = both - mean[..., None]
     std = centered.square().mean(dim=-1).sqrt()
     scale = (std[0].square() + eps).sqrt()  # the normalized input is centered[0] / scale
     # Its mean is 0 up to rounding, and its std std / sqrt(var + eps).
-    stats = torch.stack([mean[0], std[0], centered[0].mean(dim=-1) / scale, std[0] / scale, mean[1], std[1]])
-    return dict(zip(LAYER_NORM_STATS, stats))
+    return torch.stack([mean[0], std[0], centered[0].mean(dim=-1) / scale, std[0] / scale, mean[1], std[1]])
 
 
 def pool_bins(length: int, n_bins: int) -> list[tuple[int, int]]:
@@ -213,11 +225,6 @@ def _mask_nested(data: list, allowed: torch.Tensor) -> list:
 def top_tokens(logits: torch.Tensor, k: int, display) -> dict:
     """The `k` most likely tokens of one position: ids, display texts, logits, probabilities."""
     return top_tokens_rows(logits.unsqueeze(0), k, display)[0]
-
-
-# Rows of logits worked on at once: 64 rows of GPT-2's 50,257 logits are 26 MB in float64, where
-# all 1,024 positions of a long prompt at once would be 412 MB for every temporary.
-ROWS_AT_ONCE = 64
 
 
 def top_tokens_rows(logits: torch.Tensor, k: int, display, final_id: int | None = None) -> list[dict]:

@@ -1,0 +1,58 @@
+"""A 1,024-token trace of GPT-2 small, in a fresh process: `python long_trace.py time|memory DIR THREADS`.
+
+`time`: the median of plain forward passes over 1,024 tokens (every position's logits, as the
+recorded pass computes them) and of recorded passes worked out completely (`trace_prompt(...)
+.resolve_all()`, what the TUI's worker hands to a screen), in the same process.
+`memory`: peak RSS (VmHWM) of a process that loads the model and records one such trace, nothing else.
+
+Prints one JSON line.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import time
+
+import torch
+
+T = 1024
+
+
+def vm_hwm_bytes() -> int:
+    with open("/proc/self/status", encoding="ascii") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmHWM")) * 1024
+
+
+def main() -> None:
+    mode, directory, threads = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    torch.set_num_threads(threads)
+    import gpt2viz
+    from gpt2viz.process import freeze_startup_objects
+    from gpt2viz.trace import trace_prompt
+
+    lm = gpt2viz.load_model(directory)
+    freeze_startup_objects()
+    ids = [(i * 7919) % lm.config.vocab_size for i in range(T)]
+    if mode == "memory":
+        before = vm_hwm_bytes()
+        trace_prompt(lm, ids).resolve_all()
+        print(json.dumps({"T": T, "peak_rss_before_trace": before, "peak_rss": vm_hwm_bytes()}))
+        return
+    batch = torch.tensor([ids])
+    forward, traced = [], []
+    lm.model(batch)  # warm-up
+    for _ in range(3):
+        start = time.perf_counter()
+        lm.model(batch)
+        forward.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        trace_prompt(lm, ids).resolve_all()
+        traced.append(time.perf_counter() - start)
+    f, t = statistics.median(forward), statistics.median(traced)
+    print(json.dumps({"T": T, "forward_s": f, "trace_s": t, "ratio": t / f}))
+
+
+if __name__ == "__main__":
+    main()

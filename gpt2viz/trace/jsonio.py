@@ -207,6 +207,9 @@ def _check_event(i: int, event: object, config: dict) -> None:
 def _check_generation(gen: dict) -> None:
     if not isinstance(gen.get("ids"), list) or not all(_is_int(i) for i in gen["ids"]):
         raise TraceFileError("trace field 'generation.ids' must be a list of integers")
+    topk = gen.get("topk")
+    if topk is not None and not (_is_int(topk) and topk >= 1):
+        raise TraceFileError("trace field 'generation.topk' must be an integer >= 1")
     steps = gen.get("steps")
     if not isinstance(steps, list):
         raise TraceFileError("trace field 'generation.steps' must be a list")

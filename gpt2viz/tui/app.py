@@ -24,7 +24,7 @@ from .screens.generation import GenerationScreen
 from .screens.help import HelpScreen
 from .screens.loading import LoadingScreen
 from .screens.prompt import PromptScreen
-from .screens.step import StepScreen
+from .screens.step import WIDE, StepScreen
 from .widgets.room_notice import MIN_HEIGHT, MIN_WIDTH
 
 LOAD_STEPS = 3
@@ -35,7 +35,7 @@ class Gpt2VizApp(App[int]):
 
     CSS_PATH = "app.tcss"
     TITLE = "gpt2viz"
-    HORIZONTAL_BREAKPOINTS = [(0, "-too-narrow"), (MIN_WIDTH, "-normal"), (100, "-roomy"), (150, "-wide")]
+    HORIZONTAL_BREAKPOINTS = [(0, "-too-narrow"), (MIN_WIDTH, "-normal"), (100, "-roomy"), (WIDE, "-wide")]
     VERTICAL_BREAKPOINTS = [(0, "-too-short"), (MIN_HEIGHT, "-tall")]
 
     BINDINGS = [

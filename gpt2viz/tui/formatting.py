@@ -143,6 +143,12 @@ def shown_positions(n: int, edge: int = EDGE_ROWS) -> list[int | None]:
     return [*range(edge), None, *range(n - edge, n)]
 
 
+def prose_line(displays: list[str]) -> str:
+    """Token display texts read as one line of running text: '␣' back to a space, line breaks kept
+    as '↵'."""
+    return "".join(displays).replace("␣", " ")
+
+
 def prose(display: str) -> str:
     """A token's display text read as running text: '␣' back to a space, a line break after '↵'."""
     return display.replace("␣", " ").replace("↵", "↵\n")

@@ -26,7 +26,8 @@ def stop_text(gen: Generation) -> str:
     if reason == STOP_EOS:
         return f"The model wrote {EOS_TEXT} (id {gen.ids[-1]}) after {n} tokens: it ended the text itself."
     if reason == STOP_CONTEXT:
-        return f"The context is full: all {gen.n_ctx} positions are used, after {n} new tokens."
+        # The last token is chosen but never fed in, so the cache holds one position less.
+        return f"The context is full: {gen.n_ctx} tokens, {n} of them new; the last was never fed in (cache {gen.n_ctx - 1})."
     if reason == STOP_MAX_TOKENS:
         return f"{n} new tokens, as many as asked."
     if reason == STOP_CANCELLED:
@@ -55,11 +56,17 @@ def step_flow(f: RunFacts, gen: Generation, index: int) -> list[str]:
     T = gen.input_length(index)
     cached = bool(gen.steps[index].get("used_cache"))
     kv = f"K, V {shape([1, H, L, D])}" + (f" ({L - T} + {T} new)" if cached and L > T else "")
+    if T == 1:
+        # The causal mask, shifted by the L - 1 cached positions, lets the one query see every key.
+        mask = f"mask tril(diagonal={L - 1}): all {L} keys seen"
+    else:
+        mask = f"mask: causal, query i sees keys 0–i"
     return [
-        f"ids {shape([1, T])}{ARROW}x {shape([1, T, f.n_embd])}",
+        f"ids, shape {shape([1, T])}{ARROW}x {shape([1, T, f.n_embd])}",
         f"q {shape([1, H, T, D])}",
         kv,
         f"scores {shape([1, H, T, L])}",
+        mask,
         f"pattern @ V{ARROW}{shape([1, H, T, D])}",
         f"logits {shape([1, 1, V])}" + (" (last position)" if T > 1 else ""),
     ]

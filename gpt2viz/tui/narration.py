@@ -104,7 +104,7 @@ def _tokenize(trace: Trace, stage: Stage, f: RunFacts, head: int):
     for notice in trace.notices:
         text += f"\n\nNote: {notice}."
     formula = "prompt → UTF-8 bytes → BPE merges → token ids"
-    flow = [f'"{clip(prompt, 40)}" ({count(len(prompt))} characters, {count(n_bytes)} bytes){ARROW}token ids {shape([1, f.T])}']
+    flow = [f'"{clip(prompt, 40)}" ({count(len(prompt))} characters, {count(n_bytes)} bytes){ARROW}token ids, shape {shape([1, f.T])}']
     return text, formula, flow
 
 
@@ -132,7 +132,7 @@ def _embed(trace: Trace, stage: Stage, f: RunFacts, head: int):
         )
     formula = "x[p] = wte[id[p]] + wpe[p]"
     flow = [
-        f"ids {shape([1, f.T])}{ARROW}rows of wte{ARROW}{shape(shape_of(trace, 'hook_embed', None, x_shape))}",
+        f"ids, shape {shape([1, f.T])}{ARROW}rows of wte{ARROW}{shape(shape_of(trace, 'hook_embed', None, x_shape))}",
         f"positions 0…{last}{ARROW}rows of wpe{ARROW}{shape(x_shape)}",
         f"sum{ARROW}x {shape(x_shape)}",
     ]
@@ -458,7 +458,7 @@ def _next_token(trace: Trace, stage: Stage, f: RunFacts, head: int):
         )
     text += "\n\nSampling with a temperature instead of the argmax gives other continuations. Press g for the generation view."
     formula = f"next = argmax(p) = {token_id}"
-    flow = [f"ids {shape([1, f.T])} + next{ARROW}{shape([1, f.T + 1])}"]
+    flow = [f"ids, shape {shape([1, f.T])} + next{ARROW}ids, shape {shape([1, f.T + 1])}"]
     return text, formula, flow
 
 

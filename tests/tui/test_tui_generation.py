@@ -295,7 +295,8 @@ async def test_stops_at_the_context_limit(ckpts):
         await finished(pilot, screen)
         n_ctx = ckpts.lm("tiny").config.n_ctx
         assert screen.gen.stop_reason == "context" and len(screen.gen.context_ids) == n_ctx
-        assert f"The context is full: all {n_ctx} positions are used" in screen_text(app)
+        assert f"The context is full: {n_ctx} tokens" in screen_text(app)
+        assert f"(cache {n_ctx - 1})" in screen_text(app) and f"{n_ctx - 1}/{n_ctx}" in panel_text(screen, "#kv-panel")
         assert not screen.gen.can_resume
 
 
@@ -384,10 +385,17 @@ async def test_the_generation_view_fits_80_by_24(ckpts):
         await finished(pilot, screen)
         lines = screen_text(app).splitlines()
         footer = lines[-1]
-        for key in ("again", "step", "forward pass", "settings", "compare", "back", "help", "quit"):
+        for key in ("␣ again", "←→ step", "⏎ open", "s settings", "c compare", "esc back", "? help", "q quit", "^p palette"):
             assert key in footer, footer
         assert "Step 9 · decode" in "\n".join(lines)
         assert "KV cache after step 9" in "\n".join(lines)
+        assert 'Text · prompt "The meaning of life is"' in lines[1]  # the prompt stays in sight
+        await pilot.press("c")
+        await wait_for(pilot, lambda: screen.comparison is not None, what="the comparison")
+        await pilot.pause()
+        text = screen_text(app)
+        assert re.search(r"speedup\s+\d[\d.]*×\s+\d[\d.]*×", text), text  # the compare table, in sight
+        assert "ids identical ✓" in text
 
 
 def test_a_dumped_live_generation_replays(tmp_path, ckpts):

@@ -42,7 +42,8 @@ def test_a_decode_step_quotes_this_runs_shapes(small):
     f, gen, _ = small
     assert f.T == 12 and f.n_head == 12 and f.head_dim == 64
     flow = "\n".join(step_flow(f, gen, 2))
-    assert "ids [1, 1] → x [1, 1, 768]" in flow
+    assert "ids, shape [1, 1] → x [1, 1, 768]" in flow
+    assert "mask tril(diagonal=13): all 14 keys seen" in flow
     assert "q [1, 12, 1, 64]" in flow
     assert "K, V [1, 12, 14, 64] (13 + 1 new)" in flow
     assert "scores [1, 12, 1, 14]" in flow
@@ -56,11 +57,11 @@ def test_a_decode_step_quotes_this_runs_shapes(small):
 def test_the_prefill_and_a_full_pass(small):
     f, gen, naive = small
     flow = "\n".join(step_flow(f, gen, 0))
-    assert "ids [1, 12]" in flow and "scores [1, 12, 12, 12]" in flow and "logits [1, 1, 50257] (last position)" in flow
+    assert "ids, shape [1, 12]" in flow and "scores [1, 12, 12, 12]" in flow and "logits [1, 1, 50257] (last position)" in flow
     assert step_heading(gen, 0) == "Step 0 · prefill"
     assert "positions 0–11" in step_text(f, gen, 0)
     flow = "\n".join(step_flow(f, naive, 2))
-    assert "ids [1, 14]" in flow and "scores [1, 12, 14, 14]" in flow
+    assert "ids, shape [1, 14]" in flow and "scores [1, 12, 14, 14]" in flow
     assert step_heading(naive, 2) == "Step 2 · full pass, no cache"
     assert "all 14 ids" in step_text(f, naive, 2)
 
@@ -121,7 +122,7 @@ def test_stop_reasons_are_said():
     gen = Generation([0], ["x"], settings, 8, steps, [0], "eos")
     assert "<|endoftext|> (id 50256) after 2 tokens" in stop_text(gen) and gen.finished and not gen.can_resume
     gen.stop_reason = "context"
-    assert "all 8 positions are used" in stop_text(gen)
+    assert stop_text(gen) == "The context is full: 8 tokens, 2 of them new; the last was never fed in (cache 7)."
     gen.stop_reason = "max_new_tokens"
     assert stop_text(gen) == "2 new tokens, as many as asked."
     gen.stop_reason = "cancelled"

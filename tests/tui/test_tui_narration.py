@@ -143,7 +143,7 @@ def test_empty_and_overlong_prompts_are_told_as_they_are(ckpts):
     long = trace_prompt(lm, "word " * 200)
     words = narrate(long, Stage("tokenize"))
     assert "more tokens than fit in the context; the last 128" in words.text
-    assert "(1,000 characters, 1,000 bytes) → token ids [1, 128]" in words.flow[0]
+    assert "(1,000 characters, 1,000 bytes) → token ids, shape [1, 128]" in words.flow[0]
 
 
 def test_quoted_prompts_stay_on_one_line():

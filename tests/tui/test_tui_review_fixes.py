@@ -189,3 +189,54 @@ def test_facts_come_from_the_trace(tiny_trace):
     assert f.params.total == tiny_trace.model["n_params"]
     assert f.kv_bytes(f.T) == (tiny_trace.event("kv_cache") or {})["total_bytes"]
     assert len(build_stages(f.n_layer)) == 2 + 9 * f.n_layer + 4
+
+
+def test_shape_rows_never_change_what_they_stand_for(tiny_trace):
+    """A row of 'Shapes so far' gains names as the walk goes on; it never swaps one for another."""
+    from gpt2viz.tui.widgets.side_panel import shapes_so_far
+
+    stages = build_stages(RunFacts.of(tiny_trace).n_layer)
+    before: dict = {}
+    for index in range(len(stages)):
+        rows = {row.dims: row.names for row in shapes_so_far(tiny_trace, stages, index)}
+        for dims, names in before.items():
+            assert rows[dims][: len(names)] == names, (stages[index], dims)
+        before = rows
+    assert before[(1, 4, 5, 16)] == ("q, k, v", "z")
+
+
+@run_async
+async def test_the_side_panel_shows_all_it_holds_at_120_by_40(tiny_trace):
+    app = make_app(trace=tiny_trace)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, StepScreen), what="the step-through")
+        await pilot.press("end")
+        await pilot.pause(0.2)
+        text = screen_text(app)
+        for line in ("Shapes so far", "[1,6]", "ids + next", "KV cache (prefill)", "B reserved"):
+            assert line in text, line
+
+
+@run_async
+async def test_a_long_stage_says_there_is_more_below(tiny_trace):
+    app = make_app(trace=tiny_trace)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, StepScreen), what="the step-through")
+        await pilot.pause(0.2)
+        assert "stage 1 of 24 · ↓ more below" in screen_text(app)
+        for _ in range(30):
+            await pilot.press("down")
+        await pilot.pause(0.2)
+        from gpt2viz.tui.widgets.stage_view import StageView
+
+        assert "more below" not in str(app.screen.query_one("#stage-count").content)
+        assert app.screen.query_one(StageView).scroll_y == app.screen.query_one(StageView).max_scroll_y
+
+
+@run_async
+async def test_tokens_per_second_says_it_includes_the_prefill(ckpts):
+    app = live_app(ckpts, "--generate", "4")
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_generation(app, pilot)
+        await finished(pilot, screen)
+        assert "prefill included" in panel_text(screen, "#cost-panel")

@@ -73,3 +73,36 @@ def test_generation_view(snap_compare, size):
     make_test_trace.py with fixed step times), replayed with step 7 selected."""
     app = make_app(trace=load(GENERATION_TRACE))
     assert snap_compare(app, terminal_size=size, run_before=open_generation(*["left"] * 4))
+
+
+@pytest.mark.parametrize("view", ["tokenize", "attention-pattern"])
+def test_view_80x24(snap_compare, view):
+    """The smallest supported terminal: every key of the footer, the palette's included."""
+    app = make_app(trace=load(TINY_TRACE))
+    assert snap_compare(app, terminal_size=(80, 24), run_before=go_to(*VIEWS[view]))
+
+
+def show_a_comparison(pilot_screen) -> None:
+    """The recorded generation as the cached run of a comparison, against a no-cache run of the
+    same ids with fixed, slower times (a replay has no model to run one)."""
+    from gpt2viz.tui.generation import Comparison, Generation, GenerationSettings
+
+    cached = pilot_screen.gen
+    naive_steps = [dict(step, used_cache=False, kv_cache=None, ms=6.0 + 0.5 * i) for i, step in enumerate(cached.steps)]
+    settings = GenerationSettings(cached.settings.max_new_tokens, cached.settings.sampling, False)
+    naive = Generation(cached.prompt_ids, cached.prompt_tokens, settings, cached.n_ctx, naive_steps, [0], cached.stop_reason,
+                       label="no cache", topk=cached.topk)
+    pilot_screen.comparison = Comparison(naive, cached)
+    pilot_screen._draw()
+
+
+def test_generation_comparison_80x24(snap_compare):
+    """At 80 x 24 the comparison's table, the prompt and the whole footer are in sight."""
+
+    async def run_before(pilot) -> None:
+        await open_generation()(pilot)
+        show_a_comparison(pilot.app.screen)
+        await pilot.pause()
+
+    app = make_app(trace=load(GENERATION_TRACE))
+    assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)

@@ -29,7 +29,7 @@ from ..background import locked, record_pass, reporting, run_detached
 from ..generation import Comparison, Generation, GenerationSettings
 from ..facts import RunFacts
 from ..widgets.latency_chart import LatencyChart
-from ..widgets.generation_panels import ChoicePanel, CostPanel, KVPanel, StatusLine, TextPanel, ViewState
+from ..widgets.generation_panels import ChoicePanel, CostPanel, KVPanel, Panel, StatusLine, TextPanel, ViewState
 from ..widgets.room_notice import MIN_WIDTH, RoomNotice
 from ..widgets.top_bar import TopBar
 from .generation_settings import SettingsScreen
@@ -59,12 +59,14 @@ class GenerationScreen(Screen):
     PALETTE_TEXT = "Command palette: theme, keys, screenshot"
 
     BINDINGS = [
-        Binding("space", "stop", "stop", id="stop-generation", tooltip="Stop generating; the text so far stays"),
-        Binding("space", "resume", "resume", id="resume-generation", tooltip="Go on generating from the text so far"),
-        Binding("space", "restart", "again", id="restart-generation", tooltip="Generate again from the prompt"),
+        # ␣ is how the app writes a space everywhere; it also leaves the 80-column footer room.
+        Binding("space", "stop", "stop", id="stop-generation", tooltip="Stop generating; the text so far stays", key_display="␣"),
+        Binding("space", "resume", "resume", id="resume-generation", tooltip="Go on generating from the text so far",
+                key_display="␣"),
+        Binding("space", "restart", "again", id="restart-generation", tooltip="Generate again from the prompt", key_display="␣"),
         Binding("left,h", "previous_step", "step", id="previous-step", tooltip="Show the previous step's choice", group=STEP),
         Binding("right,l", "next_step", "step", id="next-step", tooltip="Show the next step's choice", group=STEP),
-        Binding("enter", "open_step", "forward pass", id="open-step",
+        Binding("enter", "open_step", "open", id="open-step",
                 tooltip="Open the forward pass of the step on show in the step-through"),
         Binding("s", "settings", "settings", id="generation-settings", tooltip="Change new tokens, decoding and the cache"),
         Binding("c", "compare", "compare", id="compare-cache", tooltip="Run without and with the KV cache and compare"),
@@ -172,9 +174,7 @@ class GenerationScreen(Screen):
         yield Footer()
 
     def on_mount(self) -> None:
-        text = self.query_one(TextPanel)
-        text.border_title = "Text"
-        text.border_subtitle = "b: token boundaries"
+        self.query_one(TextPanel).border_subtitle = "b: token boundaries"
         self._draw()
         if self.live and self.settings.max_new_tokens > 0:
             self.start()
@@ -224,6 +224,11 @@ class GenerationScreen(Screen):
         self.query_one(ChoicePanel).draw(state)
         self.query_one(CostPanel).draw(state)
         self.query_one(KVPanel).draw(state)
+        self.call_after_refresh(self._show_more_hints)
+
+    def _show_more_hints(self) -> None:
+        for panel in self.query(Panel):
+            panel.show_more_hint()
 
     def _set_phase(self, phase: str) -> None:
         self.phase = phase

@@ -12,9 +12,10 @@ from textual.widgets import Static
 READING = (
     "How to read it: the left column lists every stage of one forward pass, in order; the middle shows "
     "the current stage: what happens, its formula, the shapes of this run's tensors, and a picture of "
-    "the real numbers. The right column (below the list on narrow terminals) collects the shapes met so "
-    "far and the KV cache the pass leaves behind. Heatmaps: blue to orange for signed values, dark "
-    "purple to yellow for probabilities; grey cells are masked (the future). ␣ is a space, ↵ a line break."
+    "the real numbers. Under the list (in a column of its own at the right on terminals 150 or more "
+    "wide) are the shapes met so far and the KV cache the pass leaves behind. Heatmaps: blue to orange "
+    "for signed values, dark purple to yellow for probabilities; grey cells are masked (the future). "
+    "␣ is a space, ↵ a line break."
 )
 
 

@@ -23,7 +23,8 @@ from ..widgets.top_bar import TopBar
 STAGE = Binding.Group("stage", compact=True)
 BLOCK = Binding.Group("block", compact=True)
 HEAD = Binding.Group("head", compact=True)
-SCROLL = Binding.Group("scroll", compact=True)
+SIDE_PANEL_SHARE = 0.55
+WIDE = 150  # columns from which the side panel has a column of its own (see the app's breakpoints)
 
 
 class StepScreen(Screen):
@@ -40,11 +41,13 @@ class StepScreen(Screen):
                 tooltip="Same step, one block later", group=BLOCK),
         Binding("comma", "previous_head", "head", id="previous-head", tooltip="Show the previous attention head", group=HEAD),
         Binding("full_stop", "next_head", "head", id="next-head", tooltip="Show the next attention head", group=HEAD),
-        Binding("a", "all_heads", "all heads", id="all-heads", tooltip="All heads of this block (again: back to one head)"),
+        Binding("a", "all_heads", "heads", id="all-heads", tooltip="All heads of this block (again: back to one head)"),
         Binding("home", "first_stage", "first stage", id="first-stage", tooltip="Go to the first stage", show=False),
         Binding("end", "last_stage", "last stage", id="last-stage", tooltip="Go to the last stage", show=False),
-        Binding("up,k", "scroll_up", "scroll", id="scroll-up", tooltip="Scroll the stage view up", group=SCROLL),
-        Binding("down,j", "scroll_down", "scroll", id="scroll-down", tooltip="Scroll the stage view down", group=SCROLL),
+        # Not in the footer (at 80 columns it has no room for them); the stage view says when there
+        # is more below, and the help lists them.
+        Binding("up,k", "scroll_up", "scroll", id="scroll-up", tooltip="Scroll the stage view up", show=False),
+        Binding("down,j", "scroll_down", "scroll", id="scroll-down", tooltip="Scroll the stage view down", show=False),
         Binding("pageup", "page_up", "page up", id="page-up", tooltip="Scroll the stage view a page up", show=False),
         Binding("pagedown", "page_down", "page down", id="page-down", tooltip="Scroll the stage view a page down", show=False),
         Binding("e", "app.edit_prompt", "edit", id="edit-prompt", tooltip="Change the prompt and run the model again"),
@@ -82,6 +85,19 @@ class StepScreen(Screen):
     def on_resize(self, event: events.Resize) -> None:
         # Below 100 columns every key fits only in the compact footer.
         self.query_one(Footer).compact = event.size.width < 100
+        self.call_after_refresh(self._draw, False)  # the panels' texts are laid out for their new widths
+
+    def _fit_side_panel(self) -> None:
+        """Under the navigator, the side panel gets the lines it needs, up to SIDE_PANEL_SHARE of
+        the height; the navigator, which scrolls to the current stage, gets the rest. (In the
+        three-column layout of wide terminals the panel has a column of its own.)"""
+        body = self.query_one("#body")
+        if body.has_class("-wide") or self.has_class("-wide") or self.app.size.width >= WIDE:
+            body.styles.grid_rows = "1fr"
+            return
+        height = body.size.height or self.app.size.height - 2
+        wanted = self.query_one(SidePanel).lines_needed + 1  # and its top border
+        body.styles.grid_rows = f"1fr {max(3, min(wanted, int(height * SIDE_PANEL_SHARE)))}"
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "back":
@@ -131,6 +147,7 @@ class StepScreen(Screen):
         started = time.perf_counter()
         self.query_one(StageView).draw(self.trace, self.stages, self.index, self.head, new_stage)
         self.query_one(SidePanel).draw(self.trace, self.stages, self.index)
+        self._fit_side_panel()
         self.call_after_refresh(self._painted, started)
 
     def _painted(self, started: float) -> None:

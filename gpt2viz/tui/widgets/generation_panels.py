@@ -15,7 +15,7 @@ from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.widgets import Static
 
-from ..formatting import compact_shape, count, fit, nbytes, num, percent, prose, shape
+from ..formatting import clip, compact_shape, count, fit, nbytes, num, percent, prose, prose_line, shape
 from ..generation import Comparison, Generation
 from ..generation_narration import (
     bandwidth_text,
@@ -130,15 +130,40 @@ class Panel(VerticalScroll, inherit_bindings=False):
         """Cells per line inside the panel."""
         return max(24, self.scrollable_content_region.width or 36)
 
+    MORE_BELOW = {True: "↓ more", False: "tab ↓ more"}  # focused or not: how to read the rest
+
+    def watch_scroll_y(self, old: float, new: float) -> None:
+        super().watch_scroll_y(old, new)
+        self.show_more_hint()
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self.show_more_hint)
+
+    def on_focus(self) -> None:
+        self.show_more_hint()
+
+    def on_blur(self) -> None:
+        self.show_more_hint()
+
+    def show_more_hint(self) -> None:
+        """Says in the bottom border when part of the panel is out of sight below."""
+        more = self.max_scroll_y > 0 and self.scroll_y < self.max_scroll_y
+        self.border_subtitle = self.MORE_BELOW[self.has_focus] if more else ""
+
 
 class TextPanel(Panel):
     """The text so far, following its end while tokens arrive."""
+
+    def show_more_hint(self) -> None:
+        """The text panel's bottom border names the b key instead (it follows the text's end)."""
 
     def compose(self) -> ComposeResult:
         yield GeneratedText(id="gen-text")
 
     def draw(self, state: ViewState, boundaries: bool) -> None:
         """Shows the text and keeps its end (or the step on show) in sight."""
+        # With little room the prompt scrolls out of sight: the title keeps it.
+        self.border_title = f'Text · prompt "{clip(prose_line(state.gen.prompt_tokens), 40)}"'
         self.query_one(GeneratedText).draw(state, boundaries)
         if state.selected is None:
             self.call_after_refresh(self.scroll_end, animate=False)
@@ -233,10 +258,11 @@ class CostPanel(Panel):
     """Time per step as a chart, time to first token, mean decode step, tokens per second."""
 
     def compose(self) -> ComposeResult:
+        # A comparison's verdict comes first: on a small terminal it is what must be in sight.
+        yield Static(id="cost-compare")
         yield Static(id="cost-numbers")
         yield LatencyChart(id="latency-chart")
         yield Static(id="cost-legend")
-        yield Static(id="cost-compare")
         yield Static(id="cost-text")
 
     def draw(self, state: ViewState) -> None:
@@ -260,7 +286,9 @@ class CostPanel(Panel):
         chart.show(series, state.index)
         self.query_one("#cost-legend", Static).update(legend)
         self.query_one("#cost-numbers", Static).update(self._numbers(state.facts, gen))
-        self.query_one("#cost-compare", Static).update(self._compare(state) if comparison is not None else "")
+        compare = self.query_one("#cost-compare", Static)
+        compare.update(self._compare(state) if comparison is not None else "")
+        compare.display = comparison is not None
         self.query_one("#cost-text", Static).update(Content(bandwidth_text(state.facts, gen, state.index)))
 
     def _numbers(self, facts: RunFacts, gen: Generation) -> Content:
@@ -276,7 +304,9 @@ class CostPanel(Panel):
                 (f"{num(gen.mean_decode_ms):>6} ms", "bold"),
                 (f"  mean of {len(gen.decode_ms)}", ".gen-panel--dim"),
             ),
-            Content.assemble(("tokens/s    ", ".gen-panel--dim"), (f"{num(gen.tokens_per_s):>6}", "bold")),
+            Content.assemble(
+                ("tokens/s    ", ".gen-panel--dim"), (f"{num(gen.tokens_per_s):>6}", "bold"), ("  prefill included", ".gen-panel--dim")
+            ),
         ]
         rate = decode_gb_per_s(facts, gen)
         if rate is not None:

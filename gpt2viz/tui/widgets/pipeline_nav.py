@@ -137,10 +137,15 @@ class PipelineNavigator(ScrollView):
         else:
             style = "pipeline-navigator--current" if current else "pipeline-navigator--stage"
         text_style = base + self.get_component_rich_style(style)
-        number_width = min(len(row.number), max(0, width - 4))
-        text = fit(("›" if current else " ") + row.text, max(0, width - number_width - 1))
+        # The numbers end one cell short of the right edge, clear of the scrollbar.
+        number_width = min(len(row.number), max(0, width - 5))
+        text = fit(("›" if current else " ") + row.text, max(0, width - number_width - 2))
         number_style = text_style if current else base + self.get_component_rich_style("pipeline-navigator--number")
-        segments = [Segment(text + " ", text_style), Segment(fit(row.number, number_width, "right"), number_style)]
+        segments = [
+            Segment(text + " ", text_style),
+            Segment(fit(row.number, number_width, "right"), number_style),
+            Segment(" ", text_style),
+        ]
         return Strip(segments).crop_extend(0, width, base)
 
     def on_click(self, event: events.Click) -> None:

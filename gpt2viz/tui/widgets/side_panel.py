@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import textwrap
+from dataclasses import dataclass
+
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.content import Content
@@ -13,14 +16,27 @@ from ..facts import hook_event, stage_shapes
 from ..stages import Stage
 
 
-def shapes_so_far(trace: Trace, stages: list[Stage], index: int) -> list[tuple[str, list[int], bool]]:
-    """Distinct shapes met up to stage `index`: (name, shape, produced by the current stage)."""
-    current = {tuple(s): name for name, s in stage_shapes(trace, stages[index])}
-    seen: dict[tuple, str] = {}
+@dataclass(frozen=True)
+class ShapeRow:
+    """One distinct shape met so far, every tensor name that had it, and whether the stage on
+    screen produces it."""
+
+    dims: tuple[int, ...]
+    names: tuple[str, ...]
+    current: bool
+
+
+def shapes_so_far(trace: Trace, stages: list[Stage], index: int) -> list[ShapeRow]:
+    """The distinct shapes met up to stage `index`, in the order first met. A row's names only
+    grow as the walk goes on (q, k, v, then z), so a row never changes what it stands for."""
+    names: dict[tuple[int, ...], list[str]] = {}
     for stage in stages[: index + 1]:
         for name, dims in stage_shapes(trace, stage):
-            seen.setdefault(tuple(dims), name)
-    return [(current.get(dims, name), list(dims), dims in current) for dims, name in seen.items()]
+            met = names.setdefault(tuple(dims), [])
+            if name not in met:
+                met.append(name)
+    current = {tuple(dims) for _, dims in stage_shapes(trace, stages[index])}
+    return [ShapeRow(dims, tuple(met), dims in current) for dims, met in names.items()]
 
 
 def layers_cached(stages: list[Stage], index: int) -> int:
@@ -32,6 +48,7 @@ class SidePanel(VerticalScroll):
     """Shapes so far and the KV cache, updated at every step."""
 
     can_focus = False
+    lines_needed = 0  # lines of what it shows now, for the screen's layout
 
     COMPONENT_CLASSES = {"side-panel--title", "side-panel--current", "side-panel--dim"}
 
@@ -42,29 +59,30 @@ class SidePanel(VerticalScroll):
     def draw(self, trace: Trace, stages: list[Stage], index: int) -> None:
         """Shows what is known at stage `index`."""
         width = max(10, self.scrollable_content_region.width or 26)
-        self.query_one("#shapes", Static).update(self._shapes(trace, stages, index, width))
-        self.query_one("#kv-cache", Static).update(self._kv(trace, stages, index))
+        shapes, kv = self._shapes(trace, stages, index, width), self._kv(trace, stages, index)
+        self.lines_needed = len(shapes.split("\n")) + len(kv.split("\n"))
+        self.query_one("#shapes", Static).update(shapes)
+        self.query_one("#kv-cache", Static).update(kv)
 
     def _shapes(self, trace: Trace, stages: list[Stage], index: int, width: int) -> Content:
         rows = [Content.styled("Shapes so far", ".side-panel--title")]
         entries = shapes_so_far(trace, stages, index)
-        shape_width = min(max(len(compact_shape(s)) for _, s, _ in entries), width - 4)
-        for name, dims, current in entries:
-            style = ".side-panel--current" if current else ""
-            rows.append(
-                Content.assemble(
-                    (fit(compact_shape(dims), shape_width), style),
-                    " ",
-                    (fit(name, max(1, width - shape_width - 1)), style or ".side-panel--dim"),
-                )
-            )
+        shape_width = min(max(len(compact_shape(e.dims)) for e in entries), width - 4)
+        name_width = max(1, width - shape_width - 1)
+        for entry in entries:
+            style = ".side-panel--current" if entry.current else ""
+            # Names wrap under each other rather than being cut: every name met stays readable.
+            lines = textwrap.wrap(", ".join(entry.names), name_width, break_on_hyphens=False) or [""]
+            for n, line in enumerate(lines):
+                shape_cell = fit(compact_shape(entry.dims) if n == 0 else "", shape_width)
+                rows.append(Content.assemble((shape_cell, style), " ", (fit(line, name_width), style or ".side-panel--dim")))
         return Content("\n").join(rows)
 
     def _kv(self, trace: Trace, stages: list[Stage], index: int) -> Content:
         kv = hook_event(trace, "kv_cache")
-        rows = [Content(""), Content.styled("KV cache (prefill)", ".side-panel--title")]
+        rows = [Content.styled("KV cache (prefill)", ".side-panel--title")]
         if not kv:
-            rows.append(Content.styled("not recorded (--no-cache)", ".side-panel--dim"))
+            rows.append(Content.styled("none: this pass ran without one", ".side-panel--dim"))
             return Content("\n").join(rows)
         layers = kv.get("layers") or []
         done = layers_cached(stages, index)
@@ -74,7 +92,7 @@ class SidePanel(VerticalScroll):
                 (f"{done}/{len(layers)}", ".side-panel--current" if done < len(layers) else ""),
                 (" layers filled", ".side-panel--dim"),
             ),
-            Content.assemble(("K,V ", ".side-panel--dim"), compact_shape(k_shape)),
+            Content.assemble(("K,V ", ".side-panel--dim"), compact_shape(k_shape), (" each", ".side-panel--dim")),
             Content.assemble(f"{count(kv['bytes_per_position'])} B", (" per token", ".side-panel--dim")),
             Content.assemble(f"{count(kv['total_bytes'])} B", (f" for {kv['length']}", ".side-panel--dim")),
             Content.assemble(f"{count(kv['allocated_bytes'])} B", (" reserved", ".side-panel--dim")),

@@ -101,6 +101,7 @@ class StageView(VerticalScroll):
 
     def on_resize(self, event: events.Resize) -> None:
         self._draw_flow()
+        self.call_after_refresh(self.show_more_hint)
 
     @staticmethod
     def _where(trace: Trace, stages: list[Stage], index: int, head: int) -> str:
@@ -118,7 +119,8 @@ class StageView(VerticalScroll):
         stage = stages[index]
         words = narrate(trace, stage, head)
         self.query_one("#stage-title", Static).update(Content(words.title))
-        self.query_one("#stage-count", Static).update(Content(self._where(trace, stages, index, head)))
+        self._where_text = self._where(trace, stages, index, head)
+        self.query_one("#stage-count", Static).update(Content(self._where_text))
         self.query_one("#stage-text", Static).update(Content(words.text))
         self.query_one("#stage-formula", Static).update(Content(words.formula))
         self._flow = words.flow
@@ -128,3 +130,15 @@ class StageView(VerticalScroll):
         self.query_one(f"#{picture_id}").draw(trace, stage, head)
         if new_stage:
             self.scroll_home(animate=False, immediate=True)
+        self.call_after_refresh(self.show_more_hint)
+
+    _where_text = ""
+
+    def show_more_hint(self) -> None:
+        """Ends the stage's count line with '↓ more below' while part of the stage is out of sight."""
+        more = self.max_scroll_y > 0 and self.scroll_y < self.max_scroll_y
+        self.query_one("#stage-count", Static).update(Content(self._where_text + (" · ↓ more below" if more else "")))
+
+    def watch_scroll_y(self, old: float, new: float) -> None:
+        super().watch_scroll_y(old, new)
+        self.show_more_hint()

@@ -20,6 +20,9 @@ def model_label(trace: Trace) -> str:
     return Path(name).name or name if kind == "local" else name
 
 
+PROMPT_MIN, PROMPT_MAX = 8, 60  # characters of the prompt the top line quotes
+
+
 class TopBar(Static):
     """One line: gpt2viz · model · parameters · dtype · prompt → next token."""
 
@@ -39,15 +42,26 @@ class TopBar(Static):
 
     def draw(self, trace: Trace, replay: str | None = None, step: int | None = None, chosen: str | None = None) -> None:
         """Shows the facts of `trace` (and the file it was replayed from, or the generation step it is
-        and the token that step actually chose, when sampling picked another than the most likely)."""
+        and the token that step actually chose, when sampling picked another than the most likely).
+        The prompt is shortened to what the line has room for: the predicted token always shows."""
         _, token, _ = final_choice(trace)
-        parts = self._model_parts(trace, replay)
+        head = self._model_parts(trace, replay)
         if step is not None:
-            parts.append((f" · generation step {step}", ".top-bar--dim"))
-        parts += [(" · ", ".top-bar--dim"), f'"{clip(trace.prompt, 36)}"', (" → ", ".top-bar--dim"), (token, ".top-bar--token")]
+            head.append((f" · generation step {step}", ".top-bar--dim"))
+        tail = [(" → ", ".top-bar--dim"), (token, ".top-bar--token")]
         if chosen is not None and chosen != token:
-            parts += [(" · sampled ", ".top-bar--dim"), (chosen, ".top-bar--token")]
-        self.update(Content.assemble(*parts))
+            tail += [(" · sampled ", ".top-bar--dim"), (chosen, ".top-bar--token")]
+        width = self.size.width or self.app.size.width
+        used = Content.assemble(*head, " · ", '""', *tail).cell_length
+        room = max(PROMPT_MIN, min(PROMPT_MAX, width - used))
+        self.update(Content.assemble(*head, (" · ", ".top-bar--dim"), f'"{clip(trace.prompt, room)}"', *tail))
+        self._redraw = lambda: self.draw(trace, replay, step, chosen)
+
+    def on_resize(self) -> None:
+        if self._redraw is not None:
+            self._redraw()
+
+    _redraw = None
 
     def draw_generation(self, trace: Trace, settings: GenerationSettings, replay: str | None = None) -> None:
         """Shows the model and the settings of the generation on screen."""

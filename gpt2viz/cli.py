@@ -8,6 +8,7 @@ import sys
 import time
 from pathlib import Path
 
+from .crash_log import unexpected_error_line
 from .errors import Gpt2VizError, OutputError, SettingError, UsageError
 from .options import DEFAULT_PROMPT, DEFAULT_TOPK, RunOptions
 
@@ -226,6 +227,9 @@ def main(argv: list[str] | None = None) -> int:
             sys.stdout = None  # type: ignore[assignment]
         finally:
             return 1
+    except Exception as err:  # a bug: one line here, the traceback in the log it names
+        say(f"error: {unexpected_error_line(err)}")
+        return 1
 
 
 if __name__ == "__main__":

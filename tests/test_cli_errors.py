@@ -291,3 +291,37 @@ def test_a_prompt_that_fills_the_context_says_why_nothing_was_generated(tmp_path
     assert code == 0
     assert json.loads(out)["generation"]["ids"] == []
     assert "generation stopped after 0 of 3 new tokens" in stderr
+
+
+def test_core_errors_name_settings_and_the_cli_names_its_flags(capsys):
+    """The core says what is wrong in its own words; only the CLI knows its flags."""
+    from gpt2viz.cli import main
+    from gpt2viz.errors import SettingError
+    from gpt2viz.generate import SamplingSettings
+    from gpt2viz.model.placement import parse_dtype
+
+    with pytest.raises(SettingError) as err:
+        SamplingSettings(top_k=0)
+    assert str(err.value) == "top_k must be an integer >= 1, got 0" and "--" not in str(err.value)
+    with pytest.raises(SettingError) as err:
+        parse_dtype("float64")
+    assert err.value.setting == "dtype" and "--" not in str(err.value)
+    assert main(["--top-k", "0", "--json", "-"]) == 2
+    assert "gpt2viz: error: --top-k must be an integer >= 1, got 0" in capsys.readouterr().err
+    assert main(["--dtype", "float64", "--json", "-"]) == 2
+    assert "gpt2viz: error: --dtype 'float64' is not supported" in capsys.readouterr().err
+
+
+def test_an_unexpected_error_is_one_line_naming_its_logged_traceback(tmp_path, monkeypatch, capsys):
+    from gpt2viz import cli
+
+    def broken(options):
+        raise ZeroDivisionError("a bug")
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    monkeypatch.setattr(cli, "run_headless", broken)
+    assert cli.main(["--json", "-"]) == 1
+    err = capsys.readouterr().err.strip()
+    log = tmp_path / "gpt2viz" / "errors.log"
+    assert err == f"gpt2viz: error: unexpected error, a bug in gpt2viz: ZeroDivisionError: a bug (traceback in {log})"
+    assert "Traceback (most recent call last)" in log.read_text(encoding="utf-8")

@@ -11,10 +11,12 @@ class StageCommands(Provider):
     """'Go to Block 3 · Attention pattern' for every stage of the step-through."""
 
     def _entries(self):
+        from .screens.step import StepScreen  # that screen registers this provider: imported late
+
         screen = self.screen
-        stages = getattr(screen, "stages", None)
-        if not stages or not hasattr(screen, "go_to"):
+        if not isinstance(screen, StepScreen):
             return []
+        stages = screen.stages
         return [(f"Go to {stage.title}", partial(screen.go_to, i), f"stage {i + 1} of {len(stages)}") for i, stage in enumerate(stages)]
 
     async def discover(self) -> Hits:

@@ -83,13 +83,11 @@ def _tokenize(trace: Trace, stage: Stage, f: RunFacts, head: int):
     elif kept_bytes < n_bytes:
         cut = (
             f"Its byte-level BPE tokenizer cuts the {count(n_bytes)} bytes of the prompt into more tokens than "
-            f"fit in the context; the last {f.T} ({count(kept_bytes)} bytes) are kept."
+            f"fit in the context; the last {count(f.T)} ({count(kept_bytes)} bytes) are kept."
         )
     else:
-        cut = (
-            f"Its byte-level BPE tokenizer cuts the {count(n_bytes)} bytes of the prompt into {f.T} "
-            f"token{'s' if f.T != 1 else ''}."
-        )
+        tokens = "1 token" if f.T == 1 else f"{count(f.T)} tokens"
+        cut = f"Its byte-level BPE tokenizer cuts the {count(n_bytes)} bytes of the prompt into {tokens}."
     text = (
         f"GPT-2 never sees letters. {cut} Each token is an entry of a {count(f.vocab)}-entry vocabulary; "
         "from here on the model works with the ids alone. Common words are one token, rare ones are "

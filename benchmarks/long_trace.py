@@ -1,6 +1,8 @@
-"""A 1,024-token trace of GPT-2 small, in a fresh process: `python long_trace.py time|memory DIR THREADS`.
+"""A long trace of GPT-2 small, in a fresh process: `python long_trace.py time|memory DIR THREADS [T]`.
 
-`time`: the median of plain forward passes over 1,024 tokens (every position's logits, as the
+T (default 1,024) is the prompt length; 128 is the longest prompt whose attention maps a trace
+keeps whole, 1,024 GPT-2's whole context.
+`time`: the median of plain forward passes over T tokens (every position's logits, as the
 recorded pass computes them) and of recorded passes worked out completely (`trace_prompt(...)
 .resolve_all()`, what the TUI's worker hands to a screen), in the same process.
 `memory`: peak RSS (VmHWM) of a process that loads the model and records one such trace, nothing else.
@@ -17,9 +19,6 @@ import time
 
 import torch
 
-T = 1024
-
-
 def vm_hwm_bytes() -> int:
     with open("/proc/self/status", encoding="ascii") as f:
         return next(int(line.split()[1]) for line in f if line.startswith("VmHWM")) * 1024
@@ -27,6 +26,7 @@ def vm_hwm_bytes() -> int:
 
 def main() -> None:
     mode, directory, threads = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    T = int(sys.argv[4]) if len(sys.argv) > 4 else 1024
     torch.set_num_threads(threads)
     import gpt2viz
     from gpt2viz.process import freeze_startup_objects

@@ -21,7 +21,6 @@ FLAG_OF_SETTING = {
     "max_new_tokens": "--generate",
     "dtype": "--dtype",
     "device": "--device",
-    "topk": "--topk-logits",
 }
 
 

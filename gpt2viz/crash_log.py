@@ -24,7 +24,9 @@ def _append(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.is_file() and path.stat().st_size > MAX_LOG_BYTES:
         os.replace(path, path.with_name(path.name + ".1"))
-    with open(path, "a", encoding="utf-8", errors="backslashreplace") as f:
+    # Never through a symbolic link: the fallback lives in a shared temporary directory.
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    with os.fdopen(fd, "a", encoding="utf-8", errors="backslashreplace") as f:
         f.write(text)
 
 

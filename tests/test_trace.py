@@ -281,3 +281,18 @@ def test_cli_dump_writes_the_same_trace(tmp_path, tiny_dir, tiny_lm):
     assert doc["generation"]["ids"] == tiny_lm.generate(PROMPT, 4).token_ids
     assert len(events_named(doc, "unembed.hook_out")[0]["positions"][0]["ids"]) == 3
     assert doc["model"]["n_params"] == tiny_lm.config.n_params
+
+
+@pytest.mark.parametrize("key, value", [("activation_function", "gelu"), ("layer_norm_epsilon", 0), ("eos_token_id", None)])
+def test_a_replayed_config_is_checked_like_a_config_json(tmp_path, key, value):
+    """A trace whose config no model could have is refused at load, not when a screen draws it."""
+    import json
+
+    from gpt2viz.trace import TraceFileError, load
+
+    doc = json.loads((Path(__file__).parent / "data" / "tiny-trace.json").read_text(encoding="utf-8"))
+    doc["model"]["config"][key] = value
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    with pytest.raises(TraceFileError, match=f"model.config.*{key}"):
+        load(path)

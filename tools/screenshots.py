@@ -18,7 +18,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from gpt2viz.cli import DEFAULT_PROMPT, parse_args  # noqa: E402
+from gpt2viz.cli import parse_args  # noqa: E402
+from gpt2viz.options import DEFAULT_PROMPT  # noqa: E402
 from gpt2viz.tui.app import make_app  # noqa: E402
 from gpt2viz.tui.screens.step import StepScreen  # noqa: E402
 from gpt2viz.tui.stages import index_of  # noqa: E402

@@ -9,7 +9,7 @@ from .events import is_deferred, resolve
 SCHEMA = "gpt2viz.trace/1"
 
 
-@dataclass
+@dataclass(eq=False)  # a trace is one run: compared by identity, and usable as a dictionary key
 class Trace:
     """A recorded forward pass (and generation, if any) over one prompt."""
 

@@ -21,8 +21,11 @@ from ..model.layers import causal_mask
 
 SIG_DIGITS = 6
 # Attention maps are kept whole up to this many positions; beyond it, each head keeps its last
-# query row in full and the map averaged down to DOWNSAMPLED_SIZE x DOWNSAMPLED_SIZE cells.
-FULL_ATTENTION_MAX = 256
+# query row in full and the map averaged down to DOWNSAMPLED_SIZE x DOWNSAMPLED_SIZE cells. Whole
+# maps are 2 kinds x n_layer x n_head x T^2 numbers: at 128 positions on GPT-2 small 4.7 million,
+# about 130 MB as Python lists; at 256, four times that. (A terminal shows at most ~100 columns
+# of a map anyway.)
+FULL_ATTENTION_MAX = 128
 DOWNSAMPLED_SIZE = 64
 TOP_NEURONS = 10
 # Positions worked on at once in float64: 64 rows of GPT-2's 50,257 logits are 26 MB, where all
@@ -208,13 +211,13 @@ def attention_maps(t: torch.Tensor, masked_as_none: bool) -> dict:
 
 
 def _whole_maps(maps: torch.Tensor, masked_as_none: bool) -> list:
-    if not masked_as_none:
-        return rnd_list(maps)
     T, L = maps.size(1), maps.size(2)
     rows = rnd_list(maps.masked_fill(~causal_mask(T, L), 0.0))
-    # Query i sees keys 0 .. past + i; the rest of its row is masked.
+    # Query i sees keys 0 .. past + i; the rest of its row is masked: None in the scores (they are
+    # -inf), 0 in the pattern. One shared object stands for every masked cell, not a float each.
     past = L - T
-    return [[row[: past + i + 1] + [None] * (T - 1 - i) for i, row in enumerate(head)] for head in rows]
+    masked = None if masked_as_none else 0.0
+    return [[row[: past + i + 1] + [masked] * (T - 1 - i) for i, row in enumerate(head)] for head in rows]
 
 
 def _mask_nested(data: list, allowed: torch.Tensor) -> list:

@@ -8,7 +8,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from ..errors import Gpt2VizError, OutputError
+from ..errors import ConfigError, Gpt2VizError, OutputError
+from ..model.config import GPT2Config
 from .document import SCHEMA, Trace
 from .events import LAYER_NORM_STATS, LOGIT_LENS
 
@@ -106,6 +107,10 @@ def validate(doc: object) -> Trace:
         value = config.get(key)
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise TraceFileError(f"trace field 'model.config.{key}' must be a positive integer")
+    try:  # the same checks a config.json gets: a replay draws from these numbers
+        GPT2Config.from_saved(config)
+    except ConfigError as err:
+        raise TraceFileError(f"trace field 'model.config': {str(err).removeprefix('config.json: ')}") from None
     for i, token in enumerate(doc["tokens"]):
         if not (
             isinstance(token, dict)

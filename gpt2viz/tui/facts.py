@@ -7,6 +7,7 @@ has worked out completely before any screen reads it.
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 
 from ..hooks import hook_name
@@ -29,6 +30,14 @@ class RunFacts:
 
     @classmethod
     def of(cls, trace: Trace) -> "RunFacts":
+        """The facts of `trace`, worked out once per trace."""
+        facts = _FACTS.get(trace)
+        if facts is None:
+            facts = _FACTS[trace] = cls._read(trace)
+        return facts
+
+    @classmethod
+    def _read(cls, trace: Trace) -> "RunFacts":
         dtype = str(trace.model.get("dtype", "float32"))
         config = GPT2Config.from_saved(trace.model["config"])
         return cls(
@@ -80,9 +89,27 @@ class RunFacts:
         """Where the parameters are, by part."""
         return self.config.param_counts
 
+    @property
+    def kv_bytes_per_position(self) -> int:
+        """Bytes one more position adds to the KV cache, in this run's number format."""
+        return self.config.kv_bytes_per_position(self.value_bytes)
+
     def kv_bytes(self, positions: int) -> int:
         """Bytes the KV cache holds for `positions` positions in this run's number format."""
-        return positions * self.config.kv_bytes_per_position(self.value_bytes)
+        return positions * self.kv_bytes_per_position
+
+    @property
+    def weight_bytes(self) -> int:
+        """Bytes of all parameters: what every decode step reads once."""
+        return self.n_params * self.value_bytes
+
+
+def gb_per_s(n_bytes: float, ms: float | None) -> float | None:
+    """Effective bandwidth in GB/s (10⁹ bytes) of moving `n_bytes` in `ms`."""
+    return n_bytes / (ms / 1000) / 1e9 if ms else None
+
+
+_FACTS: "weakref.WeakKeyDictionary[Trace, RunFacts]" = weakref.WeakKeyDictionary()
 
 
 # -- reading events ---------------------------------------------------------------------------
@@ -151,15 +178,21 @@ def last_row(trace: Trace, layer: int, head: int, which: str = "pattern") -> lis
 
 def masked_pattern(trace: Trace, layer: int, head: int) -> list[list[float | None]]:
     """A head's pattern with the masked (future) cells as None. The mask is read off the scores,
-    where the trace writes masked cells as null: the picture shows the mask the model used."""
-    heads = attention_event(trace, layer, "pattern").get("heads") or []
+    where the trace writes masked cells as null: the picture shows the mask the model used. A
+    trace without scores gets the causal mask of a whole map (a reduced one stays as it is)."""
+    pattern = attention_event(trace, layer, "pattern")
+    heads = pattern.get("heads") or []
     if head >= len(heads):
         return []
     scores = attention_event(trace, layer, "scores").get("heads") or []
-    if head >= len(scores):
+    if head < len(scores):
+        mask = scores[head]
+        return [[None if mask[i][j] is None else v for j, v in enumerate(row)] for i, row in enumerate(heads[head])]
+    if pattern.get("reduced"):
         return heads[head]
-    mask = scores[head]
-    return [[None if mask[i][j] is None else v for j, v in enumerate(row)] for i, row in enumerate(heads[head])]
+    rows = heads[head]
+    past = (len(rows[0]) - len(rows)) if rows else 0  # cached positions before the first query
+    return [[None if j > past + i else v for j, v in enumerate(row)] for i, row in enumerate(rows)]
 
 
 def argmax(row: list[float | None]) -> int | None:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 
 from ..generate import STOP_CANCELLED, STOP_CONTEXT, STOP_EOS, STOP_MAX_TOKENS, SamplingSettings
 from ..options import DEFAULT_TOPK
+from .facts import RunFacts, gb_per_s
 
 DEFAULT_NEW_TOKENS = 40
 FINISHED = (STOP_EOS, STOP_CONTEXT, STOP_MAX_TOKENS)
@@ -193,6 +194,18 @@ class Generation:
     def tokens_per_s(self) -> float | None:
         total = self.total_ms
         return len(self.steps) / (total / 1000) if total > 0 else None
+
+    @property
+    def mean_decode_kv_bytes(self) -> float:
+        """Mean bytes of K and V the decode steps read from the cache (0 without decode steps)."""
+        kvs = [(s.get("kv_cache") or {}).get("total_bytes") or 0 for i, s in enumerate(self.steps) if not self.is_first(i)]
+        return sum(kvs) / len(kvs) if kvs else 0.0
+
+    def decode_gb_per_s(self, facts: RunFacts) -> float | None:
+        """Effective GB/s of the mean decode step: the weights and the mean KV cache read, over its mean time."""
+        if not self.settings.use_cache or not self.mean_decode_ms:
+            return None
+        return gb_per_s(facts.weight_bytes + self.mean_decode_kv_bytes, self.mean_decode_ms)
 
 
 @dataclass

@@ -9,7 +9,7 @@ from __future__ import annotations
 from ..generate import STOP_CANCELLED, STOP_CONTEXT, STOP_EOS, STOP_MAX_TOKENS
 from .formatting import count, nbytes, num, percent, shape
 from .generation import Comparison, Generation
-from .facts import RunFacts
+from .facts import RunFacts, gb_per_s
 from .narration import ARROW
 
 EOS_TEXT = "<|endoftext|>"
@@ -26,6 +26,10 @@ def stop_text(gen: Generation) -> str:
     if reason == STOP_EOS:
         return f"The model wrote {EOS_TEXT} (id {gen.ids[-1]}) after {n} tokens: it ended the text itself."
     if reason == STOP_CONTEXT:
+        if n == 0:
+            return f"The prompt fills all {gen.n_ctx} positions of the context: there is no room for a new token."
+        if not gen.settings.use_cache:
+            return f"The context is full: {gen.n_ctx} tokens, {n} of them new."
         # The last token is chosen but never fed in, so the cache holds one position less.
         return f"The context is full: {gen.n_ctx} tokens, {n} of them new; the last was never fed in (cache {gen.n_ctx - 1})."
     if reason == STOP_MAX_TOKENS:
@@ -56,11 +60,13 @@ def step_flow(f: RunFacts, gen: Generation, index: int) -> list[str]:
     T = gen.input_length(index)
     cached = bool(gen.steps[index].get("used_cache"))
     kv = f"K, V {shape([1, H, L, D])}" + (f" ({L - T} + {T} new)" if cached and L > T else "")
-    if T == 1:
+    if L == 1:
+        mask = "mask: one query, one key (its own)"
+    elif T == 1:
         # The causal mask, shifted by the L - 1 cached positions, lets the one query see every key.
         mask = f"mask tril(diagonal={L - 1}): all {L} keys seen"
     else:
-        mask = f"mask: causal, query i sees keys 0–i"
+        mask = "mask: causal, query i sees keys 0–i"
     return [
         f"ids, shape {shape([1, T])}{ARROW}x {shape([1, T, f.n_embd])}",
         f"q {shape([1, H, T, D])}",
@@ -150,7 +156,7 @@ def _only_left(n: int) -> str:
 def kv_formula(f: RunFacts, length: int, width: int = 0) -> list[str]:
     """'= 2 (K, V) × 2 layers × 4 heads × 17 positions × 16 dims × 4 B' as lines of at most `width`
     (0: one line), the last one ending in '= 8,704 B'."""
-    total = 2 * f.n_layer * f.n_head * length * f.head_dim * f.value_bytes
+    total = f.kv_bytes(length)
     factors = [
         "2 (K, V)",
         f"{f.n_layer} layers",
@@ -175,8 +181,8 @@ def kv_formula(f: RunFacts, length: int, width: int = 0) -> list[str]:
 
 def kv_text(f: RunFacts, gen: Generation, index: int | None) -> str:
     """Why K and V are cached and Q is not, with this run's sizes."""
-    per_token = 2 * f.n_layer * f.n_head * f.head_dim * f.value_bytes
-    full = per_token * f.n_ctx
+    per_token = f.kv_bytes_per_position
+    full = f.kv_bytes(f.n_ctx)
     why = (
         "Why K and V, and not Q: a position's key and value depend only on the tokens up to it, so once "
         "computed they never change, and every later token reads them again. A query is used once, by its "
@@ -196,27 +202,9 @@ def kv_text(f: RunFacts, gen: Generation, index: int | None) -> str:
     return why
 
 
-def weight_bytes(f: RunFacts) -> int:
-    """Bytes of all parameters: what every decode step reads once."""
-    return f.n_params * f.value_bytes
-
-
-def gb_per_s(n_bytes: float, ms: float | None) -> float | None:
-    """Effective bandwidth in GB/s (10⁹ bytes) of moving `n_bytes` in `ms`."""
-    return n_bytes / (ms / 1000) / 1e9 if ms else None
-
-
-def decode_gb_per_s(f: RunFacts, gen: Generation) -> float | None:
-    """Effective GB/s of the mean decode step: weights and the mean KV cache read, over its mean time."""
-    if not gen.settings.use_cache or not gen.mean_decode_ms:
-        return None
-    kvs = [(s.get("kv_cache") or {}).get("total_bytes") or 0 for i, s in enumerate(gen.steps) if not gen.is_first(i)]
-    return gb_per_s(weight_bytes(f) + sum(kvs) / len(kvs), gen.mean_decode_ms)
-
-
 def bandwidth_text(f: RunFacts, gen: Generation, index: int | None) -> str:
     """Why decode is bound by memory bandwidth: bytes read per step against the measured time."""
-    weights = weight_bytes(f)
+    weights = f.weight_bytes
     lm_head = f.vocab * f.n_embd * f.value_bytes
     head = (
         f"Prefill and decode cost differently. The prefill (time to first token) pushes all prompt positions "
@@ -242,8 +230,7 @@ def bandwidth_text(f: RunFacts, gen: Generation, index: int | None) -> str:
             f"{num(rate)} GB/s effective."
         )
     if mean:
-        kvs = [(s.get("kv_cache") or {}).get("total_bytes") or 0 for i, s in enumerate(gen.steps) if not gen.is_first(i)]
-        kv_mean = sum(kvs) / len(kvs) if kvs else 0
+        kv_mean = gen.mean_decode_kv_bytes
         lines.append(
             f"Mean decode step: {num(mean)} ms for {nbytes(int(weights + kv_mean))} = "
             f"{num(gb_per_s(weights + kv_mean, mean))} GB/s effective."

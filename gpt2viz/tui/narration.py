@@ -189,7 +189,7 @@ def _qkv(trace: Trace, stage: Stage, f: RunFacts, head: int):
         f"\n\nEach of q, k and v is cut into {H} heads of {D} numbers ({H} × {D} = {C}). The heads work "
         "side by side, each with its own slice, and never see each other's numbers."
         f"\n\nThe keys and values are what the KV cache keeps for later tokens: for this layer "
-        f"2 × {H} heads × {f.T} positions × {D} = {count(2 * H * f.T * D)} numbers, {nbytes(kv_bytes)}. "
+        f"2 × {H} heads × {f.T} positions × {D} = {count(kv_bytes // f.value_bytes)} numbers, {nbytes(kv_bytes)}. "
         "Queries are used once and never cached."
     )
     formula = (

@@ -257,7 +257,7 @@ async def test_compare_reports_identical_ids_and_a_speedup(ckpts):
         await pilot.press("question_mark")
         await pilot.pause()
         help_text = screen_text(app)
-        assert "Run without and with the KV cache and compare" in help_text and "space stops a running" in help_text
+        assert "Run without and with the KV cache and compare" in help_text and "␣ (space) stops a running" in help_text
 
 
 @run_async

@@ -12,7 +12,6 @@ from gpt2viz.tui.generation_narration import (
     bandwidth_text,
     choice_text,
     compare_text,
-    decode_gb_per_s,
     kv_formula,
     kv_text,
     step_flow,
@@ -92,7 +91,7 @@ def test_decode_is_measured_against_the_weights_it_reads(small):
     from gpt2viz.tui.formatting import num
 
     assert f"= {num(rate)} GB/s effective" in text
-    assert decode_gb_per_s(f, gen) is not None and decode_gb_per_s(f, naive) is None
+    assert gen.decode_gb_per_s(f) is not None and naive.decode_gb_per_s(f) is None
     assert "grows with every token" in bandwidth_text(f, naive, 2)
 
 

@@ -239,4 +239,29 @@ async def test_tokens_per_second_says_it_includes_the_prefill(ckpts):
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_generation(app, pilot)
         await finished(pilot, screen)
-        assert "prefill included" in panel_text(screen, "#cost-panel")
+        assert "incl. prefill" in panel_text(screen, "#cost-panel")
+
+
+def test_the_context_full_sentence_fits_each_case():
+    from gpt2viz.tui.generation_narration import stop_text
+
+    steps = [{"id": 1, "text": "a", "ms": 1.0, "used_cache": True}, {"id": 2, "text": "b", "ms": 1.0, "used_cache": True}]
+    cached = Generation([0] * 6, ["x"] * 6, GenerationSettings(5), 8, steps, [0], "context")
+    assert stop_text(cached) == "The context is full: 8 tokens, 2 of them new; the last was never fed in (cache 7)."
+    naive = Generation([0] * 6, ["x"] * 6, GenerationSettings(5, use_cache=False), 8, steps, [0], "context")
+    assert stop_text(naive) == "The context is full: 8 tokens, 2 of them new."
+    full = Generation([0] * 8, ["x"] * 8, GenerationSettings(5), 8, [], [], "context")
+    assert stop_text(full) == "The prompt fills all 8 positions of the context: there is no room for a new token."
+
+
+def test_a_pattern_without_scores_still_shows_the_causal_mask(tiny_trace):
+    import copy
+
+    from gpt2viz.trace import Trace
+    from gpt2viz.tui.facts import masked_pattern
+
+    doc = copy.deepcopy(tiny_trace.to_dict())
+    doc["events"] = [e for e in doc["events"] if not e["stage"].endswith("hook_attn_scores")]
+    rows = masked_pattern(Trace.from_dict(doc), 0, 1)
+    assert rows[0][1:] == [None] * 4 and rows[4][4] is not None and rows[1][2] is None
+    assert rows == masked_pattern(tiny_trace, 0, 1)

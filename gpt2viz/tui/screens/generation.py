@@ -34,13 +34,14 @@ from ..widgets.room_notice import MIN_WIDTH, RoomNotice
 from ..widgets.top_bar import TopBar
 from .generation_settings import SettingsScreen
 
+STEP_PASS = -1  # the `run` of a failure while recording one step's forward pass
 DRAW_INTERVAL_S = 0.2  # while tokens stream in, the panels are redrawn at most this often
 
 STEP = Binding.Group("step", compact=True)
 
 HELP_TEXT = (
-    "space stops a running generation (the text so far stays), resumes it, and once it is done generates "
-    "again. How to read it: the top shows the prompt (dim) and the tokens generated after it; b shows where each "
+    "␣ (space) stops a running generation (the text so far stays), resumes it, and once it is done generates "
+    "again (with 0 new tokens set, it opens the settings). How to read it: the top shows the prompt (dim) and the tokens generated after it; b shows where each "
     "token begins and ends. Under it, three panels follow the newest step, or the step you pick with ← →: "
     "the choice (the top tokens before and after temperature, top-k and top-p, and the step's shapes), "
     "the cost (time per step: the prefill in its own colour, then the decode steps; c compares a run "
@@ -335,7 +336,7 @@ class GenerationScreen(Screen):
     def _trace_step(self, index: int, ids: list[int]) -> None:
         """Records the forward pass that chose step `index`'s token."""
         worker = get_current_worker()
-        with reporting(lambda text, code: self.post_message(self.RunFailed(-1, text))):
+        with reporting(lambda text, code: self.post_message(self.RunFailed(STEP_PASS, text))):
             trace = record_pass(self.lm, ids, self.topk, lambda: worker.is_cancelled)
             self.post_message(self.StepTraced(index, trace))
 
@@ -371,7 +372,8 @@ class GenerationScreen(Screen):
             self._compare = None
             self._set_phase("idle")
             self._draw()
-        self.notify(message.text, title="Generation failed", severity="error", markup=False)
+        title = "The forward pass failed" if message.run == STEP_PASS else "Generation failed"
+        self.notify(message.text, title=title, severity="error", markup=False)
 
     def on_generation_screen_step_traced(self, message: StepTraced) -> None:
         from .step import StepScreen

@@ -21,7 +21,6 @@ from ..generation_narration import (
     bandwidth_text,
     choice_text,
     compare_text,
-    decode_gb_per_s,
     kv_formula,
     kv_text,
     step_flow,
@@ -305,10 +304,10 @@ class CostPanel(Panel):
                 (f"  mean of {len(gen.decode_ms)}", ".gen-panel--dim"),
             ),
             Content.assemble(
-                ("tokens/s    ", ".gen-panel--dim"), (f"{num(gen.tokens_per_s):>6}", "bold"), ("  prefill included", ".gen-panel--dim")
+                ("tokens/s    ", ".gen-panel--dim"), (f"{num(gen.tokens_per_s):>6}", "bold"), ("  incl. prefill", ".gen-panel--dim")
             ),
         ]
-        rate = decode_gb_per_s(facts, gen)
+        rate = gen.decode_gb_per_s(facts)
         if rate is not None:
             rows.append(
                 Content.assemble(

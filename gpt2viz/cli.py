@@ -56,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", metavar="S", type=int, default=None, help="random seed for sampling (reproducible runs)")
     p.add_argument("--no-cache", action="store_true", help="generate without the KV cache (recompute everything)")
     p.add_argument("--device", default="cpu", help="cpu (default), cuda, cuda:N or mps")
-    p.add_argument("--dtype", default="float32", help="float32 (default), bfloat16 or float16")
+    p.add_argument("--dtype", default="float32", help="number format: float32 (default), bfloat16, float16 or int8 (int8 weights, CPU only)")
     p.add_argument(
         "--topk-logits", metavar="K", type=int, default=DEFAULT_TOPK, help=f"top tokens kept per position (default: {DEFAULT_TOPK})"
     )
@@ -131,9 +131,10 @@ def parse_args(argv: list[str] | None) -> RunOptions:
         topk_logits=args.topk_logits,
     )
     options.sampling()  # checks temperature, top-k, top-p now, before any loading
-    from .model.placement import parse_device, parse_dtype
+    from .model.placement import parse_device
+    from .model.precision import parse_precision
 
-    parse_dtype(options.dtype)
+    parse_precision(options.dtype)
     parse_device(options.device)
     return options
 

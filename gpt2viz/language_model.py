@@ -16,7 +16,8 @@ from .generate import GenerationResult, SamplingSettings, generate
 from .hooks import Hooks
 from .model.config import GPT2Config
 from .model.gpt2 import GPT2
-from .model.placement import parse_device, parse_dtype
+from .model.placement import parse_device
+from .model.precision import Precision, apply_precision, parse_precision, weight_bytes
 from .model.sources import ResolvedSource, resolve
 from .model.tokenizer import Tokenizer
 from .model.weights import load_weights
@@ -32,6 +33,13 @@ class LanguageModel:
     stored_dtype: str
     file_bytes: int
     notices: list[str] = field(default_factory=list)
+    n_params: int = 0  # counted from the checkpoint's tensors (the tied LM head once)
+    weight_bytes: int = 0  # what the weights take in memory in this precision
+
+    @property
+    def precision(self) -> str:
+        """The number format: float32, bfloat16, float16 or int8."""
+        return self.model.precision
 
     @property
     def config(self) -> GPT2Config:
@@ -50,11 +58,6 @@ class LanguageModel:
     def hooks(self) -> Hooks:
         """The model's hook points (`lm.hooks.subscribe(pattern, fn)`)."""
         return self.model.hooks
-
-    @property
-    def n_params(self) -> int:
-        """Parameters counted from the loaded tensors (the tied LM head once)."""
-        return sum(p.numel() for p in self.model.parameters())
 
     def encode_prompt(self, prompt: str | list[int]) -> list[int]:
         if isinstance(prompt, str):
@@ -89,21 +92,29 @@ class LanguageModel:
 def load_model(
     source: str | None = None,
     device: str | torch.device = "cpu",
-    dtype: str | torch.dtype = "float32",
+    dtype: str | torch.dtype | Precision = "float32",
 ) -> LanguageModel:
     """Loads `source`: 'tiny' (bundled), a checkpoint directory, or a hub id such as 'gpt2'.
 
     With no source: real GPT-2 when it is cached or the hub answers, else the bundled model.
+    `dtype` is the number format: float32, bfloat16, float16 or int8 (model/precision.py); the
+    weights are converted once, here.
     """
-    torch_dtype = parse_dtype(dtype)
+    precision = parse_precision(dtype)
     torch_device = parse_device(device)
     resolved = resolve(source)
     config = GPT2Config.from_file(resolved.path / "config.json")
     tokenizer = Tokenizer.from_dir(resolved.path)
-    weights = load_weights(resolved.path, config, torch_dtype, str(torch_device))
+    weights = load_weights(resolved.path, config, precision.load_dtype, str(torch_device))
+    n_params = sum(t.numel() for t in weights.tensors.values())
     model = GPT2(config)
     state = {name: torch.nn.Parameter(t, requires_grad=False) for name, t in weights.tensors.items()}
+    weights.tensors.clear()  # the model holds them now, and a conversion below may replace them
     model.load_state_dict(state, strict=True, assign=True)
+    del state
     model.eval()
+    apply_precision(model, precision)
     notices = ([resolved.notice] if resolved.notice else []) + weights.notices
-    return LanguageModel(model, tokenizer, resolved, weights.stored_dtype, weights.file_bytes, notices)
+    return LanguageModel(
+        model, tokenizer, resolved, weights.stored_dtype, weights.file_bytes, notices, n_params, weight_bytes(model)
+    )

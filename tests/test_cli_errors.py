@@ -48,7 +48,7 @@ def one_error_line(stderr: str) -> str:
         (["--generate", "-3"], "--generate"),
         (["--device", "toaster"], "--device"),
         (["--device", "cuda:7"], "--device"),
-        (["--dtype", "int8"], "--dtype"),
+        (["--dtype", "int4"], "--dtype"),
         (["--topk-logits", "0"], "--topk-logits"),
         (["--temperature", "warm"], "--temperature"),
         (["--no-such-option"], "--no-such-option"),
@@ -298,13 +298,13 @@ def test_core_errors_name_settings_and_the_cli_names_its_flags(capsys):
     from gpt2viz.cli import main
     from gpt2viz.errors import SettingError
     from gpt2viz.generate import SamplingSettings
-    from gpt2viz.model.placement import parse_dtype
+    from gpt2viz.model.precision import parse_precision
 
     with pytest.raises(SettingError) as err:
         SamplingSettings(top_k=0)
     assert str(err.value) == "top_k must be an integer >= 1, got 0" and "--" not in str(err.value)
     with pytest.raises(SettingError) as err:
-        parse_dtype("float64")
+        parse_precision("float64")
     assert err.value.setting == "dtype" and "--" not in str(err.value)
     assert main(["--top-k", "0", "--json", "-"]) == 2
     assert "gpt2viz: error: --top-k must be an integer >= 1, got 0" in capsys.readouterr().err

@@ -8,7 +8,7 @@ from torch import nn
 from ..hooks import Hooks
 from .config import GPT2Config
 from .kv_cache import KVCache
-from .layers import Block, Embedding, LayerNorm, unembed
+from .layers import Block, Embedding, LayerNorm, TiedLMHead
 
 
 class GPT2(nn.Module):
@@ -22,15 +22,19 @@ class GPT2(nn.Module):
         self.wpe = Embedding(config.n_ctx, config.n_embd)  # position vectors
         self.h = nn.ModuleList(Block(config, i, self.hooks) for i in range(config.n_layer))
         self.ln_f = LayerNorm(config.n_embd, config.layer_norm_epsilon, self.hooks, "ln_final")
-        # No separate LM head: its weight is wte's (weight tying), used transposed.
+        # No separate LM head weight: it is wte's (weight tying), used transposed.
+        self.lm_head = TiedLMHead(self.wte)
+        self.precision = "float32"  # the number format's name (model/precision.py switches it)
+        self.compute_dtype: torch.dtype | None = None  # activations' dtype; None: the weights'
 
     @property
     def dtype(self) -> torch.dtype:
-        return self.wte.weight.dtype
+        """The dtype of activations, logits and the KV cache."""
+        return self.compute_dtype or self.wpe.weight.dtype
 
     @property
     def device(self) -> torch.device:
-        return self.wte.weight.device
+        return self.wpe.weight.device
 
     def new_cache(self, batch_size: int = 1, capacity: int | None = None) -> KVCache:
         """An empty KV cache for this model, on its device and in its dtype."""
@@ -56,7 +60,7 @@ class GPT2(nn.Module):
             raise ValueError(f"{past + T} positions exceed the context length {self.config.n_ctx}")
 
         # Embedding is a table lookup (row `id` of wte), not a matrix product.
-        tok = self.wte.weight[input_ids]  # (B, T, C)
+        tok = self.wte.lookup(input_ids)  # (B, T, C)
         pos = self.wpe.weight[past : past + T]  # (T, C): positions continue after the cache
         if hooks.active:
             hooks.fire("hook_embed", tok)
@@ -73,7 +77,7 @@ class GPT2(nn.Module):
         if last_only:
             x = x[:, -1:]  # only the last position predicts the next token
         x = self.ln_f(x)
-        logits = unembed(x, self.wte.weight)  # x @ wte^T: (B, T, vocab)
+        logits = self.lm_head(x)  # x @ wte^T: (B, T, vocab)
         if hooks.active:
             hooks.fire("unembed.hook_out", logits)
         return logits, cache
@@ -83,4 +87,4 @@ class GPT2(nn.Module):
         """The logits the end of the network makes of residual-stream vectors `[..., C]`: ln_f, then
         the LM head. Applied to the stream after block l, this is the logit lens: what the model
         would predict if block l were its last. Fires no hooks."""
-        return unembed(self.ln_f.normalize(resid), self.wte.weight)  # (..., vocab)
+        return self.lm_head(self.ln_f.normalize(resid))  # (..., vocab)

@@ -102,6 +102,21 @@ class Embedding(nn.Module):
         super().__init__()
         self.weight = _param(n_rows, n_embd)
 
+    def lookup(self, ids: torch.Tensor) -> torch.Tensor:
+        """The rows of `ids`: `(...) -> (..., C)`."""
+        return self.weight[ids]
+
+
+class TiedLMHead(Layer):
+    """The LM head: the token embedding table used transposed (weight tying), no weight of its own."""
+
+    def __init__(self, wte: Embedding) -> None:
+        super().__init__()
+        object.__setattr__(self, "wte", wte)  # not a sub-layer: the model owns wte
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return unembed(x, self.wte.weight)  # x @ wte^T: (..., vocab)
+
 
 class Conv1D(Layer):
     """A linear layer with GPT-2's weight layout `[in, out]`: `y = x @ weight + bias`."""
@@ -202,6 +217,11 @@ class CausalSelfAttention(Layer):
 
     def _fused_attention(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, past: int) -> torch.Tensor:
         """The same maths in one kernel, never materialising the pattern."""
+        if q.dtype in (torch.float16, torch.bfloat16) and q.is_cpu:
+            # This CPU's 16-bit attention kernel takes 2-3x float32's time (a GPT-2-small decode
+            # step at 256 positions: 4.8 ms in float16 against 1.6 ms): run it in float32, then
+            # round the result back to the 16-bit format.
+            return self._fused_attention(q.float(), k.float(), v.float(), past).to(q.dtype)
         if q.size(2) == 1:
             # A single new query sees every cached key: no mask needed.
             return F.scaled_dot_product_attention(q, k, v)

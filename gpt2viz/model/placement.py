@@ -1,34 +1,10 @@
-"""Where the model runs and in which number format: checked names in, torch objects out."""
+"""Where the model runs: a checked device name in, a torch device out. (Number formats: precision.py.)"""
 
 from __future__ import annotations
 
 import torch
 
 from ..errors import SettingError
-
-DTYPES = {
-    "float32": torch.float32,
-    "fp32": torch.float32,
-    "float16": torch.float16,
-    "fp16": torch.float16,
-    "half": torch.float16,
-    "bfloat16": torch.bfloat16,
-    "bf16": torch.bfloat16,
-}
-DTYPE_CHOICES = "choose float32, float16 or bfloat16"
-
-
-def parse_dtype(name: str | torch.dtype) -> torch.dtype:
-    """The torch dtype for a name such as 'float32' or 'bf16'."""
-    if isinstance(name, torch.dtype):
-        if name in DTYPES.values():
-            return name
-        raise SettingError("dtype", f"{name} is not supported ({DTYPE_CHOICES})")
-    dtype = DTYPES.get(str(name).lower())
-    if dtype is None:
-        raise SettingError("dtype", f"{name!r} is not supported ({DTYPE_CHOICES})")
-    return dtype
-
 
 def parse_device(name: str | torch.device) -> torch.device:
     """A torch device that exists on this machine."""

@@ -282,7 +282,9 @@ def model_info(lm: LanguageModel) -> dict:
         "source": {"kind": lm.source.kind, "path": str(lm.source.path)},
         "config": lm.config.to_dict(),
         "n_params": lm.n_params,
-        "dtype": str(lm.model.dtype).removeprefix("torch."),
+        "dtype": lm.precision,  # the number format of the weights (int8 computes in float32)
+        "compute_dtype": str(lm.model.dtype).removeprefix("torch."),
+        "weight_bytes": lm.weight_bytes,
         "stored_dtype": lm.stored_dtype,
         "device": str(lm.model.device),
     }

@@ -24,9 +24,11 @@ class RunFacts:
 
     config: GPT2Config
     T: int  # positions in the recorded pass
-    dtype: str
-    value_bytes: int  # bytes of one number in `dtype`
+    dtype: str  # the number format of the weights: float32, bfloat16, float16 or int8
+    compute_dtype: str  # activations and the KV cache (int8 computes in float32)
+    value_bytes: int  # bytes of one number in `compute_dtype`
     n_params: int  # counted from the loaded tensors
+    weight_bytes: int  # what the weights take as stored (int8: with their scales)
 
     @classmethod
     def of(cls, trace: Trace) -> "RunFacts":
@@ -39,13 +41,19 @@ class RunFacts:
     @classmethod
     def _read(cls, trace: Trace) -> "RunFacts":
         dtype = str(trace.model.get("dtype", "float32"))
+        compute = str(trace.model.get("compute_dtype") or dtype)
         config = GPT2Config.from_saved(trace.model["config"])
+        n_params = int(trace.model.get("n_params") or config.n_params)
+        value_bytes = DTYPE_BYTES.get(compute, 4)
         return cls(
             config=config,
             T=len(trace.tokens),
             dtype=dtype,
-            value_bytes=DTYPE_BYTES.get(dtype, 4),
-            n_params=int(trace.model.get("n_params") or config.n_params),
+            compute_dtype=compute,
+            value_bytes=value_bytes,
+            n_params=n_params,
+            # Traces written before weight_bytes was recorded held every weight in `dtype`.
+            weight_bytes=int(trace.model.get("weight_bytes") or n_params * value_bytes),
         )
 
     @property
@@ -98,10 +106,6 @@ class RunFacts:
         """Bytes the KV cache holds for `positions` positions in this run's number format."""
         return positions * self.kv_bytes_per_position
 
-    @property
-    def weight_bytes(self) -> int:
-        """Bytes of all parameters: what every decode step reads once."""
-        return self.n_params * self.value_bytes
 
 
 def gb_per_s(n_bytes: float, ms: float | None) -> float | None:

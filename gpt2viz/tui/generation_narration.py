@@ -188,7 +188,7 @@ def kv_text(f: RunFacts, gen: Generation, index: int | None) -> str:
         "computed they never change, and every later token reads them again. A query is used once, by its "
         "own position, to ask which earlier positions matter; no later step needs it. So each layer keeps K "
         f"and V and drops q. One more token adds {count(per_token)} bytes "
-        f"(2 × {f.n_layer} layers × {f.n_head} heads × {f.head_dim} × {f.value_bytes} B, {f.dtype}); the "
+        f"(2 × {f.n_layer} layers × {f.n_head} heads × {f.head_dim} × {f.value_bytes} B, {f.compute_dtype}); the "
         f"buffers are allocated once for the whole context of {f.n_ctx} positions, {nbytes(full)}, and "
         "filled in place, so a decode step allocates nothing."
         "\n\nThe cache changes the path, not the result: the keys and values it holds are the very numbers "
@@ -205,14 +205,13 @@ def kv_text(f: RunFacts, gen: Generation, index: int | None) -> str:
 def bandwidth_text(f: RunFacts, gen: Generation, index: int | None) -> str:
     """Why decode is bound by memory bandwidth: bytes read per step against the measured time."""
     weights = f.weight_bytes
-    lm_head = f.vocab * f.n_embd * f.value_bytes
     head = (
         f"Prefill and decode cost differently. The prefill (time to first token) pushes all prompt positions "
         f"through each weight matrix at once: many multiply-adds per weight read, so it is bound by compute. "
         f"A decode step pushes one position: each weight is read once and used for one multiply-add, so "
         f"the step is bound by how fast memory delivers the weights."
-        f"\n\nEvery decode step reads all {count(f.n_params)} parameters × {f.value_bytes} B ({f.dtype}) = "
-        f"{nbytes(weights)}, the LM head wte [{count(f.vocab)} × {f.n_embd}] alone {nbytes(lm_head)}, plus the KV cache."
+        f"\n\nEvery decode step reads all {count(f.n_params)} parameters, stored in {f.dtype}: "
+        f"{nbytes(weights)}, plus the KV cache."
     )
     if not gen.settings.use_cache:
         return head + (

@@ -118,7 +118,7 @@ def _embed(trace: Trace, stage: Stage, f: RunFacts, head: int):
         "a lookup, no multiplication. Each position p picks row p of the position table "
         f"wpe [{count(f.n_ctx)} × {f.n_embd}], which is how the model knows word order. "
         f"Their sum is x, the residual stream: {f.T} × {f.n_embd} = {count(size)} numbers, "
-        f"{count(size * f.value_bytes)} bytes in {f.dtype}. Every block reads x and adds its result to it."
+        f"{count(size * f.value_bytes)} bytes in {f.compute_dtype}. Every block reads x and adds its result to it."
         f"\n\nwte holds {count(p.wte)} ({millions(p.wte)}) of this model's {count(f.n_params)} "
         f"parameters ({share:.1f}%); wpe holds {count(p.wpe)}."
     )

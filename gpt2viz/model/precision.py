@@ -1,0 +1,245 @@
+"""Number formats: how the weights are stored and which kernels multiply by them.
+
+The forward pass is the same maths in every format; only the matrix products and the storage of
+their weights change, so this module swaps those layers after loading and leaves the rest alone.
+Measured on this project's 2-core AVX-512 (VNNI, BF16) machines, torch 2.13 CPU:
+
+- **float32**: the checkpoint's own layout, `[in, out]`, and the two-core products of
+  `layers.conv1d` / `layers.unembed`. Exact against transformers.
+- **bfloat16**: weights in bfloat16, the same layout and `addmm`; the CPU has bf16 dot products,
+  so a many-row product (the prefill) runs ~4x faster than float32 and a one-row product reads
+  half the bytes. Activations and the KV cache are bfloat16.
+- **float16**: this CPU has no float16 arithmetic: `addmm` on an `[in, out]` float16 weight takes
+  ~20x float32's time. `F.linear` on a weight stored `[out, in]` reaches the oneDNN kernel, fast
+  for a few rows (a decode step reads half the bytes) but ~4x slower than float32 for many rows,
+  so products of more than FLOAT16_FEW_ROWS rows convert the weight to float32 first (a 768 x 3072
+  weight in ~0.1 ms) and round the result back to float16. Activations and the KV cache are float16.
+- **int8**: weights int8 with one scale per output channel (symmetric, round to nearest), run by
+  torch's fbgemm dynamic-quantized linear: each product quantizes its input to 8 bits (one scale
+  and zero point per call) and multiplies int8 by int8 into int32. This CPU has AVX-512 VNNI, so
+  the full 8-bit input range is used (`reduce_range=False`, no overflow; checked against an exact
+  reference in the tests). Inputs are quantized one position at a time: one scale over a whole
+  prompt cost the bundled model 2 points of top-1 agreement with float32, and per position a
+  cached decode step computes exactly what a full pass does. Every block product and the LM head
+  are int8; the token embeddings are the LM head's int8 rows (tied, as in float32), looked up and
+  scaled; position embeddings, LayerNorm and biases stay float32, as do activations and the KV
+  cache. torch marks its quantized tensors deprecated in favour of torchao; torchao's int8
+  weight-only linear measured slower than float32 here (eager, CPU), so this uses torch's ops.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from ..errors import SettingError
+from .layers import Conv1D, Layer
+
+FLOAT16_FEW_ROWS = 8  # float16 products of at most this many rows use float16 kernels
+
+
+@dataclass(frozen=True)
+class Precision:
+    """A number format: its name, how the weights are read from the file, what activations use."""
+
+    name: str
+    load_dtype: torch.dtype  # what the loader converts the file's tensors to
+    compute_dtype: torch.dtype  # activations, the KV cache, the logits
+
+    @property
+    def quantized(self) -> bool:
+        return self.name == "int8"
+
+
+# Every format loads the file as float32 (memory-mapped where the file is float32) and converts
+# once, layer by layer, into memory of its own: the mapping is then released, so resident memory
+# after loading is what the format stores.
+PRECISIONS = {
+    "float32": Precision("float32", torch.float32, torch.float32),
+    "bfloat16": Precision("bfloat16", torch.float32, torch.bfloat16),
+    "float16": Precision("float16", torch.float32, torch.float16),
+    "int8": Precision("int8", torch.float32, torch.float32),
+}
+ALIASES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16", "half": "float16", "qint8": "int8"}
+CHOICES = "choose float32, bfloat16, float16 or int8"
+
+
+def parse_precision(name: str | torch.dtype | Precision) -> Precision:
+    """The Precision for a name ('float32', 'bf16', 'int8', ...) or a torch float dtype."""
+    if isinstance(name, Precision):
+        return name
+    if isinstance(name, torch.dtype):
+        for precision in PRECISIONS.values():
+            if precision.compute_dtype == name and not precision.quantized:
+                return precision
+        raise SettingError("dtype", f"{name} is not supported ({CHOICES})")
+    key = str(name).lower()
+    precision = PRECISIONS.get(ALIASES.get(key, key))
+    if precision is None:
+        raise SettingError("dtype", f"{name!r} is not supported ({CHOICES})")
+    return precision
+
+
+# -- float16 ------------------------------------------------------------------------------------
+
+
+class HalfLinear(Layer):
+    """`x @ W + b` with W stored `[out, in]` in a 16-bit float (the layout oneDNN's kernels want)."""
+
+    def __init__(self, weight_in_out: torch.Tensor, bias: torch.Tensor, dtype: torch.dtype) -> None:
+        super().__init__()
+        self.weight_t = weight_in_out.t().to(dtype).contiguous()  # (out, in), a copy of its own
+        self.bias_ = bias.to(dtype)
+        self.bytes = (self.weight_t.numel() + self.bias_.numel()) * self.weight_t.element_size()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return half_linear(x, self.weight_t, self.bias_)
+
+def half_linear(x: torch.Tensor, weight_t: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+    """A 16-bit product by a `[out, in]` weight; many float16 rows go through float32 (see the
+    module doc), bfloat16 has kernels of its own."""
+    rows = x.numel() // x.size(-1)
+    if x.dtype != torch.float16 or rows <= FLOAT16_FEW_ROWS or not x.is_cpu:
+        return F.linear(x, weight_t, bias)
+    out = F.linear(x.float(), weight_t.float(), None if bias is None else bias.float())
+    return out.to(torch.float16)
+
+
+class HalfLMHead(Layer):
+    """The tied LM head in a 16-bit float: logits = x @ wte^T."""
+
+    def __init__(self, wte) -> None:
+        super().__init__()
+        object.__setattr__(self, "wte", wte)  # not a sub-layer: the model owns wte
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return half_linear(x, self.wte.weight, None)  # wte (V, C) is already the [out, in] layout
+
+
+# -- int8 ---------------------------------------------------------------------------------------
+
+
+def quantize_rows(weight_out_in: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Symmetric int8 with one scale per row (output channel): (int8 values, float32 scales)."""
+    w = weight_out_in.float()
+    scales = (w.abs().amax(dim=1) / 127).clamp_min(torch.finfo(torch.float32).tiny)
+    values = torch.round(w / scales[:, None]).clamp_(-127, 127).to(torch.int8)
+    return values, scales
+
+
+def _packed(values: torch.Tensor, scales: torch.Tensor, bias: torch.Tensor | None):
+    """fbgemm's prepacked form of int8 `values` `[out, in]` with per-row `scales`."""
+    zero_points = torch.zeros(values.size(0), dtype=torch.long)
+    with warnings.catch_warnings():  # quantized tensors are deprecated (see the module doc)
+        warnings.simplefilter("ignore")
+        q = torch._make_per_channel_quantized_tensor(values, scales.double(), zero_points, 0)
+        # The bias is copied: the packed form keeps what it is given, and a view would keep the
+        # checkpoint's memory mapping alive.
+        return torch.ops.quantized.linear_prepack(q, None if bias is None else bias.to(torch.float32, copy=True))
+
+
+def int8_linear(x: torch.Tensor, packed) -> torch.Tensor:
+    """`x @ W^T (+ b)` through fbgemm, each position's input quantized on its own (float32 out)."""
+    rows = x.reshape(-1, x.size(-1))
+    if rows.size(0) == 1:
+        out = torch.ops.quantized.linear_dynamic(rows, packed, False)
+    else:
+        out = torch.cat([torch.ops.quantized.linear_dynamic(row, packed, False) for row in rows.split(1)])
+    return out.view(*x.shape[:-1], out.size(-1))
+
+
+class Int8Linear(Layer):
+    """A Conv1D's product with int8 weights (per output channel) and a float32 bias."""
+
+    def __init__(self, weight_in_out: torch.Tensor, bias: torch.Tensor) -> None:
+        super().__init__()
+        values, scales = quantize_rows(weight_in_out.t())
+        self.n_in, self.n_out = weight_in_out.shape
+        self.packed = _packed(values, scales, bias)
+        self.bytes = values.numel() + scales.numel() * 4 + bias.numel() * 4
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return int8_linear(x, self.packed)
+
+
+class Int8Embedding(Layer):
+    """Token vectors as int8 rows with one scale each: a lookup scales the rows it reads. The same
+    rows, prepacked, are the tied LM head."""
+
+    def __init__(self, wte: torch.Tensor) -> None:
+        super().__init__()
+        self.values, self.scales = quantize_rows(wte)  # (V, C) int8, (V,) float32
+        self.packed = _packed(self.values, self.scales, None)
+        self.bytes = 2 * self.values.numel() + self.scales.numel() * 4  # the table and its packed copy
+
+    def lookup(self, ids: torch.Tensor) -> torch.Tensor:
+        return self.values[ids].float() * self.scales[ids].unsqueeze(-1)  # (..., C)
+
+
+class Int8LMHead(Layer):
+    """The tied LM head in int8: logits = x @ wte^T through the embedding's packed rows."""
+
+    def __init__(self, embedding: Int8Embedding) -> None:
+        super().__init__()
+        self.embedding = embedding
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return int8_linear(x, self.embedding.packed)
+
+
+# -- switching a loaded model -------------------------------------------------------------------
+
+
+def _conv1d_layers(model) -> list[tuple[object, str, Conv1D]]:
+    found = []
+    for block in model.h:
+        for parent, name in ((block.attn, "c_attn"), (block.attn, "c_proj"), (block.mlp, "c_fc"), (block.mlp, "c_proj")):
+            found.append((parent, name, getattr(parent, name)))
+    return found
+
+
+def _replace(parent, name: str, layer) -> None:
+    # Layers keep sub-layers as plain attributes too (see layers.Layer): replace both.
+    parent._modules[name] = layer
+    object.__setattr__(parent, name, layer)
+
+
+@torch.inference_mode()
+def apply_precision(model, precision: Precision) -> None:
+    """Converts a model loaded in float32 to `precision`, once: the matrix products get their
+    format's layers, and every other weight (embeddings, LayerNorms) is copied into the format,
+    so nothing keeps the checkpoint's memory mapping alive. float32 needs no change."""
+    model.compute_dtype = precision.compute_dtype
+    model.precision = precision.name
+    if precision.name == "float32":
+        return
+    if precision.quantized and model.device.type != "cpu":
+        raise SettingError("dtype", "int8 runs on the CPU only (fbgemm)")
+    dtype = precision.compute_dtype
+    for parent, name, conv in _conv1d_layers(model):
+        if precision.quantized:
+            layer = Int8Linear(conv.weight, conv.bias)
+        elif model.device.type == "cpu":
+            layer = HalfLinear(conv.weight, conv.bias, dtype)
+        else:  # GPUs multiply 16-bit floats in the checkpoint's layout well
+            conv.weight.data, conv.bias.data = conv.weight.to(dtype), conv.bias.to(dtype)
+            continue
+        _replace(parent, name, layer)
+    if precision.quantized:
+        embedding = Int8Embedding(model.wte.weight)
+        _replace(model, "wte", embedding)
+        model.lm_head = Int8LMHead(embedding)
+    elif model.device.type == "cpu":
+        model.lm_head = HalfLMHead(model.wte)
+    for parameter in model.parameters():  # wpe, LayerNorms (and wte in 16 bits): own copies
+        parameter.data = parameter.data.to(dtype, copy=True)
+
+
+def weight_bytes(model) -> int:
+    """Bytes the model's weights take in memory as they are stored now (int8 layers counted with
+    their scales and their packed copies)."""
+    total = sum(p.numel() * p.element_size() for p in model.parameters())
+    return total + sum(layer.bytes for layer in model.modules() if isinstance(layer, (HalfLinear, Int8Linear, Int8Embedding)))

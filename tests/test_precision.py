@@ -1,0 +1,138 @@
+"""Number formats: each gives float32's answers within its precision, stores smaller weights,
+and computes a cached decode step as a full pass does."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+
+import gpt2viz
+from gpt2viz.errors import SettingError
+from gpt2viz.model import precision as P
+from gpt2viz.quality import compare_logits, heldout
+
+PROMPT = "The meaning of life is, as everyone knows, not 42."
+FORMATS = ("bfloat16", "float16", "int8")
+
+
+@pytest.fixture(scope="module")
+def models(tiny_dir):
+    return {name: gpt2viz.load_model(str(tiny_dir), dtype=name) for name in ("float32", *FORMATS)}
+
+
+def test_names_and_what_each_format_stores(models):
+    assert P.parse_precision("bf16").name == "bfloat16" and P.parse_precision(torch.float16).name == "float16"
+    with pytest.raises(SettingError, match="int4"):
+        P.parse_precision("int4")
+    f32 = models["float32"]
+    for name, lm in models.items():
+        assert lm.precision == name and lm.n_params == f32.n_params
+    assert models["bfloat16"].model.dtype == torch.bfloat16 and models["float16"].model.dtype == torch.float16
+    assert models["int8"].model.dtype == torch.float32  # int8 weights, float32 activations and cache
+    assert models["float16"].model.new_cache().keys[0].dtype == torch.float16
+    assert models["float16"].weight_bytes == f32.weight_bytes // 2 == models["bfloat16"].weight_bytes
+    # int8: one byte a weight, but the tied table twice (rows to look up, packed for the head):
+    # on this vocabulary-heavy test model ~half of float32 (GPT-2 small: a third, see benchmarks/).
+    assert models["int8"].weight_bytes < 0.55 * f32.weight_bytes
+
+
+@pytest.mark.parametrize("name, max_dlogit, top1", [("bfloat16", 0.2, 0.9), ("float16", 0.02, 1.0), ("int8", 0.5, 0.9)])
+def test_each_format_is_close_to_float32(models, name, max_dlogit, top1):
+    ids = models["float32"].tokenizer.encode(PROMPT)
+    agreement = compare_logits(models[name], models["float32"], ids)
+    assert agreement.positions == len(ids)
+    assert 0 < agreement.max_abs_dlogit < max_dlogit
+    assert agreement.top1_agreement >= top1 and agreement.mean_kl < 1e-2
+
+
+def test_float32_is_untouched_and_exact(models, ckpts):
+    from helpers import hf_logits
+
+    ids = models["float32"].tokenizer.encode(PROMPT)
+    ours = models["float32"].model(torch.tensor([ids]))[0]
+    torch.testing.assert_close(ours, hf_logits(ckpts.hf("tiny"), ids), rtol=0, atol=1e-4)
+    assert compare_logits(models["float32"], models["float32"], ids).max_abs_dlogit == 0
+
+
+@pytest.mark.parametrize("name", ["float32", "int8"])
+def test_a_cached_decode_step_computes_what_a_full_pass_does(models, name):
+    """int8 quantizes each position's input on its own, so the prefill's rows and a decode
+    step's row go through the very same arithmetic: cached and naive generation agree exactly."""
+    lm = models[name]
+    cached = lm.generate(PROMPT, 12)
+    naive = lm.generate(PROMPT, 12, use_cache=False)
+    assert cached.token_ids == naive.token_ids
+
+
+@pytest.mark.parametrize("name", ["bfloat16", "float16"])
+def test_16_bit_cached_and_full_passes_agree_within_rounding(models, name):
+    lm = models[name]
+    ids = lm.tokenizer.encode(PROMPT)
+    full = lm.model(torch.tensor([ids]))[0][0, -1].float()
+    cache = lm.model.new_cache()
+    lm.model(torch.tensor([ids[:-1]]), cache)
+    step = lm.model(torch.tensor([ids[-1:]]), cache)[0][0, -1].float()
+    assert (full - step).abs().max() < (0.1 if name == "bfloat16" else 0.02)
+
+
+def test_int8_products_are_exact_int8_arithmetic():
+    """fbgemm with the full 8-bit input range (no reduce_range): the product must equal the exact
+    product of the quantized operands (VNNI accumulates in int32 without saturating)."""
+    torch.manual_seed(0)
+    weight = torch.randn(768, 3072) * 0.05  # [in, out]
+    layer = P.Int8Linear(weight, torch.zeros(3072))
+    values, scales = P.quantize_rows(weight.t())
+    for spread in (1.0, 30.0):
+        x = torch.randn(1, 768) * spread
+        x[0, 5] = 40 * spread  # an outlier, as LayerNorm outputs have
+        lo, hi = min(0.0, float(x.min())), max(0.0, float(x.max()))
+        step = (hi - lo) / 255
+        zero = round(-lo / step)
+        x_q = (torch.round(x / step + zero).clamp(0, 255) - zero) * step
+        exact = x_q.double() @ (values.double() * scales.double()[:, None]).t()
+        got = layer(x).double()
+        assert float((got - exact).abs().max() / exact.abs().max()) < 1e-5
+
+
+def test_the_bundled_models_quality_on_held_out_text():
+    """The first 1,024 held-out tokens (four windows); benchmarks/ measures the whole text."""
+    reference = gpt2viz.load_model("tiny")
+    text = (reference.source.path / "heldout.txt").read_text(encoding="utf-8")
+    ids = reference.tokenizer.encode(text)[:1024]
+    int8 = heldout(gpt2viz.load_model("tiny", dtype="int8"), reference, ids)
+    assert int8.predictions == 1020 and int8.reference_perplexity == pytest.approx(int8.reference_perplexity)
+    assert int8.perplexity / int8.reference_perplexity - 1 < 0.03
+    assert int8.agreement.top1_agreement >= 0.97
+    fp16 = heldout(gpt2viz.load_model("tiny", dtype="float16"), reference, ids)
+    assert abs(fp16.perplexity / fp16.reference_perplexity - 1) < 0.005
+
+
+SCRIPT = textwrap.dedent(
+    """
+    import sys, gpt2viz
+    lm = gpt2viz.load_model(sys.argv[1], dtype=sys.argv[2])
+    status = dict(line.split(":", 1) for line in open("/proc/self/status"))
+    print(int(status["RssFile"].split()[0]) // 1024, int(status["VmRSS"].split()[0]) // 1024)
+    """
+)
+
+
+def test_a_converted_model_lets_go_of_the_checkpoints_memory_mapping(ckpts):
+    """float32 uses the memory-mapped file in place; a converted model keeps copies of its own,
+    so its resident memory is what its format stores."""
+    path = ckpts.path("gpt2-small")
+
+    def rss(name: str) -> tuple[int, int]:
+        out = subprocess.run([sys.executable, "-c", SCRIPT, str(path), name], capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, out.stderr
+        file_mb, total_mb = map(int, out.stdout.split())
+        return file_mb, total_mb
+
+    f32_file, f32_total = rss("float32")
+    int8_file, int8_total = rss("int8")
+    assert f32_file > 400 and int8_file < 150  # the 498 MB file is mapped for float32 only
+    assert int8_total < f32_total - 250

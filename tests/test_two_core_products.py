@@ -21,6 +21,12 @@ def two_threads():
 
 
 @pytest.fixture
+def any_size(monkeypatch):
+    """Split weights of every size, so small test matrices exercise the split's arithmetic."""
+    monkeypatch.setattr(layers, "SPLIT_MIN_BYTES", 0)
+
+
+@pytest.fixture
 def count_bmm(monkeypatch):
     """How many batched products (the two-core path) ran."""
     calls = []
@@ -44,7 +50,7 @@ def _conv(n_in: int, n_out: int) -> Conv1D:
 
 @pytest.mark.parametrize("rows", [1, 2, SPLIT_MAX_ROWS, SPLIT_MAX_ROWS + 1])
 @pytest.mark.parametrize("n_in,n_out", [(64, 96), (100, 112), (112, 336), (768, 2304), (3072, 768)])
-def test_conv1d_split_equals_addmm(two_threads, count_bmm, rows, n_in, n_out):
+def test_conv1d_split_equals_addmm(two_threads, any_size, count_bmm, rows, n_in, n_out):
     torch.manual_seed(rows * n_in)
     conv = _conv(n_in, n_out)
     x = torch.randn(1, rows, n_in)
@@ -57,7 +63,7 @@ def test_conv1d_split_equals_addmm(two_threads, count_bmm, rows, n_in, n_out):
 
 
 @pytest.mark.parametrize("n_out", [33, 300])
-def test_conv1d_widths_that_would_round_differently_use_the_plain_product(two_threads, count_bmm, n_out):
+def test_conv1d_widths_that_would_round_differently_use_the_plain_product(two_threads, any_size, count_bmm, n_out):
     conv = _conv(10, n_out)
     x = torch.randn(1, 1, 10)
     assert torch.equal(conv(x)[0], torch.addmm(conv.bias, x[0], conv.weight))
@@ -66,7 +72,7 @@ def test_conv1d_widths_that_would_round_differently_use_the_plain_product(two_th
 
 @pytest.mark.parametrize("vocab", [50, 51])  # GPT-2's vocabulary is odd: one row left over
 @pytest.mark.parametrize("rows", [1, 3, SPLIT_MAX_ROWS + 2, UNEMBED_SPLIT_MAX_ROWS, UNEMBED_SPLIT_MAX_ROWS + 1])
-def test_unembed_split_equals_linear(two_threads, count_bmm, vocab, rows):
+def test_unembed_split_equals_linear(two_threads, any_size, count_bmm, vocab, rows):
     torch.manual_seed(vocab + rows)
     wte = torch.randn(vocab, 24)
     x = torch.randn(1, rows, 24)
@@ -77,7 +83,17 @@ def test_unembed_split_equals_linear(two_threads, count_bmm, vocab, rows):
     assert len(count_bmm) == (1 if rows <= UNEMBED_SPLIT_MAX_ROWS else 0)
 
 
-def test_one_thread_uses_plain_products(count_bmm):
+def test_small_weights_use_the_plain_product(two_threads, count_bmm):
+    """Below SPLIT_MIN_BYTES one core reads a weight faster than the split costs to set up."""
+    conv = _conv(112, 336)  # 147 KiB: the bundled model's c_attn
+    conv(torch.randn(1, 1, 112))
+    assert count_bmm == []
+    big = _conv(768, 2304)  # 6.75 MiB: GPT-2 small's c_attn
+    big(torch.randn(1, 1, 768))
+    assert len(count_bmm) == 1
+
+
+def test_one_thread_uses_plain_products(any_size, count_bmm):
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
@@ -98,8 +114,9 @@ def test_decode_step_on_two_cores_matches_transformers(two_threads, count_bmm, c
     assert SPLIT_MAX_ROWS < len(ids) - 1 <= UNEMBED_SPLIT_MAX_ROWS
     assert len(count_bmm) == 1  # prefill: the block products are plain, the LM head is split
     step, _ = lm.model(torch.tensor([ids[-1:]]), cache)
-    # Four products per block plus the LM head went through the split.
-    assert len(count_bmm) == 1 + 4 * lm.config.n_layer + 1
+    # The block products of at least SPLIT_MIN_BYTES (c_attn, c_fc, mlp c_proj: not the 768 x 768
+    # attention c_proj) and the LM head went through the split.
+    assert len(count_bmm) == 1 + 3 * lm.config.n_layer + 1
     with torch.no_grad():
         ref = hf(torch.tensor([ids])).logits[0, -1]
     assert float((step[0, 0] - ref).abs().max()) <= 1e-4

@@ -161,6 +161,7 @@ def run_headless(options: RunOptions) -> int:
         settings=options.sampling(),
         use_cache=options.use_cache,
         topk=options.topk_logits,
+        quality=True,
     )
     for notice in trace.notices[len(lm.notices) :]:
         say(notice)

@@ -35,11 +35,21 @@ class LanguageModel:
     notices: list[str] = field(default_factory=list)
     n_params: int = 0  # counted from the checkpoint's tensors (the tied LM head once)
     weight_bytes: int = 0  # what the weights take in memory in this precision
+    _twin: "LanguageModel | None" = field(default=None, init=False, repr=False)
 
     @property
     def precision(self) -> str:
         """The number format: float32, bfloat16, float16 or int8."""
         return self.model.precision
+
+    def float32_twin(self) -> "LanguageModel":
+        """This checkpoint in float32 on the same device, loaded on first use: what another
+        format's quality is measured against. A float32 model is its own twin."""
+        if self.precision == "float32":
+            return self
+        if self._twin is None:
+            self._twin = load_model(str(self.source.path), device=self.model.device, dtype="float32")
+        return self._twin
 
     @property
     def config(self) -> GPT2Config:

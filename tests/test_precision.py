@@ -136,3 +136,33 @@ def test_a_converted_model_lets_go_of_the_checkpoints_memory_mapping(ckpts):
     int8_file, int8_total = rss("int8")
     assert f32_file > 400 and int8_file < 150  # the 498 MB file is mapped for float32 only
     assert int8_total < f32_total - 250
+
+
+def test_a_trace_in_int8_measures_itself_against_float32(tmp_path, tiny_dir):
+    import json
+
+    import jsonschema
+
+    from gpt2viz.trace import dump, load, trace_prompt
+    from gpt2viz.tui.narration import narrate
+    from gpt2viz.tui.stages import Stage
+
+    lm = gpt2viz.load_model(str(tiny_dir), dtype="int8")
+    trace = trace_prompt(lm, PROMPT, quality=True)
+    q = trace.quality
+    assert q["reference"] == "float32" and q["positions"] == len(trace.tokens)
+    want = compare_logits(lm, lm.float32_twin(), lm.tokenizer.encode(PROMPT))
+    assert q["top1_agreement"] == want.top1_agreement and q["max_abs_dlogit"] == pytest.approx(want.max_abs_dlogit, rel=1e-5)
+    assert trace.model["dtype"] == "int8" and trace.model["compute_dtype"] == "float32"
+    assert trace.model["weight_bytes"] == lm.weight_bytes
+    path = tmp_path / "t.json"
+    dump(trace, path)
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    from pathlib import Path
+
+    jsonschema.validate(doc, json.loads((Path(__file__).parents[1] / "docs" / "trace.schema.json").read_text(encoding="utf-8")))
+    back = load(path)
+    assert back.quality == q
+    text = narrate(back, Stage("lm_head")).text
+    assert "stores its weights in int8" in text and f"same at {round(q['top1_agreement'] * q['positions'])} of" in text
+    assert trace_prompt(gpt2viz.load_model(str(tiny_dir)), PROMPT, quality=True).quality is None  # float32: nothing to compare

@@ -20,6 +20,7 @@ class Trace:
     generation: dict | None = None
     notices: list[str] = field(default_factory=list)
     timings: dict = field(default_factory=dict)
+    quality: dict | None = None  # a non-float32 run against float32 on the same checkpoint
     schema: str = SCHEMA
 
     def __post_init__(self) -> None:
@@ -59,6 +60,7 @@ class Trace:
             "tokens": self.tokens,
             "notices": self.notices,
             "timings": self.timings,
+            "quality": self.quality,
             "events": self.events,
             "generation": self.generation,
         }
@@ -73,5 +75,6 @@ class Trace:
             generation=doc.get("generation"),
             notices=doc.get("notices", []),
             timings=doc.get("timings", {}),
+            quality=doc.get("quality"),
             schema=doc["schema"],
         )

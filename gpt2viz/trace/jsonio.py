@@ -122,6 +122,8 @@ def validate(doc: object) -> Trace:
         _check_event(i, event, config)
     if doc.get("generation") is not None:
         _check_generation(doc["generation"])
+    if doc.get("quality") is not None:
+        _check_quality(doc["quality"])
     return Trace.from_dict(doc)
 
 
@@ -227,6 +229,16 @@ def _check_generation(gen: dict) -> None:
             and _topk_ok(step.get("candidates"))
         ):
             raise TraceFileError(f"trace generation step {n} is malformed")
+
+
+def _check_quality(quality: object) -> None:
+    numbers = ("max_abs_dlogit", "top1_agreement", "mean_kl")
+    if not (
+        isinstance(quality, dict)
+        and _is_int(quality.get("positions"))
+        and all(isinstance(quality.get(k), (int, float)) and not isinstance(quality.get(k), bool) for k in numbers)
+    ):
+        raise TraceFileError("trace field 'quality' needs 'positions' and numbers 'max_abs_dlogit', 'top1_agreement', 'mean_kl'")
 
 
 def load(path: str | Path) -> Trace:

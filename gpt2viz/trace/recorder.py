@@ -300,10 +300,19 @@ def trace_prompt(
     topk: int = 10,
     on_step: Callable[[dict], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
+    quality: bool = False,
 ) -> Trace:
-    """Records the forward pass over `prompt` and, if asked, a generation that continues it."""
+    """Records the forward pass over `prompt` and, if asked, a generation that continues it.
+    With `quality`, a model in another format than float32 is also measured against float32 on
+    the same checkpoint over the prompt's positions (`gpt2viz.quality`)."""
     ids, notices = prepare_prompt(lm, prompt)
     events, forward_ms = record_forward(lm, ids, use_cache=use_cache, topk=topk)
+    measured = None
+    if quality and lm.precision != "float32":
+        from ..quality import compare_logits
+
+        agreement = compare_logits(lm, lm.float32_twin(), ids).to_dict()
+        measured = {"reference": "float32", **{k: v if isinstance(v, int) else ev.rnd(v) for k, v in agreement.items()}}
     generation = None
     if generate_tokens > 0:
         generation = record_generation(
@@ -323,4 +332,5 @@ def trace_prompt(
         generation=generation,
         notices=list(lm.notices) + notices,
         timings={"forward_ms": round(forward_ms, 3)},
+        quality=measured,
     )

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
 from textual import work
@@ -55,6 +56,7 @@ class Gpt2VizApp(App[int]):
         self.error: str | None = None
         self.exit_code = 0
         self.generation_settings = GenerationSettings.from_options(self.options)
+        self._generate_after_load = False  # a reload for another number format returns to generation
 
     @property
     def replay_path(self) -> str | None:
@@ -82,18 +84,20 @@ class Gpt2VizApp(App[int]):
 
     # -- the worker ------------------------------------------------------------------------
     @work(thread=True, exclusive=True, group="forward", exit_on_error=False)
-    def run_forward(self, prompt: str) -> None:
-        """Loads the model if needed and records the forward pass over `prompt`."""
+    def run_forward(self, prompt: str, reload_from: str | None = None) -> None:
+        """Loads the model if needed (again from `reload_from`, in the options' format, when
+        given) and records the forward pass over `prompt`."""
         worker = get_current_worker()
         cancelled = lambda: worker.is_cancelled  # noqa: E731
         options = self.options
         with reporting(lambda text, code: self.post_message(LoadFailed(text, code))):
             lm = self.lm
-            if lm is None:
-                self.post_message(LoadProgressed(1, LOAD_STEPS, "Loading the weights"))
+            if lm is None or reload_from is not None:
+                self.post_message(LoadProgressed(1, LOAD_STEPS, f"Loading the weights ({options.dtype})"))
                 from .. import load_model
 
-                lm = run_detached(lambda: load_model(options.model, device=options.device, dtype=options.dtype), cancelled)
+                source = reload_from if reload_from is not None else options.model
+                lm = run_detached(lambda: load_model(source, device=options.device, dtype=options.dtype), cancelled)
                 self.lm = lm
             self.post_message(LoadProgressed(2, LOAD_STEPS, f"Running the forward pass of {lm.name}"))
             trace = record_pass(lm, prompt, options.topk_logits, cancelled)
@@ -114,8 +118,12 @@ class Gpt2VizApp(App[int]):
             steps[-1].load_trace(message.trace)
         else:
             self.push_screen(StepScreen(message.trace, self.replay_path))
+        if self._generate_after_load:
+            self._generate_after_load = False
+            self.call_after_refresh(self.action_generate)
 
     def on_load_failed(self, message: LoadFailed) -> None:
+        self._generate_after_load = False
         if isinstance(self.screen, LoadingScreen) and not self.screen.can_cancel:
             self.error, self.exit_code = message.text, message.exit_code
             self.screen.fail(message.text)
@@ -126,6 +134,7 @@ class Gpt2VizApp(App[int]):
 
     def cancel_run(self) -> None:
         """Stops a re-run and goes back to the trace on screen."""
+        self._generate_after_load = False
         self.workers.cancel_group(self, "forward")
         if isinstance(self.screen, LoadingScreen):
             self.pop_screen()
@@ -202,6 +211,20 @@ class Gpt2VizApp(App[int]):
     def on_generation_screen_settings_changed(self, message: GenerationScreen.SettingsChanged) -> None:
         """The next generation view starts with the settings the user chose last."""
         self.generation_settings = message.settings
+
+    def on_generation_screen_precision_chosen(self, message: GenerationScreen.PrecisionChosen) -> None:
+        """Reloads the model in another number format, records the prompt's pass again, and comes
+        back to a generation view with the chosen settings."""
+        self.generation_settings = message.settings
+        self.options = replace(self.options, dtype=message.settings.precision)
+        while isinstance(self.screen, GenerationScreen) or (
+            isinstance(self.screen, StepScreen) and self.screen.from_step is not None
+        ):
+            self.pop_screen()
+        self._generate_after_load = True
+        source = str(self.lm.source.path) if self.lm is not None else self.options.model
+        self.push_screen(LoadingScreen(f"{self._model_name()} in {message.settings.precision}", self.prompt, can_cancel=True))
+        self.run_forward(self.prompt, reload_from=source)
 
 
 def make_app(lm=None, trace: Trace | None = None, options: RunOptions | None = None) -> Gpt2VizApp:

@@ -94,4 +94,4 @@ def record_pass(lm, prompt: str | list[int], topk: int, is_cancelled: Callable[[
     thread never runs torch work."""
     from ..trace import trace_prompt
 
-    return run_detached(locked(lambda: trace_prompt(lm, prompt, topk=topk).resolve_all()), is_cancelled)
+    return run_detached(locked(lambda: trace_prompt(lm, prompt, topk=topk, quality=True).resolve_all()), is_cancelled)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from ..model.precision import parse_precision
 from ..generate import STOP_CANCELLED, STOP_CONTEXT, STOP_EOS, STOP_MAX_TOKENS, SamplingSettings
 from ..options import DEFAULT_TOPK
 from .facts import RunFacts, gb_per_s
@@ -24,6 +25,7 @@ class GenerationSettings:
     max_new_tokens: int = DEFAULT_NEW_TOKENS
     sampling: SamplingSettings = field(default_factory=SamplingSettings)
     use_cache: bool = True
+    precision: str = "float32"  # the model's number format; another one reloads the model
 
     @classmethod
     def from_options(cls, options) -> "GenerationSettings":
@@ -32,7 +34,7 @@ class GenerationSettings:
         if options is None:
             return cls()
         new_tokens = DEFAULT_NEW_TOKENS if options.generate is None else options.generate
-        return cls(new_tokens, options.sampling(), options.use_cache)
+        return cls(new_tokens, options.sampling(), options.use_cache, parse_precision(options.dtype).name)
 
     @classmethod
     def from_record(cls, record: dict) -> "GenerationSettings":

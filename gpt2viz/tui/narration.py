@@ -402,12 +402,28 @@ def _lm_head(trace: Trace, stage: Stage, f: RunFacts, head: int):
             f" Their entropy is {num(entropy)} nats; a uniform guess over {count(f.vocab)} tokens "
             f"would have ln {f.vocab} = {num(math.log(f.vocab), 4)}."
         )
+    text += _quality_paragraph(trace, f)
     formula = f"logits = ln_f(x) @ wteᵀ\np = softmax(logits[{last}])"
     flow = [
         f"ln_f(x) {shape([1, f.T, f.n_embd])} @ wteᵀ {shape([f.n_embd, f.vocab])}{ARROW}logits {shape(out_shape)}",
         f"last position{ARROW}{shape([1, out_shape[-1]])}{ARROW}softmax",
     ]
     return text, formula, flow
+
+
+def _quality_paragraph(trace: Trace, f: RunFacts) -> str:
+    """How far this run's logits are from float32's, when it ran in another format."""
+    q = trace.quality
+    if not q:
+        return ""
+    n = q["positions"]
+    agree = round(q["top1_agreement"] * n)
+    return (
+        f"\n\nThis run stores its weights in {f.dtype}: {nbytes(f.weight_bytes)}. Against float32 on the same "
+        f"checkpoint, over this prompt's {count(n)} position{'s' if n != 1 else ''}: the most likely token is the "
+        f"same at {count(agree)} of {count(n)}, the largest logit differs by {num(q['max_abs_dlogit'])}, and the "
+        f"mean KL divergence of the distributions is {num(q['mean_kl'])} nats."
+    )
 
 
 def _logit_lens(trace: Trace, stage: Stage, f: RunFacts, head: int):

@@ -265,3 +265,30 @@ def test_a_pattern_without_scores_still_shows_the_causal_mask(tiny_trace):
     rows = masked_pattern(Trace.from_dict(doc), 0, 1)
     assert rows[0][1:] == [None] * 4 and rows[4][4] is not None and rows[1][2] is None
     assert rows == masked_pattern(tiny_trace, 0, 1)
+
+
+@run_async
+async def test_choosing_int8_in_the_settings_reloads_the_model_and_generates_again(ckpts):
+    from textual.widgets import Select
+
+    app = live_app(ckpts, "--generate", "4")
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_generation(app, pilot)
+        await finished(pilot, screen)
+        assert app.lm.precision == "float32"
+        await pilot.press("s")
+        await wait_for(pilot, lambda: isinstance(app.screen, SettingsScreen), what="the settings")
+        app.screen.query_one("#precision", Select).value = "int8"
+        await pilot.press("enter")
+        await wait_for(
+            pilot,
+            lambda: isinstance(app.screen, GenerationScreen) and app.screen is not screen and app.screen.is_mounted,
+            timeout=60,
+            what="a new generation view",
+        )
+        again = app.screen
+        await finished(pilot, again)
+        assert app.lm.precision == "int8" and again.lm is app.lm and len(again.gen.steps) == 4
+        assert "int8" in screen_text(app)  # the top line names the format
+        step_screen = next(s for s in app.screen_stack if isinstance(s, StepScreen))
+        assert step_screen.trace.model["dtype"] == "int8" and step_screen.trace.quality["reference"] == "float32"

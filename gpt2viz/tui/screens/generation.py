@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from textual import events, work
 from textual.app import ComposeResult
@@ -106,6 +106,12 @@ class GenerationScreen(Screen):
         settings: GenerationSettings
 
     @dataclass(eq=False)
+    class PrecisionChosen(Message):
+        """The user chose settings in another number format: the app reloads the model in it."""
+
+        settings: GenerationSettings
+
+    @dataclass(eq=False)
     class StepTraced(Message):
         """The forward pass of generation step `index` was recorded."""
 
@@ -127,6 +133,8 @@ class GenerationScreen(Screen):
         self.topk = topk  # candidates kept per step (the `raw` and `candidates` lists)
         self.facts = RunFacts.of(trace)
         self.settings = settings or GenerationSettings()
+        if lm is not None and self.settings.precision != lm.precision:
+            self.settings = replace(self.settings, precision=lm.precision)
         self.comparison: Comparison | None = None
         self.selected: int | None = None
         self.boundaries = False
@@ -403,6 +411,10 @@ class GenerationScreen(Screen):
 
     def _settings_chosen(self, settings: GenerationSettings | None) -> None:
         if settings is None:
+            return
+        if self.lm is not None and settings.precision != self.lm.precision:
+            self.stop()
+            self.post_message(self.PrecisionChosen(settings))
             return
         self.settings = settings
         self.post_message(self.SettingsChanged(settings))

@@ -7,10 +7,11 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.screen import ModalScreen
-from textual.widgets import Button, Input, Label, Static, Switch
+from textual.widgets import Button, Input, Label, Select, Static, Switch
 
 from ...errors import SettingError
 from ...generate import SamplingSettings
+from ...model.precision import PRECISIONS
 from ..generation import GenerationSettings
 
 SAMPLING_FIELDS = ("temperature", "top-k", "top-p", "seed")
@@ -27,7 +28,12 @@ def _message(err: SettingError) -> str:
     return f"{FIELD_OF_SETTING.get(err.setting, err.setting)} {err.problem}"
 
 
-def parse_settings(values: dict[str, str], sampling: bool, use_cache: bool) -> tuple[GenerationSettings | None, dict[str, str]]:
+PRECISION_HINT = "another format reloads the model"
+
+
+def parse_settings(
+    values: dict[str, str], sampling: bool, use_cache: bool, precision: str = "float32"
+) -> tuple[GenerationSettings | None, dict[str, str]]:
     """Settings from the form's texts, or None and a message per field that is wrong.
 
     The sampling fields are checked by SamplingSettings itself, one at a time, so each message
@@ -73,13 +79,19 @@ def parse_settings(values: dict[str, str], sampling: bool, use_cache: bool) -> t
                 errors[FIELD_OF_SETTING.get(err.setting, "temperature")] = _message(err)
     if errors or max_new is None:
         return None, errors
-    return GenerationSettings(max_new, sampling_settings, use_cache), {}
+    return GenerationSettings(max_new, sampling_settings, use_cache, precision), {}
 
 
 class FormSwitch(Switch, inherit_bindings=False):
     """A switch that only Space (or a click) flips: in this form Enter means "generate"."""
 
     BINDINGS = [Binding("space", "toggle_switch", "toggle", show=False)]
+
+
+class FormSelect(Select, inherit_bindings=False):
+    """A drop-down that opens with space or the arrows: in this form Enter means "generate"."""
+
+    BINDINGS = [Binding("down,space,up", "show_overlay", "open", show=False)]
 
 
 class SettingsScreen(ModalScreen[GenerationSettings | None]):
@@ -119,11 +131,17 @@ class SettingsScreen(ModalScreen[GenerationSettings | None]):
             yield from self._row("top-k", "top-k", "" if sm.top_k is None else str(sm.top_k), "the k most likely; blank: all", "integer")
             yield from self._row("top-p", "top-p", "" if sm.top_p is None else f"{sm.top_p:g}", "nucleus mass in (0, 1]; blank: all", "number")
             yield from self._row("seed", "seed", "" if sm.seed is None else str(sm.seed), "same seed, same text; blank: random", "integer")
+            with Horizontal(classes="settings-row"):
+                yield Label("precision", classes="settings-label")
+                yield FormSelect(
+                    [(name, name) for name in PRECISIONS], value=s.precision, allow_blank=False, id="precision", compact=True
+                )
+                yield Label(PRECISION_HINT, classes="settings-hint")
             with Horizontal(id="settings-buttons"):
                 yield Button("Generate", id="apply", variant="primary", compact=True)
                 yield Button("Cancel", id="cancel", compact=True)
             yield Static(
-                Content.styled("Enter: generate   Escape: cancel   Tab: next field   Space: flip a switch", "$foreground 60%"),
+                Content.styled("Enter: generate   Escape: cancel   Tab: next field   Space: flip a switch or open a list", "$foreground 60%"),
                 id="settings-hint",
             )
 
@@ -149,7 +167,8 @@ class SettingsScreen(ModalScreen[GenerationSettings | None]):
     def apply(self) -> None:
         """Checks the form; closes it with the new settings, or shows what is wrong under each field."""
         sampling = self.query_one("#sampling", Switch).value
-        settings, errors = parse_settings(self.values(), sampling, self.query_one("#use-cache", Switch).value)
+        precision = str(self.query_one("#precision", Select).value)
+        settings, errors = parse_settings(self.values(), sampling, self.query_one("#use-cache", Switch).value, precision)
         for inp in self.query(Input):
             error = self.query_one(f"#{inp.id}-error", Static)
             message = errors.get(inp.id or "", "")

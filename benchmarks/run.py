@@ -53,6 +53,7 @@ FULL = {
     "hook_reps": {5: 40, 128: 11},
     "bw_reps": 9,
     "profile_steps": 20,
+    "precision": {"ctx": 256, "steps": 20, "warmup": 2, "prefill_T": 128, "prefill_reps": 5},
 }
 QUICK = {
     "load_reps": {"gpt2-small": 1, "gpt2-medium": 1},
@@ -67,6 +68,7 @@ QUICK = {
     "hook_reps": {5: 2, 32: 2},
     "bw_reps": 3,
     "profile_steps": 3,
+    "precision": {"ctx": 32, "steps": 2, "warmup": 1, "prefill_T": 16, "prefill_reps": 1},
 }
 
 
@@ -206,27 +208,17 @@ def measure_bandwidth(reps: int) -> dict:
     partial sum (a little faster, but not the digits of the one-core product, so gpt2viz does not
     use it). A plain `sum` over A is shown too: a read with no arithmetic at all.
     """
-    from gpt2viz.model.layers import conv1d
+    from gpt2viz.costs import bandwidth_probes
 
     n = 8192
-    a = torch.randn(n, n)
-    x = torch.randn(n)
-    zero = torch.zeros(n)
-    row = x.view(1, n)
-    x_halves = x.view(2, 1, n // 2)
-    a_halves = a.view(2, n // 2, n)
-    variants = {
-        "mv": lambda: torch.mv(a.t(), x),
-        "split_columns": lambda: conv1d(row, a, zero),
-        "split_rows": lambda: torch.bmm(x_halves, a_halves).sum(0),
-    }
+    variants, nbytes = bandwidth_probes(n)
     for fn in variants.values():
         fn()
         fn()
     times = {k: median(GATE.measure(fn)[0] for _ in range(reps)) for k, fn in variants.items()}
+    a = torch.randn(n, n)
     sums = [GATE.measure(a.sum)[0] for _ in range(max(3, reps // 2))]
-    nbytes = a.numel() * a.element_size()
-    del a, a_halves, variants
+    del a, variants
     gb_s = {k: nbytes / ms / 1e6 for k, ms in times.items()}
     return {
         "matrix": f"{n}x{n} fp32",
@@ -448,6 +440,67 @@ def bench_decode(lm, hf, free, contexts: list[int], steps: int, warmup: int, bw_
     return rows
 
 
+def bench_precision(directory: Path, ctx: int, steps: int, warmup: int, prefill_T: int, prefill_reps: int) -> dict:
+    """Every number format on the same checkpoint, in one process: a cached decode step at `ctx`
+    positions (interleaved step by step, caches rewound as in bench_decode), a prefill of
+    `prefill_T` tokens (interleaved), the weights' bytes, and the logits against float32."""
+    import gpt2viz
+    from gpt2viz.model.precision import PRECISIONS
+    from gpt2viz.quality import compare_logits
+
+    models = {name: gpt2viz.load_model(directory, dtype=name) for name in PRECISIONS}
+    V = models["float32"].config.vocab_size
+    prefix = random_ids(ctx, V, 3000 + ctx)
+    nxt = random_ids(warmup + steps, V, 4000 + ctx)[0]
+    caches = {}
+    for name, lm in models.items():
+        caches[name] = lm.model.new_cache()
+        lm.model(prefix, caches[name], last_only=True)
+    tok_box = {}
+
+    def step(name):
+        return lambda: models[name].model(tok_box["tok"], caches[name], last_only=True)
+
+    def rewind(name):
+        def back():
+            caches[name].length -= 1
+
+        return back
+
+    names = list(models)
+    decode: dict[str, list[float]] = {n: [] for n in names}
+    for s in range(warmup + steps):
+        tok_box["tok"] = nxt[s].view(1, 1)
+        for n in shuffled(names):
+            step(n)()  # settle (see `interleaved`)
+            rewind(n)()
+            dt_ms, _ = GATE.measure(step(n), after=rewind(n))
+            if s >= warmup:
+                decode[n].append(dt_ms)
+    prompt = random_ids(prefill_T, V, 5000 + prefill_T)
+    prefill = interleaved({n: (lambda n=n: models[n].model(prompt, last_only=True)) for n in names}, prefill_reps)
+    ids = random_ids(64, V, 6000)[0].tolist()
+    out = {"context": ctx, "prefill_T": prefill_T, "formats": {}}
+    f32_decode, f32_prefill = median(decode["float32"]), median(prefill["float32"])
+    for n in names:
+        lm = models[n]
+        q = compare_logits(lm, models["float32"], ids).to_dict()
+        out["formats"][n] = {
+            "decode_ms": median(decode[n]),
+            "decode_vs_float32": median(decode[n]) / f32_decode,
+            "prefill_ms": median(prefill[n]),
+            "prefill_vs_float32": median(prefill[n]) / f32_prefill,
+            "weight_bytes": lm.weight_bytes,
+            "quality_64_random_ids": q,
+        }
+        log(f"  {n}: decode ctx={ctx} {median(decode[n]):.2f} ms ({median(decode[n]) / f32_decode:.2f}x float32), "
+            f"prefill T={prefill_T} {median(prefill[n]):.1f} ms, weights {lm.weight_bytes / MB:.0f} MB, "
+            f"top-1 vs float32 {q['top1_agreement']:.3f}")
+    del models, caches
+    gc.collect()
+    return out
+
+
 def bench_generation(lm, hf, ns: list[int], reps: dict[int, dict[str, int]]) -> list[dict]:
     rows = []
     prompt = lm.tokenizer.encode(PROMPT)
@@ -632,6 +685,8 @@ def run_shape(shape: str, cfg: dict, threads: int, with_extras: bool, profile_st
     if with_extras:
         log(f"{shape}: traces of 128 and 1,024 tokens (fresh processes)")
         out["long_trace"] = bench_long_trace(directory, threads)
+        log(f"{shape}: number formats (float32, bfloat16, float16, int8)")
+        out["precision"] = bench_precision(directory, **cfg["precision"])
         log(f"{shape}: generation, naive vs cached vs transformers.generate")
         out["generation"] = bench_generation(lm, hf, cfg["gen_n"], cfg["gen_reps"])
         log(f"{shape}: hook cost on prefill")
@@ -678,6 +733,16 @@ def goals(results: dict) -> list[dict]:
             add(shape, f"prefill T={h['T']}: Recorder within 25%",
                 f"{100 * h['recorder_overhead']:+.0f}% vs same forward without subscriber",
                 h["recorder_overhead"] <= 0.25)
+        pr = r.get("precision")
+        if pr:
+            for name, limit in (("bfloat16", 0.65), ("float16", 0.65), ("int8", 0.40)):
+                f = pr["formats"][name]
+                add(shape, f"{name} decode ctx {pr['context']}: <= {limit}x float32's ms/token",
+                    f"{f['decode_vs_float32']:.2f}x ({f['decode_ms']:.2f} ms)", f["decode_vs_float32"] <= limit)
+            for name in ("bfloat16", "float16"):
+                f = pr["formats"][name]
+                add(shape, f"{name} prefill T={pr['prefill_T']}: no slower than float32",
+                    f"{f['prefill_vs_float32']:.2f}x ({f['prefill_ms']:.1f} ms)", f["prefill_vs_float32"] <= 1.0)
         for lt in r.get("long_trace") or []:
             add(shape, f"a {lt['T']}-token trace, worked out, in <= 4x a plain forward pass",
                 f"{lt['ratio']:.2f}x ({lt['trace_s']:.2f} s against {lt['forward_s']:.2f} s)", lt["ratio"] <= 4)
@@ -770,6 +835,15 @@ def render(results: dict) -> str:
                 top = ", ".join(f"{k} {v:.0f}" for k, v in list(b.items())[:8] if not k.startswith("_"))
                 parts.append(f"  Recorder T={h['T']}: {b['_record_forward_total']:.0f} ms, of which handlers "
                              f"{b['_handlers_total']:.0f} ms: {top}")
+        pr = r.get("precision")
+        if pr:
+            rows = [[n, f"{f['decode_ms']:.2f}", f"{f['decode_vs_float32']:.2f}x", f"{f['prefill_ms']:.1f}",
+                     f"{f['prefill_vs_float32']:.2f}x", f"{f['weight_bytes'] / MB:.0f}",
+                     f"{f['quality_64_random_ids']['max_abs_dlogit']:.3g}",
+                     f"{f['quality_64_random_ids']['top1_agreement']:.3f}"] for n, f in pr["formats"].items()]
+            parts.append(fmt_table(rows, ["number format", f"decode ctx {pr['context']} (ms)", "vs float32",
+                                          f"prefill T={pr['prefill_T']} (ms)", "vs float32", "weights (MB)",
+                                          "max|dlogit| vs f32", "top-1 vs f32"]))
         for lt in r.get("long_trace") or []:
             parts.append(
                 f"a {lt['T']}-token trace, recorded and worked out (what the TUI's worker does): {lt['trace_s']:.2f} s, "

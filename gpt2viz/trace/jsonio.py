@@ -214,6 +214,9 @@ def _check_event(i: int, event: object, config: dict) -> None:
 def _check_generation(gen: dict) -> None:
     if not isinstance(gen.get("ids"), list) or not all(_is_int(i) for i in gen["ids"]):
         raise TraceFileError("trace field 'generation.ids' must be a list of integers")
+    stream = gen.get("stream_gb_s")
+    if stream is not None and not (_is_number(stream) and stream > 0):
+        raise TraceFileError("trace field 'generation.stream_gb_s' must be a positive number")
     topk = gen.get("topk")
     if topk is not None and not (_is_int(topk) and topk >= 1):
         raise TraceFileError("trace field 'generation.topk' must be an integer >= 1")

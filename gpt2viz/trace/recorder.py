@@ -228,7 +228,10 @@ def record_generation(
 ) -> dict:
     """Generates and returns the `generation` part of a trace; `on_step` gets each step's record.
     `generator` carries sampling on from an earlier call (see `gpt2viz.generate.generate`)."""
+    from ..costs import stream_bandwidth
+
     recorder = GenerationRecorder(lm, topk)
+    stream_gb_s = stream_bandwidth() if lm.model.device.type == "cpu" else None  # once a process
 
     def step_done(info) -> None:
         step = recorder.steps[-1]
@@ -268,6 +271,8 @@ def record_generation(
         "ttft_ms": _ms(result.ttft_ms),
         "mean_decode_ms": _ms(result.mean_decode_ms),
         "tokens_per_s": _ms(result.tokens_per_s),
+        # What this machine streams a large weight matrix at: what the step times compare with.
+        "stream_gb_s": None if stream_gb_s is None else round(stream_gb_s, 2),
     }
 
 

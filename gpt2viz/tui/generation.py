@@ -89,6 +89,7 @@ class Generation:
     label: str = ""  # 'naive (no cache)' / 'cached' in a comparison
     rng: object = None  # the sampling generator, kept so that a resumed run samples on where it stopped
     topk: int = DEFAULT_TOPK  # candidates each step record keeps
+    stream_gb_s: float | None = None  # this machine's large one-row product, GB/s (gpt2viz.costs)
 
     @classmethod
     def from_record(cls, record: dict, prompt_ids: list[int], prompt_tokens: list[str], n_ctx: int) -> "Generation":
@@ -108,6 +109,7 @@ class Generation:
             starts,
             record.get("stop_reason"),
             topk=topk if isinstance(topk, int) and not isinstance(topk, bool) and topk > 0 else longest,
+            stream_gb_s=record.get("stream_gb_s"),
         )
 
     # -- growing -----------------------------------------------------------------------------
@@ -235,6 +237,24 @@ class Comparison:
         """Naive total time over cached total time."""
         cached = self.cached.total_ms
         return self.naive.total_ms / cached if cached > 0 and self.naive.steps else None
+
+    def naive_cost_fit(self) -> tuple[float, float] | None:
+        """The full passes' times fitted as `fixed + per_position * positions` (least squares over
+        the steps after the first); None when they do not fit a positive cost of both kinds."""
+        points = [
+            (self.naive.context_length(i), ms) for i, ms in enumerate(self.naive.step_ms) if not self.naive.is_first(i)
+        ]
+        if len(points) < 3:
+            return None
+        n = len(points)
+        mean_x = sum(x for x, _ in points) / n
+        mean_y = sum(y for _, y in points) / n
+        var_x = sum((x - mean_x) ** 2 for x, _ in points)
+        if var_x == 0:
+            return None
+        slope = sum((x - mean_x) * (y - mean_y) for x, y in points) / var_x
+        fixed = mean_y - slope * mean_x
+        return (fixed, slope) if fixed > 0 and slope > 0 else None
 
     @property
     def speedup_decode(self) -> float | None:

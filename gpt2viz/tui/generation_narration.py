@@ -64,7 +64,7 @@ def step_flow(f: RunFacts, gen: Generation, index: int) -> list[str]:
         mask = "mask: one query, one key (its own)"
     elif T == 1:
         # The causal mask, shifted by the L - 1 cached positions, lets the one query see every key.
-        mask = f"mask tril(diagonal={L - 1}): all {L} keys seen"
+        mask = f"mask tril(diagonal={L - 1}): all {L} keys"
     else:
         mask = "mask: causal, query i sees keys 0–i"
     return [
@@ -203,13 +203,14 @@ def kv_text(f: RunFacts, gen: Generation, index: int | None) -> str:
 
 
 def bandwidth_text(f: RunFacts, gen: Generation, index: int | None) -> str:
-    """Why decode is bound by memory bandwidth: bytes read per step against the measured time."""
+    """What a decode step reads, what it costs on this run, and what bounds it, from this run's
+    numbers against this machine's measured stream rate (never a bound the numbers contradict)."""
     weights = f.weight_bytes
     head = (
-        f"Prefill and decode cost differently. The prefill (time to first token) pushes all prompt positions "
-        f"through each weight matrix at once: many multiply-adds per weight read, so it is bound by compute. "
-        f"A decode step pushes one position: each weight is read once and used for one multiply-add, so "
-        f"the step is bound by how fast memory delivers the weights."
+        "Prefill and decode cost differently. The prefill (time to first token) pushes all prompt positions "
+        "through each weight matrix at once: many multiply-adds for every weight read from memory. A decode "
+        "step pushes one position: each weight is read once and used for one multiply-add, so a decode step "
+        "can go no faster than memory delivers the weights, unless something else takes longer still."
         f"\n\nEvery decode step reads all {count(f.n_params)} parameters, stored in {f.dtype}: "
         f"{nbytes(weights)}, plus the KV cache."
     )
@@ -234,12 +235,62 @@ def bandwidth_text(f: RunFacts, gen: Generation, index: int | None) -> str:
             f"Mean decode step: {num(mean)} ms for {nbytes(int(weights + kv_mean))} = "
             f"{num(gb_per_s(weights + kv_mean, mean))} GB/s effective."
         )
-    if weights < 64 * 2**20 and lines:
-        lines.append(
-            "A model this small fits in the processor's caches, so the effective rate can beat main memory; "
-            "the bigger the model, the closer decode gets to the memory bandwidth."
-        )
+        lines.append(bound_text(weights + kv_mean, mean, gen.stream_gb_s))
     return head + ("\n\n" + " ".join(lines) if lines else "")
+
+
+# A step is called bound by memory when reading its bytes at the machine's stream rate accounts
+# for at least this share of its time; below FIXED_SHARE, fixed per-step work dominates.
+MEMORY_SHARE = 0.6
+FIXED_SHARE = 0.25
+
+
+def bound_text(n_bytes: float, ms: float, stream_gb_s: float | None) -> str:
+    """What bounds a step that reads `n_bytes` in `ms`, judged against the stream rate measured
+    on this machine: memory bandwidth, or the fixed work every step does."""
+    if not stream_gb_s:
+        return "This machine's memory bandwidth was not measured for this run, so no bound is claimed."
+    floor = n_bytes / (stream_gb_s * 1e9) * 1000  # ms to read the bytes at the stream rate
+    share = floor / ms
+    reading = f"Reading that at the {num(stream_gb_s)} GB/s this machine streams a large matrix takes {num(floor)} ms"
+    if share > 1:
+        return (
+            f"{reading}, more than the {num(ms)} ms a step took: part of the weights comes from the processor's "
+            "caches, faster than main memory, so the step is bound by neither memory nor fixed work alone."
+        )
+    if share >= MEMORY_SHARE:
+        return f"{reading}, {percent(share)} of the {num(ms)} ms a step takes: the step is bound by memory bandwidth."
+    if share >= FIXED_SHARE:
+        return (
+            f"{reading}, {percent(share)} of the {num(ms)} ms a step takes: memory is a large part of the cost, "
+            "and the rest is fixed work every step does (Python, dispatching each operation, hand-offs "
+            "between the two cores)."
+        )
+    return (
+        f"{reading}, only {percent(share)} of the {num(ms)} ms a step takes: this step is not bound by memory "
+        "but by fixed work every step does whatever the model's size (Python, dispatching each of its "
+        "operations, hand-offs between the two cores). A bigger model reads more per step and comes closer "
+        "to the memory bound."
+    )
+
+
+def cost_split_text(comparison: Comparison) -> str:
+    """Why the speed-up is what it is, from this run: a full pass's time fitted as a fixed part
+    plus a part per position, against the cached run's decode step."""
+    fit = comparison.naive_cost_fit()
+    cached = comparison.cached.mean_decode_ms
+    if fit is None or cached is None:
+        return ""
+    fixed, per_position = fit
+    last = comparison.naive.context_length(len(comparison.naive.steps) - 1)
+    return (
+        f"\n\nWhere the time goes, fitted to this run's full passes: each step costs about {num(fixed)} ms "
+        f"whatever its length (reading the LM head's weights, Python, dispatching operations), plus about "
+        f"{num(per_position)} ms for each position it recomputes. At the last step ({last} positions) that is "
+        f"{num(fixed + per_position * last)} ms, against {num(cached)} ms for a cached decode step. The cache "
+        "removes the per-position part, not the fixed part: the shorter the sequence, or the larger the fixed "
+        "part, the smaller the speed-up."
+    )
 
 
 def compare_text(f: RunFacts, comparison: Comparison) -> str:
@@ -263,6 +314,7 @@ def compare_text(f: RunFacts, comparison: Comparison) -> str:
         f"(up to float rounding), so the argmax does too. What changes is the work: at the last step the "
         f"full pass pushed {L} positions through every block, the decode step one."
     )
+    path += cost_split_text(comparison)
     if comparison.identical:
         return path
     i = comparison.first_divergence

@@ -91,6 +91,7 @@ class GenerationScreen(Screen):
         run: int
         stop_reason: str
         phase: int = 0
+        stream_gb_s: float | None = None  # this machine's large one-row product (gpt2viz.costs)
 
     @dataclass(eq=False)
     class RunFailed(Message):
@@ -131,6 +132,7 @@ class GenerationScreen(Screen):
         self.lm = lm
         self.replay = replay
         self.topk = topk  # candidates kept per step (the `raw` and `candidates` lists)
+        self.stream_gb_s: float | None = None  # this machine's stream rate, once a run measured it
         self.facts = RunFacts.of(trace)
         self.settings = settings or GenerationSettings()
         if lm is not None and self.settings.precision != lm.precision:
@@ -155,7 +157,10 @@ class GenerationScreen(Screen):
         return [t["text"] for t in self.trace.tokens]
 
     def _new_generation(self, settings: GenerationSettings, label: str = "") -> Generation:
-        return Generation(self.trace.token_ids, self._prompt_texts(), settings, self.facts.n_ctx, label=label, topk=self.topk)
+        return Generation(
+            self.trace.token_ids, self._prompt_texts(), settings, self.facts.n_ctx, label=label, topk=self.topk,
+            stream_gb_s=self.stream_gb_s,
+        )
 
     @property
     def live(self) -> bool:
@@ -296,8 +301,8 @@ class GenerationScreen(Screen):
     # -- workers -----------------------------------------------------------------------------
     def _record(
         self, run: int, ids: list[int], max_new: int, settings: GenerationSettings, stop: threading.Event, rng=None
-    ) -> str:
-        """Runs one generation in a detached thread under MODEL_LOCK; returns its stop reason."""
+    ) -> dict:
+        """Runs one generation in a detached thread under MODEL_LOCK; returns its record."""
         from ...trace import record_generation
 
         worker = get_current_worker()
@@ -318,8 +323,7 @@ class GenerationScreen(Screen):
                 generator=rng,
             )
 
-        record = run_detached(locked(generate), lambda: worker.is_cancelled)
-        return record["stop_reason"]
+        return run_detached(locked(generate), lambda: worker.is_cancelled)
 
     @work(thread=True, exclusive=True, group="generate", exit_on_error=False)
     def _generate(
@@ -327,7 +331,8 @@ class GenerationScreen(Screen):
     ) -> None:
         """Generates up to `max_new` tokens after `ids`, posting each step; sampling draws from `rng`."""
         with reporting(lambda text, code: self.post_message(self.RunFailed(run, text))):
-            self.post_message(self.RunEnded(run, self._record(run, ids, max_new, settings, stop, rng)))
+            record = self._record(run, ids, max_new, settings, stop, rng)
+            self.post_message(self.RunEnded(run, record["stop_reason"], stream_gb_s=record.get("stream_gb_s")))
 
     @work(thread=True, exclusive=True, group="generate", exit_on_error=False)
     def _run_compare(self, run: int, ids: list[int], settings: GenerationSettings, stop: threading.Event) -> None:
@@ -335,8 +340,8 @@ class GenerationScreen(Screen):
         with reporting(lambda text, code: self.post_message(self.RunFailed(run, text))):
             for phase, use_cache in enumerate((False, True)):
                 phase_settings = GenerationSettings(settings.max_new_tokens, settings.sampling, use_cache)
-                reason = self._record(run, ids, settings.max_new_tokens, phase_settings, stop)
-                self.post_message(self.RunEnded(run, reason, phase))
+                record = self._record(run, ids, settings.max_new_tokens, phase_settings, stop)
+                self.post_message(self.RunEnded(run, record["stop_reason"], phase, record.get("stream_gb_s")))
                 if stop.is_set():
                     return
 
@@ -359,6 +364,8 @@ class GenerationScreen(Screen):
         if message.run != self._run:
             return
         self.gen.end_run(message.stop_reason)
+        if message.stream_gb_s is not None:
+            self.stream_gb_s = self.gen.stream_gb_s = message.stream_gb_s
         if self.phase == "comparing" and self._compare is not None:
             naive, cached = self._compare
             if message.stop_reason == STOP_CANCELLED:

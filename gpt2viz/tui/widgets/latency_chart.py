@@ -19,7 +19,7 @@ from .strip_widget import StripWidget
 
 LEVELS = " ▁▂▃▄▅▆▇█"
 ROWS = 5
-CLIP_RATIO = 3.0  # a prefill more than this many times the slowest decode step is drawn cut off
+CLIP_RATIO = 3.0  # a bar more than this many times the steps around it is drawn cut off
 
 
 @dataclass
@@ -48,18 +48,30 @@ def pooled(values: list[float], size: int) -> list[float]:
     return [sum(values[i : i + size]) / len(values[i : i + size]) for i in range(0, len(values), size)]
 
 
-def chart_scale(series: list[Series], first: str) -> tuple[float, bool]:
-    """The value of a full-height bar, and whether tall first steps are cut off to keep the rest readable."""
+def chart_scale(series: list[Series], first: str) -> tuple[float, int]:
+    """The value of a full-height bar, and how many bars are taller and drawn cut off.
+
+    The scale follows the ordinary steps. A bar is cut off when it is more than CLIP_RATIO times
+    what it stands among: a first step (the prefill) against its series' other steps, any other
+    step against its neighbours (a one-off spike: a garbage collection, another process). A trend,
+    such as full passes that grow with the context, is never cut: each step is near its neighbours."""
     everything = [v for s in series for v in s.values]
     if not everything:
-        return 1.0, False
-    top = max(everything) or 1.0
-    if len(series) == 1:
-        s = series[0]
-        rest = [v for i, v in enumerate(s.values) if s.kind(i, "") != first]
-        if rest and max(rest) > 0 and top > CLIP_RATIO * max(rest):
-            return max(rest) * 1.5, True
-    return top, False
+        return 1.0, 0
+    outliers = set()
+    for n, s in enumerate(series):
+        ordinary = [i for i in range(len(s.values)) if s.kind(i, "") != first]
+        for k, i in enumerate(ordinary):  # spikes: against the neighbouring steps
+            around = [s.values[j] for j in ordinary[max(0, k - 1) : k] + ordinary[k + 1 : k + 2]]
+            if around and max(around) > 0 and s.values[i] > CLIP_RATIO * max(around):
+                outliers.add((n, i))
+        rest = [s.values[i] for i in ordinary if (n, i) not in outliers]
+        for i, v in enumerate(s.values):  # first steps: against the series' ordinary steps
+            if s.kind(i, "") == first and rest and max(rest) > 0 and v > CLIP_RATIO * max(rest):
+                outliers.add((n, i))
+    kept = [v for n, s in enumerate(series) for i, v in enumerate(s.values) if (n, i) not in outliers]
+    scale = (max(kept) if kept else max(everything)) or 1.0
+    return scale, sum(1 for v in everything if v > scale)
 
 
 def fill(value: float, scale: float, row: int, rows: int) -> int:
@@ -108,12 +120,13 @@ class LatencyChart(StripWidget):
         n = max(len(s.values) for s in series)
         size, cells = groups(n, width)
         scale, clipped = chart_scale(series, "latency-chart--first")
+        tallest = max(v for s in series for v in s.values)
         bars = []  # per series: (values, kinds) per bar
         for s in series:
             values = pooled(s.values, size)
             kinds = [s.kind(i * size, "latency-chart--decode") for i in range(len(values))]
             bars.append((values, kinds))
-        header = f"ms/step · top {num(scale)} ms" + (" · ↑ cut" if clipped else "")
+        header = f"ms/step · top {num(scale)}" + (f" · ↑{clipped} up to {num(tallest)}" if clipped else " ms")
         if size > 1:
             header += f" · {size} steps/bar"
         lines = [Strip([Segment(fit(header, width), axis)])]

@@ -54,6 +54,7 @@ FULL = {
     "bw_reps": 9,
     "profile_steps": 20,
     "precision": {"ctx": 256, "steps": 20, "warmup": 2, "prefill_T": 128, "prefill_reps": 5},
+    "batch": {"ctx": 64, "sizes": [1, 2, 4, 8, 16, 32], "steps": 9},
 }
 QUICK = {
     "load_reps": {"gpt2-small": 1, "gpt2-medium": 1},
@@ -69,6 +70,7 @@ QUICK = {
     "bw_reps": 3,
     "profile_steps": 3,
     "precision": {"ctx": 32, "steps": 2, "warmup": 1, "prefill_T": 16, "prefill_reps": 1},
+    "batch": {"ctx": 16, "sizes": [1, 2, 8], "steps": 2},
 }
 
 
@@ -501,6 +503,39 @@ def bench_precision(directory: Path, ctx: int, steps: int, warmup: int, prefill_
     return out
 
 
+def bench_batch(lm, ctx: int, sizes: list[int], steps: int) -> list[dict]:
+    """One cached decode step for B sequences at `ctx` cached positions (random ids), each B
+    interleaved with the others step by step, caches rewound as in bench_decode."""
+    model = lm.model
+    V = lm.config.vocab_size
+    caches, tokens = {}, {}
+    for B in sizes:
+        caches[B] = model.new_cache(B, capacity=ctx + 1)
+        model(torch.randint(0, V, (B, ctx), generator=torch.Generator().manual_seed(B)), caches[B], last_only=True)
+        tokens[B] = torch.randint(0, V, (B, 1), generator=torch.Generator().manual_seed(100 + B))
+    times: dict[int, list[float]] = {B: [] for B in sizes}
+    for _ in range(steps):
+        for B in shuffled(list(sizes)):
+            def one(B=B):
+                model(tokens[B], caches[B], last_only=True)
+
+            def rewind(B=B):
+                caches[B].length -= 1
+
+            one()
+            rewind()  # settle (see `interleaved`)
+            times[B].append(GATE.measure(one, after=rewind)[0])
+    rows = []
+    one_ms = median(times[sizes[0]])
+    for B in sizes:
+        ms = median(times[B])
+        rows.append({"batch": B, "step_ms": ms, "vs_one": ms / one_ms, "tokens_per_s": B / ms * 1000})
+        log(f"  batch {B}: {ms:.1f} ms/step ({ms / one_ms:.2f}x one sequence), {B / ms * 1000:.0f} tokens/s")
+    del caches
+    gc.collect()
+    return rows
+
+
 def bench_generation(lm, hf, ns: list[int], reps: dict[int, dict[str, int]]) -> list[dict]:
     rows = []
     prompt = lm.tokenizer.encode(PROMPT)
@@ -685,6 +720,8 @@ def run_shape(shape: str, cfg: dict, threads: int, with_extras: bool, profile_st
     if with_extras:
         log(f"{shape}: traces of 128 and 1,024 tokens (fresh processes)")
         out["long_trace"] = bench_long_trace(directory, threads)
+        log(f"{shape}: batched decode steps")
+        out["batch"] = bench_batch(lm, **cfg["batch"])
         log(f"{shape}: number formats (float32, bfloat16, float16, int8)")
         out["precision"] = bench_precision(directory, **cfg["precision"])
         log(f"{shape}: generation, naive vs cached vs transformers.generate")
@@ -733,6 +770,15 @@ def goals(results: dict) -> list[dict]:
             add(shape, f"prefill T={h['T']}: Recorder within 25%",
                 f"{100 * h['recorder_overhead']:+.0f}% vs same forward without subscriber",
                 h["recorder_overhead"] <= 0.25)
+        batch = {row["batch"]: row for row in r.get("batch") or []}
+        if 1 in batch and 8 in batch:
+            add(shape, "batch decode step at B=8 <= 1.6x the B=1 step",
+                f"{batch[8]['vs_one']:.2f}x ({batch[8]['step_ms']:.1f} ms against {batch[1]['step_ms']:.1f})",
+                batch[8]["vs_one"] <= 1.6)
+        upto16 = [batch[b]["tokens_per_s"] for b in sorted(batch) if b <= 16]
+        if len(upto16) > 1:
+            add(shape, "tokens/s nondecreasing from B=1 to B=16", " / ".join(f"{t:.0f}" for t in upto16),
+                all(b >= a for a, b in zip(upto16, upto16[1:])))
         pr = r.get("precision")
         if pr:
             for name, limit in (("bfloat16", 0.65), ("float16", 0.65), ("int8", 0.40)):
@@ -835,6 +881,10 @@ def render(results: dict) -> str:
                 top = ", ".join(f"{k} {v:.0f}" for k, v in list(b.items())[:8] if not k.startswith("_"))
                 parts.append(f"  Recorder T={h['T']}: {b['_record_forward_total']:.0f} ms, of which handlers "
                              f"{b['_handlers_total']:.0f} ms: {top}")
+        if r.get("batch"):
+            rows = [[f"B={b['batch']}", f"{b['step_ms']:.1f}", f"{b['vs_one']:.2f}x", f"{b['tokens_per_s']:.0f}"]
+                    for b in r["batch"]]
+            parts.append(fmt_table(rows, ["batched decode step", "ms", "vs B=1", "tokens/s"]))
         pr = r.get("precision")
         if pr:
             rows = [[n, f"{f['decode_ms']:.2f}", f"{f['decode_vs_float32']:.2f}x", f"{f['prefill_ms']:.1f}",

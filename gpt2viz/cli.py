@@ -10,6 +10,7 @@ from pathlib import Path
 
 from .crash_log import unexpected_error_line
 from .errors import Gpt2VizError, OutputError, SettingError, UsageError
+from .batch import MAX_BATCH
 from .options import DEFAULT_PROMPT, DEFAULT_TOPK, RunOptions
 
 # The flag that sets each setting the core names in its errors (SettingError.setting).
@@ -55,6 +56,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--top-p", metavar="P", type=float, default=None, help="sample only from the nucleus of mass P")
     p.add_argument("--seed", metavar="S", type=int, default=None, help="random seed for sampling (reproducible runs)")
     p.add_argument("--no-cache", action="store_true", help="generate without the KV cache (recompute everything)")
+    p.add_argument(
+        "--sequences", metavar="B", type=int, default=1,
+        help="with --json and --generate: B continuations decoded together, row r sampling with seed + r",
+    )
     p.add_argument("--device", default="cpu", help="cpu (default), cuda, cuda:N or mps")
     p.add_argument("--dtype", default="float32", help="number format: float32 (default), bfloat16, float16 or int8 (int8 weights, CPU only)")
     p.add_argument(
@@ -113,6 +118,15 @@ def parse_args(argv: list[str] | None) -> RunOptions:
             raise UsageError(f"--replay shows a saved trace, without a model; these do not apply: {', '.join(extra)}")
     if args.generate is not None and args.generate < 0:
         raise UsageError(f"--generate must be >= 0, got {args.generate}")
+    if args.sequences != 1:
+        if not 1 <= args.sequences <= MAX_BATCH:
+            raise UsageError(f"--sequences must be from 1 to {MAX_BATCH}, got {args.sequences}")
+        if args.json_path is None:
+            raise UsageError("--sequences works with --json (the app's generation view shows one sequence)")
+        if not args.generate:
+            raise UsageError("--sequences needs --generate N (how many new tokens each sequence gets)")
+        if args.no_cache:
+            raise UsageError("--sequences decodes through the KV cache; it does not go with --no-cache")
     if args.topk_logits < 1:
         raise UsageError(f"--topk-logits must be >= 1, got {args.topk_logits}")
     options = RunOptions(
@@ -129,6 +143,7 @@ def parse_args(argv: list[str] | None) -> RunOptions:
         device=args.device,
         dtype=args.dtype,
         topk_logits=args.topk_logits,
+        sequences=args.sequences,
     )
     options.sampling()  # checks temperature, top-k, top-p now, before any loading
     from .model.placement import parse_device
@@ -162,6 +177,7 @@ def run_headless(options: RunOptions) -> int:
         use_cache=options.use_cache,
         topk=options.topk_logits,
         quality=True,
+        sequences=options.sequences,
     )
     for notice in trace.notices[len(lm.notices) :]:
         say(notice)

@@ -12,6 +12,7 @@ from typing import Callable
 
 import torch
 
+from .batch import BatchResult, generate_batch
 from .generate import GenerationResult, SamplingSettings, generate
 from .hooks import Hooks
 from .model.config import GPT2Config
@@ -92,6 +93,31 @@ class LanguageModel:
             self.encode_prompt(prompt),
             max_new_tokens,
             use_cache=use_cache,
+            settings=SamplingSettings(temperature, top_k, top_p, seed),
+            eos_id=self.eos_id,
+            on_step=on_step,
+            should_stop=should_stop,
+        )
+
+    def generate_batch(
+        self,
+        prompt: str | list[int],
+        batch_size: int,
+        max_new_tokens: int,
+        temperature: float = 0.0,
+        top_k: int | None = None,
+        top_p: float | None = None,
+        seed: int | None = None,
+        on_step: Callable | None = None,
+        should_stop: Callable[[], bool] | None = None,
+    ) -> BatchResult:
+        """`batch_size` continuations of `prompt` decoded together, row r sampling with seed + r;
+        see `gpt2viz.batch.generate_batch`."""
+        return generate_batch(
+            self.model,
+            self.encode_prompt(prompt),
+            batch_size,
+            max_new_tokens,
             settings=SamplingSettings(temperature, top_k, top_p, seed),
             eos_id=self.eos_id,
             on_step=on_step,

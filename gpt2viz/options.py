@@ -30,6 +30,7 @@ class RunOptions:
     device: str = "cpu"
     dtype: str = "float32"
     topk_logits: int = DEFAULT_TOPK
+    sequences: int = 1  # continuations decoded together (--json only)
 
     def sampling(self) -> SamplingSettings:
         """How next tokens are chosen (checked: raises SettingError for a bad value)."""

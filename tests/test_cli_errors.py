@@ -50,6 +50,9 @@ def one_error_line(stderr: str) -> str:
         (["--device", "cuda:7"], "--device"),
         (["--dtype", "int4"], "--dtype"),
         (["--topk-logits", "0"], "--topk-logits"),
+        (["--sequences", "3"], "--generate"),  # several sequences of no new tokens
+        (["--sequences", "0", "--generate", "2"], "--sequences"),
+        (["--sequences", "2", "--generate", "2", "--no-cache"], "--no-cache"),
         (["--temperature", "warm"], "--temperature"),
         (["--no-such-option"], "--no-such-option"),
         (["a", "--prompt-file", "x.txt"], "give the prompt once"),

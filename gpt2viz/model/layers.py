@@ -23,7 +23,7 @@ from .kv_cache import KVCache
 # reading the weights from memory. The CPU BLAS runs it on one core, and one core cannot draw the
 # whole memory bandwidth. So products with at most this many rows are split into two halves run
 # as a batch of two, which torch gives one core each.
-SPLIT_MAX_ROWS = 4
+SPLIT_MAX_ROWS = 8
 # The LM head's product with wte [V, C] stays faster split up to more rows (a prefill that keeps
 # every position's logits, the logit lens) than the block products do.
 UNEMBED_SPLIT_MAX_ROWS = 32

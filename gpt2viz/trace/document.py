@@ -21,6 +21,7 @@ class Trace:
     notices: list[str] = field(default_factory=list)
     timings: dict = field(default_factory=dict)
     quality: dict | None = None  # a non-float32 run against float32 on the same checkpoint
+    batch: dict | None = None  # several continuations decoded together (gpt2viz.batch)
     schema: str = SCHEMA
 
     def __post_init__(self) -> None:
@@ -61,6 +62,7 @@ class Trace:
             "notices": self.notices,
             "timings": self.timings,
             "quality": self.quality,
+            "batch": self.batch,
             "events": self.events,
             "generation": self.generation,
         }
@@ -76,5 +78,6 @@ class Trace:
             notices=doc.get("notices", []),
             timings=doc.get("timings", {}),
             quality=doc.get("quality"),
+            batch=doc.get("batch"),
             schema=doc["schema"],
         )

@@ -124,6 +124,8 @@ def validate(doc: object) -> Trace:
         _check_generation(doc["generation"])
     if doc.get("quality") is not None:
         _check_quality(doc["quality"])
+    if doc.get("batch") is not None:
+        _check_batch(doc["batch"])
     return Trace.from_dict(doc)
 
 
@@ -242,6 +244,27 @@ def _check_quality(quality: object) -> None:
         and all(isinstance(quality.get(k), (int, float)) and not isinstance(quality.get(k), bool) for k in numbers)
     ):
         raise TraceFileError("trace field 'quality' needs 'positions' and numbers 'max_abs_dlogit', 'top1_agreement', 'mean_kl'")
+
+
+def _check_batch(batch: object) -> None:
+    rows = batch.get("rows") if isinstance(batch, dict) else None
+    ok = (
+        isinstance(batch, dict)
+        and _is_int(batch.get("size"))
+        and isinstance(rows, list)
+        and len(rows) == batch["size"]
+        and isinstance(batch.get("step_ms"), list)
+        and all(_is_number(v) for v in batch["step_ms"])
+        and all(
+            isinstance(r, dict)
+            and isinstance(r.get("ids"), list)
+            and all(_is_int(i) for i in r["ids"])
+            and isinstance(r.get("text"), str)
+            for r in rows
+        )
+    )
+    if not ok:
+        raise TraceFileError("trace field 'batch' needs 'size', that many 'rows' (ids, text) and 'step_ms'")
 
 
 def load(path: str | Path) -> Trace:

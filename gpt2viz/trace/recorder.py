@@ -254,13 +254,7 @@ def record_generation(
         )
     return {
         "cache": use_cache,
-        "settings": {
-            "temperature": settings.temperature,
-            "top_k": settings.top_k,
-            "top_p": settings.top_p,
-            "seed": settings.seed,
-            "greedy": settings.greedy,
-        },
+        "settings": _settings_record(settings),
         "max_new_tokens": max_new_tokens,
         "topk": topk,
         "ids": list(result.token_ids),
@@ -273,6 +267,39 @@ def record_generation(
         "tokens_per_s": _ms(result.tokens_per_s),
         # What this machine streams a large weight matrix at: what the step times compare with.
         "stream_gb_s": None if stream_gb_s is None else round(stream_gb_s, 2),
+    }
+
+
+def record_batch(
+    lm: LanguageModel, prompt_ids: list[int], batch_size: int, max_new_tokens: int, settings: SamplingSettings
+) -> dict:
+    """Generates `batch_size` continuations of the prompt together and returns the trace's
+    `batch` part: every row's ids and text, and the time of each batched step."""
+    from ..batch import generate_batch
+
+    result = generate_batch(lm.model, prompt_ids, batch_size, max_new_tokens, settings=settings, eos_id=lm.eos_id)
+    return {
+        "size": batch_size,
+        "settings": _settings_record(settings),
+        "max_new_tokens": max_new_tokens,
+        "rows": [
+            {"row": b, "seed": seed, "ids": list(row.token_ids), "text": lm.tokenizer.decode(row.token_ids), "stop_reason": row.stop_reason}
+            for b, (row, seed) in enumerate(zip(result.rows, result.seeds))
+        ],
+        "step_ms": [round(ms, 3) for ms in result.step_ms],
+        "ttft_ms": _ms(result.step_ms[0] if result.step_ms else None),
+        "mean_decode_ms": _ms(result.mean_decode_ms),
+        "tokens_per_s": _ms(result.tokens_per_s),
+    }
+
+
+def _settings_record(settings: SamplingSettings) -> dict:
+    return {
+        "temperature": settings.temperature,
+        "top_k": settings.top_k,
+        "top_p": settings.top_p,
+        "seed": settings.seed,
+        "greedy": settings.greedy,
     }
 
 
@@ -306,6 +333,7 @@ def trace_prompt(
     on_step: Callable[[dict], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
     quality: bool = False,
+    sequences: int = 1,
 ) -> Trace:
     """Records the forward pass over `prompt` and, if asked, a generation that continues it.
     With `quality`, a model in another format than float32 is also measured against float32 on
@@ -318,8 +346,10 @@ def trace_prompt(
 
         agreement = compare_logits(lm, lm.float32_twin(), ids).to_dict()
         measured = {"reference": "float32", **{k: v if isinstance(v, int) else ev.rnd(v) for k, v in agreement.items()}}
-    generation = None
-    if generate_tokens > 0:
+    generation = batch = None
+    if generate_tokens > 0 and sequences > 1:  # several continuations together: the `batch` part
+        batch = record_batch(lm, ids, sequences, generate_tokens, settings or SamplingSettings())
+    elif generate_tokens > 0:
         generation = record_generation(
             lm, ids, generate_tokens, settings or SamplingSettings(), use_cache, topk, on_step, should_stop
         )
@@ -338,4 +368,5 @@ def trace_prompt(
         notices=list(lm.notices) + notices,
         timings={"forward_ms": round(forward_ms, 3)},
         quality=measured,
+        batch=batch,
     )

@@ -1,0 +1,145 @@
+"""Batched decoding: several continuations of one prompt through one cache, one step for all.
+
+A decode step reads every weight once whatever the number of rows it multiplies, so B sequences
+cost little more than one until the products stop being bound by memory. Here the B rows share
+the prompt: it is read once (a prefill of one row, copied into every row of the cache), then each
+step feeds the B newest tokens as one `[B, 1]` batch. Each row samples from its own random
+stream (seed + row), so a row is reproducible on its own. Greedy rows are identical, as they
+must be: the same prompt and the same arithmetic.
+
+A row that ends (end of text) is still fed along with the others until every row has ended or
+the steps run out (its extra tokens are dropped): the batch's shape stays fixed.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import torch
+
+from .errors import SettingError
+from .generate import (
+    STOP_CANCELLED,
+    STOP_CONTEXT,
+    STOP_EOS,
+    STOP_MAX_TOKENS,
+    GenerationResult,
+    SamplingSettings,
+    choose_token,
+    new_generator,
+)
+from .model.gpt2 import GPT2
+
+MAX_BATCH = 256
+
+
+@dataclass
+class BatchResult:
+    """Every row's continuation, and the time of each batched step (the first is the prefill)."""
+
+    prompt_ids: list[int]
+    rows: list[GenerationResult]
+    seeds: list[int | None]
+    step_ms: list[float] = field(default_factory=list)
+
+    @property
+    def batch_size(self) -> int:
+        return len(self.rows)
+
+    @property
+    def tokens_per_s(self) -> float | None:
+        """New tokens of all rows per second of all steps, the prefill included."""
+        total = sum(self.step_ms)
+        return sum(len(r.token_ids) for r in self.rows) / (total / 1000) if total > 0 else None
+
+    @property
+    def mean_decode_ms(self) -> float | None:
+        rest = self.step_ms[1:]
+        return sum(rest) / len(rest) if rest else None
+
+
+def row_seeds(seed: int | None, batch_size: int) -> list[int | None]:
+    """The seed of each row: seed, seed + 1, ... (None: fresh entropy for every row)."""
+    return [None if seed is None else seed + row for row in range(batch_size)]
+
+
+@torch.inference_mode()
+def generate_batch(
+    model: GPT2,
+    prompt_ids: list[int],
+    batch_size: int,
+    max_new_tokens: int,
+    *,
+    settings: SamplingSettings | None = None,
+    eos_id: int | None = None,
+    on_step: Callable[[int, list[int], float], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> BatchResult:
+    """`batch_size` continuations of `prompt_ids`, up to `max_new_tokens` each, decoded together.
+    `on_step(step, tokens, ms)` gets each step's B new tokens."""
+    settings = settings or SamplingSettings()
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or not 1 <= batch_size <= MAX_BATCH:
+        raise SettingError("batch_size", f"must be an integer from 1 to {MAX_BATCH}, got {batch_size!r}")
+    if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 0:
+        raise SettingError("max_new_tokens", f"must be an integer >= 0, got {max_new_tokens!r}")
+    if not prompt_ids:
+        raise SettingError("prompt", "needs at least one token to generate from")
+    n_ctx = model.config.n_ctx
+    if len(prompt_ids) > n_ctx:
+        raise SettingError("prompt", f"has {len(prompt_ids)} tokens; the context holds {n_ctx}")
+
+    seeds = row_seeds(settings.seed, batch_size)
+    generators = [new_generator(seed) for seed in seeds]
+    rows = [GenerationResult(list(prompt_ids), settings=settings) for _ in range(batch_size)]
+    result = BatchResult(list(prompt_ids), rows, seeds)
+    done = [False] * batch_size
+    length = len(prompt_ids)
+    cache = model.new_cache(batch_size, capacity=min(n_ctx, length + max_new_tokens))
+    for step in range(max_new_tokens):
+        if length >= n_ctx:
+            stop = STOP_CONTEXT
+            break
+        if should_stop is not None and should_stop():
+            stop = STOP_CANCELLED
+            break
+        start = time.perf_counter()
+        if step == 0:
+            logits = _prefill(model, prompt_ids, cache)  # (1, vocab): the same for every row
+            picks = [choose_token(logits[0], settings, g)[0] for g in generators]
+        else:
+            fed = torch.tensor([[r.token_ids[-1] if r.token_ids else prompt_ids[-1]] for r in rows], device=model.device)
+            logits = model(fed, cache, last_only=True)[0][:, -1]  # (B, vocab)
+            picks = [choose_token(logits[b], settings, g)[0] for b, g in enumerate(generators)]
+        ms = (time.perf_counter() - start) * 1000
+        result.step_ms.append(ms)
+        length += 1
+        for b, token in enumerate(picks):
+            if done[b]:
+                continue
+            rows[b].token_ids.append(token)
+            if eos_id is not None and token == eos_id:
+                done[b] = True
+                rows[b].stop_reason = STOP_EOS
+        if on_step is not None:
+            on_step(step, picks, ms)
+        if all(done):
+            return result
+    else:
+        stop = STOP_MAX_TOKENS
+    for b in range(batch_size):
+        if not done[b]:
+            rows[b].stop_reason = stop
+    return result
+
+
+def _prefill(model: GPT2, prompt_ids: list[int], cache) -> torch.Tensor:
+    """The prompt's pass for one row, its keys and values copied into every row of `cache`."""
+    single = model.new_cache(1, capacity=cache.capacity)
+    logits, _ = model(torch.tensor([prompt_ids], device=model.device), single, last_only=True)
+    for layer in range(len(cache.keys)):
+        cache.keys[layer][:, :, : single.length] = single.keys[layer][:, :, : single.length]
+        cache.values[layer][:, :, : single.length] = single.values[layer][:, :, : single.length]
+    cache.length = single.length
+    return logits[:, -1]  # (1, vocab)

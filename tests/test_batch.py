@@ -1,0 +1,70 @@
+"""Batched decoding: B continuations of one prompt through one cache, one step for all rows."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from gpt2viz.errors import SettingError
+from gpt2viz.trace import dump, load, trace_prompt
+
+PROMPT = "The meaning of life is"
+
+
+def test_greedy_rows_equal_the_single_sequence(tiny_lm):
+    single = tiny_lm.generate(PROMPT, 12).token_ids
+    batch = tiny_lm.generate_batch(PROMPT, 4, 12)
+    assert batch.batch_size == 4 and all(row.token_ids == single for row in batch.rows)
+    assert len(batch.step_ms) == 12 and batch.tokens_per_s > 0
+
+
+def test_each_sampled_row_is_its_own_reproducible_stream(tiny_lm):
+    batch = tiny_lm.generate_batch(PROMPT, 3, 10, temperature=1.0, seed=7)
+    assert batch.seeds == [7, 8, 9]
+    texts = [tuple(row.token_ids) for row in batch.rows]
+    assert len(set(texts)) == 3  # three different continuations
+    again = tiny_lm.generate_batch(PROMPT, 3, 10, temperature=1.0, seed=7)
+    assert [tuple(r.token_ids) for r in again.rows] == texts
+    # Row 1 draws as a single sequence with its seed does (the rows' logits are the same numbers).
+    assert list(texts[1]) == tiny_lm.generate(PROMPT, 10, temperature=1.0, seed=8).token_ids
+
+
+def test_a_row_that_ends_stops_and_the_others_go_on(tiny_lm, monkeypatch):
+    from gpt2viz import batch as batch_module
+
+    eos = tiny_lm.eos_id
+    calls = {"n": 0}
+    real = batch_module.choose_token
+
+    def choose(logits, settings, generator):  # row 0 ends at its third token
+        calls["n"] += 1
+        token, probs = real(logits, settings, generator)
+        return (eos, probs) if calls["n"] == 7 else (token, probs)
+
+    monkeypatch.setattr(batch_module, "choose_token", choose)
+    result = tiny_lm.generate_batch(PROMPT, 3, 6)
+    assert result.rows[0].token_ids[-1] == eos and result.rows[0].stop_reason == "eos"
+    assert len(result.rows[0].token_ids) == 3 and len(result.rows[1].token_ids) == 6
+
+
+def test_bad_batch_sizes_are_refused(tiny_lm):
+    for bad in (0, -1, 10_000, 2.5, True):
+        with pytest.raises(SettingError, match="batch_size"):
+            tiny_lm.generate_batch(PROMPT, bad, 3)
+
+
+def test_the_trace_records_every_row(tmp_path, tiny_lm):
+    from gpt2viz.generate import SamplingSettings
+
+    trace = trace_prompt(tiny_lm, PROMPT, generate_tokens=5, settings=SamplingSettings(1.0, seed=2), sequences=4)
+    assert trace.generation is None and trace.batch["size"] == 4
+    assert [r["seed"] for r in trace.batch["rows"]] == [2, 3, 4, 5]
+    assert all(len(r["ids"]) == 5 and r["text"] == tiny_lm.tokenizer.decode(r["ids"]) for r in trace.batch["rows"])
+    path = tmp_path / "t.json"
+    dump(trace, path)
+    schema = json.loads((Path(__file__).parents[1] / "docs" / "trace.schema.json").read_text(encoding="utf-8"))
+    jsonschema.validate(json.loads(path.read_text(encoding="utf-8")), schema)
+    assert load(path).batch == trace.batch

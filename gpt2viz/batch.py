@@ -27,6 +27,7 @@ from .generate import (
     STOP_MAX_TOKENS,
     GenerationResult,
     SamplingSettings,
+    check_request,
     choose_token,
     new_generator,
 )
@@ -82,13 +83,8 @@ def generate_batch(
     settings = settings or SamplingSettings()
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or not 1 <= batch_size <= MAX_BATCH:
         raise SettingError("batch_size", f"must be an integer from 1 to {MAX_BATCH}, got {batch_size!r}")
-    if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 0:
-        raise SettingError("max_new_tokens", f"must be an integer >= 0, got {max_new_tokens!r}")
-    if not prompt_ids:
-        raise SettingError("prompt", "needs at least one token to generate from")
+    check_request(model, prompt_ids, max_new_tokens)
     n_ctx = model.config.n_ctx
-    if len(prompt_ids) > n_ctx:
-        raise SettingError("prompt", f"has {len(prompt_ids)} tokens; the context holds {n_ctx}")
 
     seeds = row_seeds(settings.seed, batch_size)
     generators = [new_generator(seed) for seed in seeds]

@@ -153,6 +153,17 @@ def forward_step(model: GPT2, ids: list[int], cache: KVCache | None) -> torch.Te
     return logits[0, -1]
 
 
+def check_request(model: GPT2, prompt_ids: list[int], max_new_tokens: int) -> None:
+    """Refuses a generation that cannot run: a bad number of new tokens, an empty prompt, or one
+    longer than the context."""
+    if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 0:
+        raise SettingError("max_new_tokens", f"must be an integer >= 0, got {max_new_tokens!r}")
+    if not prompt_ids:
+        raise SettingError("prompt", "needs at least one token to generate from")
+    if len(prompt_ids) > model.config.n_ctx:
+        raise SettingError("prompt", f"has {len(prompt_ids)} tokens; the context holds {model.config.n_ctx}")
+
+
 def generate(
     model: GPT2,
     prompt_ids: list[int],
@@ -171,13 +182,8 @@ def generate(
     the same generator to a later call continues the same random sequence, so a stopped and
     resumed run samples what an uninterrupted one would."""
     settings = settings or SamplingSettings()
-    if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 0:
-        raise SettingError("max_new_tokens", f"must be an integer >= 0, got {max_new_tokens!r}")
-    if not prompt_ids:
-        raise SettingError("prompt", "needs at least one token to generate from")
+    check_request(model, prompt_ids, max_new_tokens)
     n_ctx = model.config.n_ctx
-    if len(prompt_ids) > n_ctx:
-        raise SettingError("prompt", f"has {len(prompt_ids)} tokens; the context holds {n_ctx}")
 
     if generator is None:
         generator = new_generator(settings.seed)

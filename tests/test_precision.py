@@ -135,7 +135,7 @@ def test_a_converted_model_lets_go_of_the_checkpoints_memory_mapping(ckpts):
     f32_file, f32_total = rss("float32")
     int8_file, int8_total = rss("int8")
     assert f32_file > 400 and int8_file < 150  # the 498 MB file is mapped for float32 only
-    assert int8_total < f32_total - 250
+    assert int8_total < f32_total - 150  # weights 474 MiB against 158 MiB; heap fragments vary
 
 
 def test_a_trace_in_int8_measures_itself_against_float32(tmp_path, tiny_dir):

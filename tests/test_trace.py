@@ -296,3 +296,30 @@ def test_a_replayed_config_is_checked_like_a_config_json(tmp_path, key, value):
     path.write_text(json.dumps(doc), encoding="utf-8")
     with pytest.raises(TraceFileError, match=f"model.config.*{key}"):
         load(path)
+
+
+def test_a_decode_steps_pass_is_one_position_against_the_cache(tmp_path, tiny_lm):
+    """⏎ on a generated step records the step as generation ran it: one query row against the
+    cached keys and values, with the numbers of the full pass's last position."""
+    from gpt2viz.trace import trace_decode_step
+
+    ids = tiny_lm.tokenizer.encode("The meaning of life is not")
+    step = trace_decode_step(tiny_lm, ids).resolve_all()
+    full = trace_prompt(tiny_lm, ids).resolve_all()
+    L = len(ids)
+    assert step.past == L - 1 and [t["position"] for t in step.tokens] == [L - 1]
+    assert step.all_token_ids == ids and step.context == full.tokens[:-1]
+    n_head, head_dim = tiny_lm.config.n_head, tiny_lm.config.head_dim
+    assert step.event("blocks.0.attn.hook_q")["shape"] == [1, n_head, 1, head_dim]
+    assert step.event("blocks.0.attn.hook_attn_scores")["shape"] == [1, n_head, 1, L]
+    assert step.event("kv_cache")["length"] == L
+    # The same numbers up to float rounding (the kernels sum in another order).
+    ours, theirs = step.event("unembed.hook_out")["positions"][-1], full.event("unembed.hook_out")["positions"][-1]
+    assert ours["ids"] == theirs["ids"]
+    assert ours["logits"] == pytest.approx(theirs["logits"], rel=1e-5) and ours["probs"] == pytest.approx(theirs["probs"], rel=1e-4)
+    lens = [e["ids"] for e in step.event("logit_lens")["layers"]]
+    assert lens == [e["ids"] for e in full.event("logit_lens")["layers"]]
+    path = tmp_path / "step.json"
+    dump(step, path)
+    back = load(path)
+    assert back.past == L - 1 and back.event("kv_cache")["length"] == L

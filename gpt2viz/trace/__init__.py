@@ -2,7 +2,7 @@
 
 from .jsonio import TraceFileError, dump, dumps, load, validate
 from .document import SCHEMA, Trace
-from .recorder import Recorder, record_forward, record_generation, trace_prompt
+from .recorder import Recorder, record_forward, record_generation, trace_decode_step, trace_prompt
 
 __all__ = [
     "SCHEMA",
@@ -14,6 +14,7 @@ __all__ = [
     "load",
     "record_forward",
     "record_generation",
+    "trace_decode_step",
     "trace_prompt",
     "validate",
 ]

@@ -22,6 +22,9 @@ class Trace:
     timings: dict = field(default_factory=dict)
     quality: dict | None = None  # a non-float32 run against float32 on the same checkpoint
     batch: dict | None = None  # several continuations decoded together (gpt2viz.batch)
+    # A decode step's pass: the positions already in the KV cache (same fields as `tokens`), which
+    # the recorded pass did not compute; `tokens` holds the new position(s). [] for a full pass.
+    context: list[dict] = field(default_factory=list)
     schema: str = SCHEMA
 
     def __post_init__(self) -> None:
@@ -50,7 +53,18 @@ class Trace:
 
     @property
     def token_ids(self) -> list[int]:
+        """The ids of the positions this pass computed."""
         return [t["id"] for t in self.tokens]
+
+    @property
+    def past(self) -> int:
+        """Positions already in the KV cache before this pass (0: a full pass from the start)."""
+        return len(self.context)
+
+    @property
+    def all_token_ids(self) -> list[int]:
+        """Every position's id: the cached ones, then the computed ones."""
+        return [t["id"] for t in self.context + self.tokens]
 
     def to_dict(self) -> dict:
         self.resolve_all()
@@ -63,6 +77,7 @@ class Trace:
             "timings": self.timings,
             "quality": self.quality,
             "batch": self.batch,
+            "context": self.context,
             "events": self.events,
             "generation": self.generation,
         }
@@ -79,5 +94,6 @@ class Trace:
             timings=doc.get("timings", {}),
             quality=doc.get("quality"),
             batch=doc.get("batch"),
+            context=doc.get("context") or [],
             schema=doc["schema"],
         )

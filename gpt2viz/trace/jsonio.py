@@ -111,13 +111,22 @@ def validate(doc: object) -> Trace:
         GPT2Config.from_saved(config)
     except ConfigError as err:
         raise TraceFileError(f"trace field 'model.config': {str(err).removeprefix('config.json: ')}") from None
-    for i, token in enumerate(doc["tokens"]):
-        if not (
-            isinstance(token, dict)
-            and all(_is_int(token.get(k)) for k in ("id", "position", "bytes"))
-            and isinstance(token.get("text"), str)
-        ):
-            raise TraceFileError(f"trace token {i} needs integers 'id', 'position', 'bytes' and a string 'text'")
+    context = doc.get("context") or []
+    if not isinstance(context, list):
+        raise TraceFileError("trace field 'context' must be a list")
+    for field_name, table in (("context", context), ("tokens", doc["tokens"])):
+        for i, token in enumerate(table):
+            if not (
+                isinstance(token, dict)
+                and all(_is_int(token.get(k)) for k in ("id", "position", "bytes"))
+                and isinstance(token.get("text"), str)
+            ):
+                raise TraceFileError(
+                    f"trace {field_name} entry {i} needs integers 'id', 'position', 'bytes' and a string 'text'"
+                )
+    positions = [t["position"] for t in context + doc["tokens"]]
+    if positions != list(range(len(positions))):
+        raise TraceFileError("trace tokens must hold positions 0, 1, 2, ... in order (after the 'context' ones)")
     for i, event in enumerate(doc["events"]):
         _check_event(i, event, config)
     if doc.get("generation") is not None:

@@ -170,15 +170,57 @@ def token_table(lm: LanguageModel, ids: list[int]) -> list[dict]:
     ]
 
 
-def record_forward(lm: LanguageModel, ids: list[int], use_cache: bool = True, topk: int = 10) -> tuple[list[dict], float]:
-    """One forward pass over `ids` with every hook recorded; returns the events and its ms."""
+def record_forward(
+    lm: LanguageModel, ids: list[int], use_cache: bool = True, topk: int = 10, past: int = 0
+) -> tuple[list[dict], float]:
+    """One forward pass over `ids` with every hook recorded; returns the events and its ms.
+
+    With `past`, the first `past` ids go into the KV cache first, unrecorded, and the pass that is
+    recorded is the one over the rest: with one id left, a decode step as generation runs it
+    (one query row against the cached keys and values). Its numbers equal those of the step
+    generation ran up to float rounding: here one prefill wrote the earlier keys and values,
+    where generation wrote them a step at a time, and attention kernels sum in another order."""
+    if past and not use_cache:
+        raise ValueError("a pass after cached positions needs the cache")
     recorder = Recorder(lm, topk)
     cache = lm.model.new_cache() if use_cache else None
+    if past:
+        lm.model(torch.tensor([ids[:past]], device=lm.model.device), cache, last_only=True)
     start = time.perf_counter()
     with lm.hooks.subscribe("*", recorder):
-        logits, _ = lm.model(torch.tensor([ids], device=lm.model.device), cache)
+        logits, _ = lm.model(torch.tensor([ids[past:]], device=lm.model.device), cache)
     events = recorder.finish(logits[0, -1])
     return events, (time.perf_counter() - start) * 1000
+
+
+def trace_decode_step(lm: LanguageModel, ids: list[int], *, topk: int = 10, quality: bool = False) -> Trace:
+    """The forward pass of the decode step that reads the last of `ids` with the others cached:
+    `tokens` holds that one position, `context` the cached ones."""
+    if len(ids) < 2:
+        raise ValueError("a decode step needs at least one cached position before it")
+    past = len(ids) - 1
+    events, forward_ms = record_forward(lm, ids, topk=topk, past=past)
+    table = token_table(lm, ids)
+    return Trace(
+        model=model_info(lm),
+        prompt=lm.tokenizer.decode(ids),
+        tokens=table[past:],
+        context=table[:past],
+        events=events,
+        notices=list(lm.notices),
+        timings={"forward_ms": round(forward_ms, 3)},
+        quality=_measure_quality(lm, ids) if quality else None,
+    )
+
+
+def _measure_quality(lm: LanguageModel, ids: list[int]) -> dict | None:
+    """`lm` against float32 on the same checkpoint over `ids` (None for a float32 model)."""
+    if lm.precision == "float32":
+        return None
+    from ..quality import compare_logits
+
+    agreement = compare_logits(lm, lm.float32_twin(), ids).to_dict()
+    return {"reference": "float32", **{k: v if isinstance(v, int) else ev.rnd(v) for k, v in agreement.items()}}
 
 
 class GenerationRecorder:
@@ -340,12 +382,7 @@ def trace_prompt(
     the same checkpoint over the prompt's positions (`gpt2viz.quality`)."""
     ids, notices = prepare_prompt(lm, prompt)
     events, forward_ms = record_forward(lm, ids, use_cache=use_cache, topk=topk)
-    measured = None
-    if quality and lm.precision != "float32":
-        from ..quality import compare_logits
-
-        agreement = compare_logits(lm, lm.float32_twin(), ids).to_dict()
-        measured = {"reference": "float32", **{k: v if isinstance(v, int) else ev.rnd(v) for k, v in agreement.items()}}
+    measured = _measure_quality(lm, ids) if quality else None
     generation = batch = None
     if generate_tokens > 0 and sequences > 1:  # several continuations together: the `batch` part
         batch = record_batch(lm, ids, sequences, generate_tokens, settings or SamplingSettings())

@@ -88,10 +88,16 @@ def reporting(on_failure: Callable[[str, int], None]) -> Iterator[None]:
         on_failure(*failure_text(err))
 
 
-def record_pass(lm, prompt: str | list[int], topk: int, is_cancelled: Callable[[], bool]):
-    """The forward pass over `prompt`, recorded under MODEL_LOCK in a model thread and worked out
-    completely there (`Trace.resolve_all`), so that a screen only ever reads plain data: the UI
-    thread never runs torch work."""
-    from ..trace import trace_prompt
+def record_pass(lm, prompt: str | list[int], topk: int, is_cancelled: Callable[[], bool], decode: bool = False):
+    """The forward pass over `prompt` (with `decode`: the decode step that reads its last id with
+    the others cached), recorded under MODEL_LOCK in a model thread and worked out completely
+    there (`Trace.resolve_all`), so that a screen only ever reads plain data: the UI thread never
+    runs torch work."""
+    from ..trace import trace_decode_step, trace_prompt
 
-    return run_detached(locked(lambda: trace_prompt(lm, prompt, topk=topk, quality=True).resolve_all()), is_cancelled)
+    def record():
+        if decode:
+            return trace_decode_step(lm, prompt, topk=topk, quality=True).resolve_all()
+        return trace_prompt(lm, prompt, topk=topk, quality=True).resolve_all()
+
+    return run_detached(locked(record), is_cancelled)

@@ -23,7 +23,8 @@ class RunFacts:
     """The sizes of this run: the model's config, the prompt length, the number format."""
 
     config: GPT2Config
-    T: int  # positions in the recorded pass
+    T: int  # positions the recorded pass computed (1 for a decode step)
+    past: int  # positions already in the KV cache before it (0 for a full pass)
     dtype: str  # the number format of the weights: float32, bfloat16, float16 or int8
     compute_dtype: str  # activations and the KV cache (int8 computes in float32)
     value_bytes: int  # bytes of one number in `compute_dtype`
@@ -48,6 +49,7 @@ class RunFacts:
         return cls(
             config=config,
             T=len(trace.tokens),
+            past=trace.past,
             dtype=dtype,
             compute_dtype=compute,
             value_bytes=value_bytes,
@@ -55,6 +57,11 @@ class RunFacts:
             # Traces written before weight_bytes was recorded held every weight in `dtype`.
             weight_bytes=int(trace.model.get("weight_bytes") or n_params * value_bytes),
         )
+
+    @property
+    def L(self) -> int:
+        """Every position the pass's queries see: the cached ones and the computed ones."""
+        return self.past + self.T
 
     @property
     def n_layer(self) -> int:
@@ -135,8 +142,16 @@ def shape_of(trace: Trace, name: str, layer: int | None, fallback: list[int]) ->
 
 
 def token_text(trace: Trace, position: int) -> str:
-    """The display text of the token at `position` ('?' outside the prompt)."""
-    return trace.tokens[position]["text"] if 0 <= position < len(trace.tokens) else "?"
+    """The display text of the token at absolute `position`, cached or computed ('?' outside)."""
+    if 0 <= position < trace.past:
+        return trace.context[position]["text"]
+    index = position - trace.past
+    return trace.tokens[index]["text"] if 0 <= index < len(trace.tokens) else "?"
+
+
+def key_texts(trace: Trace) -> list[str]:
+    """The display text of every position a query can see: the cached ones, then the computed ones."""
+    return [t["text"] for t in trace.context + trace.tokens]
 
 
 def value_at(values: list | None, position: int):
@@ -280,5 +295,5 @@ def stage_shapes(trace: Trace, stage: Stage) -> list[tuple[str, list[int]]]:
     if k == "logit_lens":
         return [("logit lens", list(lens_event(trace).get("shape") or [f.n_layer, f.vocab]))]
     if k == "next_token":
-        return [("ids + next", [1, T + 1])]
+        return [("ids + next", [1, f.L + 1])]
     return []

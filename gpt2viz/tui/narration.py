@@ -74,6 +74,8 @@ def narrate(trace: Trace, stage: Stage, head: int = 0) -> Narration:
 
 
 def _tokenize(trace: Trace, stage: Stage, f: RunFacts, head: int):
+    if f.past:
+        return _decode_input(trace, f)
     prompt = trace.prompt
     n_bytes = len(prompt.encode("utf-8"))
     spaced = [t["text"] for t in trace.tokens if t["text"].startswith("␣")]
@@ -106,6 +108,20 @@ def _tokenize(trace: Trace, stage: Stage, f: RunFacts, head: int):
     return text, formula, flow
 
 
+def _decode_input(trace: Trace, f: RunFacts):
+    """What a decode step reads: one new id; the earlier positions wait in the KV cache."""
+    new = trace.tokens[-1]
+    text = (
+        f"This is the forward pass of a decode step. Only one id goes in: {_q(new['text'])} (id {new['id']}), "
+        f"the token chosen at the step before, at position {new['position']}. The {count(f.past)} tokens before "
+        "it are not run again: each layer kept their keys and values in the KV cache, and this pass reads "
+        "them from there. Every stage below computes one position, not the whole text."
+    )
+    formula = "ids in = [the newest token]   (the earlier ones: keys and values in the KV cache)"
+    flow = [f"{count(f.past)} cached + 1 new{ARROW}ids, shape {shape([1, f.T])}, position {new['position']}"]
+    return text, formula, flow
+
+
 def _embed(trace: Trace, stage: Stage, f: RunFacts, head: int):
     p = f.params
     tok, pos = hook_event(trace, "hook_embed"), hook_event(trace, "hook_pos_embed")
@@ -122,16 +138,21 @@ def _embed(trace: Trace, stage: Stage, f: RunFacts, head: int):
         f"\n\nwte holds {count(p.wte)} ({millions(p.wte)}) of this model's {count(f.n_params)} "
         f"parameters ({share:.1f}%); wpe holds {count(p.wpe)}."
     )
+    if f.past:
+        text += (
+            f"\n\nThe new token sits at position {f.past}, after the {count(f.past)} cached ones, so it takes "
+            f"row {f.past} of wpe: a decode step continues the sequence, it does not start it again at 0."
+        )
     a, b, c = value_at(tok.get("norms"), last), value_at(pos.get("norms"), last), value_at(pos.get("sum_norms"), last)
     if a is not None and b is not None and c is not None:
         text += (
-            f" At position {last} ({_q(token_text(trace, last))}) the token vector has length {num(a)}, "
+            f" At position {f.past + last} ({_q(token_text(trace, f.past + last))}) the token vector has length {num(a)}, "
             f"the position vector {num(b)}, their sum {num(c)}."
         )
     formula = "x[p] = wte[id[p]] + wpe[p]"
     flow = [
         f"ids, shape {shape([1, f.T])}{ARROW}rows of wte{ARROW}{shape(shape_of(trace, 'hook_embed', None, x_shape))}",
-        f"positions 0…{last}{ARROW}rows of wpe{ARROW}{shape(x_shape)}",
+        f"positions {f.past}…{f.past + last}{ARROW}rows of wpe{ARROW}{shape(x_shape)}",
         f"sum{ARROW}x {shape(x_shape)}",
     ]
     return text, formula, flow
@@ -162,7 +183,7 @@ def _layer_norm(trace: Trace, stage: Stage, f: RunFacts, head: int):
     if all(v is not None for v in stats):
         m, s, nm, ns, om, os_ = stats
         text += (
-            f"\n\nAt position {last} ({_q(token_text(trace, last))}): mean {num(m)} and std {num(s)} going in; "
+            f"\n\nAt position {f.past + last} ({_q(token_text(trace, f.past + last))}): mean {num(m)} and std {num(s)} going in; "
             f"{_near_zero(nm)} and {num(ns)} after normalizing; mean {num(om)} and std {num(os_)} after γ and β."
         )
     formula = f"{name}(x) = (x − mean(x)) / √(var(x) + {f.eps:g}) · γ + β"
@@ -192,6 +213,11 @@ def _qkv(trace: Trace, stage: Stage, f: RunFacts, head: int):
         f"2 × {H} heads × {f.T} positions × {D} = {count(kv_bytes // f.value_bytes)} numbers, {nbytes(kv_bytes)}. "
         "Queries are used once and never cached."
     )
+    if f.past:
+        text += (
+            f" In this decode step the new position's k and v, {shape([1, H, f.T, D])}, are appended to the "
+            f"{count(f.past)} cached ones: attention reads K and V {shape([1, H, f.L, D])}."
+        )
     formula = (
         "q, k, v = split(ln_1(x) @ W_attn + b_attn)\n"
         "q [T, C] → view [T, H, D] → transpose → [H, T, D]\n"
@@ -208,27 +234,38 @@ def _qkv(trace: Trace, stage: Stage, f: RunFacts, head: int):
 def _scores(trace: Trace, stage: Stage, f: RunFacts, head: int):
     i, D, T = stage.layer, f.head_dim, f.T
     ev = attention_event(trace, i, "scores")
-    s_shape = list(ev.get("shape") or [1, f.n_head, T, T])
-    masked = T * (T - 1) // 2
+    L = f.L
+    s_shape = list(ev.get("shape") or [1, f.n_head, T, L])
+    masked = T * (T - 1) // 2  # query i sees keys 0 .. past + i: the future within the new positions
     text = (
         f"Head {head} compares every query with every key: a dot product of two {D}-number vectors, "
         f"divided by √{D} = {_root(D)} so the scores do not grow with the head size and the softmax "
         "that follows does not saturate."
-        "\n\nThe causal mask sets every cell above the diagonal to −∞ (the grey cells): position i may look "
-        f"at itself and earlier positions, never at later ones. Here {count(masked)} of the "
-        f"{count(T * T)} cells are masked."
     )
+    if f.past:
+        text += (
+            f"\n\nA decode step has {T} quer{'y' if T == 1 else 'ies'} and {count(L)} keys: {count(f.past)} from the "
+            f"cache and {T} new. The causal mask is shifted by the {count(f.past)} cached positions, "
+            f"tril(diagonal={f.past}): query {f.past} may see keys 0–{f.past}, which is every key there is, "
+            f"so here {count(masked)} of the {count(T * L)} cells are masked."
+        )
+    else:
+        text += (
+            "\n\nThe causal mask sets every cell above the diagonal to −∞ (the grey cells): position i may look "
+            f"at itself and earlier positions, never at later ones. Here {count(masked)} of the "
+            f"{count(T * L)} cells are masked."
+        )
     row = last_row(trace, i, head, "scores")
     j = argmax(row)
     if j is not None:
         text += (
-            f" The last query ({_q(token_text(trace, T - 1))}) scores highest on position {j} "
+            f" The last query ({_q(token_text(trace, f.L - 1))}) scores highest on position {j} "
             f"({_q(token_text(trace, j))}): {num(row[j])}."
         )
     text += _reduced_note(ev, T)
     formula = f"scores[h, i, j] = q[h, i] · k[h, j] / √{D}\nscores[h, i, j] = −∞ where j > i   (the causal mask)"
     flow = [
-        f"q {shape([1, f.n_head, T, D])} @ kᵀ {shape([1, f.n_head, D, T])}{ARROW}scores {shape(s_shape)}",
+        f"q {shape([1, f.n_head, T, D])} @ kᵀ {shape([1, f.n_head, D, L])}{ARROW}scores {shape(s_shape)}",
         f"head {head}{ARROW}{shape(s_shape[2:])} map below",
     ]
     return text, formula, flow
@@ -258,7 +295,7 @@ def _pattern(trace: Trace, stage: Stage, f: RunFacts, head: int):
     j = argmax(row)
     if j is not None:
         text += (
-            f"\n\nThe last row belongs to {_q(token_text(trace, T - 1))}, the position that predicts the next token. "
+            f"\n\nThe last row belongs to {_q(token_text(trace, f.L - 1))}, the position that predicts the next token. "
             f"In head {head} it puts {percent(row[j])} of its weight on position {j} ({_q(token_text(trace, j))})."
         )
     text += _reduced_note(ev, T)
@@ -273,16 +310,16 @@ def _pattern(trace: Trace, stage: Stage, f: RunFacts, head: int):
 def _heads(trace: Trace, stage: Stage, f: RunFacts, head: int):
     i, H, T = stage.layer, f.n_head, f.T
     focus = head_focus(trace, i)
-    on_self = sum(1 for j, _ in focus if j == T - 1)
+    on_self = sum(1 for j, _ in focus if j == f.L - 1)
     on_first = sum(1 for j, _ in focus if j == 0)
     text = (
         f"The {H} heads of block {i} side by side, each its own attention pattern (brighter: more weight). "
         "With their own query, key and value slices, heads learn to look for different things. Under each "
         "map: the position the last token looks at most."
-        f"\n\nIn this layer the last position ({_q(token_text(trace, T - 1))}) looks mostly at itself in "
+        f"\n\nIn this layer the last position ({_q(token_text(trace, f.L - 1))}) looks mostly at itself in "
         f"{on_self} of the {H} heads"
     )
-    text += f" and mostly at position 0 ({_q(token_text(trace, 0))}) in {on_first}." if T > 1 else "."
+    text += f" and mostly at position 0 ({_q(token_text(trace, 0))}) in {on_first}." if f.L > 1 else "."
     formula = f"head_h = softmax(q_h k_hᵀ / √{f.head_dim} + mask) v_h    h = 0 … {H - 1}"
     p_shape = shape_of(trace, "attn.hook_pattern", i, [1, H, T, T])
     flow = [f"pattern {shape(p_shape)}{ARROW}{H} maps of {shape(p_shape[2:])}"]
@@ -307,7 +344,7 @@ def _attn_out(trace: Trace, stage: Stage, f: RunFacts, head: int):
     after = value_at(hook_event(trace, "hook_resid_mid", i).get("norms"), last)
     if None not in (before, update, after):
         text += (
-            f" At position {last} ({_q(token_text(trace, last))}) the update has length {num(update)} against "
+            f" At position {f.past + last} ({_q(token_text(trace, f.past + last))}) the update has length {num(update)} against "
             f"{num(before)} for x; x + update has length {num(after)}."
         )
     formula = "x ← x + concat(z) @ W_proj + b_proj"
@@ -339,7 +376,7 @@ def _mlp(trace: Trace, stage: Stage, f: RunFacts, head: int):
     top = post.get("top_neurons") or []
     if frac is not None:
         text += (
-            f"\n\nAt position {last} ({_q(token_text(trace, last))}), {percent(frac)} of the {count(F)} neurons are "
+            f"\n\nAt position {f.past + last} ({_q(token_text(trace, f.past + last))}), {percent(frac)} of the {count(F)} neurons are "
             "positive after GELU"
         )
         text += f"; the strongest is neuron {top[0]['index']} at {num(top[0]['value'])}." if top else "."
@@ -369,7 +406,7 @@ def _mlp_out(trace: Trace, stage: Stage, f: RunFacts, head: int):
     if None not in vals:
         before, au, mu, after = vals
         text += (
-            f"\n\nAt position {last} ({_q(token_text(trace, last))}): x had length {num(before)} entering the block; "
+            f"\n\nAt position {f.past + last} ({_q(token_text(trace, f.past + last))}): x had length {num(before)} entering the block; "
             f"attention added an update of length {num(au)}, the MLP one of {num(mu)}; x leaves with length {num(after)}."
         )
     remaining = f.n_layer - 1 - i
@@ -459,20 +496,20 @@ def _next_token(trace: Trace, stage: Stage, f: RunFacts, head: int):
     text = (
         f"Greedy decoding takes the most probable token: {_q(token)} (id {token_id}"
         + (f", p = {percent(prob)}" if prob is not None else "")
-        + f"). Appended to the prompt it makes {f.T + 1} tokens."
+        + f"). Appended to the text it makes {f.L + 1} tokens."
         f"\n\nTo write one more token the model runs again. Without a cache it would recompute all "
-        f"{f.T + 1} positions; with the KV cache only the new token goes through the blocks, and each layer "
-        f"reads the {f.T} cached keys and values instead of recomputing them."
+        f"{f.L + 1} positions; with the KV cache only the new token goes through the blocks, and each layer "
+        f"reads the {f.L} cached keys and values instead of recomputing them."
     )
     if kv:
         text += (
-            f" The cache holds {nbytes(kv['total_bytes'])} after this prefill, "
+            f" The cache holds {nbytes(kv['total_bytes'])} after this {'step' if f.past else 'prefill'}, "
             f"{count(kv['bytes_per_position'])} bytes per token "
             f"(2 × {f.n_layer} layers × {f.n_head} heads × {f.head_dim} × {f.value_bytes} bytes)."
         )
     text += "\n\nSampling with a temperature instead of the argmax gives other continuations. Press g for the generation view."
     formula = f"next = argmax(p) = {token_id}"
-    flow = [f"ids, shape {shape([1, f.T])} + next{ARROW}ids, shape {shape([1, f.T + 1])}"]
+    flow = [f"ids, shape {shape([1, f.L])} + next{ARROW}ids, shape {shape([1, f.L + 1])}"]
     return text, formula, flow
 
 

@@ -310,9 +310,17 @@ async def test_enter_opens_a_steps_forward_pass_and_escape_comes_back(ckpts):
         await pilot.press("enter")
         await wait_for(pilot, lambda: isinstance(app.screen, StepScreen) and app.screen.from_step == 3)
         step = app.screen
-        assert step.trace.token_ids == screen.gen.prompt_ids + screen.gen.ids[:3]
+        # Step 3 was a decode step: its pass reads one new id, the others from the KV cache.
+        context = screen.gen.prompt_ids + screen.gen.ids[:3]
+        assert step.trace.all_token_ids == context and step.trace.token_ids == context[-1:]
+        assert step.trace.past == len(context) - 1
+        assert step.trace.event("blocks.0.attn.hook_attn_scores")["shape"][2:] == [1, len(context)]
+        assert step.trace.event("unembed.hook_out")["positions"][-1]["ids"][0] == screen.gen.ids[3]  # greedy: its choice
         assert step.stage == Stage("next_token")
         assert "generation step 3" in screen_text(app)
+        step.go_to(0)
+        await pilot.pause()
+        assert "This is the forward pass of a decode step" in screen_text(app)
         await pilot.press("e")  # no prompt editing in a step's pass
         await pilot.pause()
         assert app.screen is step

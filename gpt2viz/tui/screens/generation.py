@@ -346,11 +346,12 @@ class GenerationScreen(Screen):
                     return
 
     @work(thread=True, exclusive=True, group="step-trace", exit_on_error=False)
-    def _trace_step(self, index: int, ids: list[int]) -> None:
-        """Records the forward pass that chose step `index`'s token."""
+    def _trace_step(self, index: int, ids: list[int], decode: bool) -> None:
+        """Records the forward pass that chose step `index`'s token: a decode step's (one new
+        position against the cache) or a full pass (a prefill, or a step without the cache)."""
         worker = get_current_worker()
         with reporting(lambda text, code: self.post_message(self.RunFailed(STEP_PASS, text))):
-            trace = record_pass(self.lm, ids, self.topk, lambda: worker.is_cancelled)
+            trace = record_pass(self.lm, ids, self.topk, lambda: worker.is_cancelled, decode=decode)
             self.post_message(self.StepTraced(index, trace))
 
     # -- messages from the workers -----------------------------------------------------------
@@ -479,8 +480,13 @@ class GenerationScreen(Screen):
         if self.running:
             self.stop()
             self.notify("Stopped generating to run this step's forward pass; space resumes.", timeout=3)
-        self.notify(f"Running the forward pass of step {index} over {len(ids)} tokens…", timeout=2)
-        self._trace_step(index, ids)
+        # A cached step after the first was a decode step: one new position, the rest in the cache.
+        decode = bool(self.gen.steps[index].get("used_cache")) and not self.gen.is_first(index)
+        if decode:
+            self.notify(f"Recording step {index}'s decode pass: 1 new position, {len(ids) - 1} cached…", timeout=2)
+        else:
+            self.notify(f"Recording step {index}'s forward pass over {len(ids)} tokens…", timeout=2)
+        self._trace_step(index, ids, decode)
 
     def action_back(self) -> None:
         self.stop()

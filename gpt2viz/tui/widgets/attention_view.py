@@ -7,7 +7,7 @@ from textual.containers import Vertical
 
 from ...trace import Trace
 from ...trace.events import pool_bins
-from ..facts import attention_event, head_focus, last_row, masked_pattern
+from ..facts import attention_event, head_focus, key_texts, last_row, masked_pattern
 from ..stages import Stage
 from .heads_grid import HeadsData, HeadsGrid
 from .heatmap import Heatmap, HeatmapData
@@ -22,15 +22,17 @@ def attention_data(trace: Trace, stage: Stage, head: int) -> tuple[HeatmapData |
         return None, None
     head = min(head, len(heads) - 1)
     values = heads[head] if which == "scores" else masked_pattern(trace, stage.layer, head)
-    tokens = [t["text"] for t in trace.tokens]
-    T = len(tokens)
+    tokens = [t["text"] for t in trace.tokens]  # the queries: the positions this pass computed
+    keys = key_texts(trace)  # the keys: cached positions too, in a decode step
+    T, L = len(tokens), len(keys)
     signed = which == "scores"
     masked_text = "-∞" if signed else "0"
     if not event.get("reduced"):
         data = HeatmapData(
             values=values,
             row_labels=tokens,
-            col_labels=tokens,
+            col_labels=keys,
+            row_positions=[t["position"] for t in trace.tokens],
             signed=signed,
             highlight_row=T - 1,
             masked_text=masked_text,
@@ -38,8 +40,8 @@ def attention_data(trace: Trace, stage: Stage, head: int) -> tuple[HeatmapData |
         )
         return data, None
     rows, cols = len(values), len(values[0])
-    row_starts = [start for start, _ in pool_bins(T, rows)]
-    col_starts = [start for start, _ in pool_bins(T, cols)]
+    row_starts = [trace.past + start for start, _ in pool_bins(T, rows)]
+    col_starts = [start for start, _ in pool_bins(L, cols)]
     data = HeatmapData(
         values=values,
         row_labels=[],
@@ -56,12 +58,12 @@ def attention_data(trace: Trace, stage: Stage, head: int) -> tuple[HeatmapData |
         values=[row],
         row_labels=[tokens[-1]],
         col_labels=[],
-        row_positions=[T - 1],
+        row_positions=[trace.past + T - 1],
         signed=signed,
         scale=data.resolved_scale() if signed else None,
         pool_rows=False,
         masked_text=masked_text,
-        caption=f"the last query's full row over all {T} keys",
+        caption=f"the last query's full row over all {L} keys",
     )
     return data, last
 
@@ -101,4 +103,4 @@ class HeadsOverview(HeadsGrid):
         if not maps or not maps[0]:
             self.show(None)
             return
-        self.show(HeadsData(maps=maps, focus=head_focus(trace, stage.layer), tokens=[t["text"] for t in trace.tokens], selected=head))
+        self.show(HeadsData(maps=maps, focus=head_focus(trace, stage.layer), tokens=key_texts(trace), selected=head))

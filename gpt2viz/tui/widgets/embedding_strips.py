@@ -27,6 +27,7 @@ class EmbeddingData:
     sums: list[list[float]]
     sum_norms: list[float]
     n_embd: int
+    first_position: int = 0  # the position of the first token (after cached ones in a decode step)
 
 
 class EmbeddingStrips(StripWidget):
@@ -53,7 +54,7 @@ class EmbeddingStrips(StripWidget):
         op_style = base + self.style_of("embedding-strips--op")
         palette = diverging(self.app.current_theme.dark)
 
-        digits = len(str(len(d.tokens) - 1))
+        digits = len(str(d.first_position + len(d.tokens) - 1))
         label_width = min(14, digits + 1 + max(cell_len(t) for t in d.tokens))
         available = len(d.token_vectors[0])
         room = width - label_width - 1 - 6 - NORM_WIDTH
@@ -74,7 +75,7 @@ class EmbeddingStrips(StripWidget):
                 lines.append(Strip([Segment(pad + note, header_style)]))
                 continue
             token = d.tokens[p]
-            segs = [Segment(f"{p:>{digits}} " + fit(token, label_width - digits - 1) + " ", label_style)]
+            segs = [Segment(f"{d.first_position + p:>{digits}} " + fit(token, label_width - digits - 1) + " ", label_style)]
             for group, op in ((d.token_vectors, " + "), (d.position_vectors, " = "), (d.sums, "")):
                 for v in group[p][:n]:
                     segs.append(Segment(" ", Style(bgcolor=palette.colors[palette.level(v, scale)])))
@@ -109,5 +110,6 @@ class EmbedPicture(EmbeddingStrips):
                 sums=pos.get("sum_preview") or [],
                 sum_norms=pos.get("sum_norms") or [],
                 n_embd=int(trace.model["config"]["n_embd"]),
+                first_position=trace.past,
             )
         )

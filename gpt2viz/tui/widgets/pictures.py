@@ -39,7 +39,7 @@ def bar(fraction: float | None, width: int) -> str:
 
 def token_column_width(trace: Trace, limit: int = TOKEN_COLUMN) -> int:
     """Cells for a column of this run's token texts."""
-    return min(limit, max((cell_len(t["text"]) for t in trace.tokens), default=5))
+    return min(limit, max([cell_len("token")] + [cell_len(t["text"]) for t in trace.tokens]))
 
 
 class Picture(Static):
@@ -67,12 +67,14 @@ class Picture(Static):
     def build(self, trace: Trace, stage: Stage, head: int) -> Content:
         raise NotImplementedError
 
-    def label(self, trace: Trace, position: int, width: int) -> list[tuple[str, str]]:
-        """A row label: the position and the token text, padded to `width`."""
-        digits = len(str(len(trace.tokens) - 1))
+    def label(self, trace: Trace, index: int, width: int) -> list[tuple[str, str]]:
+        """A row label for computed position `index`: its absolute position and the token text,
+        padded to `width`."""
+        digits = len(str(trace.past + len(trace.tokens) - 1))
+        token = trace.tokens[index]
         return [
-            (f"{position:>{digits}} ", ".picture--dim"),
-            (fit(trace.tokens[position]["text"], width), ".picture--token"),
+            (f"{token['position']:>{digits}} ", ".picture--dim"),
+            (fit(token["text"], width), ".picture--token"),
         ]
 
 
@@ -93,14 +95,21 @@ class TokenTable(Picture):
 
     def build(self, trace: Trace, stage: Stage, head: int) -> Content:
         chips: list[tuple[str, str] | str] = []
+        for i, tok in enumerate(trace.context):  # a decode step's cached positions: dimmed
+            chips += [(tok["text"], ".picture--dim"), " "]
         for i, tok in enumerate(trace.tokens):
-            chips.append((tok["text"], CHIP_A if i % 2 == 0 else CHIP_B))
+            chips.append((tok["text"], CHIP_A if (trace.past + i) % 2 == 0 else CHIP_B))
             chips.append(" ")
         width = token_column_width(trace, 24)
-        digits = max(3, len(str(len(trace.tokens) - 1)))
+        digits = max(3, len(str(trace.past + len(trace.tokens) - 1)))
         rows = [
             Content.assemble(*chips),
             Content(""),
+            *(
+                [Content.styled(f"positions 0–{trace.past - 1}: in the KV cache, not run again (dimmed above)", ".picture--dim")]
+                if trace.past
+                else []
+            ),
             Content.styled(f"{'pos':>{digits}}  {fit('token', width)}  {'id':>6}  bytes", ".picture--header"),
         ]
         for tok in trace.tokens:
@@ -122,7 +131,7 @@ class LayerNormTable(Picture):
     def build(self, trace: Trace, stage: Stage, head: int) -> Content:
         ev = layer_norm_event(trace, stage)
         width = token_column_width(trace)
-        digits = len(str(len(trace.tokens) - 1))
+        digits = len(str(trace.past + len(trace.tokens) - 1))
         pad = " " * (digits + 1 + width)
         rows = [
             Content.styled(f"{pad}  {'going in':^17}   {'normalized':^17}   {'after γ, β':^17}", ".picture--header"),
@@ -203,7 +212,7 @@ class ResidualBars(Picture):
             after = post.get("norms") or []
             names = ("|x| before", "|MLP update|", "|x| after")
         width = token_column_width(trace)
-        digits = len(str(len(trace.tokens) - 1))
+        digits = len(str(trace.past + len(trace.tokens) - 1))
         bar_width = 14
         top = max([v for v in before + update if v is not None] or [1.0]) or 1.0
         pad = " " * (digits + 1 + width)
@@ -251,7 +260,7 @@ class MLPActivity(Picture):
         post = hook_event(trace, "mlp.hook_post", stage.layer)
         frac = post.get("frac_active") or []
         width = token_column_width(trace)
-        digits = len(str(len(trace.tokens) - 1))
+        digits = len(str(trace.past + len(trace.tokens) - 1))
         pad = " " * (digits + 1 + width)
         rows = [Content.styled(f"{pad}  neurons > 0 after GELU (of {count(f.d_mlp)})", ".picture--header")]
         shown = shown_positions(len(trace.tokens))
@@ -270,7 +279,7 @@ class MLPActivity(Picture):
                 Content(""),
                 Content.assemble(
                     ("Strongest neurons at position ", ".picture--header"),
-                    (f"{last} ", ".picture--header"),
+                    (f"{trace.tokens[last]['position']} ", ".picture--header"),
                     (trace.tokens[last]["text"], ".picture--token"),
                     (" (GELU output)", ".picture--header"),
                 ),
@@ -300,7 +309,7 @@ class TopTokens(Picture):
         width = max(8, min(18, max(cell_len(t) for t in last["tokens"])))
         rows = [
             Content.assemble(
-                (f"Top {len(last['ids'])} next tokens after position {T - 1} ", ".picture--header"),
+                (f"Top {len(last['ids'])} next tokens after position {trace.tokens[-1]['position']} ", ".picture--header"),
                 (trace.tokens[-1]["text"], ".picture--token"),
             ),
             Content.styled(f"{'':>3} {fit('token', width)}  {'probability':<24} {'':>7}  {'logit':>8}  {'id':>6}", ".picture--dim"),
@@ -377,7 +386,7 @@ class NextTokenView(Picture):
     def build(self, trace: Trace, stage: Stage, head: int) -> Content:
         token_id, token, prob = final_choice(trace)
         chips: list[tuple[str, str] | str] = []
-        for i, tok in enumerate(trace.tokens[-40:]):
+        for i, tok in enumerate((trace.context + trace.tokens)[-40:]):
             chips.append((tok["text"], CHIP_A if i % 2 == 0 else CHIP_B))
             chips.append(" ")
         chips.append((f"{token}", NEW))
@@ -400,7 +409,7 @@ class NextTokenView(Picture):
             layer = kv["layers"][0] if kv.get("layers") else None
             rows += [
                 Content(""),
-                Content.styled("KV cache after this prefill", ".picture--header"),
+                Content.styled("KV cache after this " + ("decode step" if trace.past else "prefill"), ".picture--header"),
                 Content(
                     f"  {len(kv.get('layers') or [])} layers × K and V "
                     + (shape(layer["k_shape"]) if layer else "")

@@ -80,7 +80,7 @@ class SidePanel(VerticalScroll):
 
     def _kv(self, trace: Trace, stages: list[Stage], index: int) -> Content:
         kv = hook_event(trace, "kv_cache")
-        rows = [Content.styled("KV cache (prefill)", ".side-panel--title")]
+        rows = [Content.styled("KV cache (after this step)" if trace.past else "KV cache (prefill)", ".side-panel--title")]
         if not kv:
             rows.append(Content.styled("none: this pass ran without one", ".side-panel--dim"))
             return Content("\n").join(rows)

@@ -30,9 +30,11 @@ UNEMBED_SPLIT_MAX_ROWS = 32
 
 
 # Below this size a weight is read faster by one core than the two-core batch costs to set up:
-# measured one-row products, 112 x 336 (147 KiB): 8 us on one core, 24 us split; 768 x 768
-# (2.3 MiB): 67 us against 71 us; 768 x 3072 (9 MiB): 277 us against 176 us.
-SPLIT_MIN_BYTES = 4 * 2**20
+# measured one-row products, 112 x 336 (147 KiB, the bundled model): 8 us on one core, 24 us
+# split; 768 x 3072 (9 MiB): 277 us against 176 us. GPT-2 small's 768 x 768 (2.3 MiB) is even
+# alone, but a whole decode step at 256 positions is faster with it split (31.3 against 32.8 ms,
+# interleaved medians), so the line is drawn at 1 MiB.
+SPLIT_MIN_BYTES = 2**20
 
 
 def _two_cores(rows: torch.Tensor, weight: torch.Tensor, max_rows: int = SPLIT_MAX_ROWS) -> bool:

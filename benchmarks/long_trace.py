@@ -18,10 +18,7 @@ import sys
 import time
 
 import torch
-
-def vm_hwm_bytes() -> int:
-    with open("/proc/self/status", encoding="ascii") as f:
-        return next(int(line.split()[1]) for line in f if line.startswith("VmHWM")) * 1024
+from load_probe import maxrss_bytes  # this folder's: VmHWM, the process's own peak RSS
 
 
 def main() -> None:
@@ -36,9 +33,9 @@ def main() -> None:
     freeze_startup_objects()
     ids = [(i * 7919) % lm.config.vocab_size for i in range(T)]
     if mode == "memory":
-        before = vm_hwm_bytes()
+        before = maxrss_bytes()
         trace_prompt(lm, ids).resolve_all()
-        print(json.dumps({"T": T, "peak_rss_before_trace": before, "peak_rss": vm_hwm_bytes()}))
+        print(json.dumps({"T": T, "peak_rss_before_trace": before, "peak_rss": maxrss_bytes()}))
         return
     batch = torch.tensor([ids])
     forward, traced = [], []

@@ -26,6 +26,7 @@ os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
 HERE = Path(__file__).resolve().parent
+BUNDLED = HERE.parent / "assets" / "tiny"  # the bundled model
 sys.path.insert(0, str(HERE))
 
 import torch  # noqa: E402
@@ -125,6 +126,35 @@ def interleaved(fns: dict[str, callable], reps: int, warmup: int = 1) -> dict[st
     return times
 
 
+def rewind_one(cache):
+    """The untimed step back of a gpt2viz KV cache: one position less."""
+
+    def back():
+        cache.length -= 1
+
+    return back
+
+
+def interleaved_steps(fns: dict, rounds: int, warmup: int = 0, before_round=None) -> dict[object, list[float]]:
+    """Decode steps of several contenders, `fns[name] = (step, rewind)`: each timed step is
+    followed by its untimed rewind (the cache back by one position), so every step sees the same
+    cache. Round by round in a random order, each timed step right after an untimed one of its
+    own kind (see `interleaved`); `before_round(r)` sets round r up (its token, say). The first
+    `warmup` rounds are not kept."""
+    times: dict[object, list[float]] = {n: [] for n in fns}
+    for r in range(warmup + rounds):
+        if before_round is not None:
+            before_round(r)
+        for n in shuffled(list(fns)):
+            step, rewind = fns[n]
+            step()  # settle
+            rewind()
+            dt_ms, _ = GATE.measure(step, after=rewind)
+            if r >= warmup:
+                times[n].append(dt_ms)
+    return times
+
+
 # ---------------------------------------------------------------------------------------------
 # machine
 
@@ -213,12 +243,12 @@ def measure_bandwidth(reps: int) -> dict:
     from gpt2viz.costs import bandwidth_probes
 
     n = 8192
-    variants, nbytes = bandwidth_probes(n)
+    variants, a = bandwidth_probes(n)
+    nbytes = a.numel() * a.element_size()
     for fn in variants.values():
         fn()
         fn()
     times = {k: median(GATE.measure(fn)[0] for _ in range(reps)) for k, fn in variants.items()}
-    a = torch.randn(n, n)
     sums = [GATE.measure(a.sum)[0] for _ in range(max(3, reps // 2))]
     del a, variants
     gb_s = {k: nbytes / ms / 1e6 for k, ms in times.items()}
@@ -353,7 +383,7 @@ def decode_bytes(lm, ctx: int) -> tuple[int, int]:
     params = sum(p.numel() * p.element_size() for p in lm.model.parameters())
     wpe = lm.model.wpe.weight
     weights = params - wpe.numel() * wpe.element_size() + cfg.n_embd * wpe.element_size()
-    kv = 2 * cfg.n_layer * ctx * cfg.n_embd * wpe.element_size()
+    kv = ctx * cfg.kv_bytes_per_position(wpe.element_size())
     return weights, kv
 
 
@@ -387,27 +417,12 @@ def bench_decode(lm, hf, free, contexts: list[int], steps: int, warmup: int, bw_
                 out = hf(tok_box["tok"], cache=pkv, use_cache=True)
             last["hf"] = out.logits
 
-        def rewind_ours():
-            c_ours.length -= 1
-
-        def rewind_free():
-            c_free.length -= 1
-
         def rewind_hf():
             pkv.crop(-1)
 
-        fns = {"ours": (ours, rewind_ours), "hookfree": (hookfree, rewind_free), "transformers": (theirs, rewind_hf)}
+        fns = {"ours": (ours, rewind_one(c_ours)), "hookfree": (hookfree, rewind_one(c_free)), "transformers": (theirs, rewind_hf)}
         names = list(fns)
-        times: dict[str, list[float]] = {n: [] for n in names}
-        for s in range(warmup + steps):
-            tok_box["tok"] = nxt[s].view(1, 1)
-            for n in shuffled(names):
-                fn, rewind = fns[n]
-                fn()  # settle: untimed step of the same kind first (see `interleaved`)
-                rewind()
-                dt_ms, _ = GATE.measure(fn, after=rewind)
-                if s >= warmup:
-                    times[n].append(dt_ms)
+        times = interleaved_steps(fns, steps, warmup, before_round=lambda r: tok_box.update(tok=nxt[r].view(1, 1)))
         assert c_ours.length == ctx and pkv.get_seq_length() == ctx
         o, f, h = (median(times[n]) for n in names)
         wbytes, kvbytes = decode_bytes(lm, ctx + 1)
@@ -463,22 +478,10 @@ def bench_precision(directory: Path, ctx: int, steps: int, warmup: int, prefill_
     def step(name):
         return lambda: models[name].model(tok_box["tok"], caches[name], last_only=True)
 
-    def rewind(name):
-        def back():
-            caches[name].length -= 1
-
-        return back
-
     names = list(models)
-    decode: dict[str, list[float]] = {n: [] for n in names}
-    for s in range(warmup + steps):
-        tok_box["tok"] = nxt[s].view(1, 1)
-        for n in shuffled(names):
-            step(n)()  # settle (see `interleaved`)
-            rewind(n)()
-            dt_ms, _ = GATE.measure(step(n), after=rewind(n))
-            if s >= warmup:
-                decode[n].append(dt_ms)
+    decode = interleaved_steps(
+        {n: (step(n), rewind_one(caches[n])) for n in names}, steps, warmup, before_round=lambda r: tok_box.update(tok=nxt[r].view(1, 1))
+    )
     prompt = random_ids(prefill_T, V, 5000 + prefill_T)
     prefill = interleaved({n: (lambda n=n: models[n].model(prompt, last_only=True)) for n in names}, prefill_reps)
     ids = random_ids(64, V, 6000)[0].tolist()
@@ -503,6 +506,27 @@ def bench_precision(directory: Path, ctx: int, steps: int, warmup: int, prefill_
     return out
 
 
+def bench_heldout(directory: Path) -> dict:
+    """Every number format of the bundled model against its float32 self over the whole held-out
+    text (assets/tiny/heldout.txt, never trained on): perplexities and next-token agreement."""
+    import gpt2viz
+    from gpt2viz.model.precision import PRECISIONS
+    from gpt2viz.quality import heldout
+
+    reference = gpt2viz.load_model(directory)
+    ids = reference.tokenizer.encode((directory / "heldout.txt").read_text(encoding="utf-8"))
+    out = {"tokens": len(ids), "formats": {}}
+    for name in PRECISIONS:
+        if name == "float32":
+            continue
+        h = heldout(gpt2viz.load_model(directory, dtype=name), reference, ids)
+        out["formats"][name] = h.to_dict()
+        log(f"  {name}: perplexity {h.perplexity:.4f} against float32's {h.reference_perplexity:.4f} "
+            f"({(h.perplexity / h.reference_perplexity - 1) * 100:+.2f} %), "
+            f"top-1 agreement {h.agreement.top1_agreement:.4f} over {h.predictions} predictions")
+    return out
+
+
 def bench_batch(lm, ctx: int, sizes: list[int], steps: int) -> list[dict]:
     """One cached decode step for B sequences at `ctx` cached positions (random ids), each B
     interleaved with the others step by step, caches rewound as in bench_decode."""
@@ -513,18 +537,11 @@ def bench_batch(lm, ctx: int, sizes: list[int], steps: int) -> list[dict]:
         caches[B] = model.new_cache(B, capacity=ctx + 1)
         model(torch.randint(0, V, (B, ctx), generator=torch.Generator().manual_seed(B)), caches[B], last_only=True)
         tokens[B] = torch.randint(0, V, (B, 1), generator=torch.Generator().manual_seed(100 + B))
-    times: dict[int, list[float]] = {B: [] for B in sizes}
-    for _ in range(steps):
-        for B in shuffled(list(sizes)):
-            def one(B=B):
-                model(tokens[B], caches[B], last_only=True)
 
-            def rewind(B=B):
-                caches[B].length -= 1
+    def one(B):
+        return lambda: model(tokens[B], caches[B], last_only=True)
 
-            one()
-            rewind()  # settle (see `interleaved`)
-            times[B].append(GATE.measure(one, after=rewind)[0])
+    times = interleaved_steps({B: (one(B), rewind_one(caches[B])) for B in sizes}, steps)
     rows = []
     one_ms = median(times[sizes[0]])
     for B in sizes:
@@ -724,6 +741,8 @@ def run_shape(shape: str, cfg: dict, threads: int, with_extras: bool, profile_st
         out["batch"] = bench_batch(lm, **cfg["batch"])
         log(f"{shape}: number formats (float32, bfloat16, float16, int8)")
         out["precision"] = bench_precision(directory, **cfg["precision"])
+        log("bundled model: number formats over its whole held-out text")
+        out["precision"]["heldout_bundled"] = bench_heldout(BUNDLED)
         log(f"{shape}: generation, naive vs cached vs transformers.generate")
         out["generation"] = bench_generation(lm, hf, cfg["gen_n"], cfg["gen_reps"])
         log(f"{shape}: hook cost on prefill")

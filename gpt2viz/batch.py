@@ -27,6 +27,7 @@ from .generate import (
     STOP_MAX_TOKENS,
     GenerationResult,
     SamplingSettings,
+    StepTimes,
     check_request,
     choose_token,
     new_generator,
@@ -37,10 +38,10 @@ MAX_BATCH = 256
 
 
 @dataclass
-class BatchResult:
-    """Every row's continuation, and the time of each batched step (the first is the prefill)."""
+class BatchResult(StepTimes):
+    """Every row's continuation (each row's result holds the shared prompt), and the time of each
+    batched step (the first is the prefill)."""
 
-    prompt_ids: list[int]
     rows: list[GenerationResult]
     seeds: list[int | None]
     step_ms: list[float] = field(default_factory=list)
@@ -50,15 +51,9 @@ class BatchResult:
         return len(self.rows)
 
     @property
-    def tokens_per_s(self) -> float | None:
-        """New tokens of all rows per second of all steps, the prefill included."""
-        total = sum(self.step_ms)
-        return sum(len(r.token_ids) for r in self.rows) / (total / 1000) if total > 0 else None
-
-    @property
-    def mean_decode_ms(self) -> float | None:
-        rest = self.step_ms[1:]
-        return sum(rest) / len(rest) if rest else None
+    def new_tokens(self) -> int:
+        """New tokens of all rows."""
+        return sum(len(r.token_ids) for r in self.rows)
 
 
 def row_seeds(seed: int | None, batch_size: int) -> list[int | None]:
@@ -89,7 +84,7 @@ def generate_batch(
     seeds = row_seeds(settings.seed, batch_size)
     generators = [new_generator(seed) for seed in seeds]
     rows = [GenerationResult(list(prompt_ids), settings=settings) for _ in range(batch_size)]
-    result = BatchResult(list(prompt_ids), rows, seeds)
+    result = BatchResult(rows, seeds)
     done = [False] * batch_size
     length = len(prompt_ids)
     cache = model.new_cache(batch_size, capacity=min(n_ctx, length + max_new_tokens))
@@ -105,7 +100,7 @@ def generate_batch(
             logits = _prefill(model, prompt_ids, cache)  # (1, vocab): the same for every row
             picks = [choose_token(logits[0], settings, g)[0] for g in generators]
         else:
-            fed = torch.tensor([[r.token_ids[-1] if r.token_ids else prompt_ids[-1]] for r in rows], device=model.device)
+            fed = torch.tensor([[r.token_ids[-1]] for r in rows], device=model.device)  # each row's newest
             logits = model(fed, cache, last_only=True)[0][:, -1]  # (B, vocab)
             picks = [choose_token(logits[b], settings, g)[0] for b, g in enumerate(generators)]
         ms = (time.perf_counter() - start) * 1000

@@ -18,8 +18,8 @@ import torch
 PROBE_N = 4096  # a 4096 x 4096 float32 matrix: 64 MiB, beyond any cache of these machines
 
 
-def bandwidth_probes(n: int = PROBE_N) -> tuple[dict[str, Callable[[], object]], int]:
-    """One-row products with an `n x n` float32 matrix, three ways, and the bytes each reads:
+def bandwidth_probes(n: int = PROBE_N) -> tuple[dict[str, Callable[[], object]], torch.Tensor]:
+    """One-row products with an `n x n` float32 matrix, three ways, and the matrix they read:
     `mv` (the BLAS, one core), `split_columns` (gpt2viz's two-core decode product, by column
     halves) and `split_rows` (two partial sums over row halves: a little faster, but not the
     one-core product's digits, so gpt2viz does not use it)."""
@@ -36,14 +36,15 @@ def bandwidth_probes(n: int = PROBE_N) -> tuple[dict[str, Callable[[], object]],
         "split_columns": lambda: conv1d(row, a, zero),
         "split_rows": lambda: torch.bmm(x_halves, a_halves).sum(0),
     }
-    return probes, a.numel() * a.element_size()
+    return probes, a
 
 
 @functools.lru_cache(maxsize=1)
 def stream_bandwidth(reps: int = 5) -> float:
     """GB/s (10^9 bytes) of the fastest one-row product over a matrix far larger than the caches:
     the rate at which this machine can feed a decode step its weights. Measured once a process."""
-    probes, nbytes = bandwidth_probes()
+    probes, matrix = bandwidth_probes()
+    nbytes = matrix.numel() * matrix.element_size()
     best = 0.0
     for probe in probes.values():
         probe()  # first touch of the pages, and the threads' start

@@ -117,16 +117,15 @@ class StepInfo:
     context_length: int  # positions processed so far, prompt included
 
 
-@dataclass
-class GenerationResult:
-    """New token ids, their per-step wall time (the first step is the prefill), and why it stopped."""
+class StepTimes:
+    """The cost of a run from the wall time of its steps (`step_ms`, the first is the prefill)
+    and the number of tokens it made (`new_tokens`): one sequence or a batch of them."""
 
-    prompt_ids: list[int]
-    token_ids: list[int] = field(default_factory=list)
-    step_ms: list[float] = field(default_factory=list)
-    stop_reason: str = STOP_MAX_TOKENS
-    used_cache: bool = True
-    settings: SamplingSettings = field(default_factory=SamplingSettings)
+    step_ms: list[float]
+
+    @property
+    def new_tokens(self) -> int:
+        raise NotImplementedError
 
     @property
     def ttft_ms(self) -> float | None:
@@ -141,8 +140,25 @@ class GenerationResult:
 
     @property
     def tokens_per_s(self) -> float | None:
+        """New tokens per second of all steps, the prefill included."""
         total = sum(self.step_ms)
-        return len(self.token_ids) / (total / 1000) if total > 0 else None
+        return self.new_tokens / (total / 1000) if total > 0 else None
+
+
+@dataclass
+class GenerationResult(StepTimes):
+    """New token ids, their per-step wall time (the first step is the prefill), and why it stopped."""
+
+    prompt_ids: list[int]
+    token_ids: list[int] = field(default_factory=list)
+    step_ms: list[float] = field(default_factory=list)
+    stop_reason: str = STOP_MAX_TOKENS
+    used_cache: bool = True
+    settings: SamplingSettings = field(default_factory=SamplingSettings)
+
+    @property
+    def new_tokens(self) -> int:
+        return len(self.token_ids)
 
 
 def forward_step(model: GPT2, ids: list[int], cache: KVCache | None) -> torch.Tensor:

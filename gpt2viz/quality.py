@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from typing import Callable
-
 import torch
 import torch.nn.functional as F
 
@@ -91,31 +89,21 @@ class Heldout:
         return out
 
 
-def heldout(
-    lm: LanguageModel,
-    reference: LanguageModel,
-    ids: list[int],
-    on_window: Callable[[int, int], None] | None = None,
-    should_stop: Callable[[], bool] | None = None,
-) -> Heldout:
+def heldout(lm: LanguageModel, reference: LanguageModel, ids: list[int]) -> Heldout:
     """Perplexity of `lm` and of `reference` on `ids`, cut into non-overlapping windows of n_ctx
     tokens (each a fresh context; every token but a window's last predicts the next), and their
-    agreement on every prediction. `on_window(done, total)` reports progress."""
+    agreement on every prediction."""
     n = lm.config.n_ctx
     windows = [w for w in (ids[i : i + n] for i in range(0, len(ids), n)) if len(w) >= 2]
     totals = [0.0, 0.0]
     agreement = Agreement()
     count = 0
-    for done, window in enumerate(windows):
-        if should_stop is not None and should_stop():
-            break
+    for window in windows:
         targets = torch.tensor(window[1:])
         ours, theirs = logits_of(lm, window)[:-1], logits_of(reference, window)[:-1]
         totals[0] += float(F.cross_entropy(ours.double(), targets, reduction="sum"))
         totals[1] += float(F.cross_entropy(theirs.double(), targets, reduction="sum"))
         agreement.add(ours, theirs)
         count += len(window) - 1
-        if on_window is not None:
-            on_window(done + 1, len(windows))
     count = max(count, 1)
     return Heldout(count, totals[0] / count, totals[1] / count, agreement)

@@ -25,12 +25,12 @@ class GPT2(nn.Module):
         # No separate LM head weight: it is wte's (weight tying), used transposed.
         self.lm_head = TiedLMHead(self.wte)
         self.precision = "float32"  # the number format's name (model/precision.py switches it)
-        self.compute_dtype: torch.dtype | None = None  # activations' dtype; None: the weights'
 
     @property
     def dtype(self) -> torch.dtype:
-        """The dtype of activations, logits and the KV cache."""
-        return self.compute_dtype or self.wpe.weight.dtype
+        """The dtype of activations, logits and the KV cache: the position table's, which every
+        number format keeps in the format it computes in (int8 computes in float32)."""
+        return self.wpe.weight.dtype
 
     @property
     def device(self) -> torch.device:

@@ -36,7 +36,7 @@ import torch
 import torch.nn.functional as F
 
 from ..errors import SettingError
-from .layers import Conv1D, Layer
+from .layers import Conv1D, Layer, TiedLMHead
 
 FLOAT16_FEW_ROWS = 8  # float16 products of at most this many rows use float16 kernels
 
@@ -108,12 +108,8 @@ def half_linear(x: torch.Tensor, weight_t: torch.Tensor, bias: torch.Tensor | No
     return out.to(torch.float16)
 
 
-class HalfLMHead(Layer):
+class HalfLMHead(TiedLMHead):
     """The tied LM head in a 16-bit float: logits = x @ wte^T."""
-
-    def __init__(self, wte) -> None:
-        super().__init__()
-        object.__setattr__(self, "wte", wte)  # not a sub-layer: the model owns wte
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return half_linear(x, self.wte.weight, None)  # wte (V, C) is already the [out, in] layout
@@ -157,7 +153,6 @@ class Int8Linear(Layer):
     def __init__(self, weight_in_out: torch.Tensor, bias: torch.Tensor) -> None:
         super().__init__()
         values, scales = quantize_rows(weight_in_out.t())
-        self.n_in, self.n_out = weight_in_out.shape
         self.packed = _packed(values, scales, bias)
         self.bytes = values.numel() + scales.numel() * 4 + bias.numel() * 4
 
@@ -212,7 +207,6 @@ def apply_precision(model, precision: Precision) -> None:
     """Converts a model loaded in float32 to `precision`, once: the matrix products get their
     format's layers, and every other weight (embeddings, LayerNorms) is copied into the format,
     so nothing keeps the checkpoint's memory mapping alive. float32 needs no change."""
-    model.compute_dtype = precision.compute_dtype
     model.precision = precision.name
     if precision.name == "float32":
         return

@@ -329,7 +329,7 @@ def record_batch(
             for b, (row, seed) in enumerate(zip(result.rows, result.seeds))
         ],
         "step_ms": [round(ms, 3) for ms in result.step_ms],
-        "ttft_ms": _ms(result.step_ms[0] if result.step_ms else None),
+        "ttft_ms": _ms(result.ttft_ms),
         "mean_decode_ms": _ms(result.mean_decode_ms),
         "tokens_per_s": _ms(result.tokens_per_s),
     }

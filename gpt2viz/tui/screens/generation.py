@@ -286,8 +286,8 @@ class GenerationScreen(Screen):
                 f"Sampling without a seed: both runs use seed {settings.sampling.seed} so that their ids can be compared.",
                 timeout=4,
             )
-        naive = self._new_generation(GenerationSettings(settings.max_new_tokens, settings.sampling, False), "no cache")
-        cached = self._new_generation(GenerationSettings(settings.max_new_tokens, settings.sampling, True), "cached")
+        naive = self._new_generation(replace(settings, use_cache=False), "no cache")
+        cached = self._new_generation(replace(settings, use_cache=True), "cached")
         self._stop.set()
         self._stop = threading.Event()
         self._run += 1
@@ -339,7 +339,7 @@ class GenerationScreen(Screen):
         """The same generation without the cache, then with it."""
         with reporting(lambda text, code: self.post_message(self.RunFailed(run, text))):
             for phase, use_cache in enumerate((False, True)):
-                phase_settings = GenerationSettings(settings.max_new_tokens, settings.sampling, use_cache)
+                phase_settings = replace(settings, use_cache=use_cache)
                 record = self._record(run, ids, settings.max_new_tokens, phase_settings, stop)
                 self.post_message(self.RunEnded(run, record["stop_reason"], phase, record.get("stream_gb_s")))
                 if stop.is_set():

@@ -92,7 +92,7 @@ class StepScreen(Screen):
         the height; the navigator, which scrolls to the current stage, gets the rest. (In the
         three-column layout of wide terminals the panel has a column of its own.)"""
         body = self.query_one("#body")
-        if body.has_class("-wide") or self.has_class("-wide") or self.app.size.width >= WIDE:
+        if self.app.size.width >= WIDE:  # the breakpoint classes go on the screen
             body.styles.grid_rows = "1fr"
             return
         height = body.size.height or self.app.size.height - 2

@@ -34,6 +34,8 @@ import torch  # noqa: E402
 from checkpoints import SHAPES, ensure_checkpoint, weights_bytes  # noqa: E402
 from quiet import GATE  # noqa: E402
 
+from gpt2viz.cost_lab import interleaved_steps, rewind_to  # noqa: E402
+
 PROMPT = "The quick brown fox jumps over the lazy dog, and then it runs into the forest"  # 17 tokens
 MB = 1e6
 
@@ -56,6 +58,7 @@ FULL = {
     "profile_steps": 20,
     "precision": {"ctx": 256, "steps": 20, "warmup": 2, "prefill_T": 128, "prefill_reps": 5},
     "batch": {"ctx": 64, "sizes": [1, 2, 4, 8, 16, 32], "steps": 9},
+    "heldout_tokens": None,  # the whole text
 }
 QUICK = {
     "load_reps": {"gpt2-small": 1, "gpt2-medium": 1},
@@ -72,6 +75,7 @@ QUICK = {
     "profile_steps": 3,
     "precision": {"ctx": 32, "steps": 2, "warmup": 1, "prefill_T": 16, "prefill_reps": 1},
     "batch": {"ctx": 16, "sizes": [1, 2, 8], "steps": 2},
+    "heldout_tokens": 1024,
 }
 
 
@@ -123,35 +127,6 @@ def interleaved(fns: dict[str, callable], reps: int, warmup: int = 1) -> dict[st
             if settle[n]:
                 fns[n]()
             times[n].append(GATE.measure(fns[n])[0])
-    return times
-
-
-def rewind_one(cache):
-    """The untimed step back of a gpt2viz KV cache: one position less."""
-
-    def back():
-        cache.length -= 1
-
-    return back
-
-
-def interleaved_steps(fns: dict, rounds: int, warmup: int = 0, before_round=None) -> dict[object, list[float]]:
-    """Decode steps of several contenders, `fns[name] = (step, rewind)`: each timed step is
-    followed by its untimed rewind (the cache back by one position), so every step sees the same
-    cache. Round by round in a random order, each timed step right after an untimed one of its
-    own kind (see `interleaved`); `before_round(r)` sets round r up (its token, say). The first
-    `warmup` rounds are not kept."""
-    times: dict[object, list[float]] = {n: [] for n in fns}
-    for r in range(warmup + rounds):
-        if before_round is not None:
-            before_round(r)
-        for n in shuffled(list(fns)):
-            step, rewind = fns[n]
-            step()  # settle
-            rewind()
-            dt_ms, _ = GATE.measure(step, after=rewind)
-            if r >= warmup:
-                times[n].append(dt_ms)
     return times
 
 
@@ -420,9 +395,11 @@ def bench_decode(lm, hf, free, contexts: list[int], steps: int, warmup: int, bw_
         def rewind_hf():
             pkv.crop(-1)
 
-        fns = {"ours": (ours, rewind_one(c_ours)), "hookfree": (hookfree, rewind_one(c_free)), "transformers": (theirs, rewind_hf)}
+        fns = {"ours": (ours, rewind_to(c_ours, ctx)), "hookfree": (hookfree, rewind_to(c_free, ctx)),
+               "transformers": (theirs, rewind_hf)}
         names = list(fns)
-        times = interleaved_steps(fns, steps, warmup, before_round=lambda r: tok_box.update(tok=nxt[r].view(1, 1)))
+        times = interleaved_steps(fns, steps, warmup, before_round=lambda r: tok_box.update(tok=nxt[r].view(1, 1)),
+                                  measure=GATE.measure)
         assert c_ours.length == ctx and pkv.get_seq_length() == ctx
         o, f, h = (median(times[n]) for n in names)
         wbytes, kvbytes = decode_bytes(lm, ctx + 1)
@@ -458,63 +435,52 @@ def bench_decode(lm, hf, free, contexts: list[int], steps: int, warmup: int, bw_
 
 
 def bench_precision(directory: Path, ctx: int, steps: int, warmup: int, prefill_T: int, prefill_reps: int) -> dict:
-    """Every number format on the same checkpoint, in one process: a cached decode step at `ctx`
-    positions (interleaved step by step, caches rewound as in bench_decode), a prefill of
-    `prefill_T` tokens (interleaved), the weights' bytes, and the logits against float32."""
+    """Every number format on the same checkpoint, in one process: the cost lab's number-format
+    experiment (a cached decode step at `ctx` positions, interleaved across formats step by step,
+    and the logits over 64 random ids against float32), and a prefill of `prefill_T` tokens
+    (interleaved)."""
     import gpt2viz
+    from gpt2viz.cost_lab import precision_sweep
     from gpt2viz.model.precision import PRECISIONS
-    from gpt2viz.quality import compare_logits
 
     models = {name: gpt2viz.load_model(directory, dtype=name) for name in PRECISIONS}
     V = models["float32"].config.vocab_size
-    prefix = random_ids(ctx, V, 3000 + ctx)
-    nxt = random_ids(warmup + steps, V, 4000 + ctx)[0]
-    caches = {}
-    for name, lm in models.items():
-        caches[name] = lm.model.new_cache()
-        lm.model(prefix, caches[name], last_only=True)
-    tok_box = {}
-
-    def step(name):
-        return lambda: models[name].model(tok_box["tok"], caches[name], last_only=True)
-
+    ids = random_ids(64, V, 6000)[0].tolist()
+    sweep = precision_sweep(models["float32"], ids, context=ctx, steps=steps, load=models.__getitem__, measure=GATE.measure)
+    decode = {r.format: r for r in sweep.rows}
     names = list(models)
-    decode = interleaved_steps(
-        {n: (step(n), rewind_one(caches[n])) for n in names}, steps, warmup, before_round=lambda r: tok_box.update(tok=nxt[r].view(1, 1))
-    )
     prompt = random_ids(prefill_T, V, 5000 + prefill_T)
     prefill = interleaved({n: (lambda n=n: models[n].model(prompt, last_only=True)) for n in names}, prefill_reps)
-    ids = random_ids(64, V, 6000)[0].tolist()
-    out = {"context": ctx, "prefill_T": prefill_T, "formats": {}}
-    f32_decode, f32_prefill = median(decode["float32"]), median(prefill["float32"])
+    out = {"context": sweep.context, "prefill_T": prefill_T, "formats": {}}
+    f32_decode, f32_prefill = decode["float32"].step_ms, median(prefill["float32"])
     for n in names:
-        lm = models[n]
-        q = compare_logits(lm, models["float32"], ids).to_dict()
+        row = decode[n]
         out["formats"][n] = {
-            "decode_ms": median(decode[n]),
-            "decode_vs_float32": median(decode[n]) / f32_decode,
+            "decode_ms": row.step_ms,
+            "decode_vs_float32": row.step_ms / f32_decode,
+            "decode_gb_s": row.gb_s,
             "prefill_ms": median(prefill[n]),
             "prefill_vs_float32": median(prefill[n]) / f32_prefill,
-            "weight_bytes": lm.weight_bytes,
-            "quality_64_random_ids": q,
+            "weight_bytes": row.weight_bytes,
+            "quality_64_random_ids": row.quality,
         }
-        log(f"  {n}: decode ctx={ctx} {median(decode[n]):.2f} ms ({median(decode[n]) / f32_decode:.2f}x float32), "
-            f"prefill T={prefill_T} {median(prefill[n]):.1f} ms, weights {lm.weight_bytes / MB:.0f} MB, "
-            f"top-1 vs float32 {q['top1_agreement']:.3f}")
-    del models, caches
+        log(f"  {n}: decode ctx={sweep.context} {row.step_ms:.2f} ms ({row.step_ms / f32_decode:.2f}x float32), "
+            f"prefill T={prefill_T} {median(prefill[n]):.1f} ms, weights {row.weight_bytes / MB:.0f} MB, "
+            f"top-1 vs float32 {row.quality['top1_agreement']:.3f}")
+    del models
     gc.collect()
     return out
 
-
-def bench_heldout(directory: Path) -> dict:
+def bench_heldout(directory: Path, max_tokens: int | None = None) -> dict:
     """Every number format of the bundled model against its float32 self over the whole held-out
-    text (assets/tiny/heldout.txt, never trained on): perplexities and next-token agreement."""
+    text (assets/tiny/heldout.txt, never trained on; its first `max_tokens` with --quick):
+    perplexities and next-token agreement."""
     import gpt2viz
     from gpt2viz.model.precision import PRECISIONS
     from gpt2viz.quality import heldout
 
     reference = gpt2viz.load_model(directory)
-    ids = reference.tokenizer.encode((directory / "heldout.txt").read_text(encoding="utf-8"))
+    ids = reference.tokenizer.encode((directory / "heldout.txt").read_text(encoding="utf-8"))[:max_tokens]
     out = {"tokens": len(ids), "formats": {}}
     for name in PRECISIONS:
         if name == "float32":
@@ -528,30 +494,20 @@ def bench_heldout(directory: Path) -> dict:
 
 
 def bench_batch(lm, ctx: int, sizes: list[int], steps: int) -> list[dict]:
-    """One cached decode step for B sequences at `ctx` cached positions (random ids), each B
-    interleaved with the others step by step, caches rewound as in bench_decode."""
-    model = lm.model
-    V = lm.config.vocab_size
-    caches, tokens = {}, {}
-    for B in sizes:
-        caches[B] = model.new_cache(B, capacity=ctx + 1)
-        model(torch.randint(0, V, (B, ctx), generator=torch.Generator().manual_seed(B)), caches[B], last_only=True)
-        tokens[B] = torch.randint(0, V, (B, 1), generator=torch.Generator().manual_seed(100 + B))
+    """The cost lab's batch experiment: one cached decode step for B sequences at `ctx` cached
+    positions, each B interleaved with the others step by step, caches rewound after each."""
+    from gpt2viz.cost_lab import batch_sweep
 
-    def one(B):
-        return lambda: model(tokens[B], caches[B], last_only=True)
-
-    times = interleaved_steps({B: (one(B), rewind_one(caches[B])) for B in sizes}, steps)
+    ids = random_ids(ctx + 1, lm.config.vocab_size, 7000)[0].tolist()
+    sweep = batch_sweep(lm, ids, context=ctx, sizes=tuple(sizes), steps=steps, measure=GATE.measure)
+    one_ms = sweep.rows[0].step_ms
     rows = []
-    one_ms = median(times[sizes[0]])
-    for B in sizes:
-        ms = median(times[B])
-        rows.append({"batch": B, "step_ms": ms, "vs_one": ms / one_ms, "tokens_per_s": B / ms * 1000})
-        log(f"  batch {B}: {ms:.1f} ms/step ({ms / one_ms:.2f}x one sequence), {B / ms * 1000:.0f} tokens/s")
-    del caches
-    gc.collect()
+    for r in sweep.rows:
+        rows.append({"batch": r.batch, "step_ms": r.step_ms, "vs_one": r.step_ms / one_ms, "tokens_per_s": r.tokens_per_s,
+                     "intensity": r.intensity})
+        log(f"  batch {r.batch}: {r.step_ms:.1f} ms/step ({r.step_ms / one_ms:.2f}x one sequence), "
+            f"{r.tokens_per_s:.0f} tokens/s")
     return rows
-
 
 def bench_generation(lm, hf, ns: list[int], reps: dict[int, dict[str, int]]) -> list[dict]:
     rows = []
@@ -742,7 +698,7 @@ def run_shape(shape: str, cfg: dict, threads: int, with_extras: bool, profile_st
         log(f"{shape}: number formats (float32, bfloat16, float16, int8)")
         out["precision"] = bench_precision(directory, **cfg["precision"])
         log("bundled model: number formats over its whole held-out text")
-        out["precision"]["heldout_bundled"] = bench_heldout(BUNDLED)
+        out["precision"]["heldout_bundled"] = bench_heldout(BUNDLED, cfg["heldout_tokens"])
         log(f"{shape}: generation, naive vs cached vs transformers.generate")
         out["generation"] = bench_generation(lm, hf, cfg["gen_n"], cfg["gen_reps"])
         log(f"{shape}: hook cost on prefill")

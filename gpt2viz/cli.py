@@ -60,6 +60,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--sequences", metavar="B", type=int, default=1,
         help="with --json and --generate: B continuations decoded together, row r sampling with seed + r",
     )
+    p.add_argument(
+        "--cost-lab", action="store_true",
+        help="with --json: also run the cost lab's three experiments (cache, batch size, number formats) and record them",
+    )
     p.add_argument("--device", default="cpu", help="cpu (default), cuda, cuda:N or mps")
     p.add_argument("--dtype", default="float32", help="number format: float32 (default), bfloat16, float16 or int8 (int8 weights, CPU only)")
     p.add_argument(
@@ -127,6 +131,8 @@ def parse_args(argv: list[str] | None) -> RunOptions:
             raise UsageError("--sequences needs --generate N (how many new tokens each sequence gets)")
         if args.no_cache:
             raise UsageError("--sequences decodes through the KV cache; it does not go with --no-cache")
+    if args.cost_lab and args.json_path is None:
+        raise UsageError("--cost-lab works with --json (in the app, m opens the cost lab)")
     if args.topk_logits < 1:
         raise UsageError(f"--topk-logits must be >= 1, got {args.topk_logits}")
     options = RunOptions(
@@ -144,6 +150,7 @@ def parse_args(argv: list[str] | None) -> RunOptions:
         dtype=args.dtype,
         topk_logits=args.topk_logits,
         sequences=args.sequences,
+        cost_lab=args.cost_lab,
     )
     options.sampling()  # checks temperature, top-k, top-p now, before any loading
     from .model.placement import parse_device
@@ -181,6 +188,8 @@ def run_headless(options: RunOptions) -> int:
     )
     for notice in trace.notices[len(lm.notices) :]:
         say(notice)
+    if options.cost_lab:
+        trace.cost_lab = run_cost_lab(lm, trace.all_token_ids)
     try:
         dump(trace, options.json_path)
     except OutputError as err:
@@ -189,6 +198,22 @@ def run_headless(options: RunOptions) -> int:
     n = len(trace.tokens)
     say(f"wrote the trace of {n} token{'' if n == 1 else 's'} to {where} in {time.perf_counter() - start:.1f} s")
     return 0
+
+
+def run_cost_lab(lm, prompt_ids: list[int]) -> dict:
+    """The cost lab's three experiments, each announced on stderr, as the trace's `cost_lab`."""
+    from . import cost_lab
+
+    result = cost_lab.new_result(lm)
+    say(f"cost lab: this machine streams {result.machine.stream_gb_s:.1f} GB/s and computes "
+        f"{result.machine.compute_gflop_s:.0f} GFLOP/s")
+    say("cost lab: per-token time against position, without and with the cache")
+    result.context = cost_lab.context_sweep(lm, prompt_ids, lm.config.n_ctx)
+    say("cost lab: decode step time against batch size")
+    result.batch = cost_lab.batch_sweep(lm, prompt_ids)
+    say("cost lab: decode step time and quality in each number format")
+    result.precision_formats = cost_lab.precision_sweep(lm, prompt_ids)
+    return result.to_dict()
 
 
 def run_tui(options: RunOptions) -> int:

@@ -22,6 +22,7 @@ class Trace:
     timings: dict = field(default_factory=dict)
     quality: dict | None = None  # a non-float32 run against float32 on the same checkpoint
     batch: dict | None = None  # several continuations decoded together (gpt2viz.batch)
+    cost_lab: dict | None = None  # the cost lab's measurements on this model (gpt2viz.cost_lab)
     # A decode step's pass: the positions already in the KV cache (same fields as `tokens`), which
     # the recorded pass did not compute; `tokens` holds the new position(s). [] for a full pass.
     context: list[dict] = field(default_factory=list)
@@ -77,6 +78,7 @@ class Trace:
             "timings": self.timings,
             "quality": self.quality,
             "batch": self.batch,
+            "cost_lab": self.cost_lab,
             "context": self.context,
             "events": self.events,
             "generation": self.generation,
@@ -94,6 +96,7 @@ class Trace:
             timings=doc.get("timings", {}),
             quality=doc.get("quality"),
             batch=doc.get("batch"),
+            cost_lab=doc.get("cost_lab"),
             context=doc.get("context") or [],
             schema=doc["schema"],
         )

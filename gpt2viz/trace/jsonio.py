@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 import tempfile
 from pathlib import Path
+from typing import Callable
 
 from ..errors import ConfigError, Gpt2VizError, OutputError
 from ..model.config import GPT2Config
@@ -135,6 +137,8 @@ def validate(doc: object) -> Trace:
         _check_quality(doc["quality"])
     if doc.get("batch") is not None:
         _check_batch(doc["batch"])
+    if doc.get("cost_lab") is not None:
+        _check_cost_lab(doc["cost_lab"])
     return Trace.from_dict(doc)
 
 
@@ -274,6 +278,74 @@ def _check_batch(batch: object) -> None:
     )
     if not ok:
         raise TraceFileError("trace field 'batch' needs 'size', that many 'rows' (ids, text) and 'step_ms'")
+
+
+def _positive(v: object) -> bool:
+    return _is_number(v) and v is not None and math.isfinite(v) and v > 0
+
+
+def _count(v: object) -> bool:
+    return _is_int(v) and v >= 0
+
+
+def _fields_ok(doc: object, kinds: dict[str, Callable[[object], bool]]) -> bool:
+    return isinstance(doc, dict) and all(check(doc.get(key)) for key, check in kinds.items())
+
+
+def _list_of(check: Callable[[object], bool]) -> Callable[[object], bool]:
+    return lambda v: isinstance(v, list) and all(check(x) for x in v)
+
+
+_FORMATS = {"float32", "bfloat16", "float16", "int8"}
+_LAB_FIELDS = {
+    "model": lambda v: isinstance(v, str),
+    "precision": lambda v: v in _FORMATS,
+    "n_params": _count,
+    "n_ctx": lambda v: _is_int(v) and v >= 1,
+    "vocab_size": lambda v: _is_int(v) and v >= 1,
+    "machine": lambda v: _fields_ok(v, {"stream_gb_s": _positive, "compute_gflop_s": _positive,
+                                         "threads": lambda t: _is_int(t) and t >= 1}),
+    "costs": lambda v: _fields_ok(v, dict.fromkeys(
+        ("weight_bytes", "kv_bytes_per_position", "flops_per_row", "flops_per_cached_position"), _count)),
+}
+_CONTEXT_FIELDS = {
+    "positions": _list_of(_count), "naive_ms": _list_of(_positive), "cached_ms": _list_of(_positive),
+    "start": _count, "end": _count, "complete": lambda v: isinstance(v, bool),
+}
+_BATCH_ROW = {
+    "batch": lambda v: _is_int(v) and v >= 1, "step_ms": _positive, "tokens_per_s": _positive, "flops": _count,
+    "bytes_read": lambda v: _is_int(v) and v >= 1, "intensity": lambda v: _is_number(v) and v is not None and v >= 0,
+}
+_FORMAT_ROW = {
+    "format": lambda v: v in _FORMATS, "step_ms": _positive, "bytes_read": lambda v: _is_int(v) and v >= 1,
+    "gb_s": lambda v: _is_number(v) and v is not None and v >= 0, "weight_bytes": _count,
+    "quality": lambda v: _fields_ok(v, {"positions": _count, "max_abs_dlogit": _is_number,
+                                         "top1_agreement": _is_number, "mean_kl": _is_number}),
+}
+
+
+def _check_cost_lab(lab: object) -> None:
+    """The cost lab's result (gpt2viz.cost_lab.LabResult.to_dict), as the lab screen draws it."""
+    context = lab.get("context") if isinstance(lab, dict) else None
+    batch = lab.get("batch") if isinstance(lab, dict) else None
+    formats = lab.get("precision_formats") if isinstance(lab, dict) else None
+    ok = (
+        _fields_ok(lab, _LAB_FIELDS)
+        and (context is None or (
+            _fields_ok(context, _CONTEXT_FIELDS)
+            and len(context["positions"]) == len(context["naive_ms"]) == len(context["cached_ms"])
+        ))
+        and (batch is None or _fields_ok(batch, {
+            "context": _count, "rows": _list_of(lambda r: _fields_ok(r, _BATCH_ROW)),
+            "skipped": _list_of(lambda b: _is_int(b) and b >= 1), "complete": lambda v: isinstance(v, bool),
+        }))
+        and (formats is None or _fields_ok(formats, {
+            "context": _count, "rows": _list_of(lambda r: _fields_ok(r, _FORMAT_ROW)),
+            "complete": lambda v: isinstance(v, bool),
+        }))
+    )
+    if not ok:
+        raise TraceFileError("trace field 'cost_lab' is not a cost lab result as docs/trace.md describes it")
 
 
 def load(path: str | Path) -> Trace:

@@ -21,6 +21,7 @@ from ..trace import Trace
 from .background import record_pass, reporting, run_detached
 from .generation import GenerationSettings
 from .messages import LoadFailed, LoadProgressed, TraceRecorded
+from .screens.cost_lab import CostLabScreen, LabResultChanged
 from .screens.generation import GenerationScreen
 from .screens.help import HelpScreen
 from .screens.loading import LoadingScreen
@@ -41,6 +42,9 @@ class Gpt2VizApp(App[int]):
 
     BINDINGS = [
         Binding("g", "generate", "generate", id="generate", tooltip="Open the generation view"),
+        # Out of the footers (full at 80 columns): the side panel and the cost panel name it.
+        Binding("m", "cost_lab", "cost lab", id="cost-lab", show=False,
+                tooltip="Measure what inference costs here: cache, batch size, number formats"),
         Binding("question_mark", "help", "help", id="help", tooltip="Show all keys and how to read the screens"),
         Binding("q", "quit", "quit", id="quit", tooltip="Leave gpt2viz"),
         # Textual only hints at ctrl+q on ctrl+c; people expect ctrl+c to leave a terminal app.
@@ -57,6 +61,11 @@ class Gpt2VizApp(App[int]):
         self.exit_code = 0
         self.generation_settings = GenerationSettings.from_options(self.options)
         self._generate_after_load = False  # a reload for another number format returns to generation
+        self.lab_result = None  # what the cost lab measured (or a replayed trace recorded)
+        if trace is not None and trace.cost_lab is not None:
+            from ..cost_lab import LabResult
+
+            self.lab_result = LabResult.from_dict(trace.cost_lab)
 
     @property
     def replay_path(self) -> str | None:
@@ -175,6 +184,8 @@ class Gpt2VizApp(App[int]):
         if action == "generate":
             # Not offered where it would do nothing: while loading, or in the generation view itself.
             return not isinstance(screen, (LoadingScreen, GenerationScreen))
+        if action == "cost_lab":
+            return isinstance(screen, (StepScreen, GenerationScreen))
         if action == "edit_prompt":
             return not (isinstance(screen, StepScreen) and screen.from_step is not None)
         return True
@@ -207,6 +218,19 @@ class Gpt2VizApp(App[int]):
         self.push_screen(
             GenerationScreen(trace, lm=self.lm, settings=self.generation_settings, topk=self.options.topk_logits)
         )
+
+    def action_cost_lab(self) -> None:
+        """Opens the cost lab on the model (or on the replayed trace's recorded result)."""
+        screen = self.screen
+        if not isinstance(screen, (StepScreen, GenerationScreen)):
+            return
+        lm = self.lm
+        if lm is not None and self.lab_result is not None and self.lab_result.precision != lm.precision:
+            self.lab_result = None  # measured on the model in another format: its step times no longer hold
+        self.push_screen(CostLabScreen(screen.trace, lm=lm, result=self.lab_result, replay=self.replay_path))
+
+    def on_lab_result_changed(self, message: LabResultChanged) -> None:
+        self.lab_result = message.result
 
     def on_generation_screen_settings_changed(self, message: GenerationScreen.SettingsChanged) -> None:
         """The next generation view starts with the settings the user chose last."""

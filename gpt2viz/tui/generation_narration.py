@@ -6,6 +6,7 @@ plain step records, and returns plain text quoting this run's numbers.
 
 from __future__ import annotations
 
+from ..costs import step_bound
 from ..generate import STOP_CANCELLED, STOP_CONTEXT, STOP_EOS, STOP_MAX_TOKENS
 from .formatting import count, nbytes, num, percent, shape
 from .generation import Comparison, Generation
@@ -239,28 +240,22 @@ def bandwidth_text(f: RunFacts, gen: Generation, index: int | None) -> str:
     return head + ("\n\n" + " ".join(lines) if lines else "")
 
 
-# A step is called bound by memory when reading its bytes at the machine's stream rate accounts
-# for at least this share of its time; below FIXED_SHARE, fixed per-step work dominates.
-MEMORY_SHARE = 0.6
-FIXED_SHARE = 0.25
-
-
 def bound_text(n_bytes: float, ms: float, stream_gb_s: float | None) -> str:
     """What bounds a step that reads `n_bytes` in `ms`, judged against the stream rate measured
-    on this machine: memory bandwidth, or the fixed work every step does."""
-    if not stream_gb_s:
+    on this machine (costs.step_bound): memory bandwidth, or the fixed work every step does."""
+    bound = step_bound(n_bytes, ms, stream_gb_s)
+    if bound.kind == "unmeasured":
         return "This machine's memory bandwidth was not measured for this run, so no bound is claimed."
-    floor = n_bytes / (stream_gb_s * 1e9) * 1000  # ms to read the bytes at the stream rate
-    share = floor / ms
+    floor, share = bound.memory_ms, bound.share
     reading = f"Reading that at the {num(stream_gb_s)} GB/s this machine streams a large matrix takes {num(floor)} ms"
-    if share > 1:
+    if bound.kind == "caches":
         return (
             f"{reading}, more than the {num(ms)} ms a step took: part of the weights comes from the processor's "
             "caches, faster than main memory, so the step is bound by neither memory nor fixed work alone."
         )
-    if share >= MEMORY_SHARE:
+    if bound.kind == "memory":
         return f"{reading}, {percent(share)} of the {num(ms)} ms a step takes: the step is bound by memory bandwidth."
-    if share >= FIXED_SHARE:
+    if bound.kind == "partly":
         return (
             f"{reading}, {percent(share)} of the {num(ms)} ms a step takes: memory is a large part of the cost, "
             "and the rest is fixed work every step does (Python, dispatching each operation, hand-offs "

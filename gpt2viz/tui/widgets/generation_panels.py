@@ -276,7 +276,7 @@ class CostPanel(Panel):
             ]
             legend = Content.assemble(("■", ".gen-panel--naive"), " no cache   ", ("■", ".gen-panel--cached"), " cached")
         else:
-            self.border_title = "Cost"
+            self.border_title = "Cost · m: cost lab"
             kinds = ["latency-chart--first" if gen.is_first(i) else "latency-chart--decode" for i in range(len(gen.steps))]
             series = [Series("time", gen.step_ms, kinds)]
             first = "prefill" if gen.settings.use_cache else "first full pass"

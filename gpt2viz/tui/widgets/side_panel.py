@@ -52,6 +52,9 @@ class SidePanel(VerticalScroll):
 
     COMPONENT_CLASSES = {"side-panel--title", "side-panel--current", "side-panel--dim"}
 
+    def on_mount(self) -> None:
+        self.border_title = "m: cost lab"  # what the cache and the rest cost, measured
+
     def compose(self) -> ComposeResult:
         yield Static(id="shapes")
         yield Static(id="kv-cache")

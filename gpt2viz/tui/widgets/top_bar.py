@@ -68,3 +68,9 @@ class TopBar(Static):
         parts = self._model_parts(trace, replay)
         parts += [(" · ", ".top-bar--dim"), (settings_label(settings), "")]
         self.update(Content.assemble(*parts))
+
+    def draw_lab(self, trace: Trace, replay: str | None = None) -> None:
+        """Shows the model the cost lab measures."""
+        parts = self._model_parts(trace, replay)
+        parts += [(" · ", ".top-bar--dim"), ("cost lab", "bold")]
+        self.update(Content.assemble(*parts))

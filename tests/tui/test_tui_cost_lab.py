@@ -1,0 +1,191 @@
+"""The cost lab screen: live experiments on a model, a recorded result replayed, what it says.
+
+The live tests check what was measured and that the screen quotes it, never how fast it was.
+Snapshots replay tests/data/tiny-lab-trace.json, whose lab numbers are fixed (make_test_trace.py).
+"""
+
+from __future__ import annotations
+
+import pytest
+from textual.widgets import Static
+from textual_plotext import PlotextPlot
+
+from gpt2viz import cost_lab
+from gpt2viz.costs import step_bound
+from gpt2viz.trace import load
+from gpt2viz.tui.app import make_app
+from gpt2viz.tui.formatting import num
+from gpt2viz.tui.lab_narration import TEXT, batch_text, context_text, precision_text
+from gpt2viz.tui.screens.cost_lab import CostLabScreen
+from gpt2viz.tui.screens.step import StepScreen
+
+from tui_helpers import GENERATION_TRACE, TINY_TRACE, run_async
+
+LAB_TRACE = TINY_TRACE.with_name("tiny-lab-trace.json")
+
+
+async def wait_for(pilot, condition, tries: int = 600) -> None:
+    for _ in range(tries):
+        await pilot.pause(0.05)
+        if condition():
+            return
+    raise AssertionError("the app never got there")
+
+
+def words(screen: CostLabScreen, name: str) -> str:
+    return str(screen.query_one(f"#words-{name}", Static).render())
+
+
+async def open_lab(pilot):
+    await wait_for(pilot, lambda: isinstance(pilot.app.screen, StepScreen))
+    await pilot.press("m")
+    await wait_for(pilot, lambda: isinstance(pilot.app.screen, CostLabScreen) and pilot.app.screen.is_mounted)
+    return pilot.app.screen
+
+
+@run_async
+async def test_the_lab_runs_its_experiments_on_the_model_and_quotes_them(tiny_lm):
+    app = make_app(lm=tiny_lm)
+    async with app.run_test(size=(100, 30)) as pilot:
+        lab = await open_lab(pilot)
+        assert lab.length == tiny_lm.config.n_ctx  # to the context limit unless n picks a shorter one
+        await pilot.press("n")
+        assert lab.length == 64
+        assert "to 64" in words(lab, "context")
+        await pilot.press("r")
+        await wait_for(pilot, lambda: lab.running is None and lab.result is not None and lab.result.context is not None)
+        sweep = lab.result.context
+        assert sweep.end == 64 and sweep.positions[-1] == 63 and sweep.complete
+        text = words(lab, "context")
+        assert f"{num(sweep.naive_ms[0])} ms without the cache and {num(sweep.cached_ms[0])} ms with it" in text
+        assert lab.query_one("#plot-context", PlotextPlot).display
+
+        await pilot.press("2", "r")
+        await wait_for(pilot, lambda: lab.running is None and lab.result.batch is not None)
+        rows = lab.result.batch.rows
+        assert [r.batch for r in rows] == list(cost_lab.BATCH_SIZES)
+        assert f"tokens/s went from {num(rows[0].tokens_per_s)} to {num(rows[-1].tokens_per_s)}" in words(lab, "batch")
+
+        # The result stays with the app: closing and reopening the lab shows it again.
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: isinstance(app.screen, StepScreen))
+        await pilot.press("m")
+        await wait_for(pilot, lambda: isinstance(app.screen, CostLabScreen) and app.screen.is_mounted)
+        assert app.screen.result is lab.result and "tokens/s went from" in words(app.screen, "batch")
+
+
+@run_async
+async def test_space_stops_a_run_and_the_lab_can_run_again(tiny_lm, monkeypatch):
+    """An experiment that runs until it is told to stop: ␣ tells it, and the lab is ready again."""
+    import threading
+
+    asked_to_stop = threading.Event()
+
+    def endless(lm, ids, length, on_progress, should_stop):
+        on_progress(0, 1)
+        for _ in range(2000):
+            if should_stop():
+                asked_to_stop.set()
+                return cost_lab.ContextSweep(start=1, end=length, complete=False)
+            threading.Event().wait(0.01)
+        raise AssertionError("never told to stop")
+
+    monkeypatch.setattr(cost_lab, "context_sweep", endless)
+    app = make_app(lm=tiny_lm)
+    async with app.run_test(size=(100, 30)) as pilot:
+        lab = await open_lab(pilot)
+        await pilot.press("a")
+        await wait_for(pilot, lambda: lab.running == "context")
+        assert not lab.check_action("run", ()) and lab.check_action("stop", ())
+        await pilot.press("space")
+        await wait_for(pilot, lambda: lab.running is None and asked_to_stop.is_set())
+        assert lab.check_action("run", ()) and lab.check_action("run_all", ())
+        await pilot.pause(0.3)
+        # What the stopped experiment measured is kept; the run went no further.
+        assert lab.result.context is not None and not lab.result.context.complete
+        assert lab.result.batch is None and lab.result.precision_formats is None
+
+
+@run_async
+async def test_a_replayed_lab_result_is_shown_and_cannot_be_rerun():
+    trace = load(LAB_TRACE)
+    app = make_app(trace=trace)
+    async with app.run_test(size=(120, 40)) as pilot:
+        lab = await open_lab(pilot)
+        recorded = cost_lab.LabResult.from_dict(trace.cost_lab)
+        assert lab.result.to_dict() == recorded.to_dict()
+        assert not lab.check_action("run", ()) and not lab.check_action("run_all", ())
+        assert TEXT["status.replay"] in str(lab.query_one("#lab-status-text", Static).render())
+        for name in ("context", "batch", "precision"):
+            assert lab.query_one(f"#plot-{name}", PlotextPlot).display
+        assert "float16: 1.50 ms a token (0.750x float32)" in words(lab, "precision")
+
+
+@run_async
+async def test_a_trace_without_a_lab_result_says_how_to_record_one():
+    app = make_app(trace=load(GENERATION_TRACE))
+    async with app.run_test(size=(80, 24)) as pilot:
+        lab = await open_lab(pilot)
+        assert lab.result is None
+        assert TEXT["replay.empty"] in words(lab, "context")
+        assert not lab.query_one("#plot-context", PlotextPlot).display
+
+
+# -- what the narration claims follows the numbers ------------------------------------------------
+
+
+def _result():
+    return cost_lab.LabResult.from_dict(load(LAB_TRACE).cost_lab)
+
+
+def test_bounds_named_are_the_rule_s_verdict():
+    result = _result()
+    m = result.machine
+    text = batch_text(result, result.batch, cost_lab.BATCH_SIZES, 64)
+    for row in (result.batch.rows[0], result.batch.rows[-1]):
+        bound = step_bound(row.bytes_read, row.step_ms, m.stream_gb_s, row.flops, m.compute_gflop_s)
+        sentence = next(p for p in text.split("\n\n") if p.startswith(f"The step of B = {row.batch}:"))
+        expected = {"memory": "bound by memory bandwidth", "compute": "bound by compute",
+                    "fixed": "not bound by memory or compute", "caches": "processor's caches"}
+        if bound.kind in expected:
+            assert expected[bound.kind] in sentence
+        else:
+            assert bound.kind == "partly" and "a large part" in sentence
+
+
+def test_no_speed_up_is_claimed_that_the_numbers_contradict():
+    result = _result()
+    slower = cost_lab.PrecisionSweep(
+        result.precision_formats.context,
+        [cost_lab.PrecisionRow(r.format, 2.0 if r.format == "float32" else 3.0, r.bytes_read, r.gb_s, r.weight_bytes,
+                               r.quality) for r in result.precision_formats.rows],
+    )
+    text = precision_text(result, slower, (), 255)
+    assert TEXT["precision.no_faster"] in text and "Fewer bytes a weight" not in text
+    never = cost_lab.ContextSweep([5, 50, 100], [1.0, 1.2, 1.4], [2.0, 2.0, 2.0], 5, 101)
+    text = context_text(result, never, 5, 101)
+    assert "never won" in text and "the cache was slower in this range" in text and "x faster" not in text
+    wins = result.context
+    text = context_text(result, wins, wins.start, wins.end)
+    assert f"{num(wins.naive_total_s / wins.cached_total_s)}x faster" in text
+
+
+# -- how it looks ---------------------------------------------------------------------------------
+
+
+def open_lab_on(tab: str):
+    async def run_before(pilot) -> None:
+        await open_lab(pilot)
+        await pilot.press({"context": "1", "batch": "2", "precision": "3"}[tab])
+        await pilot.pause()
+
+    return run_before
+
+
+@pytest.mark.parametrize(
+    "size, tab", [((120, 40), "context"), ((80, 24), "batch"), ((80, 24), "precision")],
+    ids=["120x40-context", "80x24-batch", "80x24-precision"],
+)
+def test_lab_snapshots(snap_compare, size, tab):
+    app = make_app(trace=load(LAB_TRACE))
+    assert snap_compare(app, terminal_size=size, run_before=open_lab_on(tab))

@@ -178,7 +178,26 @@ def test_json_is_the_same_with_and_without_the_cache(tiny_lm):
     naive = dumped(trace_prompt(tiny_lm, PROMPT, generate_tokens=10, use_cache=False))
     assert cached["generation"]["cache"] is True and naive["generation"]["cache"] is False
     assert not any(e["stage"] == "kv_cache" for e in naive["events"])
-    assert _without_cache_fields(cached) == _without_cache_fields(naive)
+    # The same record, number for number: a cached step attends over the cached keys and values
+    # with one query row where a full pass uses every row, so a probability may differ in its
+    # last (sixth) significant digit, never more. Ids, tokens and every other field are equal.
+    _assert_same(_without_cache_fields(cached), _without_cache_fields(naive), "trace")
+
+
+def _assert_same(a, b, where: str) -> None:
+    """`a` equals `b`, floats within a relative 1e-5 (their rounding to 6 significant digits)."""
+    if isinstance(a, float) or isinstance(b, float):
+        assert math.isclose(a, b, rel_tol=1e-5, abs_tol=1e-12), (where, a, b)
+    elif isinstance(a, list) and isinstance(b, list):
+        assert len(a) == len(b), where
+        for i, (x, y) in enumerate(zip(a, b)):
+            _assert_same(x, y, f"{where}[{i}]")
+    elif isinstance(a, dict) and isinstance(b, dict):
+        assert a.keys() == b.keys(), where
+        for k in a:
+            _assert_same(a[k], b[k], f"{where}.{k}")
+    else:
+        assert a == b, (where, a, b)
 
 
 def test_load_of_dump_round_trips(tmp_path, tiny_lm):

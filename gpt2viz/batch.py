@@ -1,4 +1,7 @@
-"""Batched decoding: several continuations of one prompt through one cache, one step for all.
+"""Batched decoding: several sequences through one cache, one step for all.
+
+`generate_batch` continues one prompt B times; `generate_prompts` continues several prompts of
+different lengths, padded on the left with an attention mask (GPT2.forward's `attention_mask`).
 
 A decode step reads every weight once whatever the number of rows it multiplies, so B sequences
 cost little more than one until the products stop being bound by memory. Here the B rows share
@@ -79,15 +82,80 @@ def generate_batch(
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or not 1 <= batch_size <= MAX_BATCH:
         raise SettingError("batch_size", f"must be an integer from 1 to {MAX_BATCH}, got {batch_size!r}")
     check_request(model, prompt_ids, max_new_tokens)
-    n_ctx = model.config.n_ctx
+    cache = model.new_cache(batch_size, capacity=min(model.config.n_ctx, len(prompt_ids) + max_new_tokens))
 
+    def first() -> torch.Tensor:
+        return _prefill(model, prompt_ids, cache)  # (1, vocab): the same for every row
+
+    def advance(fed: torch.Tensor) -> torch.Tensor:
+        return model(fed, cache, last_only=True)[0][:, -1]  # (B, vocab)
+
+    prompts = [list(prompt_ids)] * batch_size
+    return _decode_together(model, prompts, len(prompt_ids), first, advance, max_new_tokens, settings, eos_id,
+                            on_step, should_stop)
+
+
+@torch.inference_mode()
+def generate_prompts(
+    model: GPT2,
+    prompts: list[list[int]],
+    max_new_tokens: int,
+    *,
+    settings: SamplingSettings | None = None,
+    eos_id: int | None = None,
+    on_step: Callable[[int, list[int], float], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
+    pad_id: int = 0,
+) -> BatchResult:
+    """Continues each of `prompts` (lists of ids, of any lengths) by up to `max_new_tokens`,
+    decoded together: the prompts are padded on the left to the longest, with an attention mask,
+    so that every row computes what it would alone (to the last digits of the kernels' sums).
+    Row r samples with seed + r. The batch stops at the context limit when its longest row
+    reaches it."""
+    settings = settings or SamplingSettings()
+    if not isinstance(prompts, list) or not 1 <= len(prompts) <= MAX_BATCH:
+        raise SettingError("prompts", f"must be a list of 1 to {MAX_BATCH} prompts")
+    for prompt in prompts:
+        check_request(model, prompt, max_new_tokens)
+    width = max(len(p) for p in prompts)
+    cache = model.new_cache(len(prompts), capacity=min(model.config.n_ctx, width + max_new_tokens))
+    device = model.device
+    ids = torch.tensor([[pad_id] * (width - len(p)) + list(p) for p in prompts], device=device)
+    mask = [torch.tensor([[False] * (width - len(p)) + [True] * len(p) for p in prompts], device=device)]
+
+    def first() -> torch.Tensor:
+        return model(ids, cache, last_only=True, attention_mask=mask[0])[0][:, -1]  # (B, vocab)
+
+    def advance(fed: torch.Tensor) -> torch.Tensor:
+        mask[0] = torch.cat([mask[0], torch.ones(len(prompts), 1, dtype=torch.bool, device=device)], dim=1)
+        return model(fed, cache, last_only=True, attention_mask=mask[0])[0][:, -1]  # (B, vocab)
+
+    return _decode_together(model, prompts, width, first, advance, max_new_tokens, settings, eos_id, on_step,
+                            should_stop)
+
+
+def _decode_together(
+    model: GPT2,
+    prompts: list[list[int]],
+    length: int,
+    first: Callable[[], torch.Tensor],
+    advance: Callable[[torch.Tensor], torch.Tensor],
+    max_new_tokens: int,
+    settings: SamplingSettings,
+    eos_id: int | None,
+    on_step: Callable[[int, list[int], float], None] | None,
+    should_stop: Callable[[], bool] | None,
+) -> BatchResult:
+    """The decoding loop of a batch: `first()` gives the logits after the prompts (one row for
+    all, or one per row), `advance(fed)` those after feeding each row's newest token `[B, 1]`;
+    `length` is the batch's padded length so far."""
+    batch_size = len(prompts)
+    n_ctx = model.config.n_ctx
     seeds = row_seeds(settings.seed, batch_size)
     generators = [new_generator(seed) for seed in seeds]
-    rows = [GenerationResult(list(prompt_ids), settings=settings) for _ in range(batch_size)]
+    rows = [GenerationResult(list(prompt), settings=settings) for prompt in prompts]
     result = BatchResult(rows, seeds)
     done = [False] * batch_size
-    length = len(prompt_ids)
-    cache = model.new_cache(batch_size, capacity=min(n_ctx, length + max_new_tokens))
     for step in range(max_new_tokens):
         if length >= n_ctx:
             stop = STOP_CONTEXT
@@ -97,12 +165,11 @@ def generate_batch(
             break
         start = time.perf_counter()
         if step == 0:
-            logits = _prefill(model, prompt_ids, cache)  # (1, vocab): the same for every row
-            picks = [choose_token(logits[0], settings, g)[0] for g in generators]
+            logits = first()
         else:
             fed = torch.tensor([[r.token_ids[-1]] for r in rows], device=model.device)  # each row's newest
-            logits = model(fed, cache, last_only=True)[0][:, -1]  # (B, vocab)
-            picks = [choose_token(logits[b], settings, g)[0] for b, g in enumerate(generators)]
+            logits = advance(fed)
+        picks = [choose_token(logits[b if logits.size(0) > 1 else 0], settings, g)[0] for b, g in enumerate(generators)]
         ms = (time.perf_counter() - start) * 1000
         result.step_ms.append(ms)
         length += 1

@@ -22,7 +22,7 @@ import os
 import random
 import statistics
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Callable
 
 import torch
@@ -90,6 +90,18 @@ def interleaved_steps(
             if r >= warmup:
                 times[n].append(ms)
     return times
+
+
+def _synced(step: Callable[[], object], lm: LanguageModel) -> Callable[[], object]:
+    """`step`, waiting for the device to finish it (a GPU runs kernels after the call returns)."""
+    if lm.model.device.type != "cuda":
+        return step
+
+    def run() -> None:
+        step()
+        torch.cuda.synchronize(lm.model.device)
+
+    return run
 
 
 def rewind_to(cache, length: int) -> Callable[[], None]:
@@ -178,19 +190,30 @@ class ContextSweep:
     def crossover(self) -> int | None:
         """The first measured position from which the cached step is faster at every measured
         position after it too (None: nowhere)."""
-        for i in range(len(self.positions)):
-            if all(c < n for c, n in zip(self.cached_ms[i:], self.naive_ms[i:])):
-                return self.positions[i]
-        return None
+        found = None
+        for p, cached, naive in reversed(list(zip(self.positions, self.cached_ms, self.naive_ms))):
+            if cached >= naive:
+                break
+            found = p
+        return found
 
     def _interpolated_total(self, ms: list[float]) -> float:
         """Seconds for one new token at every position from `start` to `end` - 1, interpolated
-        linearly between the measured positions."""
-        if not self.positions:
+        linearly between the measured positions (flat beyond the first and the last)."""
+        xs = self.positions
+        if not xs or self.end <= self.start:
             return 0.0
         total = 0.0
-        for p in range(self.start, self.end):
-            total += _interpolate(self.positions, ms, p)
+        # Before the first measured position and from the last on: that position's time.
+        total += max(0, min(xs[0], self.end) - self.start) * ms[0]
+        total += max(0, self.end - max(xs[-1], self.start)) * ms[-1]
+        for (x0, y0), (x1, y1) in zip(zip(xs, ms), zip(xs[1:], ms[1:])):
+            lo, hi = max(x0, self.start), min(x1, self.end)  # the positions p in [lo, hi)
+            if hi <= lo:
+                continue
+            slope = (y1 - y0) / (x1 - x0)
+            n = hi - lo
+            total += n * (y0 + slope * (lo - x0)) + slope * n * (n - 1) / 2
         return total / 1000
 
     @property
@@ -203,15 +226,6 @@ class ContextSweep:
 
     def to_dict(self) -> dict:
         return asdict(self)
-
-
-def _interpolate(xs: list[int], ys: list[float], x: int) -> float:
-    if x <= xs[0]:
-        return ys[0]
-    for (x0, y0), (x1, y1) in zip(zip(xs, ys), zip(xs[1:], ys[1:])):
-        if x <= x1:
-            return y0 + (y1 - y0) * (x - x0) / (x1 - x0)
-    return ys[-1]
 
 
 def context_positions(start: int, end: int, points: int = CONTEXT_POINTS) -> list[int]:
@@ -254,8 +268,8 @@ def context_sweep(
         full = ids[:, : p + 1]
         times = interleaved_steps(
             {
-                "cached": (lambda: model(new, cache, last_only=True), rewind_to(cache, p)),
-                "naive": (lambda: model(full, last_only=True), lambda: None),
+                "cached": (_synced(lambda: model(new, cache, last_only=True), lm), rewind_to(cache, p)),
+                "naive": (_synced(lambda: model(full, last_only=True), lm), lambda: None),
             },
             reps,
         )
@@ -293,12 +307,17 @@ class BatchSweep:
 
     @property
     def flat_until(self) -> int | None:
-        """The largest B whose step costs at most FLAT_WITHIN x one sequence's (None: no rows)."""
+        """The largest B up to which every step costs at most FLAT_WITHIN x one sequence's (None:
+        no rows)."""
         if not self.rows:
             return None
         one = self.rows[0].step_ms
-        flat = [r.batch for r in self.rows if r.step_ms <= FLAT_WITHIN * one]
-        return max(flat) if flat else self.rows[0].batch
+        flat = self.rows[0].batch
+        for row in self.rows[1:]:
+            if row.step_ms > FLAT_WITHIN * one:
+                break
+            flat = row.batch
+        return flat
 
     def to_dict(self) -> dict:
         return {"context": self.context, "rows": [r.to_dict() for r in self.rows], "skipped": self.skipped,
@@ -340,7 +359,11 @@ def batch_sweep(
     context = cached_positions(context, lm.config.n_ctx)
     per_row = (context + 1) * costs.kv_bytes_per_position
     free = available_memory()
-    fits = [b for b in sizes if free is None or b * per_row <= MEMORY_SHARE_FOR_CACHES * free]
+    fits, rows_so_far = [], 0  # every size's cache is held at once, so the budget is for their sum
+    for b in sizes:
+        if free is None or (rows_so_far + b) * per_row <= MEMORY_SHARE_FOR_CACHES * free:
+            fits.append(b)
+            rows_so_far += b
     sweep = BatchSweep(context, skipped=[b for b in sizes if b not in fits])
     ids = torch.tensor([_filled_ids(prompt_ids, context + 1)], device=model.device)
     caches, tokens = {}, {}
@@ -352,7 +375,7 @@ def batch_sweep(
         return lambda: model(tokens[b], caches[b], last_only=True)
 
     times = interleaved_steps(
-        {b: (one(b), rewind_to(caches[b], context)) for b in fits},
+        {b: (_synced(one(b), lm), rewind_to(caches[b], context)) for b in fits},
         steps,
         warmup=1,
         before_round=lambda r: on_progress(max(0, r - 1), steps),
@@ -416,6 +439,8 @@ def precision_sweep(
     its own format), a cached decode step at `context` positions timed interleaved across the
     formats, and each format's logits over the prompt against float32's."""
     load = load or (lambda name: load_model(str(lm.source.path), device=lm.model.device, dtype=name))
+    if not lm.model.device.type == "cpu":
+        formats = tuple(f for f in formats if not PRECISIONS[f].quantized)  # int8 kernels are CPU only
     context = cached_positions(context, lm.config.n_ctx)
     total = len(formats) + steps + 1
     models: dict[str, LanguageModel] = {}
@@ -441,7 +466,7 @@ def precision_sweep(
         on_progress(len(formats) + max(0, r - 1), total)
 
     times = interleaved_steps(
-        {n: (step(n), rewind_to(caches[n], context)) for n in models},
+        {n: (_synced(step(n), lm), rewind_to(caches[n], context)) for n in models},
         steps,
         warmup=1,
         before_round=before,
@@ -449,12 +474,12 @@ def precision_sweep(
         should_stop=should_stop,
     )
     del caches
+    sweep.complete = all(len(t) == steps for t in times.values())
     reference = models.get("float32") or lm.float32_twin()
     quality_ids = list(prompt_ids)[: lm.config.n_ctx] or [0]
     for name, m in models.items():
         ms = _median(times[name])
         if ms is None:
-            sweep.complete = False
             continue
         nbytes = StepCosts.of(m).bytes_read(1, context)
         quality = compare_logits(m, reference, quality_ids).to_dict()
@@ -501,17 +526,22 @@ class LabResult:
         """A result written by `to_dict` (checked by the trace loader first)."""
         context = batch = formats = None
         if doc.get("context") is not None:
-            context = ContextSweep(**doc["context"])
+            context = _known(ContextSweep, doc["context"])
         if doc.get("batch") is not None:
             b = doc["batch"]
-            batch = BatchSweep(b["context"], [BatchRow(**r) for r in b["rows"]], list(b["skipped"]), b["complete"])
+            batch = BatchSweep(b["context"], [_known(BatchRow, r) for r in b["rows"]], list(b["skipped"]), b["complete"])
         if doc.get("precision_formats") is not None:
             p = doc["precision_formats"]
-            formats = PrecisionSweep(p["context"], [PrecisionRow(**r) for r in p["rows"]], p["complete"])
+            formats = PrecisionSweep(p["context"], [_known(PrecisionRow, r) for r in p["rows"]], p["complete"])
         return cls(
-            doc["model"], doc["precision"], doc["n_params"], Machine(**doc["machine"]), StepCosts(**doc["costs"]),
-            doc["n_ctx"], doc["vocab_size"], context, batch, formats,
+            doc["model"], doc["precision"], doc["n_params"], _known(Machine, doc["machine"]),
+            _known(StepCosts, doc["costs"]), doc["n_ctx"], doc["vocab_size"], context, batch, formats,
         )
+
+
+def _known(cls, doc: dict):
+    """`cls` from the fields of `doc` it has (a later version's extra fields are left out)."""
+    return cls(**{f.name: doc[f.name] for f in fields(cls)})
 
 
 def new_result(lm: LanguageModel) -> LabResult:

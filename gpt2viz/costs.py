@@ -83,7 +83,8 @@ class StepBound:
     measured rates. `kind`: 'memory' or 'compute' (that resource's time is at least BOUND_SHARE of
     the step), 'partly' (the larger of the two is a large part, the rest fixed work), 'fixed'
     (fixed per-step work dominates), 'caches' (the bytes came faster than the stream rate: from
-    the processor's caches) or 'unmeasured' (no stream rate)."""
+    the processor's caches), 'faster_compute' (the FLOPs were done faster than the measured float32
+    rate: kernels of another number format) or 'unmeasured' (no stream rate)."""
 
     kind: str
     ms: float
@@ -114,6 +115,8 @@ def step_bound(
     bound = StepBound("", ms, memory_ms, compute_ms, resource)
     if resource == "memory" and memory_ms > ms:
         kind = "caches"
+    elif resource == "compute" and compute_ms > ms:
+        kind = "faster_compute"
     elif bound.share >= BOUND_SHARE:
         kind = resource
     elif bound.share >= FIXED_SHARE:

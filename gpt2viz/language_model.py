@@ -12,7 +12,8 @@ from typing import Callable
 
 import torch
 
-from .batch import BatchResult, generate_batch
+from .batch import BatchResult, generate_batch, generate_prompts
+from .errors import SettingError
 from .generate import GenerationResult, SamplingSettings, generate
 from .hooks import Hooks
 from .model.config import GPT2Config
@@ -122,6 +123,32 @@ class LanguageModel:
             eos_id=self.eos_id,
             on_step=on_step,
             should_stop=should_stop,
+        )
+
+    def generate_prompts(
+        self,
+        prompts: list[str | list[int]],
+        max_new_tokens: int,
+        temperature: float = 0.0,
+        top_k: int | None = None,
+        top_p: float | None = None,
+        seed: int | None = None,
+        on_step: Callable | None = None,
+        should_stop: Callable[[], bool] | None = None,
+    ) -> BatchResult:
+        """Continues each of `prompts` (texts or ids, any lengths) together, padded on the left
+        with an attention mask, row r sampling with seed + r; see `gpt2viz.batch.generate_prompts`."""
+        if not isinstance(prompts, list):
+            raise SettingError("prompts", f"must be a list of texts or id lists, got {type(prompts).__name__}")
+        return generate_prompts(
+            self.model,
+            [self.encode_prompt(p) for p in prompts],
+            max_new_tokens,
+            settings=SamplingSettings(temperature, top_k, top_p, seed),
+            eos_id=self.eos_id,
+            on_step=on_step,
+            should_stop=should_stop,
+            pad_id=self.eos_id if self.eos_id is not None else 0,
         )
 
 

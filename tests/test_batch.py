@@ -68,3 +68,81 @@ def test_the_trace_records_every_row(tmp_path, tiny_lm):
     schema = json.loads((Path(__file__).parents[1] / "docs" / "trace.schema.json").read_text(encoding="utf-8"))
     jsonschema.validate(json.loads(path.read_text(encoding="utf-8")), schema)
     assert load(path).batch == trace.batch
+
+
+# -- prompts of different lengths: left padding with an attention mask ---------------------------
+
+PROMPTS = ["The capital of France is", "Once upon a time, in a land far away, there lived a", "Hello"]
+
+
+@pytest.fixture(scope="module")
+def bundled():
+    """The trained bundled model: its logits are not nearly tied, so greedy ids are robust to
+    the last digits of a kernel's sums (random weights' are not)."""
+    import gpt2viz
+
+    return gpt2viz.load_model("tiny")
+
+
+def test_rows_of_different_lengths_generate_what_each_would_alone(bundled):
+    out = bundled.generate_prompts(PROMPTS, 12)
+    assert [r.prompt_ids for r in out.rows] == [bundled.tokenizer.encode(p) for p in PROMPTS]
+    for row, prompt in zip(out.rows, PROMPTS):
+        assert row.token_ids == bundled.generate(prompt, 12).token_ids
+    sampled = bundled.generate_prompts(PROMPTS, 8, temperature=1.0, seed=5)
+    for r, prompt in enumerate(PROMPTS):  # row r samples as a single sequence with seed + r does
+        assert sampled.rows[r].token_ids == bundled.generate(prompt, 8, temperature=1.0, seed=5 + r).token_ids
+
+
+def test_padded_logits_match_transformers_on_every_real_position(ckpts):
+    """Left padding with a mask, in one pass and continued through the cache, against
+    transformers on each prompt alone."""
+    import torch
+
+    lm, hf = ckpts.lm("tiny"), ckpts.hf("tiny")
+    prompts = [lm.tokenizer.encode(p) for p in PROMPTS]
+    width = max(map(len, prompts))
+    ids = torch.tensor([[0] * (width - len(p)) + p for p in prompts])
+    mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts])
+    cache = lm.model.new_cache(len(prompts))
+    logits, _ = lm.model(ids, cache, attention_mask=mask)
+    step, _ = lm.model(torch.tensor([[11]] * len(prompts)), cache, attention_mask=torch.cat([mask, torch.ones(3, 1, dtype=mask.dtype)], 1))
+    for r, p in enumerate(prompts):
+        with torch.no_grad():
+            ref = hf(torch.tensor([p + [11]])).logits[0]
+        assert float((logits[r, width - len(p):] - ref[:-1]).abs().max()) <= 1e-4
+        assert float((step[r, 0] - ref[-1]).abs().max()) <= 1e-4
+
+
+def test_a_mask_that_does_not_fit_is_refused(tiny_lm):
+    import torch
+
+    ids = torch.tensor([[1, 2, 3]])
+    with pytest.raises(ValueError, match="shape"):
+        tiny_lm.model(ids, attention_mask=torch.ones(1, 2))
+    with pytest.raises(ValueError, match="pad on the left"):
+        tiny_lm.model(ids, attention_mask=torch.tensor([[1, 1, 0]]))
+    with pytest.raises(SettingError, match="prompts"):
+        tiny_lm.generate_prompts("one prompt", 3)
+    with pytest.raises(SettingError, match="prompt"):
+        tiny_lm.generate_prompts(["a", ""], 3)
+
+
+def test_no_attention_lands_on_padding(tiny_lm):
+    import torch
+
+    prompts = [tiny_lm.tokenizer.encode(p) for p in PROMPTS]
+    width = max(map(len, prompts))
+    ids = torch.tensor([[0] * (width - len(p)) + p for p in prompts])
+    mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts])
+    patterns = []
+    with tiny_lm.hooks.subscribe("blocks.*.attn.hook_pattern", lambda name, t: patterns.append(t.clone())):
+        explicit, _ = tiny_lm.model(ids, attention_mask=mask)
+    fused, _ = tiny_lm.model(ids, attention_mask=mask)
+    torch.testing.assert_close(explicit, fused, atol=1e-5, rtol=1e-5)  # the shown pattern is the one used
+    for pattern in patterns:  # (B, nh, T, L)
+        for r, p in enumerate(prompts):
+            pad = width - len(p)
+            if pad:
+                assert float(pattern[r, :, pad:, :pad].abs().max()) == 0.0  # real queries, padding keys
+            torch.testing.assert_close(pattern[r].sum(-1), torch.ones_like(pattern[r].sum(-1)))

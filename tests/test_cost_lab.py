@@ -87,6 +87,24 @@ def test_crossover_and_totals_follow_the_curve():
     assert sweep.naive_total_s == pytest.approx(naive)
     never = cost_lab.ContextSweep([10, 20], [1.0, 2.0], [1.5, 2.5], start=10, end=21)
     assert never.crossover is None
+    early_win = cost_lab.ContextSweep([10, 20, 30], [2.0, 2.0, 3.0], [1.0, 2.5, 2.0], start=10, end=31)
+    assert early_win.crossover == 30  # faster at 10, slower at 20: the crossover is the last switch
+    # The closed-form sum equals summing the interpolation position by position.
+    def by_hand(s, ms):
+        total = 0.0
+        for p in range(s.start, s.end):
+            if p <= s.positions[0]:
+                total += ms[0]
+            elif p >= s.positions[-1]:
+                total += ms[-1]
+            else:
+                i = next(i for i in range(len(s.positions)) if s.positions[i + 1] >= p)
+                x0, x1, y0, y1 = s.positions[i], s.positions[i + 1], ms[i], ms[i + 1]
+                total += y0 + (y1 - y0) * (p - x0) / (x1 - x0)
+        return total / 1000
+    odd = cost_lab.ContextSweep([7, 13, 40], [1.0, 4.0, 2.5], [0.5, 0.7, 0.6], start=3, end=52)
+    assert odd.naive_total_s == pytest.approx(by_hand(odd, odd.naive_ms))
+    assert odd.cached_total_s == pytest.approx(by_hand(odd, odd.cached_ms))
 
 
 # -- 2. batch size -------------------------------------------------------------------------------
@@ -105,7 +123,9 @@ def test_batch_sweep_rows_carry_their_arithmetic(tiny_lm):
 
 def test_batch_sweep_skips_sizes_that_do_not_fit(tiny_lm, monkeypatch):
     per_row = 17 * cost_lab.StepCosts.of(tiny_lm).kv_bytes_per_position
-    monkeypatch.setattr(cost_lab, "available_memory", lambda: 4 * 2 * per_row)  # a quarter: 2 rows
+    # A quarter of the free memory holds 4 rows: the caches of B = 1 and 2 (3 rows, all held at
+    # once), not also B = 4's.
+    monkeypatch.setattr(cost_lab, "available_memory", lambda: 4 * 4 * per_row)
     sweep = cost_lab.batch_sweep(tiny_lm, [1], context=16, sizes=(1, 2, 4, 8), steps=1)
     assert [r.batch for r in sweep.rows] == [1, 2] and sweep.skipped == [4, 8]
 
@@ -114,6 +134,8 @@ def test_flat_until():
     row = lambda b, ms: cost_lab.BatchRow(b, ms, b / ms * 1000, 1, 1, 1.0)  # noqa: E731
     assert cost_lab.BatchSweep(64, [row(1, 2.0), row(2, 2.4), row(4, 2.5), row(8, 4.0)]).flat_until == 4
     assert cost_lab.BatchSweep(64, [row(1, 2.0), row(2, 3.0)]).flat_until == 1
+    # Flat up to B only if every size before it was: a slow B = 2 ends it, whatever comes after.
+    assert cost_lab.BatchSweep(64, [row(1, 2.0), row(2, 3.0), row(4, 2.4), row(8, 5.0)]).flat_until == 1
 
 
 # -- 3. number formats ---------------------------------------------------------------------------
@@ -149,6 +171,11 @@ def test_a_lab_result_survives_the_trace_file(tiny_lm, tmp_path):
     path = tmp_path / "lab.json"
     dump(trace, path)
     again = cost_lab.LabResult.from_dict(load(path).cost_lab)
+    # A later version's extra fields are left out, not a crash.
+    doc = load(path).cost_lab
+    doc["machine"]["cache_bytes"] = 1
+    doc["context"]["notes"] = "x"
+    assert cost_lab.LabResult.from_dict(doc).machine == result.machine
     assert again.context.positions == result.context.positions
     assert again.batch.rows[1].batch == 2 and again.precision_formats is None
     assert again.costs == result.costs
@@ -163,6 +190,9 @@ def test_a_lab_result_survives_the_trace_file(tiny_lm, tmp_path):
         lambda lab: lab["batch"]["rows"][0].update(step_ms=None),
         lambda lab: lab.update(precision="float64"),
         lambda lab: lab.pop("costs"),
+        lambda lab: lab["context"].update(positions=list(reversed(lab["context"]["positions"]))),
+        lambda lab: lab["context"].update(end=10**9),  # beyond the context
+        lambda lab: lab["batch"]["rows"].reverse(),  # sizes must rise from 1
     ],
 )
 def test_a_damaged_lab_result_is_refused(tiny_lm, tmp_path, damage):

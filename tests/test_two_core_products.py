@@ -8,7 +8,7 @@ import torch.nn.functional as F
 
 from conftest import PROMPT
 from gpt2viz.model import layers
-from gpt2viz.model.layers import SPLIT_MAX_ROWS, Conv1D, unembed
+from gpt2viz.model.layers import SPLIT_MAX_ROWS, UNEMBED_SPLIT_MAX_ROWS, Conv1D, unembed
 
 
 @pytest.fixture
@@ -71,7 +71,7 @@ def test_conv1d_widths_that_would_round_differently_use_the_plain_product(two_th
 
 
 @pytest.mark.parametrize("vocab", [50, 51])  # GPT-2's vocabulary is odd: one row left over
-@pytest.mark.parametrize("rows", [1, 3, SPLIT_MAX_ROWS + 2, 33, 200])
+@pytest.mark.parametrize("rows", [1, 3, SPLIT_MAX_ROWS + 2, UNEMBED_SPLIT_MAX_ROWS, UNEMBED_SPLIT_MAX_ROWS + 1])
 def test_unembed_split_equals_linear(two_threads, any_size, count_bmm, vocab, rows):
     torch.manual_seed(vocab + rows)
     wte = torch.randn(vocab, 24)
@@ -80,7 +80,7 @@ def test_unembed_split_equals_linear(two_threads, any_size, count_bmm, vocab, ro
     assert got.shape == (1, rows, vocab)
     # Each logit is the same dot product either way; only the kernel's summation order may differ.
     torch.testing.assert_close(got, F.linear(x, wte), atol=1e-5, rtol=1e-5)
-    assert len(count_bmm) == 1  # every row count goes through the two-core product
+    assert len(count_bmm) == (1 if rows <= UNEMBED_SPLIT_MAX_ROWS else 0)
 
 
 def test_small_weights_use_the_plain_product(two_threads, count_bmm):
@@ -111,7 +111,7 @@ def test_decode_step_on_two_cores_matches_transformers(two_threads, count_bmm, c
     ids = lm.tokenizer.encode(PROMPT)
     cache = lm.model.new_cache()
     lm.model(torch.tensor([ids[:-1]]), cache)
-    assert SPLIT_MAX_ROWS < len(ids) - 1
+    assert SPLIT_MAX_ROWS < len(ids) - 1 <= UNEMBED_SPLIT_MAX_ROWS
     assert len(count_bmm) == 1  # prefill: the block products are plain, the LM head is split
     step, _ = lm.model(torch.tensor([ids[-1:]]), cache)
     # Four products per block (all at least SPLIT_MIN_BYTES) plus the LM head went through the split.

@@ -8,7 +8,7 @@ from torch import nn
 from ..hooks import Hooks
 from .config import GPT2Config
 from .kv_cache import KVCache
-from .layers import Block, Embedding, LayerNorm, TiedLMHead
+from .layers import Block, Embedding, LayerNorm, TiedLMHead, causal_mask
 
 
 class GPT2(nn.Module):
@@ -47,11 +47,17 @@ class GPT2(nn.Module):
         cache: KVCache | None = None,
         *,
         last_only: bool = False,
+        attention_mask: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, KVCache | None]:
         """Logits `[B, T, vocab]` for the new ids `[B, T]` (`[B, 1, vocab]` with `last_only`).
 
         With a cache, the ids continue the cached sequence: their positions start at
         `cache.length`, and their keys and values are added to it.
+
+        `attention_mask` `[B, cache.length + T]` (True or 1 for a real token, False or 0 for
+        padding; all positions so far, as in transformers) lets rows of different lengths share
+        a batch, padded on the left: no position attends to a padding key, and each row's
+        positions count its real tokens only, so a padded row computes what it would alone.
         """
         hooks = self.hooks
         B, T = input_ids.shape
@@ -61,14 +67,22 @@ class GPT2(nn.Module):
 
         # Embedding is a table lookup (row `id` of wte), not a matrix product.
         tok = self.wte.lookup(input_ids)  # (B, T, C)
-        pos = self.wpe.weight[past : past + T]  # (T, C): positions continue after the cache
+        if attention_mask is None:
+            pos = self.wpe.weight[past : past + T]  # (T, C): positions continue after the cache
+            keys_seen = None
+        else:
+            real = padding_mask(attention_mask, B, past + T)
+            # A row's position i is its count of real tokens before i (padding stays at 0).
+            positions = (real.long().cumsum(1) - 1).clamp_min(0)[:, past:]  # (B, T)
+            pos = self.wpe.lookup(positions)  # (B, T, C)
+            keys_seen = attention_with_padding(real, T)  # (B, 1, T, L)
         if hooks.active:
             hooks.fire("hook_embed", tok)
-            hooks.fire("hook_pos_embed", pos.unsqueeze(0).expand(B, T, -1))
+            hooks.fire("hook_pos_embed", (pos if pos.dim() == 3 else pos.unsqueeze(0)).expand(B, T, -1))
         x = tok + pos  # the residual stream, (B, T, C) from here to the end
 
         for block in self.h:
-            x = block(x, cache)
+            x = block(x, cache, keys_seen)
         if cache is not None:
             cache.advance(T)
             if hooks.active:
@@ -88,3 +102,28 @@ class GPT2(nn.Module):
         the LM head. Applied to the stream after block l, this is the logit lens: what the model
         would predict if block l were its last. Fires no hooks."""
         return self.lm_head(self.ln_f.normalize(resid))  # (..., vocab)
+
+
+def padding_mask(attention_mask: torch.Tensor, batch: int, length: int) -> torch.Tensor:
+    """`attention_mask` checked and as bool `[batch, length]`: True for a real token."""
+    if tuple(attention_mask.shape) != (batch, length):
+        raise ValueError(
+            f"attention_mask has shape {list(attention_mask.shape)}; this call needs {[batch, length]} "
+            "(every row, every position so far)"
+        )
+    real = attention_mask.to(torch.bool)
+    if not bool(real[:, -1].all()):
+        raise ValueError("attention_mask: the last position of every row must be a real token (pad on the left)")
+    return real
+
+
+def attention_with_padding(real: torch.Tensor, n_new: int) -> torch.Tensor:
+    """Which keys each new query sees, `[B, 1, T, L]`: the causal triangle, without padding keys.
+    A padding query still sees itself, so that its softmax has one term and stays finite (no
+    real position ever reads it)."""
+    B, L = real.shape
+    causal = causal_mask(n_new, L, real.device)  # (T, L)
+    seen = causal & real[:, None, :]  # (B, T, L)
+    diagonal = torch.zeros(n_new, L, dtype=torch.bool, device=real.device)
+    diagonal[torch.arange(n_new), torch.arange(L - n_new, L)] = True
+    return (seen | diagonal).unsqueeze(1)

@@ -24,6 +24,10 @@ from .kv_cache import KVCache
 # whole memory bandwidth. So products with at most this many rows are split into two halves run
 # as a batch of two, which torch gives one core each.
 SPLIT_MAX_ROWS = 8
+# The LM head's product with wte [V, C] stays faster split up to more rows (a prefill that keeps
+# every position's logits, the logit lens) than the block products do. Beyond, one product
+# without the halves' concatenation (a V x T copy: 206 MB at T = 1024).
+UNEMBED_SPLIT_MAX_ROWS = 32
 
 
 # Below this size a weight is read faster by one core than the two-core batch costs to set up:
@@ -63,7 +67,7 @@ def conv1d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.T
 def unembed(x: torch.Tensor, wte: torch.Tensor) -> torch.Tensor:
     """The LM head: `x @ wte^T`, one score per token id, `(..., C) -> (..., V)`."""
     rows = x.reshape(-1, x.size(-1))
-    if not _two_cores(rows, wte, max_rows=rows.size(0)):
+    if not _two_cores(rows, wte, UNEMBED_SPLIT_MAX_ROWS):
         return F.linear(x, wte)
     # Row v of wte makes logit v, so each contiguous half of wte's rows makes one half of the
     # logits, on one core each. Computed as wte_half @ x^T: the product streams wte's rows in the
@@ -192,7 +196,9 @@ class CausalSelfAttention(Layer):
             p + "hook_z",
         )
 
-    def forward(self, x: torch.Tensor, cache: KVCache | None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, cache: KVCache | None, keys_seen: torch.Tensor | None = None) -> torch.Tensor:
+        """`keys_seen` `[B, 1, T, L]`: which keys each query sees, where rows are padded (else the
+        causal triangle)."""
         B, T, C = x.shape
         hooks = self.hooks
         q, k, v = self.c_attn(x).split(C, dim=2)  # (B, T, 3C) -> 3 x (B, T, C)
@@ -210,7 +216,9 @@ class CausalSelfAttention(Layer):
             k, v = cache.append(self.layer, k, v)  # (B, nh, L, hd), L = past + T
 
         if hooks.active and (hooks.wants(self.hook_scores) or hooks.wants(self.hook_pattern)):
-            z = self._explicit_attention(q, k, v)
+            z = self._explicit_attention(q, k, v, keys_seen)
+        elif keys_seen is not None:
+            z = self._fused_attention(q, k, v, past, keys_seen)
         else:
             z = self._fused_attention(q, k, v, past)
         if hooks.active:
@@ -219,23 +227,30 @@ class CausalSelfAttention(Layer):
         z = z.transpose(1, 2).reshape(B, T, C)  # heads side by side again: (B, T, C)
         return self.c_proj(z)
 
-    def _explicit_attention(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    def _explicit_attention(
+        self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, keys_seen: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """Scores, mask and softmax written out, so the pattern can be shown."""
         scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(self.head_dim))  # (B, nh, T, L)
         # Query i may see keys 0 .. past + i. The scores are new, so they are masked in place.
-        scores.masked_fill_(~causal_mask(q.size(2), k.size(2), q.device), float("-inf"))
+        seen = causal_mask(q.size(2), k.size(2), q.device) if keys_seen is None else keys_seen
+        scores.masked_fill_(~seen, float("-inf"))
         self.hooks.fire(self.hook_scores, scores)
         pattern = torch.softmax(scores, dim=-1)  # each row sums to 1; masked entries are 0
         self.hooks.fire(self.hook_pattern, pattern)
         return pattern @ v  # (B, nh, T, hd)
 
-    def _fused_attention(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, past: int) -> torch.Tensor:
+    def _fused_attention(
+        self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, past: int, keys_seen: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """The same maths in one kernel, never materialising the pattern."""
         if q.dtype in (torch.float16, torch.bfloat16) and q.is_cpu:
             # This CPU's 16-bit attention kernel takes 2-3x float32's time (a GPT-2-small decode
             # step at 256 positions: 4.8 ms in float16 against 1.6 ms): run it in float32, then
             # round the result back to the 16-bit format.
-            return self._fused_attention(q.float(), k.float(), v.float(), past).to(q.dtype)
+            return self._fused_attention(q.float(), k.float(), v.float(), past, keys_seen).to(q.dtype)
+        if keys_seen is not None:
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=keys_seen)
         if q.size(2) == 1:
             # A single new query sees every cached key: no mask needed.
             return F.scaled_dot_product_attention(q, k, v)
@@ -284,11 +299,11 @@ class Block(Layer):
         )
         self.hook_mlp_out, self.hook_resid_post = p + "hook_mlp_out", p + "hook_resid_post"
 
-    def forward(self, x: torch.Tensor, cache: KVCache | None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, cache: KVCache | None, keys_seen: torch.Tensor | None = None) -> torch.Tensor:
         hooks = self.hooks
         if hooks.active:
             hooks.fire(self.hook_resid_pre, x)
-        attn_out = self.attn(self.ln_1(x), cache)
+        attn_out = self.attn(self.ln_1(x), cache, keys_seen)
         x = x + attn_out
         if hooks.active:
             hooks.fire(self.hook_attn_out, attn_out)

@@ -344,6 +344,18 @@ def _check_cost_lab(lab: object) -> None:
             "complete": lambda v: isinstance(v, bool),
         }))
     )
+    if ok:  # what the lab screen assumes of the numbers, beyond their types
+        n_ctx = lab["n_ctx"]
+        positions = context["positions"] if context is not None else []
+        sizes = [r["batch"] for r in batch["rows"]] if batch is not None else []
+        names = [r["format"] for r in formats["rows"]] if formats is not None else []
+        ok = (
+            (context is None or (context["start"] <= context["end"] <= n_ctx
+                                 and all(a < b for a, b in zip(positions, positions[1:]))
+                                 and all(context["start"] <= p < context["end"] for p in positions)))
+            and all(a < b for a, b in zip(sizes, sizes[1:])) and (not sizes or sizes[0] == 1)
+            and len(set(names)) == len(names)
+        )
     if not ok:
         raise TraceFileError("trace field 'cost_lab' is not a cost lab result as docs/trace.md describes it")
 

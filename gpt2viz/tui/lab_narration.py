@@ -44,18 +44,25 @@ TEXT = {
     ),
     "context.growth": (
         "Without the cache every step computes all its positions again, so its time grows with the position: "
-        "{naive_slope} ms more per 100 positions here. With it a step computes one position and reads the "
-        "cached keys and values: {cached_slope} ms more per 100 positions."
+        "{naive_slope} ms more per 100 positions here (a straight line fitted to the measured points). With "
+        "it a step computes one position and reads the cached keys and values: {cached_slope} ms per 100 "
+        "positions."
     ),
+    "context.no_growth": (
+        "Without the cache every step computes all its positions again, yet its time did not grow measurably "
+        "here ({naive_slope} ms per 100 positions, fitted): in this range a step is dominated by work that "
+        "does not depend on the length. With the cache: {cached_slope} ms per 100 positions."
+    ),
+    "context.one_point": "Only position {position} was measured: choose a longer length (n) to see a trend.",
     "context.crossover_start": "The cache was faster at every measured position, from {crossover} on.",
     "context.crossover": (
-        "Up to position {before} the cache did not win: a short pass costs little more than one position, "
+        "At position {before} the cache was not yet faster: a short pass costs little more than one position, "
         "because most of a step is work that does not depend on the length. From {crossover} on the cache "
         "was faster at every measured position."
     ),
     "context.no_crossover": (
-        "In this range the cache never won at every later position: recomputing {end} positions still costs "
-        "about what one cached step does on this model and machine."
+        "The cache was not faster at the last measured position ({last}): on this model and machine, "
+        "recomputing every position costs no more than a cached step in this range."
     ),
     "context.totals": (
         "Generating every token from position {start} to {end} would take about {naive_total} s without the "
@@ -77,6 +84,7 @@ TEXT = {
         "One decode step at {context} cached positions took {one_ms} ms for one sequence and {big_ms} ms for "
         "{big} ({ratio}x), so tokens/s went from {one_tps} to {big_tps}."
     ),
+    "batch.one_row": "One decode step at {context} cached positions took {ms} ms for B = {batch}.",
     "batch.flat": (
         "The step stayed within {flat_within}x of one sequence's time up to B = {flat}: every weight is read "
         "once per step, and the extra rows reuse it."
@@ -135,6 +143,10 @@ TEXT = {
         "not bound by memory or compute but by fixed work every step does whatever the model's size (Python, "
         "dispatching each operation, hand-offs between threads) or kernels far slower than the stream rate."
     ),
+    "bound.faster_compute": (
+        "{what}: its {gflop} GFLOP at the {compute} GFLOP/s measured for float32 would take {compute_ms} ms, "
+        "more than the {ms} ms it took: this format's kernels compute faster than float32's."
+    ),
     "bound.caches": (
         "{what}: reading its {read} at {stream} GB/s would take {memory_ms} ms, more than the {ms} ms it took: "
         "part of it came from the processor's caches, faster than main memory."
@@ -164,9 +176,9 @@ def bound_sentence(result: LabResult, what: str, n_bytes: float, flops: float, m
     if bound.kind == "unmeasured":
         return TEXT["bound.unmeasured"]
     key = {"partly": f"partly_{bound.resource}"}.get(bound.kind, bound.kind)
-    if bound.kind == "fixed" and bound.resource == "compute":
-        key = "fixed"
-    share = bound.share
+    # The sentence names one resource's time; its share is of that time.
+    named_ms = bound.compute_ms if key in ("compute", "partly_compute", "faster_compute") else bound.memory_ms
+    share = named_ms / ms if ms > 0 else 0.0
     return TEXT[f"bound.{key}"].format(
         what=what,
         read=nbytes(n_bytes),
@@ -188,12 +200,19 @@ def context_text(result: LabResult | None, sweep: ContextSweep | None, start: in
         TEXT["context.ends"].format(
             first=p[0], naive_first=num(naive[0]), cached_first=num(cached[0]),
             last=p[-1], naive_last=num(naive[-1]), cached_last=num(cached[-1]),
-        ),
-        TEXT["context.growth"].format(naive_slope=num(_slope(p, naive)), cached_slope=num(_slope(p, cached))),
+        )
     ]
+    if len(p) < 2:
+        parts.append(TEXT["context.one_point"].format(position=p[0]))
+    else:
+        naive_slope, cached_slope = _slope(p, naive), _slope(p, cached)
+        # "Grows" only where the fitted rise over the range is more than a tenth of the first step.
+        grows = naive_slope * (p[-1] - p[0]) / 100 > 0.1 * naive[0]
+        parts.append(TEXT["context.growth" if grows else "context.no_growth"].format(
+            naive_slope=num(naive_slope), cached_slope=num(cached_slope)))
     crossover = sweep.crossover
     if crossover is None:
-        parts.append(TEXT["context.no_crossover"].format(end=p[-1]))
+        parts.append(TEXT["context.no_crossover"].format(last=p[-1]))
     elif crossover == p[0]:
         parts.append(TEXT["context.crossover_start"].format(crossover=crossover))
     else:
@@ -201,10 +220,11 @@ def context_text(result: LabResult | None, sweep: ContextSweep | None, start: in
     if sweep.complete:
         naive_total, cached_total = sweep.naive_total_s, sweep.cached_total_s
         key = "context.totals" if cached_total < naive_total else "context.totals_slower"
-        parts.append(TEXT[key].format(
-            start=sweep.start, end=sweep.end, naive_total=num(naive_total), cached_total=num(cached_total),
-            speedup=num(naive_total / cached_total) if cached_total else "n/a", points=len(p),
-        ))
+        if sweep.end > sweep.start and cached_total > 0:
+            parts.append(TEXT[key].format(
+                start=sweep.start, end=sweep.end, naive_total=num(naive_total), cached_total=num(cached_total),
+                speedup=num(naive_total / cached_total), points=len(p),
+            ))
     else:
         parts.append(TEXT["context.partial"].format(done=len(p), last=p[-1]))
     mid = len(p) // 2
@@ -219,6 +239,13 @@ def batch_text(result: LabResult | None, sweep: BatchSweep | None, sizes: tuple[
     if result is None or sweep is None or not sweep.rows:
         return TEXT["batch.idle"].format(sizes=", ".join(str(b) for b in sizes), context=context)
     one, big = sweep.rows[0], sweep.rows[-1]
+    if len(sweep.rows) == 1:
+        what = TEXT["what.batch"].format(batch=one.batch)
+        return "\n\n".join([
+            TEXT["batch.one_row"].format(context=sweep.context, ms=num(one.step_ms), batch=one.batch),
+            bound_sentence(result, what, one.bytes_read, one.flops, one.step_ms),
+            machine_text(result),
+        ])
     parts = [TEXT["batch.ends"].format(
         context=sweep.context, one_ms=num(one.step_ms), big_ms=num(big.step_ms), big=big.batch,
         ratio=num(big.step_ms / one.step_ms), one_tps=num(one.tokens_per_s), big_tps=num(big.tokens_per_s),

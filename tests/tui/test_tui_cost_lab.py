@@ -138,6 +138,26 @@ def _result():
     return cost_lab.LabResult.from_dict(load(LAB_TRACE).cost_lab)
 
 
+def test_a_bound_sentence_quotes_the_share_of_the_time_it_names():
+    result = _result()
+    m = result.machine
+    # 20 ms to read 30 MB at 30 GB/s (1 ms) and do 0.3 GFLOP at 150 GFLOP/s (2 ms): fixed work.
+    from gpt2viz.tui.lab_narration import bound_sentence
+
+    text = bound_sentence(result, "The step", 30e6, 0.3e9, 20.0)
+    assert m.stream_gb_s == 30.0 and "would take only 1.00 ms of its 20.0 ms (5.00%)" in text
+    assert "not bound by memory or compute" in text
+
+
+def test_a_flat_context_curve_is_not_said_to_grow():
+    result = _result()
+    flat = cost_lab.ContextSweep([5, 50, 100], [2.0, 2.0, 2.01], [1.0, 1.0, 1.0], 5, 101)
+    text = context_text(result, flat, 5, 101)
+    assert "did not grow measurably" in text and "grows with the position" not in text
+    one = cost_lab.ContextSweep([63], [2.0], [1.0], 63, 64)
+    assert "Only position 63 was measured" in context_text(result, one, 63, 64)
+
+
 def test_bounds_named_are_the_rule_s_verdict():
     result = _result()
     m = result.machine
@@ -164,7 +184,8 @@ def test_no_speed_up_is_claimed_that_the_numbers_contradict():
     assert TEXT["precision.no_faster"] in text and "Fewer bytes a weight" not in text
     never = cost_lab.ContextSweep([5, 50, 100], [1.0, 1.2, 1.4], [2.0, 2.0, 2.0], 5, 101)
     text = context_text(result, never, 5, 101)
-    assert "never won" in text and "the cache was slower in this range" in text and "x faster" not in text
+    assert "not faster at the last measured position (100)" in text
+    assert "the cache was slower in this range" in text and "x faster" not in text
     wins = result.context
     text = context_text(result, wins, wins.start, wins.end)
     assert f"{num(wins.naive_total_s / wins.cached_total_s)}x faster" in text

@@ -91,7 +91,8 @@ class CostLabScreen(Screen):
         self.replay = replay
         self.prompt_ids = trace.all_token_ids
         self.n_ctx = n_ctx = lm.config.n_ctx if lm is not None else int(trace.model["config"]["n_ctx"])
-        self.lengths = [n for n in LENGTHS if n < n_ctx] + [n_ctx]
+        # Lengths past the prompt's end: a sweep needs positions to generate at.
+        self.lengths = [n for n in LENGTHS if len(self.prompt_ids) + 1 < n < n_ctx] + [n_ctx]
         self.length = n_ctx  # to the context limit; n picks a shorter length
         self.running: str | None = None  # the experiment under way
         self._run = 0

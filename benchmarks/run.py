@@ -869,6 +869,13 @@ def render(results: dict) -> str:
             parts.append(fmt_table(rows, ["number format", f"decode ctx {pr['context']} (ms)", "vs float32",
                                           f"prefill T={pr['prefill_T']} (ms)", "vs float32", "weights (MB)",
                                           "max|dlogit| vs f32", "top-1 vs f32"]))
+            held = pr.get("heldout_bundled")
+            if held:
+                rows = [[n, f"{h['perplexity']:.4f}", f"{h['reference_perplexity']:.4f}",
+                         f"{(h['perplexity'] / h['reference_perplexity'] - 1) * 100:+.2f} %",
+                         f"{h['agreement']['top1_agreement'] * 100:.2f} %"] for n, h in held["formats"].items()]
+                parts.append(fmt_table(rows, [f"bundled model, held-out text ({held['tokens']:,} tokens)", "perplexity",
+                                              "float32's", "difference", "top-1 vs f32"]))
         for lt in r.get("long_trace") or []:
             parts.append(
                 f"a {lt['T']}-token trace, recorded and worked out (what the TUI's worker does): {lt['trace_s']:.2f} s, "

@@ -61,6 +61,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --json and --generate: B continuations decoded together, row r sampling with seed + r",
     )
     p.add_argument(
+        "--batch-prompt", metavar="TEXT", action="append", default=None, dest="batch_prompts",
+        help="with --json and --generate: also continue TEXT in the same batch (repeat for more); prompts of "
+        "different lengths are padded on the left with an attention mask",
+    )
+    p.add_argument(
         "--cost-lab", action="store_true",
         help="with --json: also run the cost lab's three experiments (cache, batch size, number formats) and record them",
     )
@@ -131,6 +136,20 @@ def parse_args(argv: list[str] | None) -> RunOptions:
             raise UsageError("--sequences needs --generate N (how many new tokens each sequence gets)")
         if args.no_cache:
             raise UsageError("--sequences decodes through the KV cache; it does not go with --no-cache")
+    if args.batch_prompts:
+        if args.json_path is None:
+            raise UsageError("--batch-prompt works with --json (the app's generation view shows one sequence)")
+        if not args.generate:
+            raise UsageError("--batch-prompt needs --generate N (how many new tokens each prompt gets)")
+        if args.no_cache:
+            raise UsageError("--batch-prompt decodes through the KV cache; it does not go with --no-cache")
+        if args.sequences != 1:
+            raise UsageError("--batch-prompt and --sequences do not go together: one batches prompts, the other "
+                             "continuations of one prompt")
+        if len(args.batch_prompts) + 1 > MAX_BATCH:
+            raise UsageError(f"--batch-prompt: at most {MAX_BATCH - 1} of them (a batch holds {MAX_BATCH} rows)")
+        if any(not text for text in args.batch_prompts):
+            raise UsageError("--batch-prompt needs a non-empty TEXT")
     if args.cost_lab and args.json_path is None:
         raise UsageError("--cost-lab works with --json (in the app, m opens the cost lab)")
     if args.topk_logits < 1:
@@ -150,6 +169,7 @@ def parse_args(argv: list[str] | None) -> RunOptions:
         dtype=args.dtype,
         topk_logits=args.topk_logits,
         sequences=args.sequences,
+        batch_prompts=tuple(args.batch_prompts or ()),
         cost_lab=args.cost_lab,
     )
     options.sampling()  # checks temperature, top-k, top-p now, before any loading
@@ -185,6 +205,7 @@ def run_headless(options: RunOptions) -> int:
         topk=options.topk_logits,
         quality=True,
         sequences=options.sequences,
+        batch_prompts=list(options.batch_prompts),
     )
     for notice in trace.notices[len(lm.notices) :]:
         say(notice)

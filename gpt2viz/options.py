@@ -31,6 +31,7 @@ class RunOptions:
     dtype: str = "float32"
     topk_logits: int = DEFAULT_TOPK
     sequences: int = 1  # continuations decoded together (--json only)
+    batch_prompts: tuple[str, ...] = ()  # more prompts decoded together with the prompt (--json only)
     cost_lab: bool = False  # also run the cost lab's experiments (--json only)
 
     def sampling(self) -> SamplingSettings:

@@ -146,3 +146,27 @@ def test_no_attention_lands_on_padding(tiny_lm):
             if pad:
                 assert float(pattern[r, :, pad:, :pad].abs().max()) == 0.0  # real queries, padding keys
             torch.testing.assert_close(pattern[r].sum(-1), torch.ones_like(pattern[r].sum(-1)))
+
+
+def test_the_cli_decodes_prompts_of_different_lengths_together(tmp_path):
+    """--batch-prompt: every row of the trace's batch is its prompt's own greedy continuation."""
+    import gpt2viz
+    from test_cli_errors import gpt2viz as run_cli, one_error_line
+
+    out = tmp_path / "batch.json"
+    code, stderr, _ = run_cli(PROMPTS[0], "--model", "tiny", "--json", str(out), "--generate", "6",
+                              "--batch-prompt", PROMPTS[1], "--batch-prompt", PROMPTS[2])
+    assert code == 0, stderr
+    batch = load(out).batch
+    lm = gpt2viz.load_model("tiny")
+    assert batch["size"] == 3
+    for row, prompt in zip(batch["rows"], PROMPTS):
+        assert row["prompt_ids"] == lm.tokenizer.encode(prompt) and row["prompt"] == prompt
+        assert row["ids"] == lm.generate(prompt, 6).token_ids
+    schema = json.loads((Path(__file__).resolve().parents[1] / "docs" / "trace.schema.json").read_text())
+    jsonschema.validate(json.loads(out.read_text()), schema)
+    code, stderr, _ = run_cli("a", "--model", "tiny", "--json", "-", "--batch-prompt", "b")
+    assert code == 2 and "--generate" in one_error_line(stderr)
+    code, stderr, _ = run_cli("a", "--model", "tiny", "--json", "-", "--generate", "2", "--batch-prompt", "b",
+                              "--sequences", "2")
+    assert code == 2 and "do not go together" in one_error_line(stderr)

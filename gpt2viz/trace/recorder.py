@@ -320,8 +320,28 @@ def record_batch(
     from ..batch import generate_batch
 
     result = generate_batch(lm.model, prompt_ids, batch_size, max_new_tokens, settings=settings, eos_id=lm.eos_id)
+    return _batch_record(lm, result, settings, max_new_tokens)
+
+
+def record_prompts(
+    lm: LanguageModel, prompts: list[list[int]], max_new_tokens: int, settings: SamplingSettings
+) -> dict:
+    """Continues several prompts (ids, any lengths) together, padded on the left with an
+    attention mask, and returns the trace's `batch` part; each row also records its prompt."""
+    from ..batch import generate_prompts
+
+    pad = lm.eos_id if lm.eos_id is not None else 0
+    result = generate_prompts(lm.model, prompts, max_new_tokens, settings=settings, eos_id=lm.eos_id, pad_id=pad)
+    record = _batch_record(lm, result, settings, max_new_tokens)
+    for row, prompt in zip(record["rows"], prompts):
+        row["prompt_ids"] = list(prompt)
+        row["prompt"] = lm.tokenizer.decode(prompt)
+    return record
+
+
+def _batch_record(lm: LanguageModel, result, settings: SamplingSettings, max_new_tokens: int) -> dict:
     return {
-        "size": batch_size,
+        "size": result.batch_size,
         "settings": _settings_record(settings),
         "max_new_tokens": max_new_tokens,
         "rows": [
@@ -376,15 +396,25 @@ def trace_prompt(
     should_stop: Callable[[], bool] | None = None,
     quality: bool = False,
     sequences: int = 1,
+    batch_prompts: list[str] | None = None,
 ) -> Trace:
     """Records the forward pass over `prompt` and, if asked, a generation that continues it.
     With `quality`, a model in another format than float32 is also measured against float32 on
-    the same checkpoint over the prompt's positions (`gpt2viz.quality`)."""
+    the same checkpoint over the prompt's positions (`gpt2viz.quality`). `sequences` > 1
+    continues the prompt that many times together; `batch_prompts` continues the prompt and each
+    of them together, padded to the longest (both: the trace's `batch`)."""
     ids, notices = prepare_prompt(lm, prompt)
     events, forward_ms = record_forward(lm, ids, use_cache=use_cache, topk=topk)
     measured = _measure_quality(lm, ids) if quality else None
     generation = batch = None
-    if generate_tokens > 0 and sequences > 1:  # several continuations together: the `batch` part
+    if generate_tokens > 0 and batch_prompts:  # several prompts together: the `batch` part
+        others = []
+        for text in batch_prompts:
+            other, said = prepare_prompt(lm, text)
+            others.append(other)
+            notices.extend(said)
+        batch = record_prompts(lm, [ids] + others, generate_tokens, settings or SamplingSettings())
+    elif generate_tokens > 0 and sequences > 1:  # several continuations together: the `batch` part
         batch = record_batch(lm, ids, sequences, generate_tokens, settings or SamplingSettings())
     elif generate_tokens > 0:
         generation = record_generation(

@@ -34,7 +34,7 @@ import torch  # noqa: E402
 from checkpoints import SHAPES, ensure_checkpoint, weights_bytes  # noqa: E402
 from quiet import GATE  # noqa: E402
 
-from gpt2viz.cost_lab import interleaved_steps, rewind_to  # noqa: E402
+from gpt2viz.cost_lab import StepCosts, interleaved_steps, rewind_to  # noqa: E402
 
 PROMPT = "The quick brown fox jumps over the lazy dog, and then it runs into the forest"  # 17 tokens
 MB = 1e6
@@ -352,16 +352,6 @@ def bench_prefill(lm, hf, Ts: list[int], reps: dict[int, int]) -> list[dict]:
     return rows
 
 
-def decode_bytes(lm, ctx: int) -> tuple[int, int]:
-    """Bytes a decode step must read: every parameter except the unused wpe rows, and the KV cache."""
-    cfg = lm.config
-    params = sum(p.numel() * p.element_size() for p in lm.model.parameters())
-    wpe = lm.model.wpe.weight
-    weights = params - wpe.numel() * wpe.element_size() + cfg.n_embd * wpe.element_size()
-    kv = ctx * cfg.kv_bytes_per_position(wpe.element_size())
-    return weights, kv
-
-
 def bench_decode(lm, hf, free, contexts: list[int], steps: int, warmup: int, bw_gb_s: float) -> list[dict]:
     """Each side prefills the same `ctx` random ids, then times one-token steps at that context:
     after every step its cache is rewound by one position (untimed), so all steps see `ctx`
@@ -402,7 +392,8 @@ def bench_decode(lm, hf, free, contexts: list[int], steps: int, warmup: int, bw_
                                   measure=GATE.measure)
         assert c_ours.length == ctx and pkv.get_seq_length() == ctx
         o, f, h = (median(times[n]) for n in names)
-        wbytes, kvbytes = decode_bytes(lm, ctx + 1)
+        costs = StepCosts.of(lm)  # what a step reads: the weights, and the cache after it (ctx + 1)
+        wbytes, kvbytes = costs.weight_bytes, (ctx + 1) * costs.kv_bytes_per_position
         bound_ms = (wbytes + kvbytes) / (bw_gb_s * 1e6)
         rows.append(
             {

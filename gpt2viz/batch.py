@@ -42,7 +42,7 @@ MAX_BATCH = 256
 
 @dataclass
 class BatchResult(StepTimes):
-    """Every row's continuation (each row's result holds the shared prompt), and the time of each
+    """Every row's continuation (each row's result holds its prompt), and the time of each
     batched step (the first is the prefill)."""
 
     rows: list[GenerationResult]
@@ -85,7 +85,7 @@ def generate_batch(
     cache = model.new_cache(batch_size, capacity=min(model.config.n_ctx, len(prompt_ids) + max_new_tokens))
 
     def first() -> torch.Tensor:
-        return _prefill(model, prompt_ids, cache)  # (1, vocab): the same for every row
+        return _prefill(model, prompt_ids, cache).expand(batch_size, -1)  # the same row for all, no copy
 
     def advance(fed: torch.Tensor) -> torch.Tensor:
         return model(fed, cache, last_only=True)[0][:, -1]  # (B, vocab)
@@ -105,18 +105,20 @@ def generate_prompts(
     eos_id: int | None = None,
     on_step: Callable[[int, list[int], float], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
-    pad_id: int = 0,
+    pad_id: int | None = None,
 ) -> BatchResult:
     """Continues each of `prompts` (lists of ids, of any lengths) by up to `max_new_tokens`,
     decoded together: the prompts are padded on the left to the longest, with an attention mask,
     so that every row computes what it would alone (to the last digits of the kernels' sums).
     Row r samples with seed + r. The batch stops at the context limit when its longest row
-    reaches it."""
+    reaches it. Padding is `pad_id` (default: `eos_id`, else 0); no position ever attends to it."""
     settings = settings or SamplingSettings()
     if not isinstance(prompts, list) or not 1 <= len(prompts) <= MAX_BATCH:
         raise SettingError("prompts", f"must be a list of 1 to {MAX_BATCH} prompts")
     for prompt in prompts:
         check_request(model, prompt, max_new_tokens)
+    if pad_id is None:
+        pad_id = eos_id if eos_id is not None else 0
     width = max(len(p) for p in prompts)
     cache = model.new_cache(len(prompts), capacity=min(model.config.n_ctx, width + max_new_tokens))
     device = model.device
@@ -146,8 +148,8 @@ def _decode_together(
     on_step: Callable[[int, list[int], float], None] | None,
     should_stop: Callable[[], bool] | None,
 ) -> BatchResult:
-    """The decoding loop of a batch: `first()` gives the logits after the prompts (one row for
-    all, or one per row), `advance(fed)` those after feeding each row's newest token `[B, 1]`;
+    """The decoding loop of a batch: `first()` gives the logits `[B, vocab]` after the prompts,
+    `advance(fed)` those after feeding each row's newest token `[B, 1]`;
     `length` is the batch's padded length so far."""
     batch_size = len(prompts)
     n_ctx = model.config.n_ctx
@@ -169,7 +171,7 @@ def _decode_together(
         else:
             fed = torch.tensor([[r.token_ids[-1]] for r in rows], device=model.device)  # each row's newest
             logits = advance(fed)
-        picks = [choose_token(logits[b if logits.size(0) > 1 else 0], settings, g)[0] for b, g in enumerate(generators)]
+        picks = [choose_token(logits[b], settings, g)[0] for b, g in enumerate(generators)]
         ms = (time.perf_counter() - start) * 1000
         result.step_ms.append(ms)
         length += 1

@@ -27,7 +27,7 @@ from typing import Callable
 
 import torch
 
-from .costs import compute_rate, stream_bandwidth
+from .costs import compute_rate, gb_per_s, stream_bandwidth
 from .language_model import LanguageModel, load_model
 from .model.precision import PRECISIONS
 from .quality import compare_logits
@@ -122,6 +122,11 @@ def cached_positions(wanted: int, n_ctx: int) -> int:
     return max(1, min(wanted, n_ctx - 1))
 
 
+def sweep_start(prompt_length: int, length: int) -> int:
+    """The first position the context experiment measures: the prompt's end, before `length`."""
+    return max(1, min(prompt_length, length - 1))
+
+
 def _filled_ids(prompt_ids: list[int], length: int) -> list[int]:
     """`length` ids: the prompt's, repeated (a step's time does not depend on which ids)."""
     ids = list(prompt_ids) or [0]
@@ -131,10 +136,11 @@ def _filled_ids(prompt_ids: list[int], length: int) -> list[int]:
 @dataclass
 class StepCosts:
     """What one decode step of a model reads and computes, from its shapes and its weights' bytes:
-    every weight read once a step (whatever the batch), each row's KV cache read, and per row two
-    FLOPs per weight of every product and the LM head plus attention's over the cached positions."""
+    every weight read once a step (whatever the batch; of the position table only the rows in
+    use), each row's KV cache read, and per row two FLOPs per weight of every product and the LM
+    head plus attention's over the cached positions."""
 
-    weight_bytes: int
+    weight_bytes: int  # the weights one step reads
     kv_bytes_per_position: int  # one row
     flops_per_row: int  # block products and the LM head
     flops_per_cached_position: int  # one row: q.K and p.V, every layer and head
@@ -144,9 +150,10 @@ class StepCosts:
         config = lm.config
         d, inner = config.n_embd, config.d_mlp
         products = config.n_layer * (d * 3 * d + d * d + 2 * d * inner)  # c_attn, c_proj, c_fc, c_proj
-        itemsize = torch.tensor([], dtype=lm.model.dtype).element_size()
+        itemsize = lm.model.dtype.itemsize  # activations, the KV cache and the position table
+        unused_positions = (config.n_ctx - 1) * config.n_embd * itemsize
         return cls(
-            lm.weight_bytes,
+            lm.weight_bytes - unused_positions,
             config.kv_bytes_per_position(itemsize),
             2 * (products + config.vocab_size * config.n_embd),
             4 * config.n_layer * config.n_embd,
@@ -224,9 +231,6 @@ class ContextSweep:
     def cached_total_s(self) -> float:
         return self._interpolated_total(self.cached_ms)
 
-    def to_dict(self) -> dict:
-        return asdict(self)
-
 
 def context_positions(start: int, end: int, points: int = CONTEXT_POINTS) -> list[int]:
     """`points` positions spread evenly from `start` to `end` - 1 (fewer if the range is short)."""
@@ -253,7 +257,7 @@ def context_sweep(
     position against the cache holding the rest), interleaved, `reps` times each."""
     model = lm.model
     length = max(2, min(length, lm.config.n_ctx))
-    start = max(1, min(len(prompt_ids), length - 1))
+    start = sweep_start(len(prompt_ids), length)
     ids = torch.tensor([_filled_ids(prompt_ids, length)], device=model.device)
     positions = context_positions(start, length, points)
     sweep = ContextSweep(start=start, end=length)
@@ -287,13 +291,20 @@ def context_sweep(
 class BatchRow:
     batch: int
     step_ms: float
-    tokens_per_s: float
     flops: int  # of the whole step
     bytes_read: int  # weights once, and every row's cache
-    intensity: float  # FLOPs per byte read
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.batch / self.step_ms * 1000
+
+    @property
+    def intensity(self) -> float:
+        """FLOPs per byte read."""
+        return self.flops / self.bytes_read
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        return {**asdict(self), "tokens_per_s": self.tokens_per_s, "intensity": self.intensity}
 
 
 @dataclass
@@ -320,8 +331,7 @@ class BatchSweep:
         return flat
 
     def to_dict(self) -> dict:
-        return {"context": self.context, "rows": [r.to_dict() for r in self.rows], "skipped": self.skipped,
-                "complete": self.complete}
+        return {**asdict(self), "rows": [r.to_dict() for r in self.rows]}
 
 
 def available_memory() -> int | None:
@@ -388,8 +398,7 @@ def batch_sweep(
         ms = _median(times[b])
         if ms is None:
             continue
-        flops, nbytes = costs.flops(b, context), costs.bytes_read(b, context)
-        sweep.rows.append(BatchRow(b, ms, b / ms * 1000, flops, nbytes, flops / nbytes))
+        sweep.rows.append(BatchRow(b, ms, costs.flops(b, context), costs.bytes_read(b, context)))
     on_progress(steps, steps)
     return sweep
 
@@ -402,12 +411,16 @@ class PrecisionRow:
     format: str
     step_ms: float
     bytes_read: int  # weights and the KV cache, per token
-    gb_s: float  # bytes_read per step time
     weight_bytes: int
     quality: dict  # quality.Agreement.to_dict(): against float32 over the prompt's positions
 
+    @property
+    def gb_s(self) -> float:
+        """Effective GB/s: the bytes read over the step's time."""
+        return gb_per_s(self.bytes_read, self.step_ms)
+
     def to_dict(self) -> dict:
-        return asdict(self)
+        return {**asdict(self), "gb_s": self.gb_s}
 
 
 @dataclass
@@ -419,7 +432,7 @@ class PrecisionSweep:
     complete: bool = True
 
     def to_dict(self) -> dict:
-        return {"context": self.context, "rows": [r.to_dict() for r in self.rows], "complete": self.complete}
+        return {**asdict(self), "rows": [r.to_dict() for r in self.rows]}
 
 
 @torch.inference_mode()
@@ -483,7 +496,7 @@ def precision_sweep(
             continue
         nbytes = StepCosts.of(m).bytes_read(1, context)
         quality = compare_logits(m, reference, quality_ids).to_dict()
-        sweep.rows.append(PrecisionRow(name, ms, nbytes, nbytes / ms / 1e6, m.weight_bytes, quality))
+        sweep.rows.append(PrecisionRow(name, ms, nbytes, m.weight_bytes, quality))
     on_progress(total, total)
     return sweep
 
@@ -516,7 +529,7 @@ class LabResult:
             "costs": asdict(self.costs),
             "n_ctx": self.n_ctx,
             "vocab_size": self.vocab_size,
-            "context": None if self.context is None else self.context.to_dict(),
+            "context": None if self.context is None else asdict(self.context),
             "batch": None if self.batch is None else self.batch.to_dict(),
             "precision_formats": None if self.precision_formats is None else self.precision_formats.to_dict(),
         }

@@ -60,6 +60,11 @@ def _median_s(fn: Callable[[], object], reps: int) -> float:
     return statistics.median(times)
 
 
+def gb_per_s(n_bytes: float, ms: float | None) -> float | None:
+    """Effective bandwidth in GB/s (10^9 bytes) of moving `n_bytes` in `ms`."""
+    return n_bytes / (ms / 1000) / 1e9 if ms else None
+
+
 @functools.lru_cache(maxsize=1)
 def stream_bandwidth(reps: int = 5) -> float:
     """GB/s (10^9 bytes) of the fastest one-row product over a matrix far larger than the caches:

@@ -148,7 +148,6 @@ class LanguageModel:
             eos_id=self.eos_id,
             on_step=on_step,
             should_stop=should_stop,
-            pad_id=self.eos_id if self.eos_id is not None else 0,
         )
 
 

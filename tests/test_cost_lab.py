@@ -43,7 +43,8 @@ def test_step_costs_count_gpt2_small_by_hand(tiny_lm):
     assert costs.flops_per_row == 2 * (products + 50257 * 768)
     assert costs.flops_per_cached_position == 4 * 12 * 768
     assert costs.kv_bytes_per_position == 2 * 12 * 768 * 4  # K and V, float32
-    assert costs.bytes_read(8, 64) == 500_000_000 + 8 * 64 * 73_728
+    assert costs.weight_bytes == 500_000_000 - 1023 * 768 * 4  # of the position table, the row in use
+    assert costs.bytes_read(8, 64) == costs.weight_bytes + 8 * 64 * 73_728
     assert costs.flops(2, 10) == 2 * (costs.flops_per_row + 10 * costs.flops_per_cached_position)
 
 
@@ -131,7 +132,7 @@ def test_batch_sweep_skips_sizes_that_do_not_fit(tiny_lm, monkeypatch):
 
 
 def test_flat_until():
-    row = lambda b, ms: cost_lab.BatchRow(b, ms, b / ms * 1000, 1, 1, 1.0)  # noqa: E731
+    row = lambda b, ms: cost_lab.BatchRow(b, ms, 1, 1)  # noqa: E731
     assert cost_lab.BatchSweep(64, [row(1, 2.0), row(2, 2.4), row(4, 2.5), row(8, 4.0)]).flat_until == 4
     assert cost_lab.BatchSweep(64, [row(1, 2.0), row(2, 3.0)]).flat_until == 1
     # Flat up to B only if every size before it was: a slow B = 2 ends it, whatever comes after.

@@ -78,7 +78,7 @@ class GPT2(nn.Module):
             keys_seen = attention_with_padding(real, T)  # (B, 1, T, L)
         if hooks.active:
             hooks.fire("hook_embed", tok)
-            hooks.fire("hook_pos_embed", (pos if pos.dim() == 3 else pos.unsqueeze(0)).expand(B, T, -1))
+            hooks.fire("hook_pos_embed", pos.expand(B, T, -1))  # (T, C) or (B, T, C)
         x = tok + pos  # the residual stream, (B, T, C) from here to the end
 
         for block in self.h:

@@ -77,7 +77,8 @@ def unembed(x: torch.Tensor, wte: torch.Tensor) -> torch.Tensor:
     # of its own.
     half = wte.size(0) // 2
     halves = wte[: 2 * half].view(2, half, wte.size(1))  # (2, V/2, C), no copy
-    both = torch.bmm(halves, rows.t().expand(2, *rows.t().shape))  # (2, V/2, rows)
+    cols = rows.t()  # (C, rows)
+    both = torch.bmm(halves, cols.expand(2, *cols.shape))  # (2, V/2, rows)
     logits = torch.cat([both[0].t(), both[1].t(), F.linear(rows, wte[2 * half :])], dim=1)  # (rows, V)
     return logits.view(*x.shape[:-1], wte.size(0))
 
@@ -217,10 +218,8 @@ class CausalSelfAttention(Layer):
 
         if hooks.active and (hooks.wants(self.hook_scores) or hooks.wants(self.hook_pattern)):
             z = self._explicit_attention(q, k, v, keys_seen)
-        elif keys_seen is not None:
-            z = self._fused_attention(q, k, v, past, keys_seen)
         else:
-            z = self._fused_attention(q, k, v, past)
+            z = self._fused_attention(q, k, v, past, keys_seen)
         if hooks.active:
             hooks.fire(self.hook_z, z)
 

@@ -312,13 +312,15 @@ _CONTEXT_FIELDS = {
     "positions": _list_of(_count), "naive_ms": _list_of(_positive), "cached_ms": _list_of(_positive),
     "start": _count, "end": _count, "complete": lambda v: isinstance(v, bool),
 }
+# What the lab reads back; derived fields written beside them (tokens_per_s, intensity, gb_s)
+# are worked out again from these.
 _BATCH_ROW = {
-    "batch": lambda v: _is_int(v) and v >= 1, "step_ms": _positive, "tokens_per_s": _positive, "flops": _count,
-    "bytes_read": lambda v: _is_int(v) and v >= 1, "intensity": lambda v: _is_number(v) and v is not None and v >= 0,
+    "batch": lambda v: _is_int(v) and v >= 1, "step_ms": _positive, "flops": _count,
+    "bytes_read": lambda v: _is_int(v) and v >= 1,
 }
 _FORMAT_ROW = {
     "format": lambda v: v in _FORMATS, "step_ms": _positive, "bytes_read": lambda v: _is_int(v) and v >= 1,
-    "gb_s": lambda v: _is_number(v) and v is not None and v >= 0, "weight_bytes": _count,
+    "weight_bytes": _count,
     "quality": lambda v: _fields_ok(v, {"positions": _count, "max_abs_dlogit": _is_number,
                                          "top1_agreement": _is_number, "mean_kl": _is_number}),
 }

@@ -330,8 +330,7 @@ def record_prompts(
     attention mask, and returns the trace's `batch` part; each row also records its prompt."""
     from ..batch import generate_prompts
 
-    pad = lm.eos_id if lm.eos_id is not None else 0
-    result = generate_prompts(lm.model, prompts, max_new_tokens, settings=settings, eos_id=lm.eos_id, pad_id=pad)
+    result = generate_prompts(lm.model, prompts, max_new_tokens, settings=settings, eos_id=lm.eos_id)
     record = _batch_record(lm, result, settings, max_new_tokens)
     for row, prompt in zip(record["rows"], prompts):
         row["prompt_ids"] = list(prompt)

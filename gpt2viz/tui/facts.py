@@ -115,11 +115,6 @@ class RunFacts:
 
 
 
-def gb_per_s(n_bytes: float, ms: float | None) -> float | None:
-    """Effective bandwidth in GB/s (10⁹ bytes) of moving `n_bytes` in `ms`."""
-    return n_bytes / (ms / 1000) / 1e9 if ms else None
-
-
 _FACTS: "weakref.WeakKeyDictionary[Trace, RunFacts]" = weakref.WeakKeyDictionary()
 
 

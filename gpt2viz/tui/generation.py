@@ -12,7 +12,8 @@ from dataclasses import dataclass, field, replace
 from ..model.precision import parse_precision
 from ..generate import STOP_CANCELLED, STOP_CONTEXT, STOP_EOS, STOP_MAX_TOKENS, SamplingSettings
 from ..options import DEFAULT_TOPK
-from .facts import RunFacts, gb_per_s
+from ..costs import gb_per_s
+from .facts import RunFacts
 
 DEFAULT_NEW_TOKENS = 40
 FINISHED = (STOP_EOS, STOP_CONTEXT, STOP_MAX_TOKENS)

@@ -6,11 +6,11 @@ plain step records, and returns plain text quoting this run's numbers.
 
 from __future__ import annotations
 
-from ..costs import step_bound
+from ..costs import gb_per_s, step_bound
 from ..generate import STOP_CANCELLED, STOP_CONTEXT, STOP_EOS, STOP_MAX_TOKENS
 from .formatting import count, nbytes, num, percent, shape
 from .generation import Comparison, Generation
-from .facts import RunFacts, gb_per_s
+from .facts import RunFacts
 from .narration import ARROW
 
 EOS_TEXT = "<|endoftext|>"

@@ -131,12 +131,13 @@ TEXT = {
     ),
     "bound.partly_memory": (
         "{what}: reading its {read} at {stream} GB/s takes {memory_ms} ms, {share} of its {ms} ms: memory is "
-        "a large part, and the rest is fixed work every step does (Python, dispatching each operation, "
-        "hand-offs between threads) or kernels slower than the stream rate."
+        "a large part, and the other {rest} ms is fixed work every step does (Python, dispatching each "
+        "operation, hand-offs between threads) or kernels slower than the stream rate."
     ),
     "bound.partly_compute": (
         "{what}: its {gflop} GFLOP at {compute} GFLOP/s take {compute_ms} ms, {share} of its {ms} ms: compute "
-        "is a large part, and the rest is fixed work every step does or kernels slower than the measured rate."
+        "is a large part, and the other {rest} ms is fixed work every step does or kernels slower than the "
+        "measured rate."
     ),
     "bound.fixed": (
         "{what}: reading its {read} at {stream} GB/s would take only {memory_ms} ms of its {ms} ms ({share}): "
@@ -189,6 +190,7 @@ def bound_sentence(result: LabResult, what: str, n_bytes: float, flops: float, m
         gflop=num(flops / 1e9),
         share=percent(share),
         ms=num(ms),
+        rest=num(bound.fixed_ms),
     )
 
 
@@ -251,18 +253,18 @@ def batch_text(result: LabResult | None, sweep: BatchSweep | None, sizes: tuple[
         ratio=num(big.step_ms / one.step_ms), one_tps=num(one.tokens_per_s), big_tps=num(big.tokens_per_s),
     )]
     flat = sweep.flat_until
-    if len(sweep.rows) > 1 and flat == one.batch:
+    if flat == one.batch:
         second = sweep.rows[1]
         parts.append(TEXT["batch.not_flat"].format(
             second=second.batch, second_ratio=num(second.step_ms / one.step_ms), vocab=f"{result.vocab_size:,}",
         ))
-    elif len(sweep.rows) > 1:
+    else:
         parts.append(TEXT["batch.flat"].format(flat_within=num(FLAT_WITHIN), flat=flat))
     m = result.machine
     parts.append(TEXT["batch.intensity"].format(
         one_i=num(one.intensity), big_i=num(big.intensity), big=big.batch, ridge=num(m.compute_gflop_s / m.stream_gb_s),
     ))
-    for row in (one, big) if big is not one else (one,):
+    for row in (one, big):
         what = TEXT["what.batch"].format(batch=row.batch)
         parts.append(bound_sentence(result, what, row.bytes_read, row.flops, row.step_ms))
     if sweep.skipped:
@@ -283,18 +285,15 @@ def precision_text(result: LabResult | None, sweep: PrecisionSweep | None, forma
             format=r.format, ms=num(r.step_ms), ratio=num(r.step_ms / base.step_ms) if base else "n/a",
             read=nbytes(r.bytes_read), gb_s=num(r.gb_s),
         ))
-    if base is not None:
-        faster = [r for r in sweep.rows if r.step_ms < base.step_ms]
-        if faster:
-            fastest = min(faster, key=lambda r: r.step_ms)
-            parts.append(TEXT["precision.fastest"].format(
-                fastest=fastest.format, fastest_ratio=num(fastest.step_ms / base.step_ms),
-                bytes_ratio=num(fastest.bytes_read / base.bytes_read),
-            ))
-        else:
-            parts.append(TEXT["precision.no_faster"])
-    flops = result.costs.flops(1, sweep.context)
     fastest = min(sweep.rows, key=lambda r: r.step_ms)
+    if base is not None and fastest.step_ms < base.step_ms:
+        parts.append(TEXT["precision.fastest"].format(
+            fastest=fastest.format, fastest_ratio=num(fastest.step_ms / base.step_ms),
+            bytes_ratio=num(fastest.bytes_read / base.bytes_read),
+        ))
+    elif base is not None:
+        parts.append(TEXT["precision.no_faster"])
+    flops = result.costs.flops(1, sweep.context)
     shown = [base] if base is not None else []
     shown += [fastest] if fastest is not base else []
     for r in shown:

@@ -66,8 +66,7 @@ def fixed_lab_result(lm, prompt_ids: list[int]) -> dict:
     context = cost_lab.cached_positions(cost_lab.BATCH_CONTEXT, n)
     rows = []
     for b, ms in zip(cost_lab.BATCH_SIZES, (2.0, 2.2, 2.4, 3.6, 6.0, 11.0)):
-        flops, nbytes = costs.flops(b, context), costs.bytes_read(b, context)
-        rows.append(cost_lab.BatchRow(b, ms, b / ms * 1000, flops, nbytes, flops / nbytes))
+        rows.append(cost_lab.BatchRow(b, ms, costs.flops(b, context), costs.bytes_read(b, context)))
     result.batch = cost_lab.BatchSweep(context, rows)
     context = cost_lab.cached_positions(cost_lab.PRECISION_CONTEXT, n)
     formats = []
@@ -80,7 +79,7 @@ def fixed_lab_result(lm, prompt_ids: list[int]) -> dict:
         weights = int(costs.weight_bytes * ratio)
         nbytes = weights + context * costs.kv_bytes_per_position * (1 if name == "int8" else ratio)
         quality = {"positions": len(prompt_ids), "max_abs_dlogit": dlogit, "top1_agreement": top1, "mean_kl": kl}
-        formats.append(cost_lab.PrecisionRow(name, ms, int(nbytes), nbytes / ms / 1e6, weights, quality))
+        formats.append(cost_lab.PrecisionRow(name, ms, int(nbytes), weights, quality))
     result.precision_formats = cost_lab.PrecisionSweep(context, formats)
     return result.to_dict()
 

@@ -177,7 +177,7 @@ def test_no_speed_up_is_claimed_that_the_numbers_contradict():
     result = _result()
     slower = cost_lab.PrecisionSweep(
         result.precision_formats.context,
-        [cost_lab.PrecisionRow(r.format, 2.0 if r.format == "float32" else 3.0, r.bytes_read, r.gb_s, r.weight_bytes,
+        [cost_lab.PrecisionRow(r.format, 2.0 if r.format == "float32" else 3.0, r.bytes_read, r.weight_bytes,
                                r.quality) for r in result.precision_formats.rows],
     )
     text = precision_text(result, slower, (), 255)

@@ -90,7 +90,7 @@ class CostLabScreen(Screen):
         self.result = result
         self.replay = replay
         self.prompt_ids = trace.all_token_ids
-        self.n_ctx = n_ctx = lm.config.n_ctx if lm is not None else int(trace.model["config"]["n_ctx"])
+        self.n_ctx = n_ctx = int(trace.model["config"]["n_ctx"])  # the loaded model's, live or replayed
         # Lengths past the prompt's end: a sweep needs positions to generate at.
         self.lengths = [n for n in LENGTHS if len(self.prompt_ids) + 1 < n < n_ctx] + [n_ctx]
         self.length = n_ctx  # to the context limit; n picks a shorter length
@@ -290,7 +290,7 @@ class CostLabScreen(Screen):
         plot.refresh()
 
     def _start_position(self) -> int:
-        return max(1, min(len(self.prompt_ids), self.length - 1))
+        return cost_lab.sweep_start(len(self.prompt_ids), self.length)
 
 
 @dataclass(eq=False)

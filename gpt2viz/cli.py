@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from .crash_log import unexpected_error_line
+from .i18n import language_from_env, parse_language, set_language
 from .errors import Gpt2VizError, OutputError, SettingError, UsageError
 from .batch import MAX_BATCH
 from .options import DEFAULT_PROMPT, DEFAULT_TOPK, RunOptions
@@ -74,6 +75,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--topk-logits", metavar="K", type=int, default=DEFAULT_TOPK, help=f"top tokens kept per position (default: {DEFAULT_TOPK})"
     )
+    p.add_argument(
+        "--lang", metavar="LANG", default=None,
+        help="language of the app and its messages: en or zh (default: from LC_ALL, LC_MESSAGES or LANG, else en)",
+    )
     p.add_argument("--version", action="version", version=f"gpt2viz {_version()}")
     return p
 
@@ -104,7 +109,25 @@ def read_prompt_file(name: str) -> str:
     return text[:-2] if text.endswith("\r\n") else text[:-1] if text.endswith("\n") else text
 
 
+def choose_language(argv: list[str]) -> None:
+    """Sets the language before anything is said, --help included: `--lang` if given (checked),
+    else the locale's."""
+    code = language_from_env()
+    for i, arg in enumerate(argv):
+        if arg == "--":
+            break
+        if arg == "--lang" or arg.startswith("--lang="):
+            value = arg.partition("=")[2] if "=" in arg else (argv[i + 1] if i + 1 < len(argv) else "")
+            try:
+                code = parse_language(value)
+            except ValueError:
+                raise UsageError(f"--lang {value!r}: choose en or zh") from None
+    set_language(code)
+
+
 def parse_args(argv: list[str] | None) -> RunOptions:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    choose_language(argv)
     parser = build_parser()
     args = parser.parse_args(argv)
     given = [x is not None for x in (args.prompt, args.prompt_option, args.prompt_file)]

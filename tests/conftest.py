@@ -72,3 +72,12 @@ def tiny_hf(ckpts):
 def tokenizer(tiny_lm):
     """The real GPT-2 tokenizer (every checkpoint copies assets/tokenizer/tokenizer.json)."""
     return tiny_lm.tokenizer
+
+
+@pytest.fixture(autouse=True)
+def english_after_each_test():
+    """The language is process-wide state: a test that switches to Chinese must not leak it."""
+    yield
+    from gpt2viz.i18n import set_language
+
+    set_language("en")

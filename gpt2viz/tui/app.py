@@ -15,11 +15,13 @@ from textual.app import App
 from textual.binding import Binding
 from textual.worker import get_current_worker
 
+from ..i18n import LANGUAGES, N_, language, set_language
 from ..options import RunOptions
 from ..process import freeze_startup_objects
 from ..trace import Trace
 from .background import record_pass, reporting, run_detached
 from .generation import GenerationSettings
+from .language import translate_bindings
 from .messages import LoadFailed, LoadProgressed, TraceRecorded
 from .screens.cost_lab import CostLabScreen, LabResultChanged
 from .screens.generation import GenerationScreen
@@ -45,6 +47,9 @@ class Gpt2VizApp(App[int]):
         # Out of the footers (full at 80 columns): the side panel and the cost panel name it.
         Binding("m", "cost_lab", "cost lab", id="cost-lab", show=False,
                 tooltip="Measure what inference costs here: cache, batch size, number formats"),
+        # The description names the other language, in that language, so a reader of either finds it.
+        Binding("L", "switch_language", N_("中文"), id="switch-language",
+                tooltip=N_("Show the app in Chinese (again: back to English)")),
         Binding("question_mark", "help", "help", id="help", tooltip="Show all keys and how to read the screens"),
         Binding("q", "quit", "quit", id="quit", tooltip="Leave gpt2viz"),
         # Textual only hints at ctrl+q on ctrl+c; people expect ctrl+c to leave a terminal app.
@@ -78,6 +83,8 @@ class Gpt2VizApp(App[int]):
         return self.lm is None and self.trace is not None
 
     def on_mount(self) -> None:
+        translate_bindings(self)
+        self.screen_change_signal.subscribe(self, translate_bindings)
         if self.trace is not None:
             self.push_screen(StepScreen(self.trace, self.replay_path))
         else:
@@ -151,6 +158,23 @@ class Gpt2VizApp(App[int]):
     # -- actions ---------------------------------------------------------------------------
     def action_quit(self) -> None:
         self.exit(self.exit_code, return_code=self.exit_code)
+
+    def action_switch_language(self) -> None:
+        """Shows everything in the other language, redrawn from what is on screen (nothing is run
+        again)."""
+        codes = list(LANGUAGES)
+        self.switch_language(codes[(codes.index(language()) + 1) % len(codes)])
+
+    def switch_language(self, code: str) -> None:
+        """Shows everything in language `code`: key texts, then every screen of the stack."""
+        set_language(code)
+        translate_bindings(self)
+        for screen in self.screen_stack:
+            translate_bindings(screen)
+            redraw = getattr(screen, "redraw_language", None)
+            if redraw is not None:
+                redraw()
+        self.refresh_bindings()
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):

@@ -1,0 +1,1 @@
+"""English narration templates, one module per area of the app (each with a TEXT dict)."""

@@ -1,0 +1,1 @@
+"""简体中文 narration templates: the same modules, keys and placeholders as ../en."""

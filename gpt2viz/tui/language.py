@@ -1,0 +1,67 @@
+"""The TUI's side of translation: key bindings in the current language, key names for prose,
+and the live switch between languages.
+
+Bindings are declared with English msgids (`N_("stage")`); Textual shows `description`,
+`tooltip` and group descriptions as they are, so `translate_bindings` swaps in translated copies
+of a node's bindings, always from the English originals, whenever the language changes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from textual.binding import Binding
+from textual.dom import DOMNode
+
+from ..i18n import N_, _
+
+# Textual's own binding texts, so that the catalog translates them too.
+TEXTUAL_TEXTS = (N_("palette"), N_("Open the command palette"), N_("Quit the app"))
+
+_ENGLISH = "_gpt2viz_english_bindings"
+
+
+def _english(node: DOMNode) -> dict[tuple[str, str | None, str], Binding]:
+    """The node's bindings as declared (English), remembered the first time they are seen."""
+    found = getattr(node, _ENGLISH, None)
+    if found is None:
+        found = {(b.action, b.id, b.key): b for _, b in node._bindings}
+        setattr(node, _ENGLISH, found)
+    return found
+
+
+def _translated(binding: Binding, english: Binding) -> Binding:
+    group = english.group
+    if group is not None:
+        group = Binding.Group(_(group.description), compact=group.compact)
+    return replace(
+        binding,
+        description=_(english.description) if english.description else english.description,
+        tooltip=_(english.tooltip) if english.tooltip else english.tooltip,
+        group=group,
+    )
+
+
+def translate_bindings(node: DOMNode) -> None:
+    """Gives `node`'s bindings the current language's texts (keys and actions unchanged)."""
+    english = _english(node)
+    by_id = {(b.action, b.id): b for b in english.values()}
+    for key, bindings in node._bindings.key_to_bindings.items():
+        node._bindings.key_to_bindings[key] = [
+            _translated(b, english.get((b.action, b.id, b.key)) or by_id.get((b.action, b.id), b)) for b in bindings
+        ]
+    node.refresh_bindings()
+
+
+def key_name(node: DOMNode, action: str) -> str:
+    """How the first key bound to `action` shows on screen ('g', '⏎', '[' ...), from the bindings
+    active now (the user's key map applied), for sentences that name a key."""
+    app = node.app
+    screen = node.screen if not isinstance(node, type(app)) else app.screen
+    for _key, active in screen.active_bindings.items():
+        if active.binding.action in (action, f"app.{action}", f"screen.{action}"):
+            return app.get_key_display(active.binding)
+    for _key, binding in app._bindings:
+        if binding.action == action:
+            return app.get_key_display(binding)
+    raise KeyError(f"no key is bound to {action!r}")

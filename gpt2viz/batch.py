@@ -35,6 +35,7 @@ from .generate import (
     choose_token,
     new_generator,
 )
+from .i18n import _
 from .model.gpt2 import GPT2
 
 MAX_BATCH = 256
@@ -80,7 +81,9 @@ def generate_batch(
     `on_step(step, tokens, ms)` gets each step's B new tokens."""
     settings = settings or SamplingSettings()
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or not 1 <= batch_size <= MAX_BATCH:
-        raise SettingError("batch_size", f"must be an integer from 1 to {MAX_BATCH}, got {batch_size!r}")
+        raise SettingError(
+            "batch_size", _("must be an integer from 1 to {max}, got {value!r}").format(max=MAX_BATCH, value=batch_size)
+        )
     check_request(model, prompt_ids, max_new_tokens)
     cache = model.new_cache(batch_size, capacity=min(model.config.n_ctx, len(prompt_ids) + max_new_tokens))
 
@@ -114,7 +117,7 @@ def generate_prompts(
     reaches it. Padding is `pad_id` (default: `eos_id`, else 0); no position ever attends to it."""
     settings = settings or SamplingSettings()
     if not isinstance(prompts, list) or not 1 <= len(prompts) <= MAX_BATCH:
-        raise SettingError("prompts", f"must be a list of 1 to {MAX_BATCH} prompts")
+        raise SettingError("prompts", _("must be a list of 1 to {max} prompts").format(max=MAX_BATCH))
     for prompt in prompts:
         check_request(model, prompt, max_new_tokens)
     if pad_id is None:

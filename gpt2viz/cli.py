@@ -6,11 +6,16 @@ import argparse
 import os
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
+
+from rich.cells import cell_len
 
 from .crash_log import unexpected_error_line
-from .i18n import language_from_env, parse_language, set_language
-from .errors import Gpt2VizError, OutputError, SettingError, UsageError
+from .i18n import N_, _, language_from_env, ngettext, parse_language, set_language
+from .i18n.layout import wrap_wide
+from .errors import Gpt2VizError, OutputError, SettingError, UsageError, setting_message
 from .batch import MAX_BATCH
 from .options import DEFAULT_PROMPT, DEFAULT_TOPK, RunOptions
 
@@ -26,60 +31,181 @@ FLAG_OF_SETTING = {
 }
 
 
+# argparse's own words: the ones this parser can say (usage, --help, its errors), as argparse
+# writes them, marked so that Babel extracts them into our catalog. argparse takes them from
+# gettext's default domain, for which Python ships no Chinese (no catalogs at all), so a
+# Chinese run would print "usage:" and "unrecognized arguments". It looks its `_` and `ngettext`
+# up as module globals each time it speaks, so `argparse_in_our_language` points those at our
+# catalog while our parser is built and run: every string argparse says goes through one
+# catalog, and nothing changes for other parsers or other times. (A HelpFormatter subclass
+# could reach the usage prefix only: group titles are set in ArgumentParser.__init__ and errors
+# deep inside parse_known_args; a catalog of our own for gettext's global domain would change
+# what every other library's gettext calls return.) The placeholders are argparse's, %-style.
+ARGPARSE_TEXTS = (
+    N_("usage: "),
+    N_("positional arguments"),
+    N_("options"),
+    N_("show this help message and exit"),
+    N_("argument %(argument_name)s: %(message)s"),
+    N_("expected one argument"),
+    N_("ignored explicit argument %r"),
+    N_("unrecognized arguments: %s"),
+)
+
+
+@contextmanager
+def argparse_in_our_language() -> Iterator[None]:
+    """argparse's own texts from our catalog, in the current language, for the duration."""
+    saved = argparse._, argparse.ngettext
+    argparse._, argparse.ngettext = _, ngettext
+    try:
+        yield
+    finally:
+        argparse._, argparse.ngettext = saved
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one line, exit 2, no usage dump
-        raise UsageError(f"{message} (see gpt2viz --help)")
+        raise UsageError(_("{message} (see gpt2viz --help)").format(message=message))
+
+
+class _HelpFormatter(argparse.HelpFormatter):
+    """argparse lays --help out by characters; a Chinese character takes two terminal cells, so
+    this one measures in cells where that shows: wrapped help texts, the usage's indent, and the
+    help column after an option whose metavar is Chinese. Text without wide characters is laid
+    out by argparse itself, as before."""
+
+    def add_argument(self, action) -> None:
+        super().add_argument(action)  # makes room for the longest option, counted in characters
+        if action.help is not argparse.SUPPRESS:
+            width = cell_len(self._format_action_invocation(action)) + self._current_indent
+            self._action_max_length = max(self._action_max_length, width)
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        if cell_len(text) == len(text):
+            return super()._split_lines(text, width)
+        return wrap_wide(" ".join(text.split()), width).split("\n")
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if cell_len(text) == len(text):
+            return super()._fill_text(text, width, indent)
+        lines = wrap_wide(" ".join(text.split()), width - len(indent)).split("\n")
+        return "\n".join(indent + line for line in lines)
+
+    def _format_usage(self, usage, actions, groups, prefix) -> str:
+        # argparse indents the usage's next lines by the prefix's length: give it blanks as wide
+        # as the prefix, then put the prefix in their place. It fills lines by characters: narrow
+        # the width it fills to until the lines fit in cells.
+        prefix = _("usage: ") if prefix is None else prefix
+        blank = " " * cell_len(prefix)
+        width = self._width
+        try:
+            text = super()._format_usage(usage, actions, groups, blank)
+            while self._width > 20 and any(cell_len(line) > width for line in text.splitlines()):
+                self._width -= 1
+                text = super()._format_usage(usage, actions, groups, blank)
+        finally:
+            self._width = width
+        return prefix + text[len(blank) :]
+
+    def _format_action(self, action) -> str:
+        # argparse pads an option to the help column by characters: take out what wide ones add.
+        text = super()._format_action(action)
+        start = " " * self._current_indent + self._format_action_invocation(action)
+        extra = cell_len(start) - len(start)
+        if extra and text.startswith(start + " " * (extra + 2)):
+            text = start + text[len(start) + extra :]
+        return text
+
+
+def integer(text: str) -> int:
+    """An integer option's value. (Given `type=int`, argparse would name the Python type in its
+    error, "invalid int value", which has no translation: this says the same through our catalog.)"""
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(_("invalid int value: {value!r}").format(value=text)) from None
+
+
+def number(text: str) -> float:
+    """A number option's value (see `integer`)."""
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(_("invalid float value: {value!r}").format(value=text)) from None
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The command line's parser, its texts in the current language (build it after
+    `choose_language`, inside `argparse_in_our_language`). Flags and values stay Latin."""
     p = _Parser(
         prog="gpt2viz",
-        description="See, step by step and with real numbers, how GPT-2 turns a prompt into its next token.",
+        formatter_class=_HelpFormatter,
+        description=_("See, step by step and with real numbers, how GPT-2 turns a prompt into its next token."),
         # No prefix matching: `--prompt` must not quietly mean `--prompt-file`.
         allow_abbrev=False,
     )
-    p.add_argument("prompt", nargs="?", help=f'text to run through the model (default: "{DEFAULT_PROMPT}")')
-    p.add_argument("--prompt", dest="prompt_option", metavar="TEXT", help="the same, as an option")
     p.add_argument(
-        "--prompt-file", metavar="FILE", help="read the prompt from a UTF-8 file ('-' for stdin); a final newline is dropped"
+        "prompt", nargs="?", metavar=_("prompt"),
+        help=_('text to run through the model (default: "{prompt}")').format(prompt=DEFAULT_PROMPT),
+    )
+    p.add_argument("--prompt", dest="prompt_option", metavar=_("TEXT"), help=_("the same, as an option"))
+    p.add_argument(
+        "--prompt-file", metavar=_("FILE"),
+        help=_("read the prompt from a UTF-8 file ('-' for stdin); a final newline is dropped"),
     )
     p.add_argument(
         "--model",
         metavar="M",
-        help="'tiny' (bundled), a checkpoint directory, or a hub id such as gpt2 "
-        "(default: gpt2 if cached or downloadable, else tiny)",
-    )
-    p.add_argument("--json", metavar="PATH", dest="json_path", help="write the trace as JSON to PATH ('-' for stdout), no TUI")
-    p.add_argument("--replay", metavar="TRACE", help="open a saved trace in the TUI, without a model")
-    p.add_argument("--generate", metavar="N", type=int, default=None, help="new tokens to generate (default: 0 with --json, 40 in the app)")
-    p.add_argument("--temperature", metavar="T", type=float, default=0.0, help="0 = greedy (default); > 0 samples")
-    p.add_argument("--top-k", metavar="K", type=int, default=None, help="sample only from the K most likely tokens")
-    p.add_argument("--top-p", metavar="P", type=float, default=None, help="sample only from the nucleus of mass P")
-    p.add_argument("--seed", metavar="S", type=int, default=None, help="random seed for sampling (reproducible runs)")
-    p.add_argument("--no-cache", action="store_true", help="generate without the KV cache (recompute everything)")
-    p.add_argument(
-        "--sequences", metavar="B", type=int, default=1,
-        help="with --json and --generate: B continuations decoded together, row r sampling with seed + r",
+        help=_(
+            "'tiny' (bundled), a checkpoint directory, or a hub id such as gpt2 "
+            "(default: gpt2 if cached or downloadable, else tiny)"
+        ),
     )
     p.add_argument(
-        "--batch-prompt", metavar="TEXT", action="append", default=None, dest="batch_prompts",
-        help="with --json and --generate: also continue TEXT in the same batch (repeat for more); prompts of "
-        "different lengths are padded on the left with an attention mask",
+        "--json", metavar=_("PATH"), dest="json_path", help=_("write the trace as JSON to PATH ('-' for stdout), no TUI")
+    )
+    p.add_argument("--replay", metavar=_("TRACE"), help=_("open a saved trace in the TUI, without a model"))
+    p.add_argument(
+        "--generate", metavar="N", type=integer, default=None,
+        help=_("new tokens to generate (default: 0 with --json, 40 in the app)"),
+    )
+    p.add_argument("--temperature", metavar="T", type=number, default=0.0, help=_("0 = greedy (default); > 0 samples"))
+    p.add_argument("--top-k", metavar="K", type=integer, default=None, help=_("sample only from the K most likely tokens"))
+    p.add_argument("--top-p", metavar="P", type=number, default=None, help=_("sample only from the nucleus of mass P"))
+    p.add_argument("--seed", metavar="S", type=integer, default=None, help=_("random seed for sampling (reproducible runs)"))
+    p.add_argument("--no-cache", action="store_true", help=_("generate without the KV cache (recompute everything)"))
+    p.add_argument(
+        "--sequences", metavar="B", type=integer, default=1,
+        help=_("with --json and --generate: B continuations decoded together, row r sampling with seed + r"),
+    )
+    p.add_argument(
+        "--batch-prompt", metavar=_("TEXT"), action="append", default=None, dest="batch_prompts",
+        help=_(
+            "with --json and --generate: also continue TEXT in the same batch (repeat for more); prompts of "
+            "different lengths are padded on the left with an attention mask"
+        ),
     )
     p.add_argument(
         "--cost-lab", action="store_true",
-        help="with --json: also run the cost lab's three experiments (cache, batch size, number formats) and record them",
+        help=_("with --json: also run the cost lab's three experiments (cache, batch size, number formats) and record them"),
     )
-    p.add_argument("--device", default="cpu", help="cpu (default), cuda, cuda:N or mps")
-    p.add_argument("--dtype", default="float32", help="number format: float32 (default), bfloat16, float16 or int8 (int8 weights, CPU only)")
+    p.add_argument("--device", default="cpu", metavar=_("DEVICE"), help=_("cpu (default), cuda, cuda:N or mps"))
     p.add_argument(
-        "--topk-logits", metavar="K", type=int, default=DEFAULT_TOPK, help=f"top tokens kept per position (default: {DEFAULT_TOPK})"
+        "--dtype", default="float32", metavar=_("DTYPE"),
+        help=_("number format: float32 (default), bfloat16, float16 or int8 (int8 weights, CPU only)"),
     )
     p.add_argument(
-        "--lang", metavar="LANG", default=None,
-        help="language of the app and its messages: en or zh (default: from LC_ALL, LC_MESSAGES or LANG, else en)",
+        "--topk-logits", metavar="K", type=integer, default=DEFAULT_TOPK,
+        help=_("top tokens kept per position (default: {k})").format(k=DEFAULT_TOPK),
     )
-    p.add_argument("--version", action="version", version=f"gpt2viz {_version()}")
+    p.add_argument(
+        "--lang", metavar=_("LANG"), default=None,
+        help=_("language of the app and its messages: en or zh (default: from LC_ALL, LC_MESSAGES or LANG, else en)"),
+    )
+    p.add_argument(
+        "--version", action="version", version=f"gpt2viz {_version()}", help=_("show program's version number and exit")
+    )
     return p
 
 
@@ -94,16 +220,18 @@ def read_prompt_file(name: str) -> str:
     try:
         data = sys.stdin.buffer.read() if name == "-" else Path(name).read_bytes()
     except FileNotFoundError:
-        raise UsageError(f"--prompt-file {name}: no such file") from None
+        raise UsageError(_("--prompt-file {name}: no such file").format(name=name)) from None
     except IsADirectoryError:
-        raise UsageError(f"--prompt-file {name}: is a directory") from None
+        raise UsageError(_("--prompt-file {name}: is a directory").format(name=name)) from None
     except OSError as err:
-        raise UsageError(f"--prompt-file {name}: cannot read ({err.strerror})") from None
+        raise UsageError(_("--prompt-file {name}: cannot read ({error})").format(name=name, error=err.strerror)) from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:
         raise UsageError(
-            f"--prompt-file {name}: not valid UTF-8 (byte 0x{data[err.start]:02x} at offset {err.start})"
+            _("--prompt-file {name}: not valid UTF-8 (byte {byte} at offset {offset})").format(
+                name=name, byte=f"0x{data[err.start]:02x}", offset=err.start
+            )
         ) from None
     # Editors and `echo` end a file with a newline nobody meant as part of the prompt.
     return text[:-2] if text.endswith("\r\n") else text[:-1] if text.endswith("\n") else text
@@ -111,28 +239,28 @@ def read_prompt_file(name: str) -> str:
 
 def choose_language(argv: list[str]) -> None:
     """Sets the language before anything is said, --help included: `--lang` if given (checked),
-    else the locale's."""
-    code = language_from_env()
+    else the locale's, which is also the language that reports a bad `--lang`."""
+    set_language(language_from_env())
     for i, arg in enumerate(argv):
         if arg == "--":
             break
         if arg == "--lang" or arg.startswith("--lang="):
             value = arg.partition("=")[2] if "=" in arg else (argv[i + 1] if i + 1 < len(argv) else "")
             try:
-                code = parse_language(value)
+                set_language(parse_language(value))
             except ValueError:
-                raise UsageError(f"--lang {value!r}: choose en or zh") from None
-    set_language(code)
+                raise UsageError(_("--lang {value!r}: choose en or zh").format(value=value)) from None
 
 
 def parse_args(argv: list[str] | None) -> RunOptions:
     argv = sys.argv[1:] if argv is None else list(argv)
     choose_language(argv)
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    with argparse_in_our_language():
+        parser = build_parser()
+        args = parser.parse_args(argv)
     given = [x is not None for x in (args.prompt, args.prompt_option, args.prompt_file)]
     if sum(given) > 1:
-        raise UsageError("give the prompt once: as an argument, with --prompt or with --prompt-file")
+        raise UsageError(_("give the prompt once: as an argument, with --prompt or with --prompt-file"))
     if args.prompt_file is not None:
         prompt = read_prompt_file(args.prompt_file)
     else:
@@ -140,43 +268,57 @@ def parse_args(argv: list[str] | None) -> RunOptions:
     if prompt is None:
         prompt = DEFAULT_PROMPT
     if args.replay is not None:
-        # Everything else describes a run of a model; a replay has none, so nothing may be ignored.
+        # Everything else but the language describes a run of a model; a replay has none, so
+        # nothing may be ignored.
         extra = [
-            action.option_strings[0] if action.option_strings else "a prompt"
+            action.option_strings[0] if action.option_strings else _("a prompt")
             for action in parser._actions
-            if action.dest not in ("help", "version", "replay") and getattr(args, action.dest) != action.default
+            if action.dest not in ("help", "version", "replay", "lang") and getattr(args, action.dest) != action.default
         ]
         if extra:
-            raise UsageError(f"--replay shows a saved trace, without a model; these do not apply: {', '.join(extra)}")
+            raise UsageError(
+                _("--replay shows a saved trace, without a model; these do not apply: {options}").format(
+                    options=", ".join(extra)
+                )
+            )
     if args.generate is not None and args.generate < 0:
-        raise UsageError(f"--generate must be >= 0, got {args.generate}")
+        raise UsageError(_("--generate must be >= 0, got {value}").format(value=args.generate))
     if args.sequences != 1:
         if not 1 <= args.sequences <= MAX_BATCH:
-            raise UsageError(f"--sequences must be from 1 to {MAX_BATCH}, got {args.sequences}")
+            raise UsageError(
+                _("--sequences must be from 1 to {max}, got {value}").format(max=MAX_BATCH, value=args.sequences)
+            )
         if args.json_path is None:
-            raise UsageError("--sequences works with --json (the app's generation view shows one sequence)")
+            raise UsageError(_("--sequences works with --json (the app's generation view shows one sequence)"))
         if not args.generate:
-            raise UsageError("--sequences needs --generate N (how many new tokens each sequence gets)")
+            raise UsageError(_("--sequences needs --generate N (how many new tokens each sequence gets)"))
         if args.no_cache:
-            raise UsageError("--sequences decodes through the KV cache; it does not go with --no-cache")
+            raise UsageError(_("--sequences decodes through the KV cache; it does not go with --no-cache"))
     if args.batch_prompts:
         if args.json_path is None:
-            raise UsageError("--batch-prompt works with --json (the app's generation view shows one sequence)")
+            raise UsageError(_("--batch-prompt works with --json (the app's generation view shows one sequence)"))
         if not args.generate:
-            raise UsageError("--batch-prompt needs --generate N (how many new tokens each prompt gets)")
+            raise UsageError(_("--batch-prompt needs --generate N (how many new tokens each prompt gets)"))
         if args.no_cache:
-            raise UsageError("--batch-prompt decodes through the KV cache; it does not go with --no-cache")
+            raise UsageError(_("--batch-prompt decodes through the KV cache; it does not go with --no-cache"))
         if args.sequences != 1:
-            raise UsageError("--batch-prompt and --sequences do not go together: one batches prompts, the other "
-                             "continuations of one prompt")
+            raise UsageError(
+                _(
+                    "--batch-prompt and --sequences do not go together: one batches prompts, the other "
+                    "continuations of one prompt"
+                )
+            )
         if len(args.batch_prompts) + 1 > MAX_BATCH:
-            raise UsageError(f"--batch-prompt: at most {MAX_BATCH - 1} of them (a batch holds {MAX_BATCH} rows)")
+            raise UsageError(
+                _("--batch-prompt: at most {n} of them (a batch holds {rows} rows)").format(n=MAX_BATCH - 1, rows=MAX_BATCH)
+            )
         if any(not text for text in args.batch_prompts):
-            raise UsageError("--batch-prompt needs a non-empty TEXT")
+            raise UsageError(_("--batch-prompt needs a non-empty TEXT"))
     if args.cost_lab and args.json_path is None:
-        raise UsageError("--cost-lab works with --json (in the app, m opens the cost lab)")
+        # The app's default key: the command line cannot know a key map the app would load.
+        raise UsageError(_("--cost-lab works with --json (in the app, {key} opens the cost lab)").format(key="m"))
     if args.topk_logits < 1:
-        raise UsageError(f"--topk-logits must be >= 1, got {args.topk_logits}")
+        raise UsageError(_("--topk-logits must be >= 1, got {value}").format(value=args.topk_logits))
     options = RunOptions(
         prompt=prompt,
         model=args.model,
@@ -205,7 +347,7 @@ def parse_args(argv: list[str] | None) -> RunOptions:
 
 
 def say(message: str) -> None:
-    print(f"gpt2viz: {message}" if not message.startswith("gpt2viz:") else message, file=sys.stderr, flush=True)
+    print(f"gpt2viz: {message}", file=sys.stderr, flush=True)
 
 
 def run_headless(options: RunOptions) -> int:
@@ -213,12 +355,13 @@ def run_headless(options: RunOptions) -> int:
     from . import load_model
     from .process import freeze_startup_objects
     from .trace import dump, trace_prompt
+    from .trace.notices import notice_text
 
     start = time.perf_counter()
     lm = load_model(options.model, device=options.device, dtype=options.dtype)
     freeze_startup_objects()
     for notice in lm.notices:
-        say(notice)
+        say(notice_text(notice))
     trace = trace_prompt(
         lm,
         options.prompt,
@@ -231,16 +374,21 @@ def run_headless(options: RunOptions) -> int:
         batch_prompts=list(options.batch_prompts),
     )
     for notice in trace.notices[len(lm.notices) :]:
-        say(notice)
+        say(notice_text(notice))
     if options.cost_lab:
         trace.cost_lab = run_cost_lab(lm, trace.all_token_ids)
     try:
         dump(trace, options.json_path)
     except OutputError as err:
-        raise OutputError(f"--json {err}") from None
-    where = "stdout" if options.json_path == "-" else options.json_path
+        raise OutputError(f"--json {err}") from None  # the flag before the message's "path: problem"
+    where = _("stdout") if options.json_path == "-" else options.json_path
     n = len(trace.tokens)
-    say(f"wrote the trace of {n} token{'' if n == 1 else 's'} to {where} in {time.perf_counter() - start:.1f} s")
+    wrote = ngettext(
+        "wrote the trace of {n} token to {where} in {seconds} s",
+        "wrote the trace of {n} tokens to {where} in {seconds} s",
+        n,
+    )
+    say(wrote.format(n=n, where=where, seconds=f"{time.perf_counter() - start:.1f}"))
     return 0
 
 
@@ -249,13 +397,13 @@ def run_cost_lab(lm, prompt_ids: list[int]) -> dict:
     from . import cost_lab
 
     result = cost_lab.new_result(lm)
-    say(f"cost lab: this machine streams {result.machine.stream_gb_s:.1f} GB/s and computes "
-        f"{result.machine.compute_gflop_s:.0f} GFLOP/s")
-    say("cost lab: per-token time against position, without and with the cache")
+    machine = _("cost lab: this machine streams {gb_s} GB/s and computes {gflop_s} GFLOP/s")
+    say(machine.format(gb_s=f"{result.machine.stream_gb_s:.1f}", gflop_s=f"{result.machine.compute_gflop_s:.0f}"))
+    say(_("cost lab: per-token time against position, without and with the cache"))
     result.context = cost_lab.context_sweep(lm, prompt_ids, lm.config.n_ctx)
-    say("cost lab: decode step time against batch size")
+    say(_("cost lab: decode step time against batch size"))
     result.batch = cost_lab.batch_sweep(lm, prompt_ids)
-    say("cost lab: decode step time and quality in each number format")
+    say(_("cost lab: decode step time and quality in each number format"))
     result.precision_formats = cost_lab.precision_sweep(lm, prompt_ids)
     return result.to_dict()
 
@@ -267,7 +415,7 @@ def run_tui(options: RunOptions) -> int:
     keys_from_the_terminal()
     code, error = run_app(options)
     if error:
-        say(f"error: {error}")
+        say(_("error: {message}").format(message=error))
     if busy():  # quit while the model was loading or running: do not wait for it
         sys.stdout.flush()
         sys.stderr.flush()
@@ -278,7 +426,7 @@ def run_tui(options: RunOptions) -> int:
 def describe(err: Gpt2VizError) -> str:
     """The one line the CLI prints for `err`, naming the flag behind a bad setting."""
     if isinstance(err, SettingError) and err.setting in FLAG_OF_SETTING:
-        return f"{FLAG_OF_SETTING[err.setting]} {err.problem}"
+        return setting_message(FLAG_OF_SETTING[err.setting], err.problem)
     return str(err)
 
 
@@ -290,7 +438,7 @@ def keys_from_the_terminal() -> None:
             return
         tty = os.open("/dev/tty", os.O_RDWR)
     except OSError:
-        raise UsageError("standard input is not a terminal, so the TUI cannot read keys; use --json") from None
+        raise UsageError(_("standard input is not a terminal, so the TUI cannot read keys; use --json")) from None
     os.dup2(tty, 0)
     os.close(tty)
 
@@ -302,10 +450,10 @@ def main(argv: list[str] | None = None) -> int:
             return run_headless(options)
         return run_tui(options)
     except Gpt2VizError as err:
-        say(f"error: {describe(err)}")
+        say(_("error: {message}").format(message=describe(err)))
         return err.exit_code
     except KeyboardInterrupt:
-        say("interrupted; nothing was written")
+        say(_("interrupted; nothing was written"))
         return 130
     except BrokenPipeError:
         # The reader of stdout went away (e.g. `| head`); not an error worth a traceback.
@@ -314,7 +462,7 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             return 1
     except Exception as err:  # a bug: one line here, the traceback in the log it names
-        say(f"error: {unexpected_error_line(err)}")
+        say(_("error: {message}").format(message=unexpected_error_line(err)))
         return 1
 
 

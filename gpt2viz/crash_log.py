@@ -10,6 +10,8 @@ import time
 import traceback
 from pathlib import Path
 
+from .i18n import _
+
 LOG_NAME = "errors.log"
 MAX_LOG_BYTES = 1_000_000  # past this, the log starts over (the previous one is kept as .1)
 
@@ -50,5 +52,5 @@ def unexpected_error_line(err: BaseException) -> str:
     detail = str(err).splitlines()[0] if str(err) else ""
     what = f"{type(err).__name__}: {detail}" if detail else type(err).__name__
     if where is None:
-        return f"unexpected error, a bug in gpt2viz: {what}"
-    return f"unexpected error, a bug in gpt2viz: {what} (traceback in {where})"
+        return _("unexpected error, a bug in gpt2viz: {error}").format(error=what)
+    return _("unexpected error, a bug in gpt2viz: {error} (traceback in {path})").format(error=what, path=where)

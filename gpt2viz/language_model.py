@@ -14,6 +14,7 @@ import torch
 
 from .batch import BatchResult, generate_batch, generate_prompts
 from .errors import SettingError
+from .i18n import _
 from .generate import GenerationResult, SamplingSettings, generate
 from .hooks import Hooks
 from .model.config import GPT2Config
@@ -34,7 +35,7 @@ class LanguageModel:
     source: ResolvedSource
     stored_dtype: str
     file_bytes: int
-    notices: list[str] = field(default_factory=list)
+    notices: list[dict] = field(default_factory=list)  # gpt2viz.errors.notice: language-neutral
     n_params: int = 0  # counted from the checkpoint's tensors (the tied LM head once)
     weight_bytes: int = 0  # what the weights take in memory in this precision
     _twin: "LanguageModel | None" = field(default=None, init=False, repr=False)
@@ -139,7 +140,9 @@ class LanguageModel:
         """Continues each of `prompts` (texts or ids, any lengths) together, padded on the left
         with an attention mask, row r sampling with seed + r; see `gpt2viz.batch.generate_prompts`."""
         if not isinstance(prompts, list):
-            raise SettingError("prompts", f"must be a list of texts or id lists, got {type(prompts).__name__}")
+            raise SettingError(
+                "prompts", _("must be a list of texts or id lists, got {type}").format(type=type(prompts).__name__)
+            )
         return generate_prompts(
             self.model,
             [self.encode_prompt(p) for p in prompts],

@@ -8,6 +8,7 @@ import pytest
 
 from gpt2viz.errors import ModelSourceError
 from gpt2viz.model import sources
+from gpt2viz.trace.notices import notice_text
 
 
 @pytest.fixture
@@ -52,7 +53,8 @@ def test_default_falls_back_to_tiny_within_3_s_with_a_notice(empty_hf_cache, mon
     resolved = sources.resolve(None)
     assert time.monotonic() - start < 3.5
     assert resolved.name == "tiny" and resolved.kind == "bundled"
-    assert "unreachable" in resolved.notice and "load the model 'gpt2'" in resolved.notice
+    said = notice_text(resolved.notice)
+    assert "unreachable" in said and "load the model 'gpt2'" in said
 
 
 def test_a_hub_repo_without_safetensors_is_refused(empty_hf_cache, monkeypatch):

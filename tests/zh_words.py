@@ -20,6 +20,8 @@ ALLOWED = set(
     argmax tanh erf gelu cdf ctrl shift esc escape tab enter space home end pgup pgdn pageup pagedown
     alt f1 f2 tiny cpu cuda mps json nan inf n/a textual python pytorch torch huggingface hub transformers
     safetensors config gb/s lm_head ln_final mlp_out attn_out bos unk ok vs a
+    trace
+    split concat tril diagonal kl
     """.split()
 )
 
@@ -36,13 +38,34 @@ def english_words(text: str, also_allowed: set[str] = frozenset()) -> list[str]:
     return found
 
 
+# Where a trace keeps token texts and names (everything else in it is numbers, codes and shapes).
+TOKEN_KEYS = {"tokens", "text", "token", "final_token", "name", "path", "prompt", "chosen"}
+
+
 def run_words(trace) -> set[str]:
-    """The words of a run's own text: its prompt, every token text, the model's name."""
-    texts = [trace.prompt, str(trace.model.get("name", ""))]
-    texts += [t["text"] for t in trace.tokens]
-    for step in trace.generation or []:
-        texts += [str(step.get("text", ""))] + [str(c.get("text", "")) for c in step.get("candidates", []) or []]
+    """The words of a run's own text: its prompt, the model's name and every token text the trace
+    holds (tokens, top tokens, generated and sampled ones), with their prefixes, since a narrow
+    column shows a token cut short ('mea…'). Lowercased."""
+    texts = [trace.prompt]
+
+    def walk(value, key: str | None = None) -> None:
+        if isinstance(value, str):
+            if key in TOKEN_KEYS:
+                texts.append(value)
+        elif isinstance(value, dict):
+            for name, item in value.items():
+                walk(item, name)
+        elif isinstance(value, (list, tuple)):
+            for item in value:
+                walk(item, key)
+
+    walk(trace.model)
+    walk(trace.tokens)
+    walk(trace.events)
+    walk(trace.generation)
     words = set()
     for text in texts:
-        words.update(w.lower() for w in re.findall(r"[A-Za-z][A-Za-z'\-]*", text))
+        for word in re.findall(r"[A-Za-z][A-Za-z'\-]*", text):
+            word = word.lower()
+            words.update(word[:n] for n in range(2, len(word) + 1))
     return words

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from ..i18n import _
 
 # Names Hugging Face uses for the tanh approximation of GELU that GPT-2 was trained with.
 TANH_GELU_NAMES = ("gelu_new", "gelu_pytorch_tanh", "gelu_fast")
@@ -78,25 +79,32 @@ class GPT2Config:
         for key in ("n_layer", "n_head", "n_embd", "n_ctx", "vocab_size"):
             value = getattr(self, key)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ConfigError(f"config.json: {key} must be a positive integer, got {value!r}")
+                raise ConfigError(_("{key} must be a positive integer, got {value!r}").format(key=key, value=value))
         if self.n_inner is not None and (
             isinstance(self.n_inner, bool) or not isinstance(self.n_inner, int) or self.n_inner < 1
         ):
-            raise ConfigError(f"config.json: n_inner must be a positive integer or null, got {self.n_inner!r}")
+            raise ConfigError(
+                _("{key} must be a positive integer or null, got {value!r}").format(key="n_inner", value=self.n_inner)
+            )
         if self.n_embd % self.n_head != 0:
             raise ConfigError(
-                f"config.json: n_embd ({self.n_embd}) is not divisible by n_head ({self.n_head})"
+                _("n_embd ({n_embd}) is not divisible by n_head ({n_head})").format(n_embd=self.n_embd, n_head=self.n_head)
             )
         eps = self.layer_norm_epsilon
         if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not (0 < eps < 1) or math.isnan(eps):
-            raise ConfigError(f"config.json: layer_norm_epsilon must be a small positive number, got {eps!r}")
+            raise ConfigError(
+                _("{key} must be a small positive number, got {value!r}").format(key="layer_norm_epsilon", value=eps)
+            )
         if self.activation_function not in TANH_GELU_NAMES:
             raise ConfigError(
-                f"config.json: activation_function {self.activation_function!r} is not supported "
-                f"(gpt2viz implements GPT-2's tanh GELU: {', '.join(TANH_GELU_NAMES)})"
+                _("activation_function {value!r} is not supported (gpt2viz implements GPT-2's tanh GELU: {names})").format(
+                    value=self.activation_function, names=", ".join(TANH_GELU_NAMES)
+                )
             )
         if isinstance(self.eos_token_id, bool) or not isinstance(self.eos_token_id, int):
-            raise ConfigError(f"config.json: eos_token_id must be an integer, got {self.eos_token_id!r}")
+            raise ConfigError(
+                _("{key} must be an integer, got {value!r}").format(key="eos_token_id", value=self.eos_token_id)
+            )
 
     @property
     def head_dim(self) -> int:
@@ -140,20 +148,20 @@ class GPT2Config:
     def from_saved(cls, saved: dict[str, Any]) -> "GPT2Config":
         """The config as `to_dict` wrote it (into a trace, say), checked like any other."""
         if not isinstance(saved, dict):
-            raise ConfigError("config: expected an object")
+            raise ConfigError(_("expected an object"), where="config")
         return cls(**{f.name: saved[f.name] for f in fields(cls) if f.name in saved})
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> "GPT2Config":
         """Reads Hugging Face's GPT-2 config keys, refusing settings this core does not implement."""
         if not isinstance(raw, dict):
-            raise ConfigError("config.json: expected a JSON object")
+            raise ConfigError(_("expected a JSON object"))
         model_type = raw.get("model_type", "gpt2")
         if model_type != "gpt2":
-            raise ConfigError(f"config.json: model_type {model_type!r} is not GPT-2")
+            raise ConfigError(_("model_type {value!r} is not GPT-2").format(value=model_type))
         for key, default in _UNSUPPORTED_IF_SET:
             if key in raw and raw[key] != default:
-                raise ConfigError(f"config.json: {key}={raw[key]!r} is not supported by gpt2viz")
+                raise ConfigError(_("{key}={value!r} is not supported by gpt2viz").format(key=key, value=raw[key]))
         n_ctx = raw.get("n_positions", raw.get("n_ctx", 1024))
         if "n_ctx" in raw and "n_positions" in raw and raw["n_ctx"] != raw["n_positions"]:
             # Old configs carry both; the position table has n_positions rows.
@@ -181,9 +189,9 @@ class GPT2Config:
         try:
             raw = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
-            raise ConfigError(f"{path}: no config.json") from None
+            raise ConfigError(_("no config.json"), where=str(path)) from None
         except (UnicodeDecodeError, json.JSONDecodeError) as err:
-            raise ConfigError(f"{path}: not valid JSON ({err})") from None
+            raise ConfigError(_("not valid JSON ({error})").format(error=err), where=str(path)) from None
         except OSError as err:
-            raise ConfigError(f"{path}: cannot read ({err.strerror})") from None
+            raise ConfigError(_("cannot read ({error})").format(error=err.strerror), where=str(path)) from None
         return cls.from_dict(raw)

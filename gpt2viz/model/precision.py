@@ -36,6 +36,7 @@ import torch
 import torch.nn.functional as F
 
 from ..errors import SettingError
+from ..i18n import _
 from .layers import Conv1D, Layer, TiedLMHead
 
 FLOAT16_FEW_ROWS = 8  # float16 products of at most this many rows use float16 kernels
@@ -64,7 +65,6 @@ PRECISIONS = {
     "int8": Precision("int8", torch.float32, torch.float32),
 }
 ALIASES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16", "half": "float16", "qint8": "int8"}
-CHOICES = "choose float32, bfloat16, float16 or int8"
 
 
 def parse_precision(name: str | torch.dtype | Precision) -> Precision:
@@ -75,11 +75,15 @@ def parse_precision(name: str | torch.dtype | Precision) -> Precision:
         for precision in PRECISIONS.values():
             if precision.compute_dtype == name and not precision.quantized:
                 return precision
-        raise SettingError("dtype", f"{name} is not supported ({CHOICES})")
+        raise SettingError(
+            "dtype", _("{name} is not supported (choose float32, bfloat16, float16 or int8)").format(name=name)
+        )
     key = str(name).lower()
     precision = PRECISIONS.get(ALIASES.get(key, key))
     if precision is None:
-        raise SettingError("dtype", f"{name!r} is not supported ({CHOICES})")
+        raise SettingError(
+            "dtype", _("{name!r} is not supported (choose float32, bfloat16, float16 or int8)").format(name=name)
+        )
     return precision
 
 
@@ -211,7 +215,7 @@ def apply_precision(model, precision: Precision) -> None:
     if precision.name == "float32":
         return
     if precision.quantized and model.device.type != "cpu":
-        raise SettingError("dtype", "int8 runs on the CPU only (fbgemm)")
+        raise SettingError("dtype", _("int8 runs on the CPU only (fbgemm)"))
     dtype = precision.compute_dtype
     for parent, name, conv in _conv1d_layers(model):
         if precision.quantized:

@@ -11,7 +11,8 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import HubUnreachable, ModelSourceError
+from ..errors import HubUnreachable, ModelSourceError, notice
+from ..i18n import _
 
 BUNDLED = "tiny"
 DEFAULT_HUB_MODEL = "gpt2"
@@ -25,7 +26,6 @@ HUB_FILES = [
     "vocab.json",
     "merges.txt",
 ]
-GET_REAL_GPT2 = "load the model 'gpt2' once while connected to the internet (a 548 MB download)"
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,7 @@ class ResolvedSource:
     name: str
     path: Path
     kind: str  # "bundled", "local" or "hub"
-    notice: str | None = None
+    notice: dict | None = None  # a notice (gpt2viz.errors.notice) to pass on to the user
 
 
 def bundled_dir(name: str = BUNDLED) -> Path:
@@ -44,7 +44,7 @@ def bundled_dir(name: str = BUNDLED) -> Path:
     for candidate in (here / "assets" / name, here.parent / "assets" / name):
         if (candidate / "config.json").is_file():
             return candidate
-    raise ModelSourceError(f"the bundled model {name!r} is missing from this installation")
+    raise ModelSourceError(_("the bundled model {name!r} is missing from this installation").format(name=name))
 
 
 def _looks_like_path(source: str) -> bool:
@@ -62,8 +62,7 @@ def resolve(source: str | None) -> ResolvedSource:
                 BUNDLED,
                 bundled_dir(),
                 "bundled",
-                notice=f"gpt2viz: the Hugging Face hub is unreachable, so this runs the small bundled "
-                f"model 'tiny' (trained by gpt2viz, not GPT-2's weights); to get real GPT-2, {GET_REAL_GPT2}",
+                notice=notice("hub_unreachable"),
             )
     if source == BUNDLED:
         return ResolvedSource(BUNDLED, bundled_dir(), "bundled")
@@ -71,9 +70,9 @@ def resolve(source: str | None) -> ResolvedSource:
     if path.is_dir():
         return ResolvedSource(source, path, "local")
     if path.exists():
-        raise ModelSourceError(f"{source}: is a file, not a checkpoint directory")
+        raise ModelSourceError(_("{source}: is a file, not a checkpoint directory").format(source=source))
     if _looks_like_path(source):
-        raise ModelSourceError(f"{source}: no such directory")
+        raise ModelSourceError(_("{source}: no such directory").format(source=source))
     return _from_hub(source)
 
 
@@ -107,14 +106,24 @@ def _repo_files(repo_id: str) -> list[str]:
     thread.start()
     thread.join(HUB_TIMEOUT_S)
     if thread.is_alive():
-        raise HubUnreachable(f"{repo_id}: the Hugging Face hub did not answer within {HUB_TIMEOUT_S:.0f} s")
+        raise HubUnreachable(
+            _("{repo_id}: the Hugging Face hub did not answer within {seconds} s").format(
+                repo_id=repo_id, seconds=f"{HUB_TIMEOUT_S:.0f}"
+            )
+        )
     err = result.get("error")
     if isinstance(err, (RepositoryNotFoundError, RevisionNotFoundError)):
-        raise ModelSourceError(f"{repo_id}: no such model on the Hugging Face hub (and no such local directory)")
+        raise ModelSourceError(
+            _("{repo_id}: no such model on the Hugging Face hub (and no such local directory)").format(repo_id=repo_id)
+        )
     if isinstance(err, GatedRepoError):
-        raise ModelSourceError(f"{repo_id}: this hub model is gated; log in with `hf auth login` first")
+        raise ModelSourceError(
+            _("{repo_id}: this hub model is gated; log in with `hf auth login` first").format(repo_id=repo_id)
+        )
     if err is not None:
-        raise HubUnreachable(f"{repo_id}: cannot reach the Hugging Face hub ({type(err).__name__})")
+        raise HubUnreachable(
+            _("{repo_id}: cannot reach the Hugging Face hub ({error})").format(repo_id=repo_id, error=type(err).__name__)
+        )
     return result["files"]  # type: ignore[return-value]
 
 
@@ -123,11 +132,13 @@ def _from_hub(repo_id: str) -> ResolvedSource:
     if cached is not None:
         return ResolvedSource(repo_id, cached, "hub")
     if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on"):
-        raise HubUnreachable(f"{repo_id}: not in the local cache and HF_HUB_OFFLINE is set")
+        raise HubUnreachable(_("{repo_id}: not in the local cache and HF_HUB_OFFLINE is set").format(repo_id=repo_id))
     files = _repo_files(repo_id)
     if "model.safetensors" not in files and "model.safetensors.index.json" not in files:
         raise ModelSourceError(
-            f"{repo_id}: the hub repository has no safetensors weights; gpt2viz never unpickles .bin files"
+            _("{repo_id}: the hub repository has no safetensors weights; gpt2viz never unpickles .bin files").format(
+                repo_id=repo_id
+            )
         )
     from huggingface_hub import snapshot_download
 
@@ -135,5 +146,7 @@ def _from_hub(repo_id: str) -> ResolvedSource:
         # huggingface_hub draws its own progress bars on stderr while it downloads.
         path = Path(snapshot_download(repo_id, allow_patterns=HUB_FILES))
     except Exception as err:
-        raise ModelSourceError(f"{repo_id}: download failed ({type(err).__name__}: {err})") from None
+        raise ModelSourceError(
+            _("{repo_id}: download failed ({error})").format(repo_id=repo_id, error=f"{type(err).__name__}: {err}")
+        ) from None
     return ResolvedSource(repo_id, path, "hub")

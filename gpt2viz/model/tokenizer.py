@@ -16,6 +16,7 @@ from tokenizers import Tokenizer as HFTokenizer
 from tokenizers import decoders, models, pre_tokenizers, processors
 
 from ..errors import ModelSourceError
+from ..i18n import _
 
 EOS_TEXT = "<|endoftext|>"
 
@@ -90,8 +91,10 @@ class Tokenizer:
             if (directory / "vocab.json").is_file() and (directory / "merges.txt").is_file():
                 return cls(build_byte_level_bpe(directory / "vocab.json", directory / "merges.txt"))
         except Exception as err:  # the tokenizers library raises plain Exceptions on bad files
-            raise ModelSourceError(f"{directory}: cannot read the tokenizer ({err})") from None
-        raise ModelSourceError(f"{directory}: no tokenizer.json (or vocab.json + merges.txt)")
+            raise ModelSourceError(
+                _("{path}: cannot read the tokenizer ({error})").format(path=directory, error=err)
+            ) from None
+        raise ModelSourceError(_("{path}: no tokenizer.json (or vocab.json + merges.txt)").format(path=directory))
 
     def encode(self, text: str) -> list[int]:
         """Token ids of `text`; `<|endoftext|>` written in the text is the special token."""

@@ -13,7 +13,8 @@ from pathlib import Path
 import torch
 from safetensors import SafetensorError, safe_open
 
-from ..errors import WeightsError
+from ..errors import WeightsError, notice
+from ..i18n import _
 from .config import GPT2Config
 
 FLOAT_DTYPES = {
@@ -61,7 +62,7 @@ class LoadedWeights:
     tensors: dict[str, torch.Tensor]
     stored_dtype: str
     file_bytes: int
-    notices: list[str] = field(default_factory=list)
+    notices: list[dict] = field(default_factory=list)  # gpt2viz.errors.notice
 
 
 def find_weight_files(directory: Path) -> list[Path]:
@@ -75,19 +76,20 @@ def find_weight_files(directory: Path) -> list[Path]:
             weight_map = json.loads(index.read_text(encoding="utf-8"))["weight_map"]
             names = sorted(set(weight_map.values()))
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
-            raise WeightsError(f"{index}: not a valid shard index ({err})") from None
+            raise WeightsError(_("{path}: not a valid shard index ({error})").format(path=index, error=err)) from None
         files = [directory / n for n in names]
         missing = [str(f) for f in files if not f.is_file()]
         if missing:
-            raise WeightsError(f"{index}: shard {missing[0]} is missing")
+            raise WeightsError(_("{path}: shard {shard} is missing").format(path=index, shard=missing[0]))
         return files
     if (directory / "pytorch_model.bin").exists():
         raise WeightsError(
-            f"{directory}: only pytorch_model.bin found; gpt2viz reads safetensors only and never "
-            "unpickles .bin files (convert with transformers: "
-            "model.save_pretrained(dir, safe_serialization=True))"
+            _(
+                "{path}: only pytorch_model.bin found; gpt2viz reads safetensors only and never unpickles "
+                ".bin files (convert with transformers: {code})"
+            ).format(path=directory, code="model.save_pretrained(dir, safe_serialization=True)")
         )
-    raise WeightsError(f"{directory}: no model.safetensors")
+    raise WeightsError(_("{path}: no model.safetensors").format(path=directory))
 
 
 def _bare_name(name: str) -> str:
@@ -108,13 +110,17 @@ def _read_raw(files: list[Path]) -> tuple[dict[str, torch.Tensor], set[str], int
                     info = f.get_slice(name)
                     dtype = info.get_dtype()
                     if dtype not in FLOAT_DTYPES:
-                        raise WeightsError(f"{path.name}: tensor {name} has dtype {dtype}; expected floating point")
+                        raise WeightsError(
+                            _("{file}: tensor {name} has dtype {dtype}; expected floating point").format(
+                                file=path.name, name=name, dtype=dtype
+                            )
+                        )
                     stored.add(dtype)
                     tensors[name] = f.get_tensor(name)
         except SafetensorError as err:
-            raise WeightsError(f"{path}: not a valid safetensors file ({err})") from None
+            raise WeightsError(_("{path}: not a valid safetensors file ({error})").format(path=path, error=err)) from None
         except (OSError, ValueError, RuntimeError) as err:
-            raise WeightsError(f"{path}: cannot read weights ({err})") from None
+            raise WeightsError(_("{path}: cannot read weights ({error})").format(path=path, error=err)) from None
     return tensors, stored, total
 
 
@@ -136,25 +142,31 @@ def load_weights(
             lm_head = (name, tensor)
             continue
         if bare not in expected:
-            raise WeightsError(f"{files[0].name}: unexpected tensor {name} (not part of GPT-2)")
+            raise WeightsError(
+                _("{file}: unexpected tensor {name} (not part of GPT-2)").format(file=files[0].name, name=name)
+            )
         if bare in tensors:
-            raise WeightsError(f"{files[0].name}: tensor {bare} is stored twice")
+            raise WeightsError(_("{file}: tensor {name} is stored twice").format(file=files[0].name, name=bare))
         tensors[bare] = tensor
 
     for name, shape in expected.items():
         if name not in tensors:
-            raise WeightsError(f"{files[0].name}: tensor {name} is missing")
+            raise WeightsError(_("{file}: tensor {name} is missing").format(file=files[0].name, name=name))
         got = tuple(tensors[name].shape)
         if got != shape:
             raise WeightsError(
-                f"{files[0].name}: tensor {name} has shape {list(got)} but config.json implies {list(shape)}"
+                _("{file}: tensor {name} has shape {shape} but config.json implies {expected}").format(
+                    file=files[0].name, name=name, shape=list(got), expected=list(shape)
+                )
             )
 
     if lm_head is not None:
         name, head = lm_head
         if tuple(head.shape) != expected["wte.weight"] or not torch.equal(head, tensors["wte.weight"]):
             raise WeightsError(
-                f"{files[0].name}: {name} differs from wte.weight; gpt2viz supports only the tied LM head"
+                _("{file}: {name} differs from wte.weight; gpt2viz supports only the tied LM head").format(
+                    file=files[0].name, name=name
+                )
             )
 
     converted = {name: t.to(device=device, dtype=dtype) for name, t in tensors.items()}
@@ -162,6 +174,6 @@ def load_weights(
     for name, tensor in converted.items():
         # A sum is one pass with no temporary; only if it is not finite look element by element.
         if not torch.isfinite(tensor.sum()) and not torch.isfinite(tensor).all():
-            notices.append(f"warning: tensor {name} contains NaN or infinite values; outputs will be garbage")
+            notices.append(notice("non_finite_weights", tensor=name))
     stored_name = "+".join(sorted(stored)) if stored else "none"
     return LoadedWeights(converted, stored_name, file_bytes, notices)

@@ -6,7 +6,10 @@ from dataclasses import dataclass, field
 
 from .events import is_deferred, resolve
 
-SCHEMA = "gpt2viz.trace/1"
+SCHEMA = "gpt2viz.trace/2"
+# The format before notices had codes: the same but for `notices`, which held English sentences.
+# Still read (a replay shows those sentences as they are); a trace read in it keeps it.
+SCHEMA_V1 = "gpt2viz.trace/1"
 
 
 @dataclass(eq=False)  # a trace is one run: compared by identity, and usable as a dictionary key
@@ -18,7 +21,8 @@ class Trace:
     tokens: list[dict]
     events: list[dict]
     generation: dict | None = None
-    notices: list[str] = field(default_factory=list)
+    # Language-neutral notices (gpt2viz.trace.notices); English sentences in a SCHEMA_V1 trace.
+    notices: list[dict | str] = field(default_factory=list)
     timings: dict = field(default_factory=dict)
     quality: dict | None = None  # a non-float32 run against float32 on the same checkpoint
     batch: dict | None = None  # several continuations decoded together (gpt2viz.batch)

@@ -11,9 +11,11 @@ from pathlib import Path
 from typing import Callable
 
 from ..errors import ConfigError, Gpt2VizError, OutputError
+from ..i18n import N_, _
 from ..model.config import GPT2Config
-from .document import SCHEMA, Trace
+from .document import SCHEMA, SCHEMA_V1, Trace
 from .events import LAYER_NORM_STATS, LOGIT_LENS
+from .notices import is_notice
 
 
 class TraceFileError(Gpt2VizError):
@@ -43,7 +45,7 @@ def write_atomic(path: Path, text: str) -> None:
     if path.is_symlink():
         path = Path(os.path.realpath(path))
     if path.is_dir():
-        raise OutputError(f"{path}: is a directory")
+        raise OutputError(_("{path}: is a directory").format(path=path))
     if path.exists() and not path.is_file():
         _write_stream(path, text)
         return
@@ -51,7 +53,7 @@ def write_atomic(path: Path, text: str) -> None:
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
     except OSError as err:
-        raise OutputError(f"{path}: cannot write there ({err.strerror})") from None
+        raise OutputError(_("{path}: cannot write there ({error})").format(path=path, error=err.strerror)) from None
     try:
         os.fchmod(fd, _mode_for(path))  # mkstemp makes 0600; a trace is an ordinary file
         with os.fdopen(fd, "w", encoding="utf-8") as f:
@@ -65,7 +67,9 @@ def write_atomic(path: Path, text: str) -> None:
         except OSError:
             pass
         if isinstance(err, OSError):
-            raise OutputError(f"{path}: write failed ({err.strerror or err}); nothing was written") from None
+            raise OutputError(
+                _("{path}: write failed ({error}); nothing was written").format(path=path, error=err.strerror or err)
+            ) from None
         raise
 
 
@@ -74,7 +78,7 @@ def _write_stream(path: Path, text: str) -> None:
         with open(path, "w", encoding="utf-8") as f:
             f.write(text)
     except OSError as err:
-        raise OutputError(f"{path}: write failed ({err.strerror or err})") from None
+        raise OutputError(_("{path}: write failed ({error})").format(path=path, error=err.strerror or err)) from None
 
 
 def _mode_for(path: Path) -> int:
@@ -88,34 +92,44 @@ def _mode_for(path: Path) -> int:
 
 
 _REQUIRED = {"schema": str, "model": dict, "prompt": str, "tokens": list, "events": list}
+_NOT_A = {
+    str: N_("trace field {key!r} is missing or not a str"),
+    dict: N_("trace field {key!r} is missing or not a dict"),
+    list: N_("trace field {key!r} is missing or not a list"),
+}
 
 
 def validate(doc: object) -> Trace:
     """Checks a decoded JSON document is a trace this version reads, and returns it."""
     if not isinstance(doc, dict):
-        raise TraceFileError("not a gpt2viz trace (expected a JSON object)")
+        raise TraceFileError(_("not a gpt2viz trace (expected a JSON object)"))
     schema = doc.get("schema")
-    if schema != SCHEMA:
-        raise TraceFileError(f"unsupported trace schema {schema!r} (this gpt2viz reads {SCHEMA})")
+    if schema not in (SCHEMA, SCHEMA_V1):
+        raise TraceFileError(
+            _("unsupported trace schema {schema!r} (this gpt2viz reads {current} and {old})").format(
+                schema=schema, current=SCHEMA, old=SCHEMA_V1
+            )
+        )
     for key, kind in _REQUIRED.items():
         if not isinstance(doc.get(key), kind):
-            raise TraceFileError(f"trace field {key!r} is missing or not a {kind.__name__}")
+            raise TraceFileError(_(_NOT_A[kind]).format(key=key))
     if doc.get("generation") is not None and not isinstance(doc["generation"], dict):
-        raise TraceFileError("trace field 'generation' must be an object or null")
+        raise TraceFileError(_("trace field 'generation' must be an object or null"))
     config = doc["model"].get("config")
     if not isinstance(config, dict):
-        raise TraceFileError("trace field 'model.config' is missing")
+        raise TraceFileError(_("trace field 'model.config' is missing"))
     for key in ("n_layer", "n_head", "n_embd", "n_ctx", "vocab_size"):
         value = config.get(key)
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise TraceFileError(f"trace field 'model.config.{key}' must be a positive integer")
+            raise TraceFileError(_("trace field {field!r} must be a positive integer").format(field=f"model.config.{key}"))
     try:  # the same checks a config.json gets: a replay draws from these numbers
         GPT2Config.from_saved(config)
     except ConfigError as err:
-        raise TraceFileError(f"trace field 'model.config': {str(err).removeprefix('config.json: ')}") from None
+        raise TraceFileError(_("trace field 'model.config': {problem}").format(problem=err.problem)) from None
+    _check_notices(doc.get("notices", []), old=schema == SCHEMA_V1)
     context = doc.get("context") or []
     if not isinstance(context, list):
-        raise TraceFileError("trace field 'context' must be a list")
+        raise TraceFileError(_("trace field 'context' must be a list"))
     for field_name, table in (("context", context), ("tokens", doc["tokens"])):
         for i, token in enumerate(table):
             if not (
@@ -124,11 +138,13 @@ def validate(doc: object) -> Trace:
                 and isinstance(token.get("text"), str)
             ):
                 raise TraceFileError(
-                    f"trace {field_name} entry {i} needs integers 'id', 'position', 'bytes' and a string 'text'"
+                    _("trace {field} entry {i} needs integers 'id', 'position', 'bytes' and a string 'text'").format(
+                        field=field_name, i=i
+                    )
                 )
     positions = [t["position"] for t in context + doc["tokens"]]
     if positions != list(range(len(positions))):
-        raise TraceFileError("trace tokens must hold positions 0, 1, 2, ... in order (after the 'context' ones)")
+        raise TraceFileError(_("trace tokens must hold positions 0, 1, 2, ... in order (after the 'context' ones)"))
     for i, event in enumerate(doc["events"]):
         _check_event(i, event, config)
     if doc.get("generation") is not None:
@@ -140,6 +156,20 @@ def validate(doc: object) -> Trace:
     if doc.get("cost_lab") is not None:
         _check_cost_lab(doc["cost_lab"])
     return Trace.from_dict(doc)
+
+
+def _check_notices(notices: object, old: bool) -> None:
+    """Notices are codes with parameters, said in the reader's language when shown; a trace of the
+    old format holds English sentences instead."""
+    if not isinstance(notices, list):
+        raise TraceFileError(_("trace field 'notices' must be a list"))
+    for i, item in enumerate(notices):
+        if old and not isinstance(item, str):
+            raise TraceFileError(_("trace notice {i} must be a string in a {schema} trace").format(i=i, schema=SCHEMA_V1))
+        if not old and not is_notice(item):
+            raise TraceFileError(
+                _("trace notice {i} is not one this gpt2viz knows (a 'code' and its 'params')").format(i=i)
+            )
 
 
 # What each kind of event must carry, by the end of its stage name, for the TUI to draw it.
@@ -213,31 +243,35 @@ def _topk_ok(entry: object) -> bool:
 
 def _check_event(i: int, event: object, config: dict) -> None:
     if not isinstance(event, dict) or not isinstance(event.get("stage"), str):
-        raise TraceFileError(f"trace event {i} needs a string 'stage'")
+        raise TraceFileError(_("trace event {i} needs a string 'stage'").format(i=i))
     stage = event["stage"]
     layer = event.get("layer")
     if layer is not None and (not _is_int(layer) or not 0 <= layer < config["n_layer"]):
-        raise TraceFileError(f"trace event {i} ({stage}) has a bad 'layer' {layer!r}")
+        raise TraceFileError(
+            _("trace event {i} ({stage}) has a bad 'layer' {layer!r}").format(i=i, stage=stage, layer=layer)
+        )
     shape = event.get("shape")
     if shape is not None and not (isinstance(shape, list) and all(_is_int(d) and d >= 0 for d in shape)):
-        raise TraceFileError(f"trace event {i} ({stage}) has a bad 'shape'")
+        raise TraceFileError(_("trace event {i} ({stage}) has a bad 'shape'").format(i=i, stage=stage))
     for key, kind in _EVENT_FIELDS.get(stage.rsplit(".", 1)[-1], {}).items():
         if not _kind_ok(kind, event.get(key)):
-            raise TraceFileError(f"trace event {i} ({stage}) has a missing or malformed {key!r}")
+            raise TraceFileError(
+                _("trace event {i} ({stage}) has a missing or malformed {key!r}").format(i=i, stage=stage, key=key)
+            )
 
 
 def _check_generation(gen: dict) -> None:
     if not isinstance(gen.get("ids"), list) or not all(_is_int(i) for i in gen["ids"]):
-        raise TraceFileError("trace field 'generation.ids' must be a list of integers")
+        raise TraceFileError(_("trace field 'generation.ids' must be a list of integers"))
     stream = gen.get("stream_gb_s")
     if stream is not None and not (_is_number(stream) and stream > 0):
-        raise TraceFileError("trace field 'generation.stream_gb_s' must be a positive number")
+        raise TraceFileError(_("trace field 'generation.stream_gb_s' must be a positive number"))
     topk = gen.get("topk")
     if topk is not None and not (_is_int(topk) and topk >= 1):
-        raise TraceFileError("trace field 'generation.topk' must be an integer >= 1")
+        raise TraceFileError(_("trace field 'generation.topk' must be an integer >= 1"))
     steps = gen.get("steps")
     if not isinstance(steps, list):
-        raise TraceFileError("trace field 'generation.steps' must be a list")
+        raise TraceFileError(_("trace field 'generation.steps' must be a list"))
     for n, step in enumerate(steps):
         if not (
             isinstance(step, dict)
@@ -246,7 +280,7 @@ def _check_generation(gen: dict) -> None:
             and _is_number(step.get("ms"))
             and _topk_ok(step.get("candidates"))
         ):
-            raise TraceFileError(f"trace generation step {n} is malformed")
+            raise TraceFileError(_("trace generation step {n} is malformed").format(n=n))
 
 
 def _check_quality(quality: object) -> None:
@@ -256,7 +290,9 @@ def _check_quality(quality: object) -> None:
         and _is_int(quality.get("positions"))
         and all(isinstance(quality.get(k), (int, float)) and not isinstance(quality.get(k), bool) for k in numbers)
     ):
-        raise TraceFileError("trace field 'quality' needs 'positions' and numbers 'max_abs_dlogit', 'top1_agreement', 'mean_kl'")
+        raise TraceFileError(
+            _("trace field 'quality' needs 'positions' and numbers 'max_abs_dlogit', 'top1_agreement', 'mean_kl'")
+        )
 
 
 def _check_batch(batch: object) -> None:
@@ -277,7 +313,7 @@ def _check_batch(batch: object) -> None:
         )
     )
     if not ok:
-        raise TraceFileError("trace field 'batch' needs 'size', that many 'rows' (ids, text) and 'step_ms'")
+        raise TraceFileError(_("trace field 'batch' needs 'size', that many 'rows' (ids, text) and 'step_ms'"))
 
 
 def _positive(v: object) -> bool:
@@ -359,7 +395,7 @@ def _check_cost_lab(lab: object) -> None:
             and len(set(names)) == len(names)
         )
     if not ok:
-        raise TraceFileError("trace field 'cost_lab' is not a cost lab result as docs/trace.md describes it")
+        raise TraceFileError(_("trace field 'cost_lab' is not a cost lab result as docs/trace.md describes it"))
 
 
 def load(path: str | Path) -> Trace:
@@ -368,17 +404,17 @@ def load(path: str | Path) -> Trace:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise TraceFileError(f"{path}: no such file") from None
+        raise TraceFileError(_("{path}: no such file").format(path=path)) from None
     except UnicodeDecodeError:
-        raise TraceFileError(f"{path}: not UTF-8 text, so not a gpt2viz trace") from None
+        raise TraceFileError(_("{path}: not UTF-8 text, so not a gpt2viz trace").format(path=path)) from None
     except OSError as err:
-        raise TraceFileError(f"{path}: cannot read ({err.strerror})") from None
+        raise TraceFileError(_("{path}: cannot read ({error})").format(path=path, error=err.strerror)) from None
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as err:
-        raise TraceFileError(f"{path}: not valid JSON ({err})") from None
+        raise TraceFileError(_("{path}: not valid JSON ({error})").format(path=path, error=err)) from None
     except RecursionError:
-        raise TraceFileError(f"{path}: JSON nested too deeply") from None
+        raise TraceFileError(_("{path}: JSON nested too deeply").format(path=path)) from None
     try:
         return validate(doc)
     except TraceFileError as err:

@@ -1,24 +1,42 @@
 """What a run wants its reader to know (an empty prompt, a prompt cut to the context, ...),
 kept language-neutral in the trace and said in the reader's language when shown.
 
-A notice is `{"code": str, "params": {name: value}}`; `notice_text` renders it through the
-narration templates `notice.<code>` (gpt2viz/i18n/<lang>/notices.py). Traces written before
-notices had codes hold English sentences: those are shown as they are.
+A notice is `{"code": str, "params": {name: value}}` (made with `notice`, which the core shares);
+`notice_text` renders it through the narration templates `notice.<code>`
+(gpt2viz/i18n/<lang>/notices.py): one clause without a final full stop, which whoever shows it
+frames ("gpt2viz: ..." on the command line, a "Note" paragraph in the app). Integer parameters
+are counts, shown with thousands separators, except ids (names ending in `_id`), shown as they
+are. Traces written before notices had codes (schema gpt2viz.trace/1) hold English sentences:
+those are shown as they are.
 """
 
 from __future__ import annotations
 
-from ..i18n import say
+from ..errors import notice
+from ..i18n import placeholders, say, table
+from ..i18n.language import DEFAULT
 
-
-def notice(code: str, **params: object) -> dict:
-    """A notice for the trace: `notice("prompt_empty", eos=50256)`."""
-    return {"code": code, "params": params}
+__all__ = ["is_notice", "notice", "notice_text"]
 
 
 def notice_text(item: dict | str) -> str:
-    """The notice as one sentence in the current language."""
+    """The notice as one clause in the current language."""
     if isinstance(item, str):
         return item
-    params = {k: f"{v:,}" if isinstance(v, int) and not isinstance(v, bool) else v for k, v in item["params"].items()}
+    params = {name: _shown(name, value) for name, value in item["params"].items()}
     return say(f"notice.{item['code']}", **params)
+
+
+def _shown(name: str, value: object) -> object:
+    if isinstance(value, int) and not isinstance(value, bool) and not name.endswith("_id"):
+        return f"{value:,}"
+    return value
+
+
+def is_notice(item: object) -> bool:
+    """Whether `item` is a notice this gpt2viz can say: a known code, with every parameter its
+    template names (a replayed trace is checked with this when it is read, not when shown)."""
+    if not (isinstance(item, dict) and isinstance(item.get("code"), str) and isinstance(item.get("params"), dict)):
+        return False
+    template = table(DEFAULT).get(f"notice.{item['code']}")
+    return template is not None and placeholders(template) <= item["params"].keys()

@@ -16,6 +16,7 @@ from ..hooks import layer_of
 from ..language_model import LanguageModel
 from . import events as ev
 from .document import Trace
+from .notices import notice
 
 EMBED_PREVIEW_DIMS = 32
 
@@ -145,7 +146,7 @@ def logit_lens(lm: LanguageModel, resid: torch.Tensor, final_id: int, topk: int 
     return [{"layer": layer, **row} for layer, row in enumerate(rows)]
 
 
-def prepare_prompt(lm: LanguageModel, prompt: str | list[int]) -> tuple[list[int], list[str]]:
+def prepare_prompt(lm: LanguageModel, prompt: str | list[int]) -> tuple[list[int], list[dict]]:
     """The prompt's ids, with notices: an empty prompt starts from <|endoftext|>, a prompt longer
     than the context keeps its last n_ctx tokens."""
     ids = lm.encode_prompt(prompt)
@@ -153,10 +154,10 @@ def prepare_prompt(lm: LanguageModel, prompt: str | list[int]) -> tuple[list[int
     eos = lm.eos_id
     if not ids:
         ids = [eos]
-        notices.append("the prompt is empty, so the model starts from <|endoftext|> (id %d)" % eos)
+        notices.append(notice("prompt_empty", eos_id=eos))
     n_ctx = lm.config.n_ctx
     if len(ids) > n_ctx:
-        notices.append(f"the prompt has {len(ids)} tokens; only the last {n_ctx} fit in the context and are used")
+        notices.append(notice("prompt_cut", tokens=len(ids), n_ctx=n_ctx))
         ids = ids[-n_ctx:]
     return ids, notices
 
@@ -422,8 +423,7 @@ def trace_prompt(
         made = len(generation["ids"])
         if generation["stop_reason"] == STOP_CONTEXT and made < generate_tokens:
             notices.append(
-                f"the context holds {lm.config.n_ctx} tokens and the prompt has {len(ids)}, so generation "
-                f"stopped after {made} of {generate_tokens} new tokens"
+                notice("generation_cut", n_ctx=lm.config.n_ctx, prompt_tokens=len(ids), made=made, asked=generate_tokens)
             )
     return Trace(
         model=model_info(lm),

@@ -11,11 +11,16 @@ from dataclasses import replace
 from pathlib import Path
 
 from textual import work
-from textual.app import App
+from collections.abc import Iterable
+
+from textual.app import App, SystemCommand
+from textual.command import CommandPalette
+from textual.screen import Screen
+from textual.theme import ThemeProvider
 from textual.binding import Binding
 from textual.worker import get_current_worker
 
-from ..i18n import LANGUAGES, N_, language, set_language
+from ..i18n import LANGUAGES, N_, _, language, set_language
 from ..options import RunOptions
 from ..process import freeze_startup_objects
 from ..trace import Trace
@@ -43,17 +48,18 @@ class Gpt2VizApp(App[int]):
     VERTICAL_BREAKPOINTS = [(0, "-too-short"), (MIN_HEIGHT, "-tall")]
 
     BINDINGS = [
-        Binding("g", "generate", "generate", id="generate", tooltip="Open the generation view"),
+        Binding("g", "generate", N_("generate"), id="generate", tooltip=N_("Open the generation view")),
         # Out of the footers (full at 80 columns): the side panel and the cost panel name it.
-        Binding("m", "cost_lab", "cost lab", id="cost-lab", show=False,
-                tooltip="Measure what inference costs here: cache, batch size, number formats"),
+        Binding("m", "cost_lab", N_("cost lab"), id="cost-lab", show=False,
+                tooltip=N_("Measure what inference costs here: cache, batch size, number formats")),
         # The description names the other language, in that language, so a reader of either finds it.
-        Binding("L", "switch_language", N_("中文"), id="switch-language",
+        # Out of the footers too (the help and the palette list it).
+        Binding("L", "switch_language", N_("中文"), id="switch-language", show=False,
                 tooltip=N_("Show the app in Chinese (again: back to English)")),
-        Binding("question_mark", "help", "help", id="help", tooltip="Show all keys and how to read the screens"),
-        Binding("q", "quit", "quit", id="quit", tooltip="Leave gpt2viz"),
+        Binding("question_mark", "help", N_("help"), id="help", tooltip=N_("Show all keys and how to read the screens")),
+        Binding("q", "quit", N_("quit"), id="quit", tooltip=N_("Leave gpt2viz")),
         # Textual only hints at ctrl+q on ctrl+c; people expect ctrl+c to leave a terminal app.
-        Binding("ctrl+c", "quit", "quit", id="quit-ctrl-c", show=False, priority=True, tooltip="Leave gpt2viz"),
+        Binding("ctrl+c", "quit", N_("quit"), id="quit-ctrl-c", show=False, priority=True, tooltip=N_("Leave gpt2viz")),
     ]
 
     def __init__(self, lm=None, trace: Trace | None = None, options: RunOptions | None = None) -> None:
@@ -96,7 +102,7 @@ class Gpt2VizApp(App[int]):
             return self.lm.name
         if self.options.model:
             return self.options.model
-        return "default: gpt2 if it is cached or downloadable, else the bundled tiny"
+        return _("default: gpt2 if it is cached or downloadable, else the bundled tiny")
 
     # -- the worker ------------------------------------------------------------------------
     @work(thread=True, exclusive=True, group="forward", exit_on_error=False)
@@ -109,15 +115,15 @@ class Gpt2VizApp(App[int]):
         with reporting(lambda text, code: self.post_message(LoadFailed(text, code))):
             lm = self.lm
             if lm is None or reload_from is not None:
-                self.post_message(LoadProgressed(1, LOAD_STEPS, f"Loading the weights ({options.dtype})"))
+                self.post_message(LoadProgressed(1, LOAD_STEPS, _("Loading the weights ({dtype})").format(dtype=options.dtype)))
                 from .. import load_model
 
                 source = reload_from if reload_from is not None else options.model
                 lm = run_detached(lambda: load_model(source, device=options.device, dtype=options.dtype), cancelled)
                 self.lm = lm
-            self.post_message(LoadProgressed(2, LOAD_STEPS, f"Running the forward pass of {lm.name}"))
+            self.post_message(LoadProgressed(2, LOAD_STEPS, _("Running the forward pass of {model}").format(model=lm.name)))
             trace = record_pass(lm, prompt, options.topk_logits, cancelled)
-            self.post_message(LoadProgressed(3, LOAD_STEPS, "Drawing"))
+            self.post_message(LoadProgressed(3, LOAD_STEPS, _("Drawing")))
             self.post_message(TraceRecorded(trace))
 
     def on_load_progressed(self, message: LoadProgressed) -> None:
@@ -146,7 +152,7 @@ class Gpt2VizApp(App[int]):
         else:
             if isinstance(self.screen, LoadingScreen):
                 self.pop_screen()
-            self.notify(message.text, title="The run failed", severity="error", markup=False)
+            self.notify(message.text, title=_("The run failed"), severity="error", markup=False)
 
     def cancel_run(self) -> None:
         """Stops a re-run and goes back to the trace on screen."""
@@ -158,6 +164,29 @@ class Gpt2VizApp(App[int]):
     # -- actions ---------------------------------------------------------------------------
     def action_quit(self) -> None:
         self.exit(self.exit_code, return_code=self.exit_code)
+
+    # -- the command palette, in the current language ----------------------------------------
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        """Textual's own palette commands, with texts from the catalog, and the language switch."""
+        other = [code for code in LANGUAGES if code != language()][0]
+        yield SystemCommand(
+            _("Language: {name}").format(name=LANGUAGES[other]),
+            _("Show the app in {name}, redrawn from what is on screen").format(name=LANGUAGES[other]),
+            lambda: self.switch_language(other),
+        )
+        yield SystemCommand(_("Keys"), _("Show all keys and how to read the screens"), self.action_help)
+        yield SystemCommand(_("Theme"), _("Change the current theme"), self.action_change_theme)
+        yield SystemCommand(
+            _("Screenshot"), _("Save an SVG picture of the current screen"), lambda: self.set_timer(0.1, self.deliver_screenshot)
+        )
+        yield SystemCommand(_("Quit"), _("Leave gpt2viz"), self.action_quit)
+
+    def action_command_palette(self) -> None:
+        if self.use_command_palette and not CommandPalette.is_open(self):
+            self.push_screen(CommandPalette(id="--command-palette", placeholder=_("Search for commands…")))
+
+    def search_themes(self) -> None:
+        self.push_screen(CommandPalette(providers=[ThemeProvider], placeholder=_("Search for themes…")))
 
     def action_switch_language(self) -> None:
         """Shows everything in the other language, redrawn from what is on screen (nothing is run
@@ -186,11 +215,13 @@ class Gpt2VizApp(App[int]):
 
     def action_edit_prompt(self) -> None:
         if self.lm is None:
-            source = self._replay_name("a saved trace")
+            source = self._replay_name(_("a saved trace"))
             self.notify(
-                f"This is a replay of {source}: there is no model to run a new prompt. "
-                "Start gpt2viz with --model to edit prompts.",
-                title="Editing needs a model",
+                _(
+                    "This is a replay of {source}: there is no model to run a new prompt. "
+                    "Start gpt2viz with --model to edit prompts."
+                ).format(source=source),
+                title=_("Editing needs a model"),
                 severity="warning",
                 markup=False,
             )
@@ -219,7 +250,7 @@ class Gpt2VizApp(App[int]):
         stack = self.screen_stack
         for depth, screen in enumerate(reversed(stack)):
             if isinstance(screen, GenerationScreen):
-                for _ in range(depth):
+                for _depth in range(depth):
                     self.pop_screen()
                 return
         screen = self.screen
@@ -228,11 +259,13 @@ class Gpt2VizApp(App[int]):
         trace = screen.trace
         if self.lm is None:
             if not trace.generation:
-                source = self._replay_name("This trace")
+                source = self._replay_name(_("This trace"))
                 self.notify(
-                    f"{source} holds no generation and there is no model to run one. Record one with "
-                    "gpt2viz PROMPT --json FILE --generate N, or start gpt2viz with --model.",
-                    title="Nothing to generate with",
+                    _(
+                        "{source} holds no generation and there is no model to run one. Record one with "
+                        "gpt2viz PROMPT --json FILE --generate N, or start gpt2viz with --model."
+                    ).format(source=source),
+                    title=_("Nothing to generate with"),
                     severity="warning",
                     markup=False,
                 )
@@ -271,7 +304,8 @@ class Gpt2VizApp(App[int]):
             self.pop_screen()
         self._generate_after_load = True
         source = str(self.lm.source.path) if self.lm is not None else self.options.model
-        self.push_screen(LoadingScreen(f"{self._model_name()} in {message.settings.precision}", self.prompt, can_cancel=True))
+        name = _("{model} in {dtype}").format(model=self._model_name(), dtype=message.settings.precision)
+        self.push_screen(LoadingScreen(name, self.prompt, can_cancel=True))
         self.run_forward(self.prompt, reload_from=source)
 
 

@@ -6,6 +6,8 @@ from functools import partial
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
+from ..i18n import _
+
 
 class StageCommands(Provider):
     """'Go to Block 3 · Attention pattern' for every stage of the step-through."""
@@ -17,7 +19,14 @@ class StageCommands(Provider):
         if not isinstance(screen, StepScreen):
             return []
         stages = screen.stages
-        return [(f"Go to {stage.title}", partial(screen.go_to, i), f"stage {i + 1} of {len(stages)}") for i, stage in enumerate(stages)]
+        return [
+            (
+                _("Go to {stage}").format(stage=stage.title),
+                partial(screen.go_to, i),
+                _("stage {index} of {total}").format(index=i + 1, total=len(stages)),
+            )
+            for i, stage in enumerate(stages)
+        ]
 
     async def discover(self) -> Hits:
         for text, command, help_text in self._entries():

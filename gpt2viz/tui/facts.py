@@ -11,6 +11,7 @@ import weakref
 from dataclasses import dataclass
 
 from ..hooks import hook_name
+from ..i18n import _
 from ..model.config import GPT2Config, ParamCounts
 from ..trace import Trace
 from ..trace.events import LOGIT_LENS
@@ -258,19 +259,19 @@ def lens_first_top(trace: Trace) -> int | None:
 def stage_shapes(trace: Trace, stage: Stage) -> list[tuple[str, list[int]]]:
     """The tensors this stage produces, as (name, shape), for the 'shapes so far' panel. Names are
     short and shared where the role is (every LayerNorm's output is ln(x), both residual updates
-    are "update"), so that the list stays a list of shapes."""
+    are "update"), so that the list stays a list of shapes. The names are in the current language."""
     f = RunFacts.of(trace)
     T, C, H = f.T, f.n_embd, f.n_head
     i = stage.layer
     k = stage.kind
     if k == "tokenize":
-        return [("token ids", [1, T])]
+        return [(_("token ids"), [1, T])]
     if k == "embed":
         return [("x", shape_of(trace, "hook_pos_embed", None, [1, T, C]))]
     if k in LAYER_NORMS:
         return [("ln(x)", list(layer_norm_event(trace, stage).get("shape") or [1, T, C]))]
     if k == "qkv":
-        return [("c_attn out", [1, T, 3 * C]), ("q, k, v", shape_of(trace, "attn.hook_q", i, [1, H, T, f.head_dim]))]
+        return [(_("c_attn out"), [1, T, 3 * C]), ("q, k, v", shape_of(trace, "attn.hook_q", i, [1, H, T, f.head_dim]))]
     if k == "scores":
         return [("scores", shape_of(trace, "attn.hook_attn_scores", i, [1, H, T, T]))]
     if k in ("pattern", "heads"):
@@ -279,16 +280,16 @@ def stage_shapes(trace: Trace, stage: Stage) -> list[tuple[str, list[int]]]:
             ("z", shape_of(trace, "attn.hook_z", i, [1, H, T, f.head_dim])),
         ]
     if k == "attn_out":
-        return [("update", shape_of(trace, "hook_attn_out", i, [1, T, C]))]
+        return [(_("update"), shape_of(trace, "hook_attn_out", i, [1, T, C]))]
     if k == "mlp":
-        return [("MLP hidden", shape_of(trace, "mlp.hook_post", i, [1, T, f.d_mlp]))]
+        return [(_("MLP hidden"), shape_of(trace, "mlp.hook_post", i, [1, T, f.d_mlp]))]
     if k == "mlp_out":
-        return [("update", shape_of(trace, "hook_mlp_out", i, [1, T, C]))]
+        return [(_("update"), shape_of(trace, "hook_mlp_out", i, [1, T, C]))]
     if k == "lm_head":
         logits = shape_of(trace, "unembed.hook_out", None, [1, T, f.vocab])
-        return [("logits", logits), ("last row's logits", [1, logits[-1]])]
+        return [("logits", logits), (_("last row's logits"), [1, logits[-1]])]
     if k == "logit_lens":
         return [("logit lens", list(lens_event(trace).get("shape") or [f.n_layer, f.vocab]))]
     if k == "next_token":
-        return [("ids + next", [1, f.L + 1])]
+        return [(_("ids + next"), [1, f.L + 1])]
     return []

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from rich.cells import cell_len, set_cell_size
+from rich.cells import cell_len, chop_cells, set_cell_size
 
 DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}
 
@@ -124,12 +124,18 @@ def fit(text: str, width: int, align: str = "left") -> str:
 
 def clip(text: str, limit: int) -> str:
     """`text` on one line (line breaks and tabs drawn as ↵ and ⇥, as in token texts), shortened
-    to `limit` characters with '…' in the middle, for quoting prompts."""
+    to `limit` terminal cells with '…' in the middle, for quoting prompts."""
     text = text.replace("\r\n", "↵").replace("\n", "↵").replace("\r", "↵").replace("\t", "⇥")
-    if len(text) <= limit:
+    if cell_len(text) <= limit:
         return text
-    head = (limit - 1) * 2 // 3
-    return text[:head] + "…" + text[len(text) - (limit - 1 - head) :]
+    head_cells = (limit - 1) * 2 // 3
+    head = chop_cells(text, head_cells)[0] if head_cells > 0 else ""
+    tail, room = "", limit - 1 - cell_len(head)
+    for ch in reversed(text[len(head) :]):
+        if cell_len(ch + tail) > room:
+            break
+        tail = ch + tail
+    return head + "…" + tail
 
 
 EDGE_ROWS = 24

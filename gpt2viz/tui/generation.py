@@ -13,6 +13,7 @@ from ..model.precision import parse_precision
 from ..generate import STOP_CANCELLED, STOP_CONTEXT, STOP_EOS, STOP_MAX_TOKENS, SamplingSettings
 from ..options import DEFAULT_TOPK
 from ..costs import gb_per_s
+from ..i18n import _, ngettext
 from .facts import RunFacts
 
 DEFAULT_NEW_TOKENS = 40
@@ -54,21 +55,25 @@ class GenerationSettings:
 def decoding_label(sampling: SamplingSettings) -> str:
     """'greedy' or 'sampling: T 0.8 · top-k 40 · top-p 0.95 · seed 1'."""
     if sampling.greedy:
-        return "greedy"
+        return _("greedy")
     parts = [f"T {sampling.temperature:g}"]
     if sampling.top_k is not None:
         parts.append(f"top-k {sampling.top_k}")
     if sampling.top_p is not None:
         parts.append(f"top-p {sampling.top_p:g}")
-    parts.append(f"seed {sampling.seed}" if sampling.seed is not None else "no seed")
-    return "sampling: " + " · ".join(parts)
+    parts.append(_("seed {seed}").format(seed=sampling.seed) if sampling.seed is not None else _("no seed"))
+    return _("sampling: {settings}").format(settings=" · ".join(parts))
 
 
 def settings_label(settings: GenerationSettings) -> str:
     """One line: '40 new tokens · greedy · KV cache on'."""
-    return (
-        f"{settings.max_new_tokens} new tokens · {decoding_label(settings.sampling)} · "
-        f"KV cache {'on' if settings.use_cache else 'off'}"
+    n = settings.max_new_tokens
+    return " · ".join(
+        [
+            ngettext("{n} new token", "{n} new tokens", n).format(n=n),
+            decoding_label(settings.sampling),
+            _("KV cache on") if settings.use_cache else _("KV cache off"),
+        ]
     )
 
 
@@ -87,7 +92,7 @@ class Generation:
     steps: list[dict] = field(default_factory=list)
     starts: list[int] = field(default_factory=list)
     stop_reason: str | None = None  # None while running (or before the first run)
-    label: str = ""  # 'naive (no cache)' / 'cached' in a comparison
+    label: str = ""  # 'no cache' / 'cached' in a comparison: a msgid, translated where it is shown
     rng: object = None  # the sampling generator, kept so that a resumed run samples on where it stopped
     topk: int = DEFAULT_TOPK  # candidates each step record keeps
     stream_gb_s: float | None = None  # this machine's large one-row product, GB/s (gpt2viz.costs)
@@ -248,9 +253,9 @@ class Comparison:
         if len(points) < 3:
             return None
         n = len(points)
-        mean_x = sum(x for x, _ in points) / n
-        mean_y = sum(y for _, y in points) / n
-        var_x = sum((x - mean_x) ** 2 for x, _ in points)
+        mean_x = sum(x for x, _y in points) / n
+        mean_y = sum(y for _x, y in points) / n
+        var_x = sum((x - mean_x) ** 2 for x, _y in points)
         if var_x == 0:
             return None
         slope = sum((x - mean_x) * (y - mean_y) for x, y in points) / var_x

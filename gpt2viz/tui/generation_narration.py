@@ -1,23 +1,41 @@
 """What the generation view says: each step's shapes, the cache, the cost, the comparison.
 
 Like narration.py, every function reads this run's facts (RunFacts of the prompt's trace) and
-plain step records, and returns plain text quoting this run's numbers.
+plain step records, and returns plain text quoting this run's numbers, in the current language:
+paragraphs are whole templates (gpt2viz/i18n/<lang>/generation.py), short lines gettext msgids.
+Sentences that name a key take it as a parameter (the default bindings' key by default), since
+only a widget knows the bindings in force.
 """
 
 from __future__ import annotations
 
+from functools import reduce
+
+from rich.cells import cell_len
+
 from ..costs import gb_per_s, step_bound
 from ..generate import STOP_CANCELLED, STOP_CONTEXT, STOP_EOS, STOP_MAX_TOKENS
+from ..i18n import _, ngettext, say
 from .formatting import count, nbytes, num, percent, shape
 from .generation import Comparison, Generation
 from .facts import RunFacts
 from .narration import ARROW
 
 EOS_TEXT = "<|endoftext|>"
+COMPARE_KEY = "c"  # the default key of the comparison, for sentences that name it
 
 
 def _q(text: str) -> str:
     return f"'{text}'"
+
+
+def _tokens(n: int) -> str:
+    return ngettext("{n} token", "{n} tokens", n).format(n=count(n))
+
+
+def _sentences(*sentences: str) -> str:
+    """Whole sentences read as one paragraph (the language decides what goes between them)."""
+    return reduce(lambda first, then: say("generation.join", first=first, then=then), [s for s in sentences if s])
 
 
 def stop_text(gen: Generation) -> str:
@@ -25,33 +43,45 @@ def stop_text(gen: Generation) -> str:
     n = len(gen.steps)
     reason = gen.stop_reason
     if reason == STOP_EOS:
-        return f"The model wrote {EOS_TEXT} (id {gen.ids[-1]}) after {n} tokens: it ended the text itself."
+        return ngettext(
+            "The model wrote {eos} (id {id}) after {n} token: it ended the text itself.",
+            "The model wrote {eos} (id {id}) after {n} tokens: it ended the text itself.",
+            n,
+        ).format(eos=EOS_TEXT, id=gen.ids[-1], n=count(n))
     if reason == STOP_CONTEXT:
+        facts = {"n_ctx": count(gen.n_ctx), "n": count(n)}
         if n == 0:
-            return f"The prompt fills all {gen.n_ctx} positions of the context: there is no room for a new token."
+            return _("The prompt fills all {n_ctx} positions of the context: there is no room for a new token.").format(
+                **facts
+            )
         if not gen.settings.use_cache:
-            return f"The context is full: {gen.n_ctx} tokens, {n} of them new."
+            return _("The context is full: {n_ctx} tokens, {n} of them new.").format(**facts)
         # The last token is chosen but never fed in, so the cache holds one position less.
-        return f"The context is full: {gen.n_ctx} tokens, {n} of them new; the last was never fed in (cache {gen.n_ctx - 1})."
+        return _("The context is full: {n_ctx} tokens, {n} of them new; the last was never fed in (cache {cached}).").format(
+            cached=count(gen.n_ctx - 1), **facts
+        )
     if reason == STOP_MAX_TOKENS:
-        return f"{n} new tokens, as many as asked."
+        return ngettext("{n} new token, as many as asked.", "{n} new tokens, as many as asked.", n).format(n=count(n))
     if reason == STOP_CANCELLED:
-        return f"Stopped after {n} of {gen.settings.max_new_tokens} tokens."
+        total = gen.settings.max_new_tokens
+        return ngettext("Stopped after {n} of {total} token.", "Stopped after {n} of {total} tokens.", total).format(
+            n=count(n), total=count(total)
+        )
     return ""
 
 
 def step_kind(gen: Generation, index: int) -> str:
     """'prefill', 'decode', 'full pass' (no cache) or 'prefill (resumed)'."""
     if not gen.steps[index].get("used_cache"):
-        return "full pass, no cache"
+        return _("full pass, no cache")
     if gen.is_first(index):
-        return "prefill" if index == 0 else "prefill (resumed)"
-    return "decode"
+        return _("prefill") if index == 0 else _("prefill (resumed)")
+    return _("decode")
 
 
 def step_heading(gen: Generation, index: int) -> str:
     """'Step 12 · decode'."""
-    return f"Step {index} · {step_kind(gen, index)}"
+    return _("Step {index} · {kind}").format(index=index, kind=step_kind(gen, index))
 
 
 def step_flow(f: RunFacts, gen: Generation, index: int) -> list[str]:
@@ -60,22 +90,27 @@ def step_flow(f: RunFacts, gen: Generation, index: int) -> list[str]:
     L = gen.context_length(index)  # keys each query can see at the end of this step
     T = gen.input_length(index)
     cached = bool(gen.steps[index].get("used_cache"))
-    kv = f"K, V {shape([1, H, L, D])}" + (f" ({L - T} + {T} new)" if cached and L > T else "")
+    kv_shape = shape([1, H, L, D])
+    if cached and L > T:
+        kv = _("K, V {shape} ({cached} + {new} new)").format(shape=kv_shape, cached=L - T, new=T)
+    else:
+        kv = f"K, V {kv_shape}"
     if L == 1:
-        mask = "mask: one query, one key (its own)"
+        mask = _("mask: one query, one key (its own)")
     elif T == 1:
         # The causal mask, shifted by the L - 1 cached positions, lets the one query see every key.
-        mask = f"mask tril(diagonal={L - 1}): all {L} keys"
+        mask = _("mask tril(diagonal={past}): all {n} keys").format(past=L - 1, n=count(L))
     else:
-        mask = "mask: causal, query i sees keys 0–i"
+        mask = _("mask: causal, query i sees keys 0–i")
+    logits = shape([1, 1, V])
     return [
-        f"ids, shape {shape([1, T])}{ARROW}x {shape([1, T, f.n_embd])}",
+        _("ids, shape {ids}{arrow}x {x}").format(ids=shape([1, T]), arrow=ARROW, x=shape([1, T, f.n_embd])),
         f"q {shape([1, H, T, D])}",
         kv,
         f"scores {shape([1, H, T, L])}",
         mask,
         f"pattern @ V{ARROW}{shape([1, H, T, D])}",
-        f"logits {shape([1, 1, V])}" + (" (last position)" if T > 1 else ""),
+        _("logits {shape} (last position)").format(shape=logits) if T > 1 else f"logits {logits}",
     ]
 
 
@@ -84,32 +119,32 @@ def step_text(f: RunFacts, gen: Generation, index: int) -> str:
     step = gen.steps[index]
     L = gen.context_length(index)
     H = f.n_head
+    facts = {"length": count(L), "n_layer": count(f.n_layer), "logits_shape": shape([1, 1, f.vocab])}
     if not step.get("used_cache"):
-        return (
-            f"Without a cache every step runs the whole sequence again: all {L} ids, {shape([1, L])}, go "
-            f"through all {f.n_layer} blocks, keys and values of every position are computed anew and thrown "
-            f"away, and the scores are a full {L} × {L} triangle, {shape([1, H, L, L])}. Only the last "
-            f"position's logits, {shape([1, 1, f.vocab])}, pick the token. The work grows with every token."
-        )
+        return say("generation.step.full_pass", ids_shape=shape([1, L]), scores_shape=shape([1, H, L, L]), **facts)
     if gen.is_first(index):
-        resumed = "" if index == 0 else f" A resumed run starts with a new cache, so the {index} tokens written before are read again too."
-        return (
-            f"The prefill reads the whole context at once: {L} ids, {shape([1, L])}, positions 0–{L - 1}. "
-            f"Each of the {f.n_layer} layers writes their keys and values, {shape([1, H, L, f.head_dim])}, "
-            f"into the cache; the scores are {shape([1, H, L, L])} under the causal mask. Only the last "
-            f"position's logits, {shape([1, 1, f.vocab])}, are computed: they give the first new token."
-            + resumed
+        facts.update(
+            ids_shape=shape([1, L]), last=L - 1, kv_shape=shape([1, H, L, f.head_dim]), scores_shape=shape([1, H, L, L])
         )
+        if index == 0:
+            return say("generation.step.prefill", **facts)
+        return say("generation.step.prefill_resumed", written=_tokens(index), **facts)
     past = L - 1
     previous = gen.steps[index - 1]
-    return (
-        f"A decode step feeds one id, {shape([1, 1])}: {_q(previous['text'])} (id {previous['id']}), the token "
-        f"chosen at step {index - 1}. Its position id is {past}, the past length: {past} positions are already "
-        f"in the cache, so it gets wpe[{past}] and continues the sequence instead of restarting at 0. "
-        f"Its k and v, {shape([1, H, 1, f.head_dim])}, are appended, and its one query row scores all "
-        f"{L} keys: {shape([1, H, 1, L])}."
-        f"\n\nThe causal mask is the lower triangle shifted by the past length, tril(diagonal={past}): "
-        f"query {past} may see keys 0–{past}, which is every key there is. So a decode step masks nothing."
+    in_cache = ngettext(
+        "{n} position is already in the cache", "{n} positions are already in the cache", past
+    ).format(n=count(past))
+    return say(
+        "generation.step.decode",
+        ids_shape=shape([1, 1]),
+        previous=_q(previous["text"]),
+        previous_id=previous["id"],
+        previous_step=index - 1,
+        past=past,
+        in_cache=in_cache,
+        kv_shape=shape([1, H, 1, f.head_dim]),
+        length=count(L),
+        scores_shape=shape([1, H, 1, L]),
     )
 
 
@@ -118,108 +153,90 @@ def choice_text(gen: Generation, index: int) -> str:
     step = gen.steps[index]
     s = gen.settings.sampling
     chosen = f"{_q(step['text'])} (id {step['id']})"
+    p = percent(step.get("chosen_prob"))
     raw = step.get("raw") or {}
     raw_p = None
     if step["id"] in (raw.get("ids") or []):
         raw_p = raw["probs"][raw["ids"].index(step["id"])]
     if s.greedy:
-        return (
-            f"Greedy decoding takes the most probable token: {chosen}, p = {percent(step.get('chosen_prob'))}. "
-            "No temperature, top-k or top-p: the same prompt always gives the same text."
-        )
-    kept = []
-    if s.top_k is not None:
-        kept.append(f"top-k keeps the {s.top_k} most likely")
-    if s.top_p is not None:
-        kept.append(f"top-p keeps the most likely until their mass reaches {percent(s.top_p)}")
-    before = (
-        f"{percent(raw_p)} in the plain softmax" if raw_p is not None else f"outside the plain softmax's top {gen.topk}"
-    )
+        return say("generation.choice.greedy", chosen=chosen, p=p)
+    effect = "sharper" if s.temperature < 1 else "flatter" if s.temperature > 1 else "unchanged"
+    temperature = say(f"generation.choice.{effect}", temperature=f"{s.temperature:g}")
+    mass = percent(s.top_p) if s.top_p is not None else None
+    if s.top_k is not None and s.top_p is not None:
+        kept = say("generation.choice.top_k_top_p", k=s.top_k, mass=mass)
+    elif s.top_k is not None:
+        kept = say("generation.choice.top_k", k=s.top_k)
+    elif s.top_p is not None:
+        kept = say("generation.choice.top_p", mass=mass)
+    else:
+        kept = ""
+    if raw_p is not None:
+        drawn = say("generation.choice.drawn", chosen=chosen, p=p, plain_p=percent(raw_p))
+    else:
+        drawn = say("generation.choice.drawn_outside", chosen=chosen, p=p, topk=gen.topk)
+    # The candidates list drops zeros: fewer than top-k entries means these were all there were.
     n_left = len((step.get("candidates") or {}).get("ids") or [])
-    return (
-        f"Sampling: the logits are divided by the temperature {s.temperature:g} "
-        + ("(sharper: the likely get likelier)" if s.temperature < 1 else "(flatter)" if s.temperature > 1 else "(unchanged)")
-        + (", then " + " and ".join(kept) if kept else "")
-        + f". The token is drawn from what is left: {chosen} had p = {percent(step.get('chosen_prob'))} "
-        f"after the settings, {before}."
-        # The candidates list drops zeros: fewer than top-k entries means these were all there were.
-        + (_only_left(n_left) if n_left < gen.topk else "")
-        + (f" The seed {s.seed} makes the draws repeatable." if s.seed is not None else " No seed: another run draws differently.")
-    )
-
-
-def _only_left(n: int) -> str:
-    if n == 1:
-        return " Only 1 token could be drawn at this step."
-    return f" Only {n} tokens could be drawn at this step."
+    only = say("generation.choice.only_left", tokens=_tokens(n_left)) if n_left < gen.topk else ""
+    seed = say("generation.choice.seed", seed=s.seed) if s.seed is not None else say("generation.choice.no_seed")
+    return _sentences(temperature, kept, drawn, only, seed)
 
 
 def kv_formula(f: RunFacts, length: int, width: int = 0) -> list[str]:
     """'= 2 (K, V) × 2 layers × 4 heads × 17 positions × 16 dims × 4 B' as lines of at most `width`
-    (0: one line), the last one ending in '= 8,704 B'."""
+    cells (0: one line), the last one ending in '= 8,704 B'."""
     total = f.kv_bytes(length)
     factors = [
         "2 (K, V)",
-        f"{f.n_layer} layers",
-        f"{f.n_head} heads",
-        f"{length} positions",
-        f"{f.head_dim} dims",
+        ngettext("{n} layer", "{n} layers", f.n_layer).format(n=f.n_layer),
+        ngettext("{n} head", "{n} heads", f.n_head).format(n=f.n_head),
+        ngettext("{n} position", "{n} positions", length).format(n=length),
+        ngettext("{n} dim", "{n} dims", f.head_dim).format(n=f.head_dim),
         f"{f.value_bytes} B",
     ]
     out = ["  = " + factors[0]]
     for factor in factors[1:]:
-        if width and len(out[-1]) + 3 + len(factor) > width:
+        if width and cell_len(out[-1]) + 3 + cell_len(factor) > width:
             out.append("    × " + factor)
         else:
             out[-1] += " × " + factor
     total_text = f" = {count(total)} B"
-    if width and len(out[-1]) + len(total_text) > width:
+    if width and cell_len(out[-1]) + len(total_text) > width:
         out.append("   " + total_text)
     else:
         out[-1] += total_text
     return out
 
 
-def kv_text(f: RunFacts, gen: Generation, index: int | None) -> str:
+def kv_text(f: RunFacts, gen: Generation, index: int | None, compare_key: str = COMPARE_KEY) -> str:
     """Why K and V are cached and Q is not, with this run's sizes."""
-    per_token = f.kv_bytes_per_position
-    full = f.kv_bytes(f.n_ctx)
-    why = (
-        "Why K and V, and not Q: a position's key and value depend only on the tokens up to it, so once "
-        "computed they never change, and every later token reads them again. A query is used once, by its "
-        "own position, to ask which earlier positions matter; no later step needs it. So each layer keeps K "
-        f"and V and drops q. One more token adds {count(per_token)} bytes "
-        f"(2 × {f.n_layer} layers × {f.n_head} heads × {f.head_dim} × {f.value_bytes} B, {f.compute_dtype}); the "
-        f"buffers are allocated once for the whole context of {f.n_ctx} positions, {nbytes(full)}, and "
-        "filled in place, so a decode step allocates nothing."
-        "\n\nThe cache changes the path, not the result: the keys and values it holds are the very numbers "
-        "a full pass would compute again, so the same tokens come out. c runs both and compares."
+    per_token = count(f.kv_bytes_per_position)
+    why = say(
+        "generation.kv.why",
+        per_token=per_token,
+        layers=ngettext("{n} layer", "{n} layers", f.n_layer).format(n=f.n_layer),
+        heads=ngettext("{n} head", "{n} heads", f.n_head).format(n=f.n_head),
+        head_dim=f.head_dim,
+        value_bytes=f.value_bytes,
+        dtype=f.compute_dtype,
+        n_ctx=count(f.n_ctx),
+        full=nbytes(f.kv_bytes(f.n_ctx)),
+        compare_key=compare_key,
     )
     if not gen.settings.use_cache:
-        return (
-            "The cache is off: nothing is kept between steps, and every step recomputes K and V for all "
-            f"positions. With it on, this run would keep {count(per_token)} bytes per token.\n\n" + why
-        )
+        return say("generation.kv.off", per_token=per_token) + "\n\n" + why
     return why
 
 
-def bandwidth_text(f: RunFacts, gen: Generation, index: int | None) -> str:
+def bandwidth_text(f: RunFacts, gen: Generation, index: int | None, compare_key: str = COMPARE_KEY) -> str:
     """What a decode step reads, what it costs on this run, and what bounds it, from this run's
     numbers against this machine's measured stream rate (never a bound the numbers contradict)."""
     weights = f.weight_bytes
-    head = (
-        "Prefill and decode cost differently. The prefill (time to first token) pushes all prompt positions "
-        "through each weight matrix at once: many multiply-adds for every weight read from memory. A decode "
-        "step pushes one position: each weight is read once and used for one multiply-add, so a decode step "
-        "can go no faster than memory delivers the weights, unless something else takes longer still."
-        f"\n\nEvery decode step reads all {count(f.n_params)} parameters, stored in {f.dtype}: "
-        f"{nbytes(weights)}, plus the KV cache."
-    )
+    reads = {"n_params": count(f.n_params), "dtype": f.dtype, "weights": nbytes(weights)}
+    head = say("generation.cost.prefill_decode")
     if not gen.settings.use_cache:
-        return head + (
-            " Without the cache a step is not one position but the whole sequence, so its time grows with "
-            "every token: compare with c."
-        )
+        return head + "\n\n" + say("generation.cost.reads_no_cache", compare_key=compare_key, **reads)
+    head += "\n\n" + say("generation.cost.reads", **reads)
     mean = gen.mean_decode_ms
     lines = []
     if index is not None and index < len(gen.steps) and not gen.is_first(index):
@@ -227,17 +244,22 @@ def bandwidth_text(f: RunFacts, gen: Generation, index: int | None) -> str:
         kv = (step.get("kv_cache") or {}).get("total_bytes") or 0
         rate = gb_per_s(weights + kv, step.get("ms"))
         lines.append(
-            f"Step {index}: {nbytes(weights)} + {nbytes(kv)} of K and V in {num(step.get('ms'))} ms = "
-            f"{num(rate)} GB/s effective."
+            say(
+                "generation.cost.step_rate",
+                index=index,
+                weights=nbytes(weights),
+                kv=nbytes(kv),
+                ms=num(step.get("ms")),
+                rate=num(rate),
+            )
         )
     if mean:
-        kv_mean = gen.mean_decode_kv_bytes
+        read = weights + gen.mean_decode_kv_bytes
         lines.append(
-            f"Mean decode step: {num(mean)} ms for {nbytes(int(weights + kv_mean))} = "
-            f"{num(gb_per_s(weights + kv_mean, mean))} GB/s effective."
+            say("generation.cost.mean_rate", ms=num(mean), bytes=nbytes(int(read)), rate=num(gb_per_s(read, mean)))
         )
-        lines.append(bound_text(weights + kv_mean, mean, gen.stream_gb_s))
-    return head + ("\n\n" + " ".join(lines) if lines else "")
+        lines.append(bound_text(read, mean, gen.stream_gb_s))
+    return head + ("\n\n" + _sentences(*lines) if lines else "")
 
 
 def bound_text(n_bytes: float, ms: float, stream_gb_s: float | None) -> str:
@@ -245,46 +267,31 @@ def bound_text(n_bytes: float, ms: float, stream_gb_s: float | None) -> str:
     on this machine (costs.step_bound): memory bandwidth, or the fixed work every step does."""
     bound = step_bound(n_bytes, ms, stream_gb_s)
     if bound.kind == "unmeasured":
-        return "This machine's memory bandwidth was not measured for this run, so no bound is claimed."
-    floor, share = bound.memory_ms, bound.share
-    reading = f"Reading that at the {num(stream_gb_s)} GB/s this machine streams a large matrix takes {num(floor)} ms"
+        return say("generation.bound.unmeasured")
+    facts = {"stream": num(stream_gb_s), "floor": num(bound.memory_ms), "ms": num(ms)}
     if bound.kind == "caches":
-        return (
-            f"{reading}, more than the {num(ms)} ms a step took: part of the weights comes from the processor's "
-            "caches, faster than main memory, so the step is bound by neither memory nor fixed work alone."
-        )
-    if bound.kind == "memory":
-        return f"{reading}, {percent(share)} of the {num(ms)} ms a step takes: the step is bound by memory bandwidth."
-    if bound.kind == "partly":
-        return (
-            f"{reading}, {percent(share)} of the {num(ms)} ms a step takes: memory is a large part of the cost, "
-            "and the rest is fixed work every step does (Python, dispatching each operation, hand-offs "
-            "between the two cores)."
-        )
-    return (
-        f"{reading}, only {percent(share)} of the {num(ms)} ms a step takes: this step is not bound by memory "
-        "but by fixed work every step does whatever the model's size (Python, dispatching each of its "
-        "operations, hand-offs between the two cores). A bigger model reads more per step and comes closer "
-        "to the memory bound."
-    )
+        return say("generation.bound.caches", **facts)
+    # Without FLOPs the bound is memory, partly memory, or else the fixed work of every step.
+    kind = bound.kind if bound.kind in ("memory", "partly") else "fixed"
+    return say(f"generation.bound.{kind}", share=percent(bound.share), **facts)
 
 
 def cost_split_text(comparison: Comparison) -> str:
     """Why the speed-up is what it is, from this run: a full pass's time fitted as a fixed part
-    plus a part per position, against the cached run's decode step."""
+    plus a part per position, against the cached run's decode step ('' when it does not fit)."""
     fit = comparison.naive_cost_fit()
     cached = comparison.cached.mean_decode_ms
     if fit is None or cached is None:
         return ""
     fixed, per_position = fit
     last = comparison.naive.context_length(len(comparison.naive.steps) - 1)
-    return (
-        f"\n\nWhere the time goes, fitted to this run's full passes: each step costs about {num(fixed)} ms "
-        f"whatever its length (reading the LM head's weights, Python, dispatching operations), plus about "
-        f"{num(per_position)} ms for each position it recomputes. At the last step ({last} positions) that is "
-        f"{num(fixed + per_position * last)} ms, against {num(cached)} ms for a cached decode step. The cache "
-        "removes the per-position part, not the fixed part: the shorter the sequence, or the larger the fixed "
-        "part, the smaller the speed-up."
+    return say(
+        "generation.compare.cost_split",
+        fixed=num(fixed),
+        per_position=num(per_position),
+        last=count(last),
+        at_last=num(fixed + per_position * last),
+        cached=num(cached),
     )
 
 
@@ -292,31 +299,19 @@ def compare_text(f: RunFacts, comparison: Comparison) -> str:
     """The verdict of a comparison, and why the cache changes the path and not the result."""
     naive, cached = comparison.naive, comparison.cached
     n = len(cached.steps)
-    seed = cached.settings.sampling.seed
-    same = (
-        f"Both runs chose the same {n} ids"
-        + (f" (sampling with the same seed, {seed})" if not cached.settings.sampling.greedy else "")
-        + ". "
-        if comparison.identical
-        else ""
-    )
-    L = cached.context_length(n - 1) if n else len(cached.prompt_ids)
-    path = (
-        f"{same}The cache changes the path, not the result: a decode step computes the newest position's "
-        f"q, k and v exactly as the full pass does, and reads the other positions' keys and values from the "
-        f"cache instead of recomputing them; they are the same numbers, because a position's k and v never "
-        f"depend on later tokens. The last row of the scores, the softmax and the logits come out the same "
-        f"(up to float rounding), so the argmax does too. What changes is the work: at the last step the "
-        f"full pass pushed {L} positions through every block, the decode step one."
-    )
-    path += cost_split_text(comparison)
+    same = ""
     if comparison.identical:
-        return path
-    i = comparison.first_divergence
-    a = naive.steps[i]["text"] if i < len(naive.steps) else "(stopped)"
-    b = cached.steps[i]["text"] if i < len(cached.steps) else "(stopped)"
-    return (
-        f"The runs differ from step {i}: without the cache {_q(a)}, with it {_q(b)}. The cache should never "
-        f"change the result, so this is a bug (or two near-equal top tokens that rounding put in another "
-        f"order).\n\n" + path
-    )
+        ids = ngettext("{n} id", "{n} ids", n).format(n=count(n))
+        if cached.settings.sampling.greedy:
+            same = say("generation.compare.same", ids=ids)
+        else:
+            same = say("generation.compare.same_seeded", ids=ids, seed=cached.settings.sampling.seed)
+    L = cached.context_length(n - 1) if n else len(cached.prompt_ids)
+    paragraphs = [_sentences(same, say("generation.compare.path", positions=count(L))), cost_split_text(comparison)]
+    if not comparison.identical:
+        i = comparison.first_divergence
+        stopped = _("(stopped)")
+        a = naive.steps[i]["text"] if i < len(naive.steps) else stopped
+        b = cached.steps[i]["text"] if i < len(cached.steps) else stopped
+        paragraphs.insert(0, say("generation.compare.differ", step=i, naive=_q(a), cached=_q(b)))
+    return "\n\n".join(p for p in paragraphs if p)

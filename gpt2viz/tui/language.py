@@ -54,14 +54,18 @@ def translate_bindings(node: DOMNode) -> None:
 
 
 def key_name(node: DOMNode, action: str) -> str:
-    """How the first key bound to `action` shows on screen ('g', '⏎', '[' ...), from the bindings
-    active now (the user's key map applied), for sentences that name a key."""
+    """How the first key bound to `action` shows on screen ('g', '⏎', '[' ...), for sentences that
+    name a key: from the bindings active now (the user's key map applied), else, for an action
+    disabled at the moment (resume while running), from its screen's or the app's bindings."""
     app = node.app
-    screen = node.screen if not isinstance(node, type(app)) else app.screen
-    for _key, active in screen.active_bindings.items():
-        if active.binding.action in (action, f"app.{action}", f"screen.{action}"):
-            return app.get_key_display(active.binding)
-    for _key, binding in app._bindings:
-        if binding.action == action:
-            return app.get_key_display(binding)
+    screen = app.screen if node is app else node.screen
+    names = (action, f"app.{action}", f"screen.{action}")
+    active = [a.binding for a in screen.active_bindings.values() if a.binding.action in names]
+    # A key the footer shows before a hidden one (q before ctrl+c for quit).
+    for binding in sorted(active, key=lambda b: not b.show):
+        return app.get_key_display(binding)
+    for holder in (screen, app):
+        for _key, binding in holder._bindings:
+            if binding.action in names:
+                return app.get_key_display(binding)
     raise KeyError(f"no key is bound to {action!r}")

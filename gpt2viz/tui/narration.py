@@ -1,8 +1,10 @@
 """What the app says at each stage: title, explanation, formula and shape flow.
 
 Every function here reads one Trace (this run's shapes, config, numbers) and one Stage, and
-returns plain text, so the words can be tested without a terminal. Numbers always come from the
-trace or the model's config, never from elsewhere.
+returns plain text in the current language, so the words can be tested without a terminal. The
+sentences are templates (gpt2viz/i18n/<lang>/stages.py); this module decides which of them apply
+and formats every number once, the same in every language. Numbers always come from the trace or
+the model's config, never from elsewhere.
 """
 
 from __future__ import annotations
@@ -10,8 +12,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ..i18n import _, ngettext, say
 from ..trace import Trace
 from ..trace.events import LAYER_NORM_STATS
+from ..trace.notices import notice_text
 from .facts import (
     RunFacts,
     argmax,
@@ -59,139 +63,136 @@ def _root(n: int) -> str:
     return str(int(r)) if r == int(r) else num(r, 4)
 
 
+def _join(first: str, *sentences: str) -> str:
+    """Whole sentences said one after another in one paragraph (a space between them in English,
+    none in Chinese)."""
+    for sentence in sentences:
+        first = say("stage.join", first=first, then=sentence)
+    return first
+
+
+def _at(trace: Trace, f: RunFacts) -> dict:
+    """The last computed position and its token, which the per-position sentences quote."""
+    position = f.past + f.T - 1
+    return {"position": position, "token": _q(token_text(trace, position))}
+
+
 # -- the stages ----------------------------------------------------------------------------
 
 
-def narrate(trace: Trace, stage: Stage, head: int = 0) -> Narration:
-    """The title, explanation, formula and shape flow of `stage` in this run."""
+def narrate(trace: Trace, stage: Stage, head: int = 0, generate_key: str = "g") -> Narration:
+    """The title, explanation, formula and shape flow of `stage` in this run. `generate_key` is
+    the key that opens the generation view, which the last stage names."""
     facts = RunFacts.of(trace)
     writer = _WRITERS[stage.kind]
-    text, formula, flow = writer(trace, stage, facts, head)
+    text, formula, flow = writer(trace, stage, facts, head, generate_key)
     title = stage.title
     if stage.kind in ("scores", "pattern"):
-        title += f" · head {head}"
+        title = _("{title} · head {head}").format(title=title, head=head)
     return Narration(title, text, formula, tuple(flow))
 
 
-def _tokenize(trace: Trace, stage: Stage, f: RunFacts, head: int):
+def _tokenize(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key: str):
     if f.past:
         return _decode_input(trace, f)
     prompt = trace.prompt
     n_bytes = len(prompt.encode("utf-8"))
     spaced = [t["text"] for t in trace.tokens if t["text"].startswith("␣")]
     kept_bytes = sum(t["bytes"] for t in trace.tokens)
+    the_bytes = ngettext("{n} byte", "{n} bytes", n_bytes).format(n=count(n_bytes))
     if not prompt:
-        cut = "The prompt is empty, so there is nothing to cut: the model starts from one special token."
+        cut = say("stage.tokenize.empty")
     elif kept_bytes < n_bytes:
-        cut = (
-            f"Its byte-level BPE tokenizer cuts the {count(n_bytes)} bytes of the prompt into more tokens than "
-            f"fit in the context; the last {count(f.T)} ({count(kept_bytes)} bytes) are kept."
-        )
+        cut = say("stage.tokenize.cut_kept", bytes=the_bytes, kept=count(f.T), kept_bytes=count(kept_bytes))
     else:
-        tokens = "1 token" if f.T == 1 else f"{count(f.T)} tokens"
-        cut = f"Its byte-level BPE tokenizer cuts the {count(n_bytes)} bytes of the prompt into {tokens}."
-    text = (
-        f"GPT-2 never sees letters. {cut} Each token is an entry of a {count(f.vocab)}-entry vocabulary; "
-        "from here on the model works with the ids alone. Common words are one token, rare ones are "
-        "split into pieces, and a piece can even be part of a character."
-    )
+        tokens = ngettext("{n} token", "{n} tokens", f.T).format(n=count(f.T))
+        cut = say("stage.tokenize.cut", bytes=the_bytes, tokens=tokens)
+    paragraphs = [_join(say("stage.tokenize.lead"), cut, say("stage.tokenize.vocab", vocab=count(f.vocab)))]
     if spaced:
-        text += (
-            f"\n\nA space belongs to the token after it: {len(spaced)} of these tokens start with one, "
-            f"shown as ␣ (the vocabulary file writes Ġ), so {_q(spaced[0])} and "
-            f"{_q(spaced[0][1:])} are different tokens with different ids."
-        )
-    for notice in trace.notices:
-        text += f"\n\nNote: {notice}."
-    formula = "prompt → UTF-8 bytes → BPE merges → token ids"
-    flow = [f'"{clip(prompt, 40)}" ({count(len(prompt))} characters, {count(n_bytes)} bytes){ARROW}token ids, shape {shape([1, f.T])}']
-    return text, formula, flow
+        starting = ngettext(
+            "{n} of these tokens starts with one", "{n} of these tokens start with one", len(spaced)
+        ).format(n=count(len(spaced)))
+        paragraphs.append(say("stage.tokenize.spaces", starting=starting, spaced=_q(spaced[0]), bare=_q(spaced[0][1:])))
+    paragraphs += [say("stage.note", notice=notice_text(notice)) for notice in trace.notices]
+    characters = ngettext("{n} character", "{n} characters", len(prompt)).format(n=count(len(prompt)))
+    flow = [say("stage.tokenize.flow", prompt=clip(prompt, 40), characters=characters, bytes=the_bytes, shape=shape([1, f.T]))]
+    return "\n\n".join(paragraphs), say("stage.tokenize.formula"), flow
 
 
 def _decode_input(trace: Trace, f: RunFacts):
     """What a decode step reads: one new id; the earlier positions wait in the KV cache."""
     new = trace.tokens[-1]
-    text = (
-        f"This is the forward pass of a decode step. Only one id goes in: {_q(new['text'])} (id {new['id']}), "
-        f"the token chosen at the step before, at position {new['position']}. The {count(f.past)} tokens before "
-        "it are not run again: each layer kept their keys and values in the KV cache, and this pass reads "
-        "them from there. Every stage below computes one position, not the whole text."
-    )
-    formula = "ids in = [the newest token]   (the earlier ones: keys and values in the KV cache)"
-    flow = [f"{count(f.past)} cached + 1 new{ARROW}ids, shape {shape([1, f.T])}, position {new['position']}"]
-    return text, formula, flow
+    # The count bends the whole sentence (is/are, its/their), so the sentence is the plural msgid.
+    before = ngettext(
+        "The {n} token before it is not run again: each layer kept its key and value in the KV cache, "
+        "and this pass reads them from there.",
+        "The {n} tokens before it are not run again: each layer kept their keys and values in the KV "
+        "cache, and this pass reads them from there.",
+        f.past,
+    ).format(n=count(f.past))
+    text = say("stage.tokenize.decode", token=_q(new["text"]), id=new["id"], position=new["position"], before=before)
+    flow = [say("stage.tokenize.decode_flow", past=count(f.past), shape=shape([1, f.T]), position=new["position"])]
+    return text, say("stage.tokenize.decode_formula"), flow
 
 
-def _embed(trace: Trace, stage: Stage, f: RunFacts, head: int):
+def _cached(n: int) -> str:
+    """'11 cached ones': the positions already in the KV cache."""
+    return ngettext("{n} cached one", "{n} cached ones", n).format(n=count(n))
+
+
+def _embed(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key: str):
     p = f.params
     tok, pos = hook_event(trace, "hook_embed"), hook_event(trace, "hook_pos_embed")
     x_shape = shape_of(trace, "hook_pos_embed", None, [1, f.T, f.n_embd])
     size = f.T * f.n_embd
     last = f.T - 1
     share = 100 * p.wte / f.n_params if f.n_params else 0
-    text = (
-        f"Each id picks one row of the token embedding table wte [{count(f.vocab)} × {f.n_embd}]: "
-        "a lookup, no multiplication. Each position p picks row p of the position table "
-        f"wpe [{count(f.n_ctx)} × {f.n_embd}], which is how the model knows word order. "
-        f"Their sum is x, the residual stream: {f.T} × {f.n_embd} = {count(size)} numbers, "
-        f"{count(size * f.value_bytes)} bytes in {f.compute_dtype}. Every block reads x and adds its result to it."
-        f"\n\nwte holds {count(p.wte)} ({millions(p.wte)}) of this model's {count(f.n_params)} "
-        f"parameters ({share:.1f}%); wpe holds {count(p.wpe)}."
-    )
+    paragraphs = [
+        say(
+            "stage.embed.lookup", vocab=count(f.vocab), n_embd=f.n_embd, n_ctx=count(f.n_ctx), T=f.T,
+            size=count(size), size_bytes=count(size * f.value_bytes), dtype=f.compute_dtype,
+        ),
+        say(
+            "stage.embed.params", wte=count(p.wte), wte_millions=millions(p.wte), n_params=count(f.n_params),
+            share=f"{share:.1f}%", wpe=count(p.wpe),
+        ),
+    ]
     if f.past:
-        text += (
-            f"\n\nThe new token sits at position {f.past}, after the {count(f.past)} cached ones, so it takes "
-            f"row {f.past} of wpe: a decode step continues the sequence, it does not start it again at 0."
-        )
+        paragraphs.append(say("stage.embed.decode", past=f.past, cached=_cached(f.past)))
     a, b, c = value_at(tok.get("norms"), last), value_at(pos.get("norms"), last), value_at(pos.get("sum_norms"), last)
     if a is not None and b is not None and c is not None:
-        text += (
-            f" At position {f.past + last} ({_q(token_text(trace, f.past + last))}) the token vector has length {num(a)}, "
-            f"the position vector {num(b)}, their sum {num(c)}."
-        )
+        lengths = say("stage.embed.lengths", **_at(trace, f), token_length=num(a), position_length=num(b), sum_length=num(c))
+        paragraphs[-1] = _join(paragraphs[-1], lengths)
     formula = "x[p] = wte[id[p]] + wpe[p]"
     flow = [
-        f"ids, shape {shape([1, f.T])}{ARROW}rows of wte{ARROW}{shape(shape_of(trace, 'hook_embed', None, x_shape))}",
-        f"positions {f.past}…{f.past + last}{ARROW}rows of wpe{ARROW}{shape(x_shape)}",
-        f"sum{ARROW}x {shape(x_shape)}",
+        say("stage.embed.flow_tokens", ids=shape([1, f.T]), shape=shape(shape_of(trace, "hook_embed", None, x_shape))),
+        say("stage.embed.flow_positions", first=f.past, last=f.past + last, shape=shape(x_shape)),
+        say("stage.embed.flow_sum", shape=shape(x_shape)),
     ]
-    return text, formula, flow
+    return "\n\n".join(paragraphs), formula, flow
 
 
-def _layer_norm(trace: Trace, stage: Stage, f: RunFacts, head: int):
+def _layer_norm(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key: str):
     name = layer_norm_name(stage)
     ev = layer_norm_event(trace, stage)
     x_shape = list(ev.get("shape") or [1, f.T, f.n_embd])
-    where = {
-        "ln1": "Before attention",
-        "ln2": "Before the MLP",
-        "ln_final": f"After the last of the {f.n_layer} blocks",
-    }[stage.kind]
-    reader = {"ln1": "attention", "ln2": "the MLP", "ln_final": "the LM head"}[stage.kind]
-    text = (
-        f"{where}, each token's vector is normalized on its own: subtract the mean of its "
-        f"{f.n_embd} numbers, divide by their standard deviation, then scale and shift every dimension "
-        f"with a learned gain γ and bias β ({count(2 * f.n_embd)} parameters). The variance divides by "
-        f"{f.n_embd}, not {f.n_embd - 1}, and ε = {f.eps:g} keeps the division safe. "
+    text = say(
+        f"stage.{stage.kind}.text", n_layer=f.n_layer, n_embd=f.n_embd, n_embd_less=f.n_embd - 1,
+        params=count(2 * f.n_embd), eps=f"{f.eps:g}",
     )
-    if stage.kind == "ln_final":
-        text += "The LM head reads this normalized copy."
-    else:
-        text += f"This is GPT-2's pre-norm design: x itself is not changed; {reader} reads the normalized copy."
-    last = f.T - 1
-    stats = [value_at(ev.get(k), last) for k in LAYER_NORM_STATS]
+    stats = [value_at(ev.get(k), f.T - 1) for k in LAYER_NORM_STATS]
     if all(v is not None for v in stats):
         m, s, nm, ns, om, os_ = stats
-        text += (
-            f"\n\nAt position {f.past + last} ({_q(token_text(trace, f.past + last))}): mean {num(m)} and std {num(s)} going in; "
-            f"{_near_zero(nm)} and {num(ns)} after normalizing; mean {num(om)} and std {num(os_)} after γ and β."
+        text += "\n\n" + say(
+            "stage.layer_norm.stats", **_at(trace, f), mean=num(m), std=num(s), normalized_mean=_near_zero(nm),
+            normalized_std=num(ns), out_mean=num(om), out_std=num(os_),
         )
     formula = f"{name}(x) = (x − mean(x)) / √(var(x) + {f.eps:g}) · γ + β"
     flow = [f"x {shape(x_shape)}{ARROW}{name}{ARROW}{shape(x_shape)}"]
     return text, formula, flow
 
 
-def _qkv(trace: Trace, stage: Stage, f: RunFacts, head: int):
+def _qkv(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key: str):
     p = f.params
     i = stage.layer
     C, H, D = f.n_embd, f.n_head, f.head_dim
@@ -202,314 +203,282 @@ def _qkv(trace: Trace, stage: Stage, f: RunFacts, head: int):
         kv_bytes = layer_kv["k_bytes"] + layer_kv["v_bytes"]
     else:
         kv_bytes = f.kv_bytes(f.T) // f.n_layer  # one layer's share
-    text = (
-        f"One matrix multiply, c_attn [{C} × {3 * C}] plus a bias ({count(p.c_attn)} parameters), turns each "
-        f"normalized token vector into three vectors of {C} numbers: a query (what this position looks for), "
-        "a key (what it can be found by) and a value (what it hands over when found). GPT-2 stores the "
-        "weight as [input × output], so it is x @ W + b with no transpose."
-        f"\n\nEach of q, k and v is cut into {H} heads of {D} numbers ({H} × {D} = {C}). The heads work "
-        "side by side, each with its own slice, and never see each other's numbers."
-        f"\n\nThe keys and values are what the KV cache keeps for later tokens: for this layer "
-        f"2 × {H} heads × {f.T} positions × {D} = {count(kv_bytes // f.value_bytes)} numbers, {nbytes(kv_bytes)}. "
-        "Queries are used once and never cached."
+    cache = say(
+        "stage.qkv.cache", H=H, T=f.T, D=D, numbers=count(kv_bytes // f.value_bytes), bytes=nbytes(kv_bytes)
     )
     if f.past:
-        text += (
-            f" In this decode step the new position's k and v, {shape([1, H, f.T, D])}, are appended to the "
-            f"{count(f.past)} cached ones: attention reads K and V {shape([1, H, f.L, D])}."
-        )
-    formula = (
-        "q, k, v = split(ln_1(x) @ W_attn + b_attn)\n"
-        "q [T, C] → view [T, H, D] → transpose → [H, T, D]\n"
-        f"T = {f.T} positions, H = {H} heads, D = {D} numbers per head"
+        decode = say("stage.qkv.decode", new=shape([1, H, f.T, D]), cached=_cached(f.past), all=shape([1, H, f.L, D]))
+        cache = _join(cache, decode)
+    paragraphs = [
+        say("stage.qkv.project", C=C, C3=3 * C, params=count(p.c_attn)),
+        say("stage.qkv.heads", H=H, D=D, C=C),
+        cache,
+    ]
+    formula = "\n".join(
+        [
+            "q, k, v = split(ln_1(x) @ W_attn + b_attn)",
+            say("stage.qkv.formula_heads"),
+            say("stage.qkv.formula_sizes", T=f.T, H=H, D=D),
+        ]
     )
     flow = [
         f"ln_1(x) {shape([1, f.T, C])}{ARROW}c_attn{ARROW}{shape([1, f.T, 3 * C])}",
-        f"split{ARROW}q, k, v {shape([1, f.T, C])} each",
-        f"heads{ARROW}q, k, v {shape(head_shape)} each",
+        say("stage.qkv.flow_split", shape=shape([1, f.T, C])),
+        say("stage.qkv.flow_heads", shape=shape(head_shape)),
     ]
-    return text, formula, flow
+    return "\n\n".join(paragraphs), formula, flow
 
 
-def _scores(trace: Trace, stage: Stage, f: RunFacts, head: int):
+def _scores(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key: str):
     i, D, T = stage.layer, f.head_dim, f.T
     ev = attention_event(trace, i, "scores")
     L = f.L
     s_shape = list(ev.get("shape") or [1, f.n_head, T, L])
     masked = T * (T - 1) // 2  # query i sees keys 0 .. past + i: the future within the new positions
-    text = (
-        f"Head {head} compares every query with every key: a dot product of two {D}-number vectors, "
-        f"divided by √{D} = {_root(D)} so the scores do not grow with the head size and the softmax "
-        "that follows does not saturate."
-    )
     if f.past:
-        text += (
-            f"\n\nA decode step has {T} quer{'y' if T == 1 else 'ies'} and {count(L)} keys: {count(f.past)} from the "
-            f"cache and {T} new. The causal mask is shifted by the {count(f.past)} cached positions, "
-            f"tril(diagonal={f.past}): query {f.past} may see keys 0–{f.past}, which is every key there is, "
-            f"so here {count(masked)} of the {count(T * L)} cells are masked."
+        mask = say(
+            "stage.scores.decode_mask",
+            queries=ngettext("{n} query", "{n} queries", T).format(n=count(T)),
+            keys=ngettext("{n} key", "{n} keys", L).format(n=count(L)),
+            past=count(f.past), new=count(T), diagonal=f.past, masked=count(masked), cells=count(T * L),
+            cached=ngettext("{n} cached position", "{n} cached positions", f.past).format(n=count(f.past)),
         )
     else:
-        text += (
-            "\n\nThe causal mask sets every cell above the diagonal to −∞ (the grey cells): position i may look "
-            f"at itself and earlier positions, never at later ones. Here {count(masked)} of the "
-            f"{count(T * L)} cells are masked."
-        )
+        mask = say("stage.scores.mask", masked=count(masked), cells=count(T * L))
     row = last_row(trace, i, head, "scores")
     j = argmax(row)
     if j is not None:
-        text += (
-            f" The last query ({_q(token_text(trace, f.L - 1))}) scores highest on position {j} "
-            f"({_q(token_text(trace, j))}): {num(row[j])}."
+        top = say(
+            "stage.scores.top", token=_q(token_text(trace, L - 1)), position=j, key=_q(token_text(trace, j)), score=num(row[j])
         )
-    text += _reduced_note(ev, T)
-    formula = f"scores[h, i, j] = q[h, i] · k[h, j] / √{D}\nscores[h, i, j] = −∞ where j > i   (the causal mask)"
+        mask = _join(mask, top)
+    paragraphs = [say("stage.scores.dot", head=head, D=D, root=_root(D)), mask, *_reduced_note(ev, T)]
+    formula = f"scores[h, i, j] = q[h, i] · k[h, j] / √{D}\n" + say("stage.scores.formula_mask")
     flow = [
         f"q {shape([1, f.n_head, T, D])} @ kᵀ {shape([1, f.n_head, D, L])}{ARROW}scores {shape(s_shape)}",
-        f"head {head}{ARROW}{shape(s_shape[2:])} map below",
+        say("stage.scores.flow_map", head=head, shape=shape(s_shape[2:])),
     ]
-    return text, formula, flow
+    return "\n\n".join(paragraphs), formula, flow
 
 
-def _reduced_note(event: dict, T: int) -> str:
+def _reduced_note(event: dict, T: int) -> list[str]:
+    """The paragraph saying that a long prompt's maps are averaged (none for a whole map)."""
     if not event.get("reduced"):
-        return ""
+        return []
     rows, cols = event.get("downsampled", [64, 64])
-    return (
-        f"\n\nWith {count(T)} positions the trace keeps each map averaged over a {rows} × {cols} grid of "
-        "blocks (the last query's row is kept whole, below the map)."
-    )
+    return [say("stage.reduced", positions=count(T), rows=rows, cols=cols)]
 
 
-def _pattern(trace: Trace, stage: Stage, f: RunFacts, head: int):
+def _pattern(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key: str):
     i, T = stage.layer, f.T
     ev = attention_event(trace, i, "pattern")
     p_shape = list(ev.get("shape") or [1, f.n_head, T, T])
     z_shape = shape_of(trace, "attn.hook_z", i, [1, f.n_head, T, f.head_dim])
-    text = (
-        "A softmax along each row turns the scores into weights: all positive, every row summing to 1, the "
-        "masked future exactly 0. Row i is a recipe: the output of position i is the weighted sum of the "
-        "value vectors of positions 0 … i."
-    )
+    paragraphs = [say("stage.pattern.softmax")]
     row = last_row(trace, i, head, "pattern")
     j = argmax(row)
     if j is not None:
-        text += (
-            f"\n\nThe last row belongs to {_q(token_text(trace, f.L - 1))}, the position that predicts the next token. "
-            f"In head {head} it puts {percent(row[j])} of its weight on position {j} ({_q(token_text(trace, j))})."
+        paragraphs.append(
+            say(
+                "stage.pattern.last", token=_q(token_text(trace, f.L - 1)), head=head, share=percent(row[j]),
+                position=j, key=_q(token_text(trace, j)),
+            )
         )
-    text += _reduced_note(ev, T)
+    paragraphs += _reduced_note(ev, T)
     formula = "pattern[h, i, :] = softmax(scores[h, i, :])\nz[h, i] = Σ_j pattern[h, i, j] · v[h, j]"
     flow = [
         f"softmax(scores){ARROW}pattern {shape(p_shape)}",
         f"pattern @ v {shape([1, f.n_head, T, f.head_dim])}{ARROW}z {shape(z_shape)}",
     ]
-    return text, formula, flow
+    return "\n\n".join(paragraphs), formula, flow
 
 
-def _heads(trace: Trace, stage: Stage, f: RunFacts, head: int):
+def _heads(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key: str):
     i, H, T = stage.layer, f.n_head, f.T
     focus = head_focus(trace, i)
-    on_self = sum(1 for j, _ in focus if j == f.L - 1)
-    on_first = sum(1 for j, _ in focus if j == 0)
-    text = (
-        f"The {H} heads of block {i} side by side, each its own attention pattern (brighter: more weight). "
-        "With their own query, key and value slices, heads learn to look for different things. Under each "
-        "map: the position the last token looks at most."
-        f"\n\nIn this layer the last position ({_q(token_text(trace, f.L - 1))}) looks mostly at itself in "
-        f"{on_self} of the {H} heads"
-    )
-    text += f" and mostly at position 0 ({_q(token_text(trace, 0))}) in {on_first}." if f.L > 1 else "."
-    formula = f"head_h = softmax(q_h k_hᵀ / √{f.head_dim} + mask) v_h    h = 0 … {H - 1}"
+    on_self = sum(1 for j, _w in focus if j == f.L - 1)
+    on_first = sum(1 for j, _w in focus if j == 0)
+    last = _q(token_text(trace, f.L - 1))
+    if f.L > 1:
+        focus_text = say(
+            "stage.heads.focus_first", token=last, on_self=on_self, H=H, first=_q(token_text(trace, 0)), on_first=on_first
+        )
+    else:
+        focus_text = say("stage.heads.focus", token=last, on_self=on_self, H=H)
+    text = say("stage.heads.intro", H=H, layer=i) + "\n\n" + focus_text
+    formula = say("stage.heads.formula", D=f.head_dim, last=H - 1)
     p_shape = shape_of(trace, "attn.hook_pattern", i, [1, H, T, T])
-    flow = [f"pattern {shape(p_shape)}{ARROW}{H} maps of {shape(p_shape[2:])}"]
+    maps = ngettext("{n} map", "{n} maps", H).format(n=H)
+    flow = [say("stage.heads.flow", pattern=shape(p_shape), maps=maps, shape=shape(p_shape[2:]))]
     return text, formula, flow
 
 
-def _attn_out(trace: Trace, stage: Stage, f: RunFacts, head: int):
+def _attn_out(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key: str):
     p = f.params
     i, C, T = stage.layer, f.n_embd, f.T
     z_shape = shape_of(trace, "attn.hook_z", i, [1, f.n_head, T, f.head_dim])
     out_shape = shape_of(trace, "hook_attn_out", i, [1, T, C])
-    text = (
-        f"The heads' outputs z are put back side by side ({f.n_head} × {f.head_dim} = {C}) and mixed by "
-        f"c_proj [{C} × {C}] ({count(p.attn_proj)} parameters). The result is an update that is added to the "
-        "residual stream. Attention is the only step of the model where information moves between positions."
-        f"\n\nAll of block {i}'s attention holds {count(p.attention)} parameters: c_attn "
-        f"{count(p.c_attn)} + c_proj {count(p.attn_proj)}."
-    )
+    params = say("stage.attn_out.params", layer=i, attention=count(p.attention), c_attn=count(p.c_attn), proj=count(p.attn_proj))
     last = T - 1
     before = value_at(hook_event(trace, "hook_resid_pre", i).get("norms"), last)
     update = value_at(hook_event(trace, "hook_attn_out", i).get("norms"), last)
     after = value_at(hook_event(trace, "hook_resid_mid", i).get("norms"), last)
     if None not in (before, update, after):
-        text += (
-            f" At position {f.past + last} ({_q(token_text(trace, f.past + last))}) the update has length {num(update)} against "
-            f"{num(before)} for x; x + update has length {num(after)}."
-        )
+        lengths = say("stage.attn_out.lengths", **_at(trace, f), update=num(update), before=num(before), after=num(after))
+        params = _join(params, lengths)
+    mix = say("stage.attn_out.mix", H=f.n_head, D=f.head_dim, C=C, proj=count(p.attn_proj))
     formula = "x ← x + concat(z) @ W_proj + b_proj"
     flow = [
-        f"z {shape(z_shape)}{ARROW}concat heads{ARROW}{shape([1, T, C])}",
-        f"c_proj{ARROW}update {shape(out_shape)}",
-        f"x + update{ARROW}x {shape(shape_of(trace, 'hook_resid_mid', i, out_shape))}",
+        say("stage.attn_out.flow_concat", z=shape(z_shape), shape=shape([1, T, C])),
+        say("stage.flow.update", update=shape(out_shape)),
+        say("stage.attn_out.flow_add", shape=shape(shape_of(trace, "hook_resid_mid", i, out_shape))),
     ]
-    return text, formula, flow
+    return mix + "\n\n" + params, formula, flow
 
 
-def _mlp(trace: Trace, stage: Stage, f: RunFacts, head: int):
+def _mlp(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key: str):
     p = f.params
     i, C, F, T = stage.layer, f.n_embd, f.d_mlp, f.T
     post = hook_event(trace, "mlp.hook_post", i)
     pre_shape = shape_of(trace, "mlp.hook_pre", i, [1, T, F])
     post_shape = list(post.get("shape") or pre_shape)
     out_shape = shape_of(trace, "hook_mlp_out", i, [1, T, C])
-    text = (
-        "The MLP works on each position separately, with the same weights for all: nothing moves between "
-        f"positions here. c_fc widens {C} numbers to {count(F)} ({count(p.c_fc)} parameters), GELU bends each of "
-        f"them, and c_proj brings them back to {C} ({count(p.mlp_proj)} parameters)."
-        f"\n\nThe MLP holds {count(p.mlp)} parameters, {p.mlp / p.attention:.1f}× the {count(p.attention)} "
-        f"of this block's attention. GPT-2 uses the tanh form of GELU ({f.activation}); the exact erf form "
-        "gives slightly different numbers."
-    )
-    last = T - 1
-    frac = value_at(post.get("frac_active"), last)
+    paragraphs = [
+        say("stage.mlp.widen", C=C, F=count(F), c_fc=count(p.c_fc), proj=count(p.mlp_proj)),
+        say(
+            "stage.mlp.params", mlp=count(p.mlp), ratio=f"{p.mlp / p.attention:.1f}", attention=count(p.attention),
+            activation=f.activation,
+        ),
+    ]
+    frac = value_at(post.get("frac_active"), T - 1)
     top = post.get("top_neurons") or []
     if frac is not None:
-        text += (
-            f"\n\nAt position {f.past + last} ({_q(token_text(trace, f.past + last))}), {percent(frac)} of the {count(F)} neurons are "
-            "positive after GELU"
-        )
-        text += f"; the strongest is neuron {top[0]['index']} at {num(top[0]['value'])}." if top else "."
+        facts = {**_at(trace, f), "share": percent(frac), "F": count(F)}
+        if top:
+            paragraphs.append(say("stage.mlp.active_top", **facts, neuron=top[0]["index"], value=num(top[0]["value"])))
+        else:
+            paragraphs.append(say("stage.mlp.active", **facts))
     formula = "mlp(x) = gelu(x @ W_fc + b_fc) @ W_proj + b_proj\ngelu(u) = 0.5 · u · (1 + tanh(√(2/π) · (u + 0.044715 · u³)))"
     flow = [
         f"ln_2(x) {shape([1, T, C])}{ARROW}c_fc{ARROW}{shape(pre_shape)}",
         f"GELU{ARROW}{shape(post_shape)}",
-        f"c_proj{ARROW}update {shape(out_shape)}",
+        say("stage.flow.update", update=shape(out_shape)),
     ]
-    return text, formula, flow
+    return "\n\n".join(paragraphs), formula, flow
 
 
-def _mlp_out(trace: Trace, stage: Stage, f: RunFacts, head: int):
+def _mlp_out(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key: str):
     p = f.params
     i, T = stage.layer, f.T
     post = hook_event(trace, "hook_resid_post", i)
     x_shape = list(post.get("shape") or [1, T, f.n_embd])
-    text = (
-        f"The MLP's update is added to the residual stream, and block {i} is done: x leaves with the same "
-        f"shape it came in with, {shape(x_shape)}."
-        f"\n\nBlock {i} holds {count(p.block)} parameters: attention {count(p.attention)}, MLP "
-        f"{count(p.mlp)}, two LayerNorms {count(2 * p.layer_norm)}. All {f.n_layer} blocks together: "
-        f"{count(f.n_layer * p.block)} of the model's {count(f.n_params)}."
-    )
-    last = T - 1
-    vals = [value_at(post.get(k), last) for k in ("before_norms", "attn_update_norms", "mlp_update_norms", "norms")]
+    paragraphs = [
+        say("stage.mlp_out.done", layer=i, shape=shape(x_shape)),
+        say(
+            "stage.mlp_out.params", layer=i, block=count(p.block), attention=count(p.attention), mlp=count(p.mlp),
+            layer_norms=count(2 * p.layer_norm), n_layer=f.n_layer, blocks=count(f.n_layer * p.block),
+            n_params=count(f.n_params),
+        ),
+    ]
+    vals = [value_at(post.get(k), T - 1) for k in ("before_norms", "attn_update_norms", "mlp_update_norms", "norms")]
     if None not in vals:
         before, au, mu, after = vals
-        text += (
-            f"\n\nAt position {f.past + last} ({_q(token_text(trace, f.past + last))}): x had length {num(before)} entering the block; "
-            f"attention added an update of length {num(au)}, the MLP one of {num(mu)}; x leaves with length {num(after)}."
+        paragraphs.append(
+            say("stage.mlp_out.lengths", **_at(trace, f), before=num(before), attention=num(au), mlp=num(mu), after=num(after))
         )
     remaining = f.n_layer - 1 - i
-    text += f" {remaining} more block{'s' if remaining != 1 else ''} to go." if remaining else " This was the last block."
+    if remaining:
+        blocks = ngettext("{n} more block", "{n} more blocks", remaining).format(n=remaining)
+        paragraphs[-1] = _join(paragraphs[-1], say("stage.mlp_out.remaining", blocks=blocks))
+    else:
+        paragraphs[-1] = _join(paragraphs[-1], say("stage.mlp_out.last"))
     formula = "x ← x + mlp(ln_2(x))"
-    flow = [f"x {shape(x_shape)} + update {shape(shape_of(trace, 'hook_mlp_out', i, x_shape))}{ARROW}x {shape(x_shape)}"]
-    return text, formula, flow
+    update = shape(shape_of(trace, "hook_mlp_out", i, x_shape))
+    flow = [say("stage.mlp_out.flow", x=shape(x_shape), update=update)]
+    return "\n\n".join(paragraphs), formula, flow
 
 
-def _lm_head(trace: Trace, stage: Stage, f: RunFacts, head: int):
+def _lm_head(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key: str):
     ev = hook_event(trace, "unembed.hook_out")
     out_shape = list(ev.get("shape") or [1, f.T, f.vocab])
     last = f.T - 1
     positions = ev.get("positions") or []
-    text = (
-        "The LM head multiplies each position's vector by wte transposed: the very table that embedded the "
-        "tokens (weight tying), so it adds no parameters. The result is one score, a logit, for every entry "
-        f"of the vocabulary: {count(f.vocab)} per position, {count(f.T * f.vocab)} in all."
-        "\n\nOnly the last position predicts what comes next. "
-        + (
-            f"Position p's logits are a guess at token p+1, which for every p before {last} is already in the prompt. "
-            if last > 0
-            else "Here there is only one position, so its logits are the prediction. "
-        )
-        + "Softmax turns the last row into probabilities (subtracting the largest logit first, so nothing overflows)."
-    )
+    prediction = say("stage.lm_head.last", last=last) if last > 0 else say("stage.lm_head.only")
     entropy = positions[-1].get("entropy") if positions else None
     if entropy is not None:
-        text += (
-            f" Their entropy is {num(entropy)} nats; a uniform guess over {count(f.vocab)} tokens "
-            f"would have ln {f.vocab} = {num(math.log(f.vocab), 4)}."
+        prediction = _join(
+            prediction,
+            say(
+                "stage.lm_head.entropy", entropy=num(entropy), vocab=count(f.vocab), vocab_size=f.vocab,
+                uniform=num(math.log(f.vocab), 4),
+            ),
         )
-    text += _quality_paragraph(trace, f)
+    paragraphs = [say("stage.lm_head.tying", vocab=count(f.vocab), total=count(f.T * f.vocab)), prediction]
+    paragraphs += _quality_paragraph(trace, f)
     formula = f"logits = ln_f(x) @ wteᵀ\np = softmax(logits[{last}])"
     flow = [
         f"ln_f(x) {shape([1, f.T, f.n_embd])} @ wteᵀ {shape([f.n_embd, f.vocab])}{ARROW}logits {shape(out_shape)}",
-        f"last position{ARROW}{shape([1, out_shape[-1]])}{ARROW}softmax",
+        say("stage.lm_head.flow_last", shape=shape([1, out_shape[-1]])),
     ]
-    return text, formula, flow
+    return "\n\n".join(paragraphs), formula, flow
 
 
-def _quality_paragraph(trace: Trace, f: RunFacts) -> str:
+def _quality_paragraph(trace: Trace, f: RunFacts) -> list[str]:
     """How far this run's logits are from float32's, when it ran in another format."""
     q = trace.quality
     if not q:
-        return ""
+        return []
     n = q["positions"]
-    agree = round(q["top1_agreement"] * n)
-    return (
-        f"\n\nThis run stores its weights in {f.dtype}: {nbytes(f.weight_bytes)}. Against float32 on the same "
-        f"checkpoint, over this prompt's {count(n)} position{'s' if n != 1 else ''}: the most likely token is the "
-        f"same at {count(agree)} of {count(n)}, the largest logit differs by {num(q['max_abs_dlogit'])}, and the "
-        f"mean KL divergence of the distributions is {num(q['mean_kl'])} nats."
-    )
+    return [
+        say(
+            "stage.lm_head.quality", dtype=f.dtype, weight_bytes=nbytes(f.weight_bytes),
+            positions=ngettext("{n} position", "{n} positions", n).format(n=count(n)),
+            agree=count(round(q["top1_agreement"] * n)), n=count(n), dlogit=num(q["max_abs_dlogit"]), kl=num(q["mean_kl"]),
+        )
+    ]
 
 
-def _logit_lens(trace: Trace, stage: Stage, f: RunFacts, head: int):
+def _logit_lens(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key: str):
     ev = lens_event(trace)
     layers = ev.get("layers") or []
-    token = ev.get("final_token", "?")
-    text = (
-        "What would the model answer if it stopped early? The logit lens takes the last position's residual "
-        "stream after each block and sends it through ln_f and the LM head, as if that block were the last. "
-        "It shows the prediction forming layer by layer."
-    )
+    paragraphs = [say("stage.logit_lens.intro")]
     if layers:
         first = lens_first_top(trace)
-        text += (
-            f"\n\nThe final choice {_q(token)} ranks {count(layers[0]['final_rank'])} of {count(f.vocab)} after "
-            f"block 0 (p = {percent(layers[0]['final_prob'])})"
-        )
+        facts = {
+            "token": _q(ev.get("final_token", "?")),
+            "rank": count(layers[0]["final_rank"]),
+            "vocab": count(f.vocab),
+            "p": percent(layers[0]["final_prob"]),
+        }
         if first is not None:
-            text += f" and is the top token from block {first} on."
+            paragraphs.append(say("stage.logit_lens.rank_top", **facts, first=first))
         else:
-            text += "."
-    formula = f"lens_l = softmax(ln_f(x after block l)[{f.T - 1}] @ wteᵀ)    l = 0 … {f.n_layer - 1}"
+            paragraphs.append(say("stage.logit_lens.rank", **facts))
+    formula = say("stage.logit_lens.formula", last=f.T - 1, last_layer=f.n_layer - 1)
     lens_shape = list(ev.get("shape") or [f.n_layer, f.vocab])
-    flow = [
-        f"x after each block, last position {shape([f.n_layer, f.n_embd])}{ARROW}ln_f, @ wteᵀ{ARROW}{shape(lens_shape)}"
-    ]
-    return text, formula, flow
+    flow = [say("stage.logit_lens.flow", x=shape([f.n_layer, f.n_embd]), shape=shape(lens_shape))]
+    return "\n\n".join(paragraphs), formula, flow
 
 
-def _next_token(trace: Trace, stage: Stage, f: RunFacts, head: int):
+def _next_token(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key: str):
     token_id, token, prob = final_choice(trace)
     kv = hook_event(trace, "kv_cache")
-    text = (
-        f"Greedy decoding takes the most probable token: {_q(token)} (id {token_id}"
-        + (f", p = {percent(prob)}" if prob is not None else "")
-        + f"). Appended to the text it makes {f.L + 1} tokens."
-        f"\n\nTo write one more token the model runs again. Without a cache it would recompute all "
-        f"{f.L + 1} positions; with the KV cache only the new token goes through the blocks, and each layer "
-        f"reads the {f.L} cached keys and values instead of recomputing them."
-    )
+    if prob is not None:
+        choice = say("stage.next_token.choice", token=_q(token), id=token_id, p=percent(prob), total=f.L + 1)
+    else:
+        choice = say("stage.next_token.choice_no_p", token=_q(token), id=token_id, total=f.L + 1)
+    cached = ngettext("{n} cached key and value", "{n} cached keys and values", f.L).format(n=f.L)
+    rerun = say("stage.next_token.rerun", total=f.L + 1, cached=cached)
     if kv:
-        text += (
-            f" The cache holds {nbytes(kv['total_bytes'])} after this {'step' if f.past else 'prefill'}, "
-            f"{count(kv['bytes_per_position'])} bytes per token "
-            f"(2 × {f.n_layer} layers × {f.n_head} heads × {f.head_dim} × {f.value_bytes} bytes)."
+        size = say(
+            "stage.next_token.cache_step" if f.past else "stage.next_token.cache_prefill",
+            bytes=nbytes(kv["total_bytes"]), per_token=count(kv["bytes_per_position"]), n_layer=f.n_layer,
+            H=f.n_head, D=f.head_dim, value_bytes=f.value_bytes,
         )
-    text += "\n\nSampling with a temperature instead of the argmax gives other continuations. Press g for the generation view."
-    formula = f"next = argmax(p) = {token_id}"
-    flow = [f"ids, shape {shape([1, f.L])} + next{ARROW}ids, shape {shape([1, f.L + 1])}"]
+        rerun = _join(rerun, size)
+    text = "\n\n".join([choice, rerun, say("stage.next_token.sample", key=generate_key)])
+    formula = say("stage.next_token.formula", id=token_id)
+    flow = [say("stage.next_token.flow", ids=shape([1, f.L]), more=shape([1, f.L + 1]))]
     return text, formula, flow
 
 

@@ -8,29 +8,31 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..i18n import N_, _
+
 # Sub-stages of one transformer block, in forward order.
 BLOCK_KINDS = ("ln1", "qkv", "scores", "pattern", "heads", "attn_out", "ln2", "mlp", "mlp_out")
 BEFORE_BLOCKS = ("tokenize", "embed")
 AFTER_BLOCKS = ("ln_final", "lm_head", "logit_lens", "next_token")
 ATTENTION_KINDS = ("scores", "pattern", "heads")
 
-# kind -> (title in the stage view, short label in the navigator)
+# kind -> (title in the stage view, short label in the navigator), translated where shown
 TITLES = {
-    "tokenize": ("Tokenize", "Tokenize"),
-    "embed": ("Embed: token + position", "Embed"),
-    "ln1": ("LayerNorm before attention (ln_1)", "ln_1"),
-    "qkv": ("Q, K, V projection and heads", "Q K V"),
-    "scores": ("Attention scores", "Scores"),
-    "pattern": ("Attention pattern", "Pattern"),
-    "heads": ("All heads of the layer", "All heads"),
-    "attn_out": ("Attention output + residual add", "Attn out + add"),
-    "ln2": ("LayerNorm before the MLP (ln_2)", "ln_2"),
-    "mlp": ("MLP: c_fc → GELU → c_proj", "MLP"),
-    "mlp_out": ("MLP output + residual add", "MLP out + add"),
-    "ln_final": ("Final LayerNorm (ln_f)", "Final ln_f"),
-    "lm_head": ("LM head: logits", "LM head"),
-    "logit_lens": ("Logit lens", "Logit lens"),
-    "next_token": ("Next token", "Next token"),
+    "tokenize": (N_("Tokenize"), N_("Tokenize")),
+    "embed": (N_("Embed: token + position"), N_("Embed")),
+    "ln1": (N_("LayerNorm before attention (ln_1)"), "ln_1"),
+    "qkv": (N_("Q, K, V projection and heads"), "Q K V"),
+    "scores": (N_("Attention scores"), N_("Scores")),
+    "pattern": (N_("Attention pattern"), N_("Pattern")),
+    "heads": (N_("All heads of the layer"), N_("All heads")),
+    "attn_out": (N_("Attention output + residual add"), N_("Attn out + add")),
+    "ln2": (N_("LayerNorm before the MLP (ln_2)"), "ln_2"),
+    "mlp": (N_("MLP: c_fc → GELU → c_proj"), "MLP"),
+    "mlp_out": (N_("MLP output + residual add"), N_("MLP out + add")),
+    "ln_final": (N_("Final LayerNorm (ln_f)"), N_("Final ln_f")),
+    "lm_head": (N_("LM head: logits"), "LM head"),
+    "logit_lens": (N_("Logit lens"), N_("Logit lens")),
+    "next_token": (N_("Next token"), N_("Next token")),
 }
 
 
@@ -48,14 +50,14 @@ class Stage:
 
     @property
     def label(self) -> str:
-        """The short name shown in the navigator."""
-        return TITLES[self.kind][1]
+        """The short name shown in the navigator, in the current language."""
+        return _(TITLES[self.kind][1])
 
     @property
     def title(self) -> str:
-        """The full title, with the block for block stages."""
-        title = TITLES[self.kind][0]
-        return title if self.layer is None else f"Block {self.layer} · {title}"
+        """The full title, with the block for block stages, in the current language."""
+        title = _(TITLES[self.kind][0])
+        return title if self.layer is None else _("Block {layer} · {title}").format(layer=self.layer, title=title)
 
     @property
     def in_block(self) -> bool:

@@ -15,9 +15,11 @@ from gpt2viz.costs import step_bound
 from gpt2viz.trace import load
 from gpt2viz.tui.app import make_app
 from gpt2viz.tui.formatting import num
-from gpt2viz.tui.lab_narration import TEXT, batch_text, context_text, precision_text
+from gpt2viz.i18n import say, set_language
+from gpt2viz.tui.lab_narration import batch_text, context_text, precision_text
 from gpt2viz.tui.screens.cost_lab import CostLabScreen
 from gpt2viz.tui.screens.step import StepScreen
+from gpt2viz.tui.widgets.strip_widget import Prose
 
 from tui_helpers import GENERATION_TRACE, TINY_TRACE, run_async
 
@@ -33,7 +35,7 @@ async def wait_for(pilot, condition, tries: int = 600) -> None:
 
 
 def words(screen: CostLabScreen, name: str) -> str:
-    return str(screen.query_one(f"#words-{name}", Static).render())
+    return screen.query_one(f"#words-{name}", Prose).text
 
 
 async def open_lab(pilot):
@@ -115,7 +117,7 @@ async def test_a_replayed_lab_result_is_shown_and_cannot_be_rerun():
         recorded = cost_lab.LabResult.from_dict(trace.cost_lab)
         assert lab.result.to_dict() == recorded.to_dict()
         assert not lab.check_action("run", ()) and not lab.check_action("run_all", ())
-        assert TEXT["status.replay"] in str(lab.query_one("#lab-status-text", Static).render())
+        assert "A recorded lab result" in str(lab.query_one("#lab-status-text", Static).render())
         for name in ("context", "batch", "precision"):
             assert lab.query_one(f"#plot-{name}", PlotextPlot).display
         assert "float16: 1.50 ms a token (0.750x float32)" in words(lab, "precision")
@@ -127,7 +129,7 @@ async def test_a_trace_without_a_lab_result_says_how_to_record_one():
     async with app.run_test(size=(80, 24)) as pilot:
         lab = await open_lab(pilot)
         assert lab.result is None
-        assert TEXT["replay.empty"] in words(lab, "context")
+        assert "Record one with gpt2viz PROMPT --json FILE --cost-lab." in words(lab, "context")
         assert not lab.query_one("#plot-context", PlotextPlot).display
 
 
@@ -181,7 +183,7 @@ def test_no_speed_up_is_claimed_that_the_numbers_contradict():
                                r.quality) for r in result.precision_formats.rows],
     )
     text = precision_text(result, slower, (), 255)
-    assert TEXT["precision.no_faster"] in text and "Fewer bytes a weight" not in text
+    assert say("lab.precision.no_faster") in text and "Fewer bytes a weight" not in text
     never = cost_lab.ContextSweep([5, 50, 100], [1.0, 1.2, 1.4], [2.0, 2.0, 2.0], 5, 101)
     text = context_text(result, never, 5, 101)
     assert "not faster at the last measured position (100)" in text
@@ -208,5 +210,12 @@ def open_lab_on(tab: str):
     ids=["120x40-context", "80x24-batch", "80x24-precision"],
 )
 def test_lab_snapshots(snap_compare, size, tab):
+    app = make_app(trace=load(LAB_TRACE))
+    assert snap_compare(app, terminal_size=size, run_before=open_lab_on(tab))
+
+
+@pytest.mark.parametrize("size, tab", [((80, 24), "context"), ((120, 40), "precision")], ids=["80x24-context", "120x40-precision"])
+def test_lab_snapshots_zh(snap_compare, size, tab):
+    set_language("zh")
     app = make_app(trace=load(LAB_TRACE))
     assert snap_compare(app, terminal_size=size, run_before=open_lab_on(tab))

@@ -104,7 +104,7 @@ async def test_tokens_stream_in_and_stop_keeps_the_text(ckpts, gate):
         kept = list(screen.gen.ids)
         assert len(kept) == 4 and screen.gen.stop_reason == "cancelled"
         text = screen_text(app)
-        assert "■ stopped" in text and "space resumes" in text
+        assert "■ stopped" in text and "␣ resumes" in text  # the resume key, as the footer shows it
         shown = text_of(screen)
         assert shown.startswith("The meaning of life is")
         await pilot.pause(0.1)

@@ -20,7 +20,7 @@ from gpt2viz.tui.screens.generation_settings import FormSwitch, SettingsScreen
 from gpt2viz.tui.screens.step import StepScreen
 from gpt2viz.tui.stages import build_stages
 
-from test_tui_generation import finished, live_app, open_generation, text_of, wait_for
+from test_tui_generation import finished, live_app, open_generation, wait_for
 from tui_helpers import panel_text, run_async, screen_text
 
 SIZE = (120, 40)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+from gpt2viz.i18n import set_language
 from gpt2viz.trace import load
 from gpt2viz.tui.app import make_app
 from gpt2viz.tui.screens.step import StepScreen
@@ -106,3 +107,27 @@ def test_generation_comparison_80x24(snap_compare):
 
     app = make_app(trace=load(GENERATION_TRACE))
     assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)
+
+
+# -- in Chinese (the same runs: only the words differ) ---------------------------------------
+
+
+@pytest.mark.parametrize("view", ["tokenize", "attention-pattern", "mlp", "logit-lens"])
+def test_view_zh(snap_compare, view):
+    set_language("zh")
+    app = make_app(trace=load(TINY_TRACE))
+    assert snap_compare(app, terminal_size=SIZE, run_before=go_to(*VIEWS[view]))
+
+
+@pytest.mark.parametrize("view", ["tokenize", "attention-pattern", "all-heads"])
+def test_view_80x24_zh(snap_compare, view):
+    set_language("zh")
+    app = make_app(trace=load(TINY_TRACE))
+    assert snap_compare(app, terminal_size=(80, 24), run_before=go_to(*VIEWS[view]))
+
+
+@pytest.mark.parametrize("size", [(120, 40), (80, 24)], ids=["120x40", "80x24"])
+def test_generation_view_zh(snap_compare, size):
+    set_language("zh")
+    app = make_app(trace=load(GENERATION_TRACE))
+    assert snap_compare(app, terminal_size=size, run_before=open_generation(*["left"] * 4))

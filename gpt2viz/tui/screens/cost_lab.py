@@ -10,6 +10,8 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
+from rich.cells import cell_len
+from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -21,47 +23,88 @@ from textual.worker import get_current_worker
 from textual_plotext import PlotextPlot
 
 from ... import cost_lab
+from ...i18n import N_, _, say
 from ...trace import Trace
 from ..background import locked, reporting, run_detached
-from ..lab_narration import TEXT, batch_text, context_text, precision_text
+from ..lab_narration import batch_text, context_text, precision_text
+from ..language import key_name
 from ..widgets.room_notice import RoomNotice
+from ..widgets.strip_widget import Prose
 from ..widgets.top_bar import TopBar
 
 EXPERIMENTS = ("context", "batch", "precision")
-TITLES = {"context": "Context length", "batch": "Batch size", "precision": "Number format"}
+TITLES = {"context": N_("Context length"), "batch": N_("Batch size"), "precision": N_("Number format")}
+PLOT_TITLES = {
+    "context": N_("ms per new token, by position"),
+    "batch": N_("one decode step for B sequences"),
+    "precision": N_("ms a decode step, by number format"),
+}
+# What the status line says while an experiment runs ({stop}: the key that stops it).
+STATUS = {
+    "machine": N_("Measuring this machine's memory and compute rates ({stop} stops)"),
+    "context": N_("Timing a new token at position after position, without and with the cache ({stop} stops)"),
+    "batch": N_("Timing batched decode steps ({stop} stops)"),
+    "precision": N_("Loading each number format and timing its decode step ({stop} stops)"),
+}
+# How to record a lab result (a command line: the same in every language).
+RECORD_COMMAND = "gpt2viz PROMPT --json FILE --cost-lab"
 # Lengths the context experiment can sweep to (n cycles through those the model allows).
 LENGTHS = (64, 128, 256, 512, 1024, 2048)
 
-HELP_TEXT = (
+LAB_HELP = N_(
     "The cost lab measures, on this machine and this model, what inference costs and why. Context length: "
     "the time of one new token at each position, without the KV cache (a full pass over everything so far) "
     "and with it (one position against the cache). Batch size: one decode step for B sequences at once; the "
     "weights are read once a step whatever B is. Number format: a decode step in float32, bfloat16, float16 "
-    "and int8, the bytes each reads, and how far each format's logits are from float32's. r runs the "
-    "experiment on show, a runs all three, ␣ stops a run, n changes the length of the context experiment. "
-    "The narration quotes only this run's numbers, and says what bounds a step by comparing its time with "
-    "the memory and compute rates the lab measured."
+    "and int8, the bytes each reads, and how far each format's logits are from float32's. {run} runs the "
+    "experiment on show, {run_all} runs all three, {stop} stops a run, {length} changes the length of the "
+    "context experiment. The narration quotes only this run's numbers, and says what bounds a step by "
+    "comparing its time with the memory and compute rates the lab measured."
 )
+
+
+# Plotext gives every character one cell; a wide (Chinese) character goes in followed by this
+# filler, which takes its second cell and is removed once the plot is drawn.
+WIDE_FILLER = "\u2060"
+
+
+def plot_text(text: str) -> str:
+    """`text` for a title, legend or axis label of a LabPlot."""
+    return "".join(ch + WIDE_FILLER * (cell_len(ch) - 1) for ch in text)
+
+
+class LabPlot(PlotextPlot):
+    """A plot whose texts may hold wide characters (given through `plot_text`)."""
+
+    def render(self) -> Text:
+        text = super().render()
+        if WIDE_FILLER not in text.plain:
+            return text
+        return Text("").join(text.split(WIDE_FILLER, allow_blank=True))
 
 
 class CostLabScreen(Screen):
     """The three experiments in tabs; `lm` runs them, or a recorded result is shown."""
 
-    HELP_TEXT = HELP_TEXT
-    PALETTE_TEXT = "Command palette: theme, keys, screenshot"
+    PALETTE_TEXT = N_("Command palette: theme, keys, screenshot")
 
     BINDINGS = [
-        Binding("r", "run", "run", id="lab-run", tooltip="Run the experiment on show"),
-        Binding("a", "run_all", "run all", id="lab-run-all", tooltip="Run all three experiments"),
-        Binding("space", "stop", "stop", id="lab-stop", tooltip="Stop the running experiment", key_display="␣"),
-        Binding("n", "length", "length", id="lab-length", tooltip="Change how far the context experiment goes"),
-        Binding("1", "show('context')", "context", id="lab-context", tooltip="Per-token time against position",
+        Binding("r", "run", N_("run"), id="lab-run", tooltip=N_("Run the experiment on show")),
+        Binding("a", "run_all", N_("run all"), id="lab-run-all", tooltip=N_("Run all three experiments")),
+        Binding("space", "stop", N_("stop"), id="lab-stop", tooltip=N_("Stop the running experiment"), key_display="␣"),
+        Binding("n", "length", N_("length"), id="lab-length", tooltip=N_("Change how far the context experiment goes")),
+        Binding("1", "show('context')", N_("context"), id="lab-context", tooltip=N_("Per-token time against position"),
                 show=False),
-        Binding("2", "show('batch')", "batch", id="lab-batch", tooltip="Step time against batch size", show=False),
-        Binding("3", "show('precision')", "formats", id="lab-precision", tooltip="Step time and quality per number format",
-                show=False),
-        Binding("escape", "back", "back", id="lab-back", tooltip="Back to where the lab was opened"),
+        Binding("2", "show('batch')", N_("batch"), id="lab-batch", tooltip=N_("Step time against batch size"), show=False),
+        Binding("3", "show('precision')", N_("formats"), id="lab-precision",
+                tooltip=N_("Step time and quality per number format"), show=False),
+        Binding("escape", "back", N_("back"), id="lab-back", tooltip=N_("Back to where the lab was opened")),
     ]
+
+    @property
+    def HELP_TEXT(self) -> str:  # noqa: N802  (the name the help screen reads)
+        """How to read the lab, in the current language, naming the keys as they are bound now."""
+        return _(LAB_HELP).format(**{action: key_name(self, action) for action in ("run", "run_all", "stop", "length")})
 
     @dataclass(eq=False)
     class Progressed(Message):
@@ -102,11 +145,11 @@ class CostLabScreen(Screen):
         yield TopBar(id="top-bar")
         with TabbedContent(id="lab-tabs", initial="lab-context"):
             for name in EXPERIMENTS:
-                with TabPane(TITLES[name], id=f"lab-{name}"):
+                with TabPane(_(TITLES[name]), id=f"lab-{name}"):
                     with Container(classes="lab-pane"):
-                        yield PlotextPlot(id=f"plot-{name}", classes="lab-plot")
+                        yield LabPlot(id=f"plot-{name}", classes="lab-plot")
                         with VerticalScroll(classes="lab-words"):
-                            yield Static(id=f"words-{name}", classes="lab-text")
+                            yield Prose(id=f"words-{name}", classes="lab-text")
         with Container(id="lab-status"):
             yield Static(id="lab-status-text")
             yield ProgressBar(id="lab-progress", show_eta=False)
@@ -114,6 +157,15 @@ class CostLabScreen(Screen):
         yield Footer()
 
     def on_mount(self) -> None:
+        self.query_one(TopBar).draw_lab(self.trace, self.replay)
+        self._draw_all()
+        self._status()
+
+    def redraw_language(self) -> None:
+        """Every text of the lab in the current language, from the results it has (nothing runs)."""
+        tabs = self.query_one(TabbedContent)
+        for name in EXPERIMENTS:
+            tabs.get_tab(f"lab-{name}").label = _(TITLES[name])
         self.query_one(TopBar).draw_lab(self.trace, self.replay)
         self._draw_all()
         self._status()
@@ -226,7 +278,7 @@ class CostLabScreen(Screen):
 
     def on_cost_lab_screen_ended(self, message: Ended) -> None:
         if message.error is not None:
-            self.notify(message.error, title="The experiment failed", severity="error", markup=False)
+            self.notify(message.error, title=_("The experiment failed"), severity="error", markup=False)
         if message.run == self._run:
             self.running = None
             self.refresh_bindings()
@@ -236,8 +288,15 @@ class CostLabScreen(Screen):
     def _status(self) -> None:
         bar = self.query_one(ProgressBar)
         bar.display = self.running is not None
-        key = f"status.{self.running}" if self.running is not None else ("status.idle" if self.live else "status.replay")
-        self.query_one("#lab-status-text", Static).update(TEXT[key])
+        if self.running is not None:
+            text = _(STATUS[self.running]).format(stop=key_name(self, "stop"))
+        elif self.live:
+            text = _("{run} runs the experiment on show, {run_all} runs all three.").format(
+                run=key_name(self, "run"), run_all=key_name(self, "run_all")
+            )
+        else:
+            text = _("A recorded lab result: there is no model to run the experiments again.")
+        self.query_one("#lab-status-text", Static).update(text)
 
     def _draw_all(self) -> None:
         for name in EXPERIMENTS:
@@ -245,48 +304,49 @@ class CostLabScreen(Screen):
 
     def _draw(self, name: str) -> None:
         result, n_ctx = self.result, self.n_ctx
-        words = self.query_one(f"#words-{name}", Static)
-        plot = self.query_one(f"#plot-{name}", PlotextPlot)
+        words = self.query_one(f"#words-{name}", Prose)
+        plot = self.query_one(f"#plot-{name}", LabPlot)
         plt = plot.plt
         plt.clear_data()
         plt.clear_figure()
         if name == "context":
             sweep = result.context if result else None
-            words.update(context_text(result, sweep, self._start_position(), self.length))
+            start = self._start_position()
+            words.update(context_text(result, sweep, start, self.length, key_name(self, "run"), key_name(self, "length")))
             plot.display = bool(sweep and sweep.positions)
             if plot.display:
-                plt.plot(sweep.positions, sweep.naive_ms, label=TEXT["legend.naive"], marker="braille")
-                plt.plot(sweep.positions, sweep.cached_ms, label=TEXT["legend.cached"], marker="braille")
+                plt.plot(sweep.positions, sweep.naive_ms, label=plot_text(_("no cache")), marker="braille")
+                plt.plot(sweep.positions, sweep.cached_ms, label=plot_text(_("cached")), marker="braille")
                 if sweep.crossover is not None and sweep.crossover != sweep.positions[0]:
                     plt.vline(sweep.crossover)
                 plt.ylim(0, max(sweep.naive_ms + sweep.cached_ms) * 1.05)  # from 0: flat reads as flat
-                plt.xlabel(TEXT["axis.position"])
+                plt.xlabel(plot_text(_("position")))
         elif name == "batch":
             sweep = result.batch if result else None
             context = cost_lab.cached_positions(cost_lab.BATCH_CONTEXT, n_ctx)
-            words.update(batch_text(result, sweep, cost_lab.BATCH_SIZES, context))
+            words.update(batch_text(result, sweep, cost_lab.BATCH_SIZES, context, key_name(self, "run")))
             plot.display = bool(sweep and sweep.rows)
             if plot.display:
                 xs = [r.batch for r in sweep.rows]
-                plt.plot(xs, [r.step_ms for r in sweep.rows], label=TEXT["legend.step_ms"], marker="braille")
-                plt.plot(xs, [r.tokens_per_s for r in sweep.rows], label=TEXT["legend.tokens_per_s"], yside="right",
+                plt.plot(xs, [r.step_ms for r in sweep.rows], label=plot_text(_("ms a step")), marker="braille")
+                plt.plot(xs, [r.tokens_per_s for r in sweep.rows], label=plot_text(_("tokens/s")), yside="right",
                          marker="braille")
                 plt.xscale("log", "lower")
                 plt.xticks(xs, [str(b) for b in xs])
                 plt.ylim(0, max(r.step_ms for r in sweep.rows) * 1.05)
                 plt.ylim(0, max(r.tokens_per_s for r in sweep.rows) * 1.05, yside="right")
-                plt.xlabel(TEXT["axis.batch"])
+                plt.xlabel("B")
         else:
             sweep = result.precision_formats if result else None
             context = cost_lab.cached_positions(cost_lab.PRECISION_CONTEXT, n_ctx)
-            words.update(precision_text(result, sweep, tuple(cost_lab.PRECISIONS), context))
+            words.update(precision_text(result, sweep, tuple(cost_lab.PRECISIONS), context, key_name(self, "run")))
             plot.display = bool(sweep and sweep.rows)
             if plot.display:
                 plt.bar([r.format for r in sweep.rows], [r.step_ms for r in sweep.rows], width=0.4)
         if plot.display:
-            plt.title(TEXT[f"plot.{name}"])
+            plt.title(plot_text(_(PLOT_TITLES[name])))
         if result is None and not self.live:
-            words.update(TEXT["replay.empty"])
+            words.update(say("lab.replay_empty", command=RECORD_COMMAND))
         plot.refresh()
 
     def _start_position(self) -> int:

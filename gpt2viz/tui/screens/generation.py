@@ -23,13 +23,23 @@ from textual.widgets import Footer
 from textual.worker import get_current_worker
 
 from ...generate import STOP_CANCELLED, new_generator
+from ...i18n import N_, _, ngettext
 from ...options import DEFAULT_TOPK
 from ...trace import Trace
 from ..background import locked, record_pass, reporting, run_detached
 from ..generation import Comparison, Generation, GenerationSettings
 from ..facts import RunFacts
+from ..language import key_name
 from ..widgets.latency_chart import LatencyChart
-from ..widgets.generation_panels import ChoicePanel, CostPanel, KVPanel, Panel, StatusLine, TextPanel, ViewState
+from ..widgets.generation_panels import (
+    ChoicePanel,
+    CostPanel,
+    KVPanel,
+    Panel,
+    StatusLine,
+    TextPanel,
+    ViewState,
+)
 from ..widgets.room_notice import MIN_WIDTH, RoomNotice
 from ..widgets.top_bar import TopBar
 from .generation_settings import SettingsScreen
@@ -37,9 +47,11 @@ from .generation_settings import SettingsScreen
 STEP_PASS = -1  # the `run` of a failure while recording one step's forward pass
 DRAW_INTERVAL_S = 0.2  # while tokens stream in, the panels are redrawn at most this often
 
-STEP = Binding.Group("step", compact=True)
+STEP = Binding.Group(N_("step"), compact=True)
+# The runs of a comparison, named in the status line while they run (msgids: translated there).
+NAIVE_LABEL, CACHED_LABEL = N_("no cache"), N_("cached")
 
-HELP_TEXT = (
+HELP_TEXT = N_(
     "␣ (space) stops a running generation (the text so far stays), resumes it, and once it is done generates "
     "again (with 0 new tokens set, it opens the settings). How to read it: the top shows the prompt (dim) and the tokens generated after it; b shows where each "
     "token begins and ends. Under it, three panels follow the newest step, or the step you pick with ← →: "
@@ -57,24 +69,29 @@ class GenerationScreen(Screen):
     # Three panels side by side need about 118 columns; below that, two columns (see app.tcss).
     HORIZONTAL_BREAKPOINTS = [(0, "-too-narrow"), (MIN_WIDTH, "-normal"), (118, "-roomy")]
     HELP_TEXT = HELP_TEXT
-    PALETTE_TEXT = "Command palette: theme, keys, screenshot"
+    PALETTE_TEXT = N_("Command palette: theme, keys, screenshot")
 
     BINDINGS = [
         # ␣ is how the app writes a space everywhere; it also leaves the 80-column footer room.
-        Binding("space", "stop", "stop", id="stop-generation", tooltip="Stop generating; the text so far stays", key_display="␣"),
-        Binding("space", "resume", "resume", id="resume-generation", tooltip="Go on generating from the text so far",
+        Binding("space", "stop", N_("stop"), id="stop-generation", tooltip=N_("Stop generating; the text so far stays"),
                 key_display="␣"),
-        Binding("space", "restart", "again", id="restart-generation", tooltip="Generate again from the prompt", key_display="␣"),
-        Binding("left,h", "previous_step", "step", id="previous-step", tooltip="Show the previous step's choice", group=STEP),
-        Binding("right,l", "next_step", "step", id="next-step", tooltip="Show the next step's choice", group=STEP),
-        Binding("enter", "open_step", "open", id="open-step",
-                tooltip="Open the forward pass of the step on show in the step-through"),
-        Binding("s", "settings", "settings", id="generation-settings", tooltip="Change new tokens, decoding and the cache"),
-        Binding("c", "compare", "compare", id="compare-cache", tooltip="Run without and with the KV cache and compare"),
-        Binding("b", "boundaries", "tokens", id="token-boundaries", tooltip="Show or hide token boundaries in the text",
-                show=False),
-        Binding("g", "restart", "again", id="generate-again", tooltip="Generate again from the prompt", show=False),
-        Binding("escape", "back", "back", id="back-to-steps", tooltip="Back to the step-through"),
+        Binding("space", "resume", N_("resume"), id="resume-generation", tooltip=N_("Go on generating from the text so far"),
+                key_display="␣"),
+        Binding("space", "restart", N_("again"), id="restart-generation", tooltip=N_("Generate again from the prompt"),
+                key_display="␣"),
+        Binding("left,h", "previous_step", N_("step"), id="previous-step", tooltip=N_("Show the previous step's choice"),
+                group=STEP),
+        Binding("right,l", "next_step", N_("step"), id="next-step", tooltip=N_("Show the next step's choice"), group=STEP),
+        Binding("enter", "open_step", N_("open"), id="open-step",
+                tooltip=N_("Open the forward pass of the step on show in the step-through")),
+        Binding("s", "settings", N_("settings"), id="generation-settings",
+                tooltip=N_("Change new tokens, decoding and the cache")),
+        Binding("c", "compare", N_("compare"), id="compare-cache",
+                tooltip=N_("Run without and with the KV cache and compare")),
+        Binding("b", "boundaries", N_("tokens"), id="token-boundaries",
+                tooltip=N_("Show or hide token boundaries in the text"), show=False),
+        Binding("g", "restart", N_("again"), id="generate-again", tooltip=N_("Generate again from the prompt"), show=False),
+        Binding("escape", "back", N_("back"), id="back-to-steps", tooltip=N_("Back to the step-through")),
     ]
 
     @dataclass(eq=False)
@@ -188,7 +205,6 @@ class GenerationScreen(Screen):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.query_one(TextPanel).border_subtitle = "b: token boundaries"
         self._draw()
         if self.live and self.settings.max_new_tokens > 0:
             self.start()
@@ -240,6 +256,10 @@ class GenerationScreen(Screen):
         self.query_one(KVPanel).draw(state)
         self.call_after_refresh(self._show_more_hints)
 
+    def redraw_language(self) -> None:
+        """Everything in the language just chosen, from the generation held (a run goes on)."""
+        self._draw()
+
     def _show_more_hints(self) -> None:
         for panel in self.query(Panel):
             panel.show_more_hint()
@@ -283,11 +303,13 @@ class GenerationScreen(Screen):
         if not settings.sampling.greedy and settings.sampling.seed is None:
             settings = settings.with_seed(random.randrange(2**31))
             self.notify(
-                f"Sampling without a seed: both runs use seed {settings.sampling.seed} so that their ids can be compared.",
+                _("Sampling without a seed: both runs use seed {seed} so that their ids can be compared.").format(
+                    seed=settings.sampling.seed
+                ),
                 timeout=4,
             )
-        naive = self._new_generation(replace(settings, use_cache=False), "no cache")
-        cached = self._new_generation(replace(settings, use_cache=True), "cached")
+        naive = self._new_generation(replace(settings, use_cache=False), NAIVE_LABEL)
+        cached = self._new_generation(replace(settings, use_cache=True), CACHED_LABEL)
         self._stop.set()
         self._stop = threading.Event()
         self._run += 1
@@ -370,7 +392,7 @@ class GenerationScreen(Screen):
         if self.phase == "comparing" and self._compare is not None:
             naive, cached = self._compare
             if message.stop_reason == STOP_CANCELLED:
-                self.notify("Comparison stopped. c runs it again.", timeout=3)
+                self.notify(_("Comparison stopped. {key} runs it again.").format(key=key_name(self, "compare")), timeout=3)
             elif message.phase == 0:
                 self.gen = cached
                 cached.begin_run()
@@ -388,7 +410,7 @@ class GenerationScreen(Screen):
             self._compare = None
             self._set_phase("idle")
             self._draw()
-        title = "The forward pass failed" if message.run == STEP_PASS else "Generation failed"
+        title = _("The forward pass failed") if message.run == STEP_PASS else _("Generation failed")
         self.notify(message.text, title=title, severity="error", markup=False)
 
     def on_generation_screen_step_traced(self, message: StepTraced) -> None:
@@ -469,23 +491,35 @@ class GenerationScreen(Screen):
             return
         if not self.live:
             self.notify(
-                f"This is a replay: there is no model to run the forward pass of step {index} "
-                f"({len(ids)} tokens). Only step 0's pass, over the prompt, is in the trace. "
-                "Start gpt2viz with --model to open any step.",
-                title="Needs a model",
+                ngettext(
+                    "This is a replay: there is no model to run the forward pass of step {index} ({n} token). "
+                    "Only step 0's pass, over the prompt, is in the trace. Start gpt2viz with --model to open any step.",
+                    "This is a replay: there is no model to run the forward pass of step {index} ({n} tokens). "
+                    "Only step 0's pass, over the prompt, is in the trace. Start gpt2viz with --model to open any step.",
+                    len(ids),
+                ).format(index=index, n=len(ids)),
+                title=_("Needs a model"),
                 severity="warning",
                 markup=False,
             )
             return
         if self.running:
             self.stop()
-            self.notify("Stopped generating to run this step's forward pass; space resumes.", timeout=3)
+            resume = key_name(self, "resume")
+            self.notify(_("Stopped generating to run this step's forward pass; {key} resumes.").format(key=resume), timeout=3)
         # A cached step after the first was a decode step: one new position, the rest in the cache.
         decode = bool(self.gen.steps[index].get("used_cache")) and not self.gen.is_first(index)
         if decode:
-            self.notify(f"Recording step {index}'s decode pass: 1 new position, {len(ids) - 1} cached…", timeout=2)
+            text = _("Recording step {index}'s decode pass: 1 new position, {cached} cached…").format(
+                index=index, cached=len(ids) - 1
+            )
         else:
-            self.notify(f"Recording step {index}'s forward pass over {len(ids)} tokens…", timeout=2)
+            text = ngettext(
+                "Recording step {index}'s forward pass over {n} token…",
+                "Recording step {index}'s forward pass over {n} tokens…",
+                len(ids),
+            ).format(index=index, n=len(ids))
+        self.notify(text, timeout=2)
         self._trace_step(index, ids, decode)
 
     def action_back(self) -> None:

@@ -9,26 +9,45 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Static, Switch
 
-from ...errors import SettingError
+from ...errors import SettingError, setting_message
 from ...generate import SamplingSettings
+from ...i18n import N_, _
 from ...model.precision import PRECISIONS
 from ..generation import GenerationSettings
+from ..language import key_name
 
 SAMPLING_FIELDS = ("temperature", "top-k", "top-p", "seed")
+# Each row's label (msgids, translated where shown; top-k and top-p stay as they are).
+LABELS = {
+    "new-tokens": N_("new tokens"),
+    "use-cache": N_("KV cache"),
+    "sampling": N_("sampling"),
+    "temperature": N_("temperature"),
+    "top-k": "top-k",
+    "top-p": "top-p",
+    "seed": N_("seed"),
+    "precision": N_("precision"),
+}
+# What each row takes; a switch's hint follows its position.
+HINTS = {
+    "new-tokens": N_("at most; stops earlier at the end of text"),
+    "temperature": N_("> 0: < 1 sharper, > 1 flatter"),
+    "top-k": N_("the k most likely; blank: all"),
+    "top-p": N_("nucleus mass in (0, 1]; blank: all"),
+    "seed": N_("same seed, same text; blank: random"),
+    "precision": N_("another format reloads the model"),
+}
+SWITCH_HINTS = {
+    "use-cache": {True: N_("on: K and V kept between steps"), False: N_("off: every step recomputes it all")},
+    "sampling": {True: N_("on: the token is drawn at random"), False: N_("off: greedy, the most likely token")},
+}
 # The form's field for each setting the core names in a SettingError.
 FIELD_OF_SETTING = {"temperature": "temperature", "top_k": "top-k", "top_p": "top-p", "seed": "seed"}
-SWITCH_HINTS = {
-    "use-cache": {True: "on: K and V kept between steps", False: "off: every step recomputes it all"},
-    "sampling": {True: "on: the token is drawn at random", False: "off: greedy, the most likely token"},
-}
 
 
-def _message(err: SettingError) -> str:
+def _problem(field: str, problem: str) -> str:
     """A validation message naming the form's field: 'top-k must be an integer >= 1, got 0'."""
-    return f"{FIELD_OF_SETTING.get(err.setting, err.setting)} {err.problem}"
-
-
-PRECISION_HINT = "another format reloads the model"
+    return setting_message(_(LABELS[field]), problem)
 
 
 def parse_settings(
@@ -47,7 +66,7 @@ def parse_settings(
         if max_new < 1:
             raise ValueError
     except ValueError:
-        errors["new-tokens"] = f"new tokens must be a whole number >= 1, got {text!r}"
+        errors["new-tokens"] = _problem("new-tokens", _("must be a whole number >= 1, got {value!r}").format(value=text))
     sampling_settings = SamplingSettings()
     if sampling:
         parsed: dict[str, object] = {}
@@ -55,28 +74,31 @@ def parse_settings(
             raw = values.get(name, "").strip()
             if not raw:
                 if name == "temperature":
-                    errors[name] = "temperature is needed to sample (0 would be greedy)"
+                    errors[name] = _problem(name, _("is needed to sample (0 would be greedy)"))
                 continue
             try:
                 value = kind(raw)
             except ValueError:
-                what = "a whole number" if kind is int else "a number"
-                errors[name] = f"{name} must be {what}, got {raw!r}"
+                if kind is int:
+                    errors[name] = _problem(name, _("must be a whole number, got {value!r}").format(value=raw))
+                else:
+                    errors[name] = _problem(name, _("must be a number, got {value!r}").format(value=raw))
                 continue
             if key != "seed":
                 try:
                     SamplingSettings(**{key: value})
                 except SettingError as err:
-                    errors[name] = _message(err)
+                    errors[name] = _problem(name, err.problem)
                     continue
             parsed[key] = value
         if "temperature" in parsed and parsed["temperature"] == 0:
-            errors["temperature"] = "temperature must be > 0 to sample (0 is greedy: switch sampling off)"
+            errors["temperature"] = _problem("temperature", _("must be > 0 to sample (0 is greedy: switch sampling off)"))
         if not errors:
             try:
                 sampling_settings = SamplingSettings(**parsed)  # type: ignore[arg-type]
             except SettingError as err:
-                errors[FIELD_OF_SETTING.get(err.setting, "temperature")] = _message(err)
+                field = FIELD_OF_SETTING.get(err.setting, "temperature")
+                errors[field] = _problem(field, err.problem)
     if errors or max_new is None:
         return None, errors
     return GenerationSettings(max_new, sampling_settings, use_cache, precision), {}
@@ -85,70 +107,92 @@ def parse_settings(
 class FormSwitch(Switch, inherit_bindings=False):
     """A switch that only Space (or a click) flips: in this form Enter means "generate"."""
 
-    BINDINGS = [Binding("space", "toggle_switch", "toggle", show=False)]
+    BINDINGS = [Binding("space", "toggle_switch", N_("toggle"), show=False)]
 
 
 class FormSelect(Select, inherit_bindings=False):
     """A drop-down that opens with space or the arrows: in this form Enter means "generate"."""
 
-    BINDINGS = [Binding("down,space,up", "show_overlay", "open", show=False)]
+    BINDINGS = [Binding("down,space,up", "show_overlay", N_("open"), show=False)]
 
 
 class SettingsScreen(ModalScreen[GenerationSettings | None]):
     """Edit the generation settings; Enter applies them and generates again, Escape keeps them."""
 
     BINDINGS = [
-        Binding("escape", "cancel", "cancel", id="cancel-settings", tooltip="Keep the current settings"),
-        Binding("enter", "apply", "generate", id="apply-settings", tooltip="Apply these settings and generate"),
+        Binding("escape", "cancel", N_("cancel"), id="cancel-settings", tooltip=N_("Keep the current settings")),
+        Binding("enter", "apply", N_("generate"), id="apply-settings", tooltip=N_("Apply these settings and generate")),
     ]
 
     def __init__(self, settings: GenerationSettings) -> None:
         super().__init__()
         self.settings = settings
 
-    def _row(self, name: str, label: str, value: str, hint: str, kind: str = "text") -> ComposeResult:
+    def _row(self, name: str, value: str, kind: str = "text") -> ComposeResult:
         with Horizontal(classes="settings-row"):
-            yield Label(label, classes="settings-label")
+            yield Label(id=f"{name}-label", classes="settings-label")
             yield Input(value=value, id=name, type=kind, classes="settings-input", compact=True)
-            yield Label(hint, classes="settings-hint")
+            yield Label(id=f"{name}-hint", classes="settings-hint")
         yield Static(id=f"{name}-error", classes="settings-error", markup=False)
+
+    def _switch_row(self, name: str, value: bool) -> ComposeResult:
+        with Horizontal(classes="settings-row"):
+            yield Label(id=f"{name}-label", classes="settings-label")
+            yield FormSwitch(value=value, id=name)
+            yield Label(id=f"{name}-hint", classes="settings-hint")
 
     def compose(self) -> ComposeResult:
         s = self.settings
         sm = s.sampling
         with Vertical(id="settings-box"):
-            yield Static(Content.styled("Generation settings", "bold"), id="settings-title")
-            yield from self._row("new-tokens", "new tokens", str(s.max_new_tokens), "at most; stops earlier at the end of text", "integer")
+            yield Static(id="settings-title")
+            yield from self._row("new-tokens", str(s.max_new_tokens), "integer")
+            yield from self._switch_row("use-cache", s.use_cache)
+            yield from self._switch_row("sampling", not sm.greedy)
+            yield from self._row("temperature", f"{sm.temperature:g}" if not sm.greedy else "1", "number")
+            yield from self._row("top-k", "" if sm.top_k is None else str(sm.top_k), "integer")
+            yield from self._row("top-p", "" if sm.top_p is None else f"{sm.top_p:g}", "number")
+            yield from self._row("seed", "" if sm.seed is None else str(sm.seed), "integer")
             with Horizontal(classes="settings-row"):
-                yield Label("KV cache", classes="settings-label")
-                yield FormSwitch(value=s.use_cache, id="use-cache")
-                yield Label(SWITCH_HINTS["use-cache"][s.use_cache], id="use-cache-hint", classes="settings-hint")
-            with Horizontal(classes="settings-row"):
-                yield Label("sampling", classes="settings-label")
-                yield FormSwitch(value=not sm.greedy, id="sampling")
-                yield Label(SWITCH_HINTS["sampling"][not sm.greedy], id="sampling-hint", classes="settings-hint")
-            yield from self._row("temperature", "temperature", f"{sm.temperature:g}" if not sm.greedy else "1", "> 0: < 1 sharper, > 1 flatter", "number")
-            yield from self._row("top-k", "top-k", "" if sm.top_k is None else str(sm.top_k), "the k most likely; blank: all", "integer")
-            yield from self._row("top-p", "top-p", "" if sm.top_p is None else f"{sm.top_p:g}", "nucleus mass in (0, 1]; blank: all", "number")
-            yield from self._row("seed", "seed", "" if sm.seed is None else str(sm.seed), "same seed, same text; blank: random", "integer")
-            with Horizontal(classes="settings-row"):
-                yield Label("precision", classes="settings-label")
+                yield Label(id="precision-label", classes="settings-label")
                 yield FormSelect(
                     [(name, name) for name in PRECISIONS], value=s.precision, allow_blank=False, id="precision", compact=True
                 )
-                yield Label(PRECISION_HINT, classes="settings-hint")
+                yield Label(id="precision-hint", classes="settings-hint")
             with Horizontal(id="settings-buttons"):
-                yield Button("Generate", id="apply", variant="primary", compact=True)
-                yield Button("Cancel", id="cancel", compact=True)
-            yield Static(
-                Content.styled("Enter: generate   Escape: cancel   Tab: next field   Space: flip a switch or open a list", "$foreground 60%"),
-                id="settings-hint",
-            )
+                yield Button("", id="apply", variant="primary", compact=True)
+                yield Button("", id="cancel", compact=True)
+            yield Static(id="settings-hint")
 
     def on_mount(self) -> None:
         self._enable_sampling(not self.settings.sampling.greedy)
         for error in self.query(".settings-error"):
             error.display = False
+        self.redraw_language()
+
+    def redraw_language(self) -> None:
+        """Every text of the form in the current language; what the user typed stays."""
+        self.query_one("#settings-title", Static).update(Content.styled(_("Generation settings"), "bold"))
+        for name, text in LABELS.items():
+            self.query_one(f"#{name}-label", Label).update(_(text))
+        for name, text in HINTS.items():
+            self.query_one(f"#{name}-hint", Label).update(_(text))
+        for name in SWITCH_HINTS:
+            self._show_switch_hint(name, self.query_one(f"#{name}", Switch).value)
+        self.query_one("#apply", Button).label = _("Generate")
+        self.query_one("#cancel", Button).label = _("Cancel")
+        keys = _("{apply}: generate   {cancel}: cancel   {next}: next field   {flip}: flip a switch or open a list").format(
+            apply=key_name(self, "apply"),  # Enter is the focused field's own key too: not always active
+            cancel=key_name(self, "cancel"),
+            next=key_name(self, "focus_next"),
+            flip=self.app.get_key_display(FormSwitch.BINDINGS[0]),
+        )
+        self.query_one("#settings-hint", Static).update(Content.styled(keys, "$foreground 60%"))
+        if any(error.display for error in self.query(".settings-error")):
+            self._check()  # the messages on show, said again
+
+    def _show_switch_hint(self, name: str, on: bool) -> None:
+        self.query_one(f"#{name}-hint", Label).update(_(SWITCH_HINTS[name][on]))
 
     def _enable_sampling(self, on: bool) -> None:
         for name in SAMPLING_FIELDS:
@@ -156,7 +200,7 @@ class SettingsScreen(ModalScreen[GenerationSettings | None]):
 
     def on_switch_changed(self, event: Switch.Changed) -> None:
         name = event.switch.id or ""
-        self.query_one(f"#{name}-hint", Label).update(SWITCH_HINTS[name][event.value])
+        self._show_switch_hint(name, event.value)
         if name == "sampling":
             self._enable_sampling(event.value)
 
@@ -164,8 +208,8 @@ class SettingsScreen(ModalScreen[GenerationSettings | None]):
         """The texts of the form's fields."""
         return {inp.id: inp.value for inp in self.query(Input) if inp.id}
 
-    def apply(self) -> None:
-        """Checks the form; closes it with the new settings, or shows what is wrong under each field."""
+    def _check(self) -> tuple[GenerationSettings | None, dict[str, str]]:
+        """The settings the form holds, with what is wrong shown under each field."""
         sampling = self.query_one("#sampling", Switch).value
         precision = str(self.query_one("#precision", Select).value)
         settings, errors = parse_settings(self.values(), sampling, self.query_one("#use-cache", Switch).value, precision)
@@ -175,6 +219,11 @@ class SettingsScreen(ModalScreen[GenerationSettings | None]):
             error.update(message)
             error.display = bool(message)
             inp.set_class(bool(message), "-invalid")
+        return settings, errors
+
+    def apply(self) -> None:
+        """Checks the form; closes it with the new settings, or shows what is wrong under each field."""
+        settings, errors = self._check()
         if settings is not None:
             self.dismiss(settings)
         else:

@@ -9,7 +9,10 @@ from textual.content import Content
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Static
 
-READING = (
+from ...i18n import N_, _
+from ..widgets.strip_widget import Prose
+
+READING = N_(
     "How to read it: the left column lists every stage of one forward pass, in order; the middle shows "
     "the current stage: what happens, its formula, the shapes of this run's tensors, and a picture of "
     "the real numbers. Under the list (in a column of its own at the right on terminals 150 or more "
@@ -19,7 +22,7 @@ READING = (
 )
 
 
-PALETTE_TEXT = "Command palette: jump to any stage by name"
+PALETTE_TEXT = N_("Command palette: jump to any stage by name")
 
 
 def key_rows(screen: Screen) -> list[tuple[str, str]]:
@@ -30,8 +33,8 @@ def key_rows(screen: Screen) -> list[tuple[str, str]]:
         palette = binding.action == "command_palette"
         if binding.id is None and not palette:  # Textual's own focus and copy keys
             continue
-        text = getattr(screen, "PALETTE_TEXT", PALETTE_TEXT) if palette else binding.tooltip or binding.description
-        keys, _ = by_action.setdefault(binding.action, ([], text))
+        text = _(getattr(screen, "PALETTE_TEXT", PALETTE_TEXT)) if palette else binding.tooltip or binding.description
+        keys, _text = by_action.setdefault(binding.action, ([], text))
         display = screen.app.get_key_display(binding)
         if display not in keys:
             keys.append(display)
@@ -42,7 +45,7 @@ class HelpScreen(ModalScreen[None]):
     """Keys and reading hints; any of escape, q or ? closes it."""
 
     BINDINGS = [
-        Binding("escape,question_mark,q", "close", "close", id="close-help", tooltip="Close the help"),
+        Binding("escape,question_mark,q", "close", N_("close"), id="close-help", tooltip=N_("Close the help")),
     ]
 
     def __init__(self, underneath: Screen) -> None:
@@ -50,12 +53,20 @@ class HelpScreen(ModalScreen[None]):
         self.underneath = underneath
 
     def compose(self) -> ComposeResult:
-        rows = [Content.styled("Keys", "bold $accent")]
+        with VerticalScroll(id="help-box"):
+            yield Static(id="help-text")
+            # Running text wrapped by terminal cells (a Chinese paragraph has no spaces to wrap at).
+            yield Prose(id="help-reading")
+
+    def on_mount(self) -> None:
+        self.redraw_language()
+
+    def redraw_language(self) -> None:
+        rows = [Content.styled(_("Keys"), "bold $accent")]
         for keys, text in key_rows(self.underneath):
             rows.append(Content.assemble((f"{keys:>14}", "bold"), "  ", text))
-        rows += [Content(""), Content(getattr(self.underneath, "HELP_TEXT", READING))]
-        with VerticalScroll(id="help-box"):
-            yield Static(Content("\n").join(rows), id="help-text")
+        self.query_one("#help-text", Static).update(Content("\n").join(rows))
+        self.query_one(Prose).update(_(getattr(self.underneath, "HELP_TEXT", READING)))
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich.cells import cell_len
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -9,7 +10,9 @@ from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import Footer, LoadingIndicator, ProgressBar, Static
 
-from ..formatting import clip
+from ...i18n import N_, _
+from ..formatting import clip, fit
+from ..language import key_name
 from ..widgets.room_notice import RoomNotice
 
 
@@ -17,7 +20,7 @@ class LoadingScreen(Screen):
     """Shows what is being loaded and run, step by step, or why it failed."""
 
     BINDINGS = [
-        Binding("escape", "cancel", "back to the last trace", id="cancel-run", tooltip="Stop this run and go back"),
+        Binding("escape", "cancel", N_("back to the last trace"), id="cancel-run", tooltip=N_("Stop this run and go back")),
     ]
 
     def __init__(self, model: str, prompt: str, can_cancel: bool = False) -> None:
@@ -26,20 +29,30 @@ class LoadingScreen(Screen):
         self.prompt = prompt
         self.can_cancel = can_cancel
         self.failed = False
+        # What the app last reported (already in the language of the moment it was sent): kept
+        # so that a switch of language redraws the screen around it.
+        self._step: tuple[int, int, str] | None = None
+        self._failure: str | None = None
 
     def compose(self) -> ComposeResult:
         with Vertical(id="loading-box"):
             yield Static(Content.styled("gpt2viz", "bold $accent"), id="loading-title")
-            yield Static(
-                Content.assemble(("model   ", "$foreground 60%"), self.model, "\n", ("prompt  ", "$foreground 60%"), f'"{clip(self.prompt, 60)}"'),
-                id="loading-what",
-            )
+            yield Static(self._what(), id="loading-what")
             yield ProgressBar(total=3, show_eta=False, show_percentage=False, id="loading-progress")
-            yield Static(Content("Starting…"), id="loading-step")
+            yield Static(Content(_("Starting…")), id="loading-step")
             yield LoadingIndicator(id="loading-indicator")
             yield Static(id="loading-error")
         yield RoomNotice(id="room-notice")
         yield Footer()
+
+    def _what(self) -> Content:
+        """The model and the prompt, their labels padded to one width (by cells: 模型 is 4)."""
+        labels = _("model"), _("prompt")
+        width = max(cell_len(label) for label in labels) + 2
+        model, prompt = (fit(label, width) for label in labels)
+        return Content.assemble(
+            (model, "$foreground 60%"), self.model, "\n", (prompt, "$foreground 60%"), f'"{clip(self.prompt, 60)}"'
+        )
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "cancel":
@@ -48,6 +61,7 @@ class LoadingScreen(Screen):
 
     def progress(self, step: int, total: int, text: str) -> None:
         """Shows that step `step` of `total` is under way."""
+        self._step = (step, total, text)
         bar = self.query_one(ProgressBar)
         bar.update(total=total, progress=step - 1)
         self.query_one("#loading-step", Static).update(Content(f"{step}/{total}  {text}"))
@@ -55,12 +69,25 @@ class LoadingScreen(Screen):
     def fail(self, text: str) -> None:
         """Shows why loading failed; the only way on is q."""
         self.failed = True
+        self._failure = text
         self.query_one(LoadingIndicator).display = False
-        self.query_one("#loading-step", Static).update(Content.styled("Loading failed.", "bold $error"))
+        self.query_one("#loading-step", Static).update(Content.styled(_("Loading failed."), "bold $error"))
+        quit_key = _("Press {key} to quit.").format(key=key_name(self, "quit"))
         self.query_one("#loading-error", Static).update(
-            Content.assemble((text, "$error"), "\n\n", ("Press q to quit.", "$foreground 60%"))
+            Content.assemble((text, "$error"), "\n\n", (quit_key, "$foreground 60%"))
         )
         self.refresh_bindings()
+
+    def redraw_language(self) -> None:
+        """The labels in the new language; the step and the failure as the app reported them
+        (the next step comes in the new language)."""
+        self.query_one("#loading-what", Static).update(self._what())
+        if self._failure is not None:
+            self.fail(self._failure)
+        elif self._step is not None:
+            self.progress(*self._step)
+        else:
+            self.query_one("#loading-step", Static).update(Content(_("Starting…")))
 
     def action_cancel(self) -> None:
         self.app.cancel_run()

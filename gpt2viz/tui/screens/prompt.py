@@ -9,11 +9,14 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
+from ...i18n import N_, _
+from ..language import key_name
+
 
 class PromptScreen(ModalScreen[str | None]):
     """Edit the prompt; Enter runs it, Escape leaves it as it was."""
 
-    BINDINGS = [Binding("escape", "cancel", "cancel", id="cancel-edit", tooltip="Keep the current prompt")]
+    BINDINGS = [Binding("escape", "cancel", N_("cancel"), id="cancel-edit", tooltip=N_("Keep the current prompt"))]
 
     def __init__(self, prompt: str) -> None:
         super().__init__()
@@ -21,12 +24,20 @@ class PromptScreen(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="prompt-box"):
-            yield Static(Content.styled("Edit the prompt", "bold"), id="prompt-title")
-            yield Input(value=self.prompt, placeholder="type a prompt", id="prompt-input")
-            yield Static(
-                Content.styled("Enter: run the model on this prompt    Escape: cancel", "$foreground 60%"),
-                id="prompt-hint",
-            )
+            yield Static(id="prompt-title")
+            yield Input(value=self.prompt, id="prompt-input")
+            yield Static(id="prompt-hint")
+
+    def on_mount(self) -> None:
+        self.redraw_language()
+
+    def redraw_language(self) -> None:
+        self.query_one("#prompt-title", Static).update(Content.styled(_("Edit the prompt"), "bold"))
+        self.query_one(Input).placeholder = _("type a prompt")
+        hint = _("{enter}: run the model on this prompt    {escape}: cancel").format(
+            enter=self.app.get_key_display(Binding("enter", "")), escape=key_name(self, "cancel")
+        )
+        self.query_one("#prompt-hint", Static).update(Content.styled(hint, "$foreground 60%"))
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         self.dismiss(event.value)

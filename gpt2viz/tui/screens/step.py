@@ -11,8 +11,10 @@ from textual.containers import Container
 from textual.screen import Screen
 from textual.widgets import Footer
 
+from ...i18n import N_, _
 from ...trace import Trace
 from ..commands import StageCommands
+from ..language import key_name
 from ..stages import Stage, block_jump, build_stages, index_by_key, index_of
 from ..widgets.pipeline_nav import PipelineNavigator
 from ..widgets.room_notice import RoomNotice
@@ -20,9 +22,9 @@ from ..widgets.side_panel import SidePanel
 from ..widgets.stage_view import StageView
 from ..widgets.top_bar import TopBar
 
-STAGE = Binding.Group("stage", compact=True)
-BLOCK = Binding.Group("block", compact=True)
-HEAD = Binding.Group("head", compact=True)
+STAGE = Binding.Group(N_("stage"), compact=True)
+BLOCK = Binding.Group(N_("block"), compact=True)
+HEAD = Binding.Group(N_("head"), compact=True)
 SIDE_PANEL_SHARE = 0.55
 WIDE = 150  # columns from which the side panel has a column of its own (see the app's breakpoints)
 
@@ -33,25 +35,25 @@ class StepScreen(Screen):
     COMMANDS = {StageCommands}
 
     BINDINGS = [
-        Binding("left,h", "previous_stage", "stage", id="previous-stage", tooltip="Go back one stage", group=STAGE),
-        Binding("right,l,space", "next_stage", "stage", id="next-stage", tooltip="Go to the next stage", group=STAGE),
-        Binding("left_square_bracket", "previous_block", "block", id="previous-block",
-                tooltip="Same step, one block earlier", group=BLOCK),
-        Binding("right_square_bracket", "next_block", "block", id="next-block",
-                tooltip="Same step, one block later", group=BLOCK),
-        Binding("comma", "previous_head", "head", id="previous-head", tooltip="Show the previous attention head", group=HEAD),
-        Binding("full_stop", "next_head", "head", id="next-head", tooltip="Show the next attention head", group=HEAD),
-        Binding("a", "all_heads", "heads", id="all-heads", tooltip="All heads of this block (again: back to one head)"),
-        Binding("home", "first_stage", "first stage", id="first-stage", tooltip="Go to the first stage", show=False),
-        Binding("end", "last_stage", "last stage", id="last-stage", tooltip="Go to the last stage", show=False),
+        Binding("left,h", "previous_stage", N_("stage"), id="previous-stage", tooltip=N_("Go back one stage"), group=STAGE),
+        Binding("right,l,space", "next_stage", N_("stage"), id="next-stage", tooltip=N_("Go to the next stage"), group=STAGE),
+        Binding("left_square_bracket", "previous_block", N_("block"), id="previous-block",
+                tooltip=N_("Same step, one block earlier"), group=BLOCK),
+        Binding("right_square_bracket", "next_block", N_("block"), id="next-block",
+                tooltip=N_("Same step, one block later"), group=BLOCK),
+        Binding("comma", "previous_head", N_("head"), id="previous-head", tooltip=N_("Show the previous attention head"), group=HEAD),
+        Binding("full_stop", "next_head", N_("head"), id="next-head", tooltip=N_("Show the next attention head"), group=HEAD),
+        Binding("a", "all_heads", N_("heads"), id="all-heads", tooltip=N_("All heads of this block (again: back to one head)")),
+        Binding("home", "first_stage", N_("first stage"), id="first-stage", tooltip=N_("Go to the first stage"), show=False),
+        Binding("end", "last_stage", N_("last stage"), id="last-stage", tooltip=N_("Go to the last stage"), show=False),
         # Not in the footer (at 80 columns it has no room for them); the stage view says when there
         # is more below, and the help lists them.
-        Binding("up,k", "scroll_up", "scroll", id="scroll-up", tooltip="Scroll the stage view up", show=False),
-        Binding("down,j", "scroll_down", "scroll", id="scroll-down", tooltip="Scroll the stage view down", show=False),
-        Binding("pageup", "page_up", "page up", id="page-up", tooltip="Scroll the stage view a page up", show=False),
-        Binding("pagedown", "page_down", "page down", id="page-down", tooltip="Scroll the stage view a page down", show=False),
-        Binding("e", "app.edit_prompt", "edit", id="edit-prompt", tooltip="Change the prompt and run the model again"),
-        Binding("escape", "back", "back", id="back-to-generation", tooltip="Back to the generation view"),
+        Binding("up,k", "scroll_up", N_("scroll"), id="scroll-up", tooltip=N_("Scroll the stage view up"), show=False),
+        Binding("down,j", "scroll_down", N_("scroll"), id="scroll-down", tooltip=N_("Scroll the stage view down"), show=False),
+        Binding("pageup", "page_up", N_("page up"), id="page-up", tooltip=N_("Scroll the stage view a page up"), show=False),
+        Binding("pagedown", "page_down", N_("page down"), id="page-down", tooltip=N_("Scroll the stage view a page down"), show=False),
+        Binding("e", "app.edit_prompt", N_("edit"), id="edit-prompt", tooltip=N_("Change the prompt and run the model again")),
+        Binding("escape", "back", N_("back"), id="back-to-generation", tooltip=N_("Back to the generation view")),
     ]
 
     def __init__(
@@ -130,7 +132,10 @@ class StepScreen(Screen):
         if self.stage.is_attention:
             self._draw(new_stage=False)
         else:
-            self.notify(f"Head {self.head} of {self.n_head} will be shown at the attention stages.", timeout=2)
+            self.notify(
+                _("Head {head} of {n_head} will be shown at the attention stages.").format(head=self.head, n_head=self.n_head),
+                timeout=2,
+            )
 
     def load_trace(self, trace: Trace) -> None:
         """Shows a new trace (an edited prompt), staying at the same stage."""
@@ -142,6 +147,13 @@ class StepScreen(Screen):
         self.query_one(PipelineNavigator).set_stages(self.stages, self.index)
         self.query_one(TopBar).draw(trace, self.replay)
         self._draw()
+
+    def redraw_language(self) -> None:
+        """Redraws every text in the language just chosen, at the same stage and head."""
+        self.query_one(PipelineNavigator).set_stages(self.stages, self.index)
+        self.query_one(TopBar).draw(self.trace, self.replay, self.from_step, self.chosen)
+        self.query_one(SidePanel).name_the_lab()
+        self._draw(new_stage=False)
 
     def _draw(self, new_stage: bool = True) -> None:
         started = time.perf_counter()
@@ -184,7 +196,10 @@ class StepScreen(Screen):
     def action_all_heads(self) -> None:
         stage = self.stage
         if stage.layer is None:
-            self.notify("All heads: go to a block first (] jumps to block 0).", timeout=3)
+            self.notify(
+                _("All heads: go to a block first ({key} jumps to block 0).").format(key=key_name(self, "next_block")),
+                timeout=3,
+            )
             return
         kind = "pattern" if stage.kind == "heads" else "heads"
         self.go_to(index_of(self.stages, kind, stage.layer))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.containers import Vertical
 
+from ...i18n import _, ngettext
 from ...trace import Trace
 from ...trace.events import pool_bins
 from ..facts import attention_event, head_focus, key_texts, last_row, masked_pattern
@@ -36,12 +37,12 @@ def attention_data(trace: Trace, stage: Stage, head: int) -> tuple[HeatmapData |
             signed=signed,
             highlight_row=T - 1,
             masked_text=masked_text,
-            caption="rows: queries i · columns: keys j",
+            caption=_("rows: queries i · columns: keys j"),
         )
         return data, None
     rows, cols = len(values), len(values[0])
-    row_starts = [trace.past + start for start, _ in pool_bins(T, rows)]
-    col_starts = [start for start, _ in pool_bins(L, cols)]
+    row_starts = [trace.past + start for start, _end in pool_bins(T, rows)]
+    col_starts = [start for start, _end in pool_bins(L, cols)]
     data = HeatmapData(
         values=values,
         row_labels=[],
@@ -51,7 +52,9 @@ def attention_data(trace: Trace, stage: Stage, head: int) -> tuple[HeatmapData |
         signed=signed,
         highlight_row=rows - 1,
         masked_text=masked_text,
-        caption=f"averaged over a {rows} × {cols} grid; rows: queries, columns: keys (first position of each block)",
+        caption=_("averaged over a {rows} × {cols} grid; rows: queries, columns: keys (first position of each block)").format(
+            rows=rows, cols=cols
+        ),
     )
     row = last_row(trace, stage.layer, head, which)
     last = HeatmapData(
@@ -63,7 +66,7 @@ def attention_data(trace: Trace, stage: Stage, head: int) -> tuple[HeatmapData |
         scale=data.resolved_scale() if signed else None,
         pool_rows=False,
         masked_text=masked_text,
-        caption=f"the last query's full row over all {L} keys",
+        caption=ngettext("the last query's full row over all {n} key", "the last query's full row over all {n} keys", L).format(n=L),
     )
     return data, last
 

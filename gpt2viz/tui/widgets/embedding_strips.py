@@ -9,6 +9,7 @@ from rich.segment import Segment
 from rich.style import Style
 from textual.strip import Strip
 
+from ...i18n import _
 from ..facts import hook_event
 from ..formatting import fit, num, shown_positions
 from ..palette import LEVELS, diverging
@@ -65,13 +66,13 @@ class EmbeddingStrips(StripWidget):
         ) or 1.0
 
         pad = " " * (label_width + 1)
-        head = fit("token", n) + "   " + fit("position", n) + "   " + fit("hidden state", n) + fit("|x|", NORM_WIDTH, "right")
+        head = "   ".join(fit(name, n) for name in (_("token"), _("position"), _("hidden state"))) + fit("|x|", NORM_WIDTH, "right")
         lines = [Strip([Segment(pad, base), Segment(head, header_style)])]
         shown = shown_positions(len(d.tokens))
         for p in shown:
             if p is None:
                 i = shown.index(None)
-                note = f"… positions {shown[i - 1] + 1}–{shown[i + 1] - 1} not drawn …"
+                note = _("… positions {first}–{last} not drawn …").format(first=shown[i - 1] + 1, last=shown[i + 1] - 1)
                 lines.append(Strip([Segment(pad + note, header_style)]))
                 continue
             token = d.tokens[p]
@@ -84,7 +85,8 @@ class EmbeddingStrips(StripWidget):
             segs.append(Segment(fit(num(d.sum_norms[p]), NORM_WIDTH, "right"), label_style))
             lines.append(Strip(segs).simplify())
         lines.append(Strip.blank(1, base))
-        legend = [Segment(pad, base), Segment(f"dims 0–{n - 1} of {d.n_embd}   {num(-scale, 2)} ", header_style)]
+        dims = _("dims 0–{last} of {n_embd}").format(last=n - 1, n_embd=d.n_embd)
+        legend = [Segment(pad, base), Segment(f"{dims}   {num(-scale, 2)} ", header_style)]
         for i in range(16):
             legend.append(Segment(" ", Style(bgcolor=palette.colors[round(i / 15 * (LEVELS - 1))])))
         legend.append(Segment(f" +{num(scale, 2)}", header_style))

@@ -7,6 +7,7 @@ a comparison if one was run, the selected step), so a live run and a replayed tr
 from __future__ import annotations
 
 from dataclasses import dataclass
+from string import Formatter
 
 from rich.cells import cell_len
 from textual.app import ComposeResult
@@ -15,6 +16,7 @@ from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.widgets import Static
 
+from ...i18n import N_, _, ngettext
 from ..formatting import clip, compact_shape, count, fit, nbytes, num, percent, prose, prose_line, shape
 from ..generation import Comparison, Generation
 from ..generation_narration import (
@@ -29,6 +31,7 @@ from ..generation_narration import (
     stop_text,
 )
 from ..facts import RunFacts
+from ..language import key_name
 from .latency_chart import LatencyChart, Series
 from .pictures import CHIP_A, CHIP_B, CURRENT, NEW, bar
 
@@ -59,6 +62,24 @@ class ViewState:
 
 def lines(rows: list[Content]) -> Content:
     return Content("\n").join(rows)
+
+
+def label(text: str, width: int) -> str:
+    """A row label in a column of `width` cells, with at least one space after it."""
+    return fit(text, width - 1) + " "
+
+
+def styled(template: str, style: str, **values: str | tuple[str, str]) -> Content:
+    """A translated `template` in `style`, its placeholders filled with `values`: a text in the
+    default style, or a (text, style) pair. A sentence stays whole while its numbers stand out."""
+    parts: list[tuple[str, str]] = []
+    for literal, name, _spec, _conversion in Formatter().parse(template):
+        if literal:
+            parts.append((literal, style))
+        if name is not None:
+            value = values[name]
+            parts.append(value if isinstance(value, tuple) else (value, ""))
+    return Content.assemble(*parts)
 
 
 class GeneratedText(Static):
@@ -101,10 +122,10 @@ class Panel(VerticalScroll, inherit_bindings=False):
     """
 
     BINDINGS = [
-        Binding("up", "scroll_up", "scroll up", show=False),
-        Binding("down", "scroll_down", "scroll down", show=False),
-        Binding("pageup", "page_up", "page up", show=False),
-        Binding("pagedown", "page_down", "page down", show=False),
+        Binding("up", "scroll_up", N_("scroll up"), show=False),
+        Binding("down", "scroll_down", N_("scroll down"), show=False),
+        Binding("pageup", "page_up", N_("page up"), show=False),
+        Binding("pagedown", "page_down", N_("page down"), show=False),
     ]
 
     COMPONENT_CLASSES = {
@@ -129,8 +150,6 @@ class Panel(VerticalScroll, inherit_bindings=False):
         """Cells per line inside the panel."""
         return max(24, self.scrollable_content_region.width or 36)
 
-    MORE_BELOW = {True: "↓ more", False: "tab ↓ more"}  # focused or not: how to read the rest
-
     def watch_scroll_y(self, old: float, new: float) -> None:
         super().watch_scroll_y(old, new)
         self.show_more_hint()
@@ -147,14 +166,19 @@ class Panel(VerticalScroll, inherit_bindings=False):
     def show_more_hint(self) -> None:
         """Says in the bottom border when part of the panel is out of sight below."""
         more = self.max_scroll_y > 0 and self.scroll_y < self.max_scroll_y
-        self.border_subtitle = self.MORE_BELOW[self.has_focus] if more else ""
+        if not more:
+            self.border_subtitle = ""
+        elif self.has_focus:
+            self.border_subtitle = _("↓ more")
+        else:  # how to get there: focus the panel first
+            self.border_subtitle = _("{key} ↓ more").format(key=key_name(self, "focus_next"))
 
 
 class TextPanel(Panel):
     """The text so far, following its end while tokens arrive."""
 
     def show_more_hint(self) -> None:
-        """The text panel's bottom border names the b key instead (it follows the text's end)."""
+        """The text panel's bottom border names the boundaries key instead (it follows the text's end)."""
 
     def compose(self) -> ComposeResult:
         yield GeneratedText(id="gen-text")
@@ -162,7 +186,8 @@ class TextPanel(Panel):
     def draw(self, state: ViewState, boundaries: bool) -> None:
         """Shows the text and keeps its end (or the step on show) in sight."""
         # With little room the prompt scrolls out of sight: the title keeps it.
-        self.border_title = f'Text · prompt "{clip(prose_line(state.gen.prompt_tokens), 40)}"'
+        self.border_title = _('Text · prompt "{prompt}"').format(prompt=clip(prose_line(state.gen.prompt_tokens), 40))
+        self.border_subtitle = _("{key}: token boundaries").format(key=key_name(self, "boundaries"))
         self.query_one(GeneratedText).draw(state, boundaries)
         if state.selected is None:
             self.call_after_refresh(self.scroll_end, animate=False)
@@ -181,8 +206,8 @@ class ChoicePanel(Panel):
         """Shows the choice of the step on show."""
         gen, i = state.gen, state.index
         if i is None:
-            self.border_title = "Next token"
-            self.query_one("#choice-table", Static).update(Content.styled("No token yet.", ".gen-panel--dim"))
+            self.border_title = _("Next token")
+            self.query_one("#choice-table", Static).update(Content.styled(_("No token yet."), ".gen-panel--dim"))
             for name in ("#choice-text", "#choice-flow", "#choice-step-text"):
                 self.query_one(name, Static).update("")
             return
@@ -202,15 +227,18 @@ class ChoicePanel(Panel):
         width = max(6, min(TOKEN_WIDTH, room - (23 if not greedy else 22)))
         rows = [
             Content.assemble(
-                ("chose ", ".gen-panel--dim"),
+                (_("chose") + " ", ".gen-panel--dim"),
                 (step["text"], NEW),
                 (f"  id {step['id']}  p {percent(step.get('chosen_prob'))}", ""),
             )
         ]
+        token = fit(_("token"), width)
         if greedy:
-            rows.append(Content.styled(f"   {fit('token', width)} {'softmax':>7}", ".gen-panel--dim"))
+            softmax = fit(_("softmax"), 7, "right")
+            rows.append(Content.styled(f"   {token} {softmax}", ".gen-panel--dim"))
         else:
-            rows.append(Content.styled(f"   {fit('token', width)} {'plain':>7}   {'sampled':>7}", ".gen-panel--dim"))
+            plain, sampled = fit(_("plain"), 7, "right"), fit(_("sampled"), 7, "right")
+            rows.append(Content.styled(f"   {token} {plain}   {sampled}", ".gen-panel--dim"))
         after = dict(zip(cand["ids"], cand["probs"]))
         complete = len(cand["ids"]) < len(raw["ids"])  # every token left after top-k/top-p is listed
         entries = list(zip(raw["ids"], raw["tokens"], raw["probs"]))
@@ -241,14 +269,15 @@ class ChoicePanel(Panel):
                     Content.assemble(
                         (rank, ".gen-panel--dim"),
                         (fit(tok, width), style),
-                        f" {percent(p) if p is not None else '< top':>7}",
+                        " " + fit(percent(p) if p is not None else _("< top"), 7, "right"),
                         (" → ", ".gen-panel--dim"),
                         (f"{q_text:>7}", "bold" if q else ".gen-panel--dim"),
                         mark,
                     )
                 )
         if not greedy:
-            rows.append(Content.styled("plain: softmax of the logits; sampled: after temperature, top-k, top-p", ".gen-panel--dim"))
+            legend = _("plain: softmax of the logits; sampled: after temperature, top-k, top-p")
+            rows.append(Content.styled(legend, ".gen-panel--dim"))
         rows.append(Content(""))
         return lines(rows)
 
@@ -269,18 +298,20 @@ class CostPanel(Panel):
         gen, comparison = state.gen, state.comparison
         chart = self.query_one(LatencyChart)
         if comparison is not None:
-            self.border_title = "Cost · no cache against cached"
+            self.border_title = _("Cost · no cache against cached")
             series = [
                 Series("no cache", comparison.naive.step_ms, ["latency-chart--naive"] * len(comparison.naive.steps)),
                 Series("cached", comparison.cached.step_ms, ["latency-chart--cached"] * len(comparison.cached.steps)),
             ]
-            legend = Content.assemble(("■", ".gen-panel--naive"), " no cache   ", ("■", ".gen-panel--cached"), " cached")
+            legend = Content.assemble(
+                ("■", ".gen-panel--naive"), " " + _("no cache") + "   ", ("■", ".gen-panel--cached"), " " + _("cached")
+            )
         else:
-            self.border_title = "Cost · m: cost lab"
+            self.border_title = _("Cost · {key}: cost lab").format(key=key_name(self, "cost_lab"))
             kinds = ["latency-chart--first" if gen.is_first(i) else "latency-chart--decode" for i in range(len(gen.steps))]
             series = [Series("time", gen.step_ms, kinds)]
-            first = "prefill" if gen.settings.use_cache else "first full pass"
-            later = "decode step" if gen.settings.use_cache else "later full passes"
+            first = _("prefill") if gen.settings.use_cache else _("first full pass")
+            later = _("decode step") if gen.settings.use_cache else _("later full passes")
             legend = Content.assemble(("■", ".gen-panel--first"), f" {first}   ", ("■", ".gen-panel--decode"), f" {later}")
         chart.show(series, state.index)
         self.query_one("#cost-legend", Static).update(legend)
@@ -288,30 +319,35 @@ class CostPanel(Panel):
         compare = self.query_one("#cost-compare", Static)
         compare.update(self._compare(state) if comparison is not None else "")
         compare.display = comparison is not None
-        self.query_one("#cost-text", Static).update(Content(bandwidth_text(state.facts, gen, state.index)))
+        text = bandwidth_text(state.facts, gen, state.index, key_name(self, "compare"))
+        self.query_one("#cost-text", Static).update(Content(text))
 
     def _numbers(self, facts: RunFacts, gen: Generation) -> Content:
         cached = gen.settings.use_cache
         rows = [
             Content.assemble(
-                ("first token ", ".gen-panel--dim"),
+                (label(_("first token"), 12), ".gen-panel--dim"),
                 (f"{num(gen.ttft_ms):>6} ms", "bold"),
-                ("  prefill" if cached else "  full pass", ".gen-panel--dim"),
+                ("  " + (_("prefill") if cached else _("full pass")), ".gen-panel--dim"),
             ),
             Content.assemble(
-                ("decode step " if cached else "later steps ", ".gen-panel--dim"),
+                (label(_("decode step") if cached else _("later steps"), 12), ".gen-panel--dim"),
                 (f"{num(gen.mean_decode_ms):>6} ms", "bold"),
-                (f"  mean of {len(gen.decode_ms)}", ".gen-panel--dim"),
+                ("  " + _("mean of {n}").format(n=len(gen.decode_ms)), ".gen-panel--dim"),
             ),
             Content.assemble(
-                ("tokens/s    ", ".gen-panel--dim"), (f"{num(gen.tokens_per_s):>6}", "bold"), ("  incl. prefill", ".gen-panel--dim")
+                (label(_("tokens/s"), 12), ".gen-panel--dim"),
+                (f"{num(gen.tokens_per_s):>6}", "bold"),
+                ("  " + _("incl. prefill"), ".gen-panel--dim"),
             ),
         ]
         rate = gen.decode_gb_per_s(facts)
         if rate is not None:
             rows.append(
                 Content.assemble(
-                    ("memory read ", ".gen-panel--dim"), (f"{num(rate):>6}", "bold"), (" GB/s decode", ".gen-panel--dim")
+                    (label(_("memory read"), 12), ".gen-panel--dim"),
+                    (f"{num(rate):>6}", "bold"),
+                    (" " + _("GB/s decode"), ".gen-panel--dim"),
                 )
             )
         return lines(rows)
@@ -319,12 +355,19 @@ class CostPanel(Panel):
     def _compare(self, state: ViewState) -> Content:
         c = state.comparison
         assert c is not None
+        header = " " * 10 + fit(_("total"), 9, "right") + "  " + fit(_("decode step"), 11, "right")
         rows = [
-            Content.styled(f"{'':<10}{'total':>9}  {'decode step':>11}", ".gen-panel--dim"),
-            Content.assemble(("no cache  ", ".gen-panel--naive"), f"{num(c.naive.total_ms):>6} ms  {num(c.naive.mean_decode_ms):>8} ms"),
-            Content.assemble(("cached    ", ".gen-panel--cached"), f"{num(c.cached.total_ms):>6} ms  {num(c.cached.mean_decode_ms):>8} ms"),
+            Content.styled(header, ".gen-panel--dim"),
             Content.assemble(
-                ("speedup   ", ".gen-panel--dim"),
+                (label(_("no cache"), 10), ".gen-panel--naive"),
+                f"{num(c.naive.total_ms):>6} ms  {num(c.naive.mean_decode_ms):>8} ms",
+            ),
+            Content.assemble(
+                (label(_("cached"), 10), ".gen-panel--cached"),
+                f"{num(c.cached.total_ms):>6} ms  {num(c.cached.mean_decode_ms):>8} ms",
+            ),
+            Content.assemble(
+                (label(_("speedup"), 10), ".gen-panel--dim"),
                 (f"{num(c.speedup_total):>8}×", "bold"),
                 (f"  {num(c.speedup_decode):>10}×", "bold"),
             ),
@@ -332,12 +375,13 @@ class CostPanel(Panel):
         if c.identical:
             rows.append(
                 Content.assemble(
-                    ("ids identical ✓ ", ".gen-panel--good"),
-                    (f"all {len(c.cached.ids)}, with and without the cache", ".gen-panel--dim"),
+                    (_("ids identical ✓") + " ", ".gen-panel--good"),
+                    (_("all {n}, with and without the cache").format(n=len(c.cached.ids)), ".gen-panel--dim"),
                 )
             )
         else:
-            rows.append(Content.styled(f"ids differ from step {c.first_divergence}: a bug", ".gen-panel--bad"))
+            differ = _("ids differ from step {step}: a bug").format(step=c.first_divergence)
+            rows.append(Content.styled(differ, ".gen-panel--bad"))
         rows += [Content(""), Content(compare_text(state.facts, c)), Content("")]
         return lines(rows)
 
@@ -352,16 +396,17 @@ class KVPanel(Panel):
     def draw(self, state: ViewState) -> None:
         """Shows the cache after the step on show."""
         gen, i, f = state.gen, state.index, state.facts
-        self.border_title = "KV cache" + (f" after step {i}" if i is not None else "")
+        self.border_title = _("KV cache") if i is None else _("KV cache after step {step}").format(step=i)
         self.query_one("#kv-table", Static).update(self._table(f, gen, i))
-        self.query_one("#kv-text", Static).update(Content(kv_text(f, gen, i)))
+        self.query_one("#kv-text", Static).update(Content(kv_text(f, gen, i, key_name(self, "compare"))))
 
     def _context_bar(self, used: int, n_ctx: int) -> Content:
         """'context ███░░░ 17/128': positions used against the context limit."""
+        name = _("context") + " "
         numbers = f" {count(used)}/{count(n_ctx)}"
-        width = max(6, self.room - 9 - len(numbers))
+        width = max(6, self.room - 1 - cell_len(name) - len(numbers))
         return Content.assemble(
-            ("context ", ".gen-panel--dim"),
+            (name, ".gen-panel--dim"),
             (bar(used / n_ctx if n_ctx else 0, width).replace(" ", "░"), ".gen-panel--bar"),
             numbers,
         )
@@ -370,15 +415,22 @@ class KVPanel(Panel):
         n_ctx = gen.n_ctx
         if i is None:
             length = len(gen.prompt_ids)
-            return lines([Content.styled("Nothing cached yet.", ".gen-panel--dim"), self._context_bar(length, n_ctx), Content("")])
+            nothing = Content.styled(_("Nothing cached yet."), ".gen-panel--dim")
+            return lines([nothing, self._context_bar(length, n_ctx), Content("")])
         kv = gen.steps[i].get("kv_cache")
         if not kv:
             L = gen.context_length(i)
             return lines(
                 [
-                    Content.styled("The cache is off: nothing is kept.", ".gen-panel--bad"),
-                    Content.assemble(("each step recomputes K, V ", ".gen-panel--dim"), shape([1, f.n_head, L, f.head_dim])),
-                    Content.assemble(("in each of ", ".gen-panel--dim"), f"{f.n_layer}", (" layers", ".gen-panel--dim")),
+                    Content.styled(_("The cache is off: nothing is kept."), ".gen-panel--bad"),
+                    styled(
+                        _("each step recomputes K, V {shape}"), ".gen-panel--dim", shape=shape([1, f.n_head, L, f.head_dim])
+                    ),
+                    styled(
+                        ngettext("in each of {n} layer", "in each of {n} layers", f.n_layer),
+                        ".gen-panel--dim",
+                        n=str(f.n_layer),
+                    ),
                     self._context_bar(L, n_ctx),
                     Content(""),
                 ]
@@ -386,26 +438,27 @@ class KVPanel(Panel):
         layers = kv.get("layers") or []
         room = self.room
         rows = [
-            Content.assemble(
-                (f"{kv['length']}", "bold"),
-                (" positions · ", ".gen-panel--dim"),
-                (f"+{count(kv['bytes_per_position'])} B", "bold"),
-                (" a token", ".gen-panel--dim"),
+            styled(
+                ngettext("{length} position · {added} a token", "{length} positions · {added} a token", kv["length"]),
+                ".gen-panel--dim",
+                length=(f"{kv['length']}", "bold"),
+                added=(f"+{count(kv['bytes_per_position'])} B", "bold"),
             ),
-            Content.assemble(("used      ", ".gen-panel--dim"), (nbytes(kv["total_bytes"]), "bold")),
+            Content.assemble((label(_("used"), 10), ".gen-panel--dim"), (nbytes(kv["total_bytes"]), "bold")),
             *[Content.styled(line, ".gen-panel--dim") for line in kv_formula(f, kv["length"], room - 2)],
-            Content.assemble(("allocated ", ".gen-panel--dim"), nbytes(kv["allocated_bytes"])),
+            Content.assemble((label(_("allocated"), 10), ".gen-panel--dim"), nbytes(kv["allocated_bytes"])),
             self._context_bar(kv["length"], kv["capacity"]),
             Content(""),
         ]
         as_shape = shape if 2 * max((len(shape(x["k_shape"])) for x in layers), default=0) + 10 <= room else compact_shape
         col = max((cell_len(as_shape(x["k_shape"])) for x in layers), default=8)
-        rows.append(Content.styled(f"layer {fit('K', col)}  V", ".gen-panel--dim"))
+        rows.append(Content.styled(label(_("layer"), 6) + f"{fit('K', col)}  V", ".gen-panel--dim"))
         n = len(layers)
         shown = list(range(n)) if n <= 6 else [0, 1, None, n - 1]
         for i in shown:
             if i is None:
-                rows.append(Content.styled(f"{'⋮':>5} layers 2–{n - 2}: the same", ".gen-panel--dim"))
+                same = _("layers {first}–{last}: the same").format(first=2, last=n - 2)
+                rows.append(Content.styled(f"{'⋮':>5} {same}", ".gen-panel--dim"))
                 continue
             layer = layers[i]
             rows.append(
@@ -429,29 +482,42 @@ class StatusLine(Static):
         """Shows where the generation of `state` stands."""
         gen = state.gen
         n, total = len(gen.steps), gen.settings.max_new_tokens
+        so_far = ngettext("{n} of {total} token", "{n} of {total} tokens", total).format(n=n, total=total)
         if phase == "comparing":
-            head = [("● comparing ", ".status-line--good"), f"{gen.label}: {n} of {total} tokens"]
+            # The run's label is a msgid ('no cache', 'cached'), translated where it is shown.
+            progress = _("{run}: {progress}").format(run=_(gen.label), progress=so_far)
+            head = [("● " + _("comparing") + " ", ".status-line--good"), progress]
         elif state.running:
-            head = [("● generating ", ".status-line--good"), f"{n} of {total} tokens"]
+            head = [("● " + _("generating") + " ", ".status-line--good"), so_far]
         elif gen.stop_reason is None and total == 0:
-            head = [("○ ", ".status-line--dim"), "not started: 0 new tokens asked for.", (" s sets how many.", ".status-line--dim")]
+            head = [
+                ("○ ", ".status-line--dim"),
+                _("not started: 0 new tokens asked for."),
+                (" " + _("{key} sets how many.").format(key=key_name(self, "settings")), ".status-line--dim"),
+            ]
         elif gen.stop_reason is None:
-            head = [("○ ", ".status-line--dim"), "not started"]
+            head = [("○ ", ".status-line--dim"), _("not started")]
         elif state.comparison is not None:
             c = state.comparison
-            verdict = ("ids identical", ".status-line--good") if c.identical else (
-                f"ids differ from step {c.first_divergence}: a bug", ".status-line--bad")
-            head = [
-                ("✓ compared · ", ".status-line--good"),
-                verdict,
-                f" · speedup {num(c.speedup_total)}× in all, {num(c.speedup_decode)}× per decode step",
-            ]
+            if c.identical:
+                verdict = (_("ids identical"), ".status-line--good")
+            else:
+                verdict = (_("ids differ from step {step}: a bug").format(step=c.first_divergence), ".status-line--bad")
+            speedup = _("speedup {total}× in all, {decode}× per decode step").format(
+                total=num(c.speedup_total), decode=num(c.speedup_decode)
+            )
+            head = [("✓ " + _("compared") + " · ", ".status-line--good"), verdict, " · " + speedup]
         elif gen.can_resume:
-            head = [("■ stopped ", ".status-line--bad"), f"after {n} of {total} tokens.", (" space resumes.", ".status-line--dim")]
+            stopped = ngettext("after {n} of {total} token.", "after {n} of {total} tokens.", total).format(n=n, total=total)
+            head = [
+                ("■ " + _("stopped") + " ", ".status-line--bad"),
+                stopped,
+                (" " + _("{key} resumes.").format(key=key_name(self, "resume")), ".status-line--dim"),
+            ]
         else:
-            head = [("✓ done ", ".status-line--good"), stop_text(gen)]
+            head = [("✓ " + _("done") + " ", ".status-line--good"), stop_text(gen)]
         if replay:
-            head.append(("  · recorded", ".status-line--dim"))
+            head.append(("  · " + _("recorded"), ".status-line--dim"))
         if state.selected is not None and gen.steps:
-            head.append((f"  · step {state.index} on show", ".status-line--dim"))
+            head.append(("  · " + _("step {step} on show").format(step=state.index), ".status-line--dim"))
         self.update(Content.assemble(*head))

@@ -9,6 +9,7 @@ from rich.segment import Segment
 from rich.style import Style
 from textual.strip import Strip
 
+from ...i18n import _
 from ..formatting import fit, percent
 from ..palette import sequential
 from .heatmap import HALF_BLOCK, pool
@@ -53,13 +54,13 @@ class HeadsGrid(StripWidget):
         masked = (base + self.style_of("heads-grid--masked")).bgcolor or base.bgcolor
         palette = sequential()
 
-        T = len(d.maps[0])
-        factor = math.ceil(T / MAX_CELLS)
+        # Queries x keys: square in a prefill, one row of query against the cache in a decode step.
+        factor = math.ceil(max(len(d.maps[0]), len(d.maps[0][0])) / MAX_CELLS)
         maps = [pool(m, factor, factor) if factor > 1 else m for m in d.maps]
-        k = len(maps[0])
-        cell_width = 2 if k <= 8 else 1  # small maps get square cells of two columns, larger ones half blocks
+        n_rows, n_cols = len(maps[0]), len(maps[0][0])
+        cell_width = 2 if n_cols <= 8 else 1  # small maps get square cells of two columns, larger ones half blocks
         half = cell_width == 1
-        map_width = k * cell_width
+        map_width = n_cols * cell_width
         tile = max(map_width, 14)
         per_row = max(1, (width + GAP) // (tile + GAP))
         levels = [[[None if v is None else palette.level(v, 1.0) for v in row] for row in m] for m in maps]
@@ -70,18 +71,19 @@ class HeadsGrid(StripWidget):
             title: list[Segment] = []
             for h in heads:
                 j, w = d.focus[h]
-                text = fit(f"{'▶' if h == d.selected else ' '}head {h}", tile - 6) + fit(percent(w), 6, "right")
+                name = ("▶" if h == d.selected else " ") + _("head {head}").format(head=h)
+                text = fit(name, tile - 6) + fit(percent(w), 6, "right")
                 title += [Segment(text, selected_style if h == d.selected else title_style), Segment(" " * GAP, base)]
-            lines.append(Strip(title))
-            map_lines = math.ceil(k / 2) if half else k
+            lines.append(Strip(title).crop(0, width))  # the gap after the last tile may not fit
+            map_lines = math.ceil(n_rows / 2) if half else n_rows
             for y in range(map_lines):
                 segs: list[Segment] = []
                 for h in heads:
                     rows = levels[h]
                     if half:
                         top = rows[2 * y]
-                        bottom = rows[2 * y + 1] if 2 * y + 1 < k else None
-                        for x in range(k):
+                        bottom = rows[2 * y + 1] if 2 * y + 1 < n_rows else None
+                        for x in range(n_cols):
                             if bottom is None:
                                 fg = palette.colors[top[x]] if top[x] is not None else masked
                                 segs.append(Segment(HALF_BLOCK, Style(color=fg, bgcolor=base.bgcolor)))
@@ -92,14 +94,15 @@ class HeadsGrid(StripWidget):
                             bg = palette.colors[level] if level is not None else masked
                             segs.append(Segment("  ", Style(bgcolor=bg)))
                     segs.append(Segment(" " * (tile - map_width + GAP), base))
-                lines.append(Strip(segs).simplify())
+                lines.append(Strip(segs).simplify().crop(0, width))
             caption: list[Segment] = []
             for h in heads:
-                j, _ = d.focus[h]
+                j, _weight = d.focus[h]
                 token = d.tokens[j] if j < len(d.tokens) else "?"
                 caption += [Segment(fit(f"→{j} {token}", tile), caption_style), Segment(" " * GAP, base)]
-            lines.append(Strip(caption))
+            lines.append(Strip(caption).crop(0, width))
             lines.append(Strip.blank(1, base))
         if factor > 1:
-            lines.extend(text_strips(f"each cell averages a block of {factor} × {factor} positions", width, caption_style))
+            note = _("each cell averages a block of {n} × {n} positions").format(n=factor)
+            lines.extend(text_strips(note, width, caption_style))
         return lines

@@ -15,6 +15,7 @@ from rich.segment import Segment
 from rich.style import Style
 from textual.strip import Strip
 
+from ...i18n import _, ngettext
 from ..formatting import cell_value, fit, num
 from ..palette import LEVELS, Palette, diverging, sequential
 from .strip_widget import StripWidget, fit_strip, text_strips
@@ -209,10 +210,11 @@ class Heatmap(StripWidget):
         lines.extend(fit_strip(self._legend(layout, palette, scale, base, axis_style, masked_style), width))
         indent = layout.label_width + 1
         if layout.pooled > 1:
-            note = f"each cell averages {layout.pooled} positions" if not d.pool_rows else (
-                f"each cell averages a block of {layout.pooled} × {layout.pooled} positions"
-            )
-            lines.extend(text_strips(note, width, axis_style, indent))
+            if d.pool_rows:
+                note = _("each cell averages a block of {n} × {n} positions")
+            else:
+                note = ngettext("each cell averages {n} position", "each cell averages {n} positions", layout.pooled)
+            lines.extend(text_strips(note.format(n=layout.pooled), width, axis_style, indent))
         if d.caption:
             lines.extend(text_strips(d.caption, width, base + self.style_of("heatmap--caption"), indent))
         return lines
@@ -260,5 +262,5 @@ class Heatmap(StripWidget):
         if any(v is None for row in d.values for v in row):
             segments.append(Segment("  ", base))
             segments.append(Segment(" " + d.masked_text + " ", masked))
-            segments.append(Segment(" masked", axis))
+            segments.append(Segment(" " + _("masked"), axis))
         return segments

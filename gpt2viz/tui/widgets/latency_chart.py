@@ -14,6 +14,7 @@ from rich.segment import Segment
 from rich.style import Style
 from textual.strip import Strip
 
+from ...i18n import _
 from ..formatting import fit, num
 from .strip_widget import StripWidget
 
@@ -116,7 +117,7 @@ class LatencyChart(StripWidget):
         axis = self.style_of("latency-chart--axis")
         series = [s for s in self.series if s.values]
         if not series:
-            return [Strip([Segment(fit("no steps yet", width), axis)])]
+            return [Strip([Segment(fit(_("no steps yet"), width), axis)])]
         n = max(len(s.values) for s in series)
         size, cells = groups(n, width)
         scale, clipped = chart_scale(series, "latency-chart--first")
@@ -126,9 +127,14 @@ class LatencyChart(StripWidget):
             values = pooled(s.values, size)
             kinds = [s.kind(i * size, "latency-chart--decode") for i in range(len(values))]
             bars.append((values, kinds))
-        header = f"ms/step · top {num(scale)}" + (f" · ↑{clipped} up to {num(tallest)}" if clipped else " ms")
+        if clipped:
+            header = _("ms/step · top {top} · ↑{clipped} up to {tallest}").format(
+                top=num(scale), clipped=clipped, tallest=num(tallest)
+            )
+        else:
+            header = _("ms/step · top {top} ms").format(top=num(scale))
         if size > 1:
-            header += f" · {size} steps/bar"
+            header += " · " + _("{size} steps/bar").format(size=size)
         lines = [Strip([Segment(fit(header, width), axis)])]
         for row in range(self.rows):
             segments = []

@@ -6,10 +6,13 @@ literal text (Content spans, never markup), with spaces and line breaks already 
 
 from __future__ import annotations
 
+import string
+
 from rich.cells import cell_len
 from textual.content import Content
 from textual.widgets import Static
 
+from ...i18n import _, ngettext
 from ...trace import Trace
 from ..formatting import clip, count, fit, num, num_in, percent, shape, shown_positions
 from ...trace.events import LAYER_NORM_STATS
@@ -38,8 +41,24 @@ def bar(fraction: float | None, width: int) -> str:
 
 
 def token_column_width(trace: Trace, limit: int = TOKEN_COLUMN) -> int:
-    """Cells for a column of this run's token texts."""
-    return min(limit, max([cell_len("token")] + [cell_len(t["text"]) for t in trace.tokens]))
+    """Cells for a column of this run's token texts (and its header)."""
+    return min(limit, max([cell_len(_("token"))] + [cell_len(t["text"]) for t in trace.tokens]))
+
+
+Part = str | tuple[str, str]
+
+
+def template(text: str, style: str = "", **values: Part) -> Content:
+    """A translated sentence whose placeholders are filled with `values`, each a text or a
+    (text, style) pair, and whose own words are in `style`: a sentence stays one msgid while a
+    token or a number in it is drawn in its own style."""
+    parts: list[Part] = []
+    for literal, name, _spec, _conversion in string.Formatter().parse(text):
+        if literal:
+            parts.append((literal, style) if style else literal)
+        if name:
+            parts.append(values[name])
+    return Content.assemble(*parts)
 
 
 class Picture(Static):
@@ -82,7 +101,8 @@ def gap_row(trace: Trace, shown: list[int | None]) -> Content:
     """The line that stands for the positions a long table leaves out."""
     i = shown.index(None)
     first, last = shown[i - 1] + 1, shown[i + 1] - 1
-    return Content.styled(f"   … positions {first}–{last} ({last - first + 1}) not listed …", ".picture--dim")
+    text = _("… positions {first}–{last} ({n}) not listed …").format(first=first, last=last, n=last - first + 1)
+    return Content.styled("   " + text, ".picture--dim")
 
 
 def lines(rows: list[Content]) -> Content:
@@ -101,16 +121,25 @@ class TokenTable(Picture):
             chips.append((tok["text"], CHIP_A if (trace.past + i) % 2 == 0 else CHIP_B))
             chips.append(" ")
         width = token_column_width(trace, 24)
-        digits = max(3, len(str(trace.past + len(trace.tokens) - 1)))
+        pos = _("pos")
+        digits = max(3, len(str(trace.past + len(trace.tokens) - 1)), cell_len(pos))
         rows = [
             Content.assemble(*chips),
             Content(""),
             *(
-                [Content.styled(f"positions 0–{trace.past - 1}: in the KV cache, not run again (dimmed above)", ".picture--dim")]
+                [
+                    Content.styled(
+                        _("positions 0–{last}: in the KV cache, not run again (dimmed above)").format(last=trace.past - 1),
+                        ".picture--dim",
+                    )
+                ]
                 if trace.past
                 else []
             ),
-            Content.styled(f"{'pos':>{digits}}  {fit('token', width)}  {'id':>6}  bytes", ".picture--header"),
+            Content.styled(
+                "  ".join([fit(pos, digits, "right"), fit(_("token"), width), fit(_("id"), 6, "right"), _("bytes")]),
+                ".picture--header",
+            ),
         ]
         for tok in trace.tokens:
             rows.append(
@@ -121,7 +150,8 @@ class TokenTable(Picture):
                 )
             )
         total = sum(t["bytes"] for t in trace.tokens)
-        rows.append(Content.styled(f"{'':>{digits}}  {fit('', width)}  {'':>6}  {total:>5} bytes in all", ".picture--dim"))
+        in_all = ngettext("{n} byte in all", "{n} bytes in all", total).format(n=f"{total:>5}")
+        rows.append(Content.styled(f"{'':>{digits}}  {fit('', width)}  {'':>6}  {in_all}", ".picture--dim"))
         return lines(rows)
 
 
@@ -133,10 +163,9 @@ class LayerNormTable(Picture):
         width = token_column_width(trace)
         digits = len(str(trace.past + len(trace.tokens) - 1))
         pad = " " * (digits + 1 + width)
-        rows = [
-            Content.styled(f"{pad}  {'going in':^17}   {'normalized':^17}   {'after γ, β':^17}", ".picture--header"),
-            Content.styled(f"{pad}  {'mean':>8} {'std':>8}   {'mean':>8} {'std':>8}   {'mean':>8} {'std':>8}", ".picture--header"),
-        ]
+        stages = "   ".join(fit(name, 17, "center") for name in (_("going in"), _("normalized"), _("after γ, β")))
+        stats = "   ".join([fit(_("mean"), 8, "right") + " " + fit(_("std"), 8, "right")] * 3)
+        rows = [Content.styled(f"{pad}  {stages}", ".picture--header"), Content.styled(f"{pad}  {stats}", ".picture--header")]
         columns = [ev.get(k) or [] for k in LAYER_NORM_STATS]
         shown = shown_positions(len(trace.tokens))
         for p in shown:
@@ -177,13 +206,11 @@ class QKVDiagram(Picture):
                 (fit(f" v {C}", span), NEW),
             ),
             Content(""),
-            Content.assemble(
-                "each of q, k, v ",
-                (shape([1, T, C]), ".picture--header"),
-                " → view ",
-                (shape([1, T, H, D]), ".picture--header"),
-                " → transpose → ",
-                (shape(head_shape), ".picture--header"),
+            template(
+                _("each of q, k, v {qkv} → view {split} → transpose → {heads}"),
+                qkv=(shape([1, T, C]), ".picture--header"),
+                split=(shape([1, T, H, D]), ".picture--header"),
+                heads=(shape(head_shape), ".picture--header"),
             ),
             Content(""),
         ]
@@ -191,7 +218,14 @@ class QKVDiagram(Picture):
         for h in range(H):
             chips.append((f" h{h} ", CURRENT if h == head else (CHIP_A if h % 2 == 0 else CHIP_B)))
         rows.append(Content.assemble(*chips))
-        rows.append(Content.styled(f"{H} heads × {D} numbers = {C}; head h uses dims {D}·h … {D}·h+{D - 1} of q, k and v", ".picture--dim"))
+        split = _("{heads} × {numbers} = {n_embd}; head h uses dims {head_dim}·h … {head_dim}·h+{last} of q, k and v").format(
+            heads=ngettext("{n} head", "{n} heads", H).format(n=H),
+            numbers=ngettext("{n} number", "{n} numbers", D).format(n=D),
+            n_embd=C,
+            head_dim=D,
+            last=D - 1,
+        )
+        rows.append(Content.styled(split, ".picture--dim"))
         return lines(rows)
 
 
@@ -204,13 +238,13 @@ class ResidualBars(Picture):
             before = hook_event(trace, "hook_resid_pre", i).get("norms") or []
             update = hook_event(trace, "hook_attn_out", i).get("norms") or []
             after = hook_event(trace, "hook_resid_mid", i).get("norms") or []
-            names = ("|x| before", "|attention update|", "|x| after")
+            names = (_("|x| before"), _("|attention update|"), _("|x| after"))
         else:
             post = hook_event(trace, "hook_resid_post", i)
             before = hook_event(trace, "hook_resid_mid", i).get("norms") or []
             update = post.get("mlp_update_norms") or []
             after = post.get("norms") or []
-            names = ("|x| before", "|MLP update|", "|x| after")
+            names = (_("|x| before"), _("|MLP update|"), _("|x| after"))
         width = token_column_width(trace)
         digits = len(str(trace.past + len(trace.tokens) - 1))
         bar_width = 14
@@ -218,7 +252,7 @@ class ResidualBars(Picture):
         pad = " " * (digits + 1 + width)
         rows = [
             Content.styled(
-                f"{pad}  {fit(names[0], bar_width + 8)}  {fit(names[1], bar_width + 8)}  {names[2]:>10}",
+                f"{pad}  {fit(names[0], bar_width + 8)}  {fit(names[1], bar_width + 8)}  {fit(names[2], 10, 'right')}",
                 ".picture--header",
             )
         ]
@@ -244,8 +278,10 @@ class ResidualBars(Picture):
         rows.append(Content(""))
         rows.append(
             Content.styled(
-                "Lengths are L2 norms over the hidden dimensions. x + update is shorter than |x| + |update| "
-                "unless the two point the same way.",
+                _(
+                    "Lengths are L2 norms over the hidden dimensions. x + update is shorter than |x| + |update| "
+                    "unless the two point the same way."
+                ),
                 ".picture--dim",
             )
         )
@@ -262,7 +298,7 @@ class MLPActivity(Picture):
         width = token_column_width(trace)
         digits = len(str(trace.past + len(trace.tokens) - 1))
         pad = " " * (digits + 1 + width)
-        rows = [Content.styled(f"{pad}  neurons > 0 after GELU (of {count(f.d_mlp)})", ".picture--header")]
+        rows = [Content.styled(f"{pad}  " + _("neurons > 0 after GELU (of {n})").format(n=count(f.d_mlp)), ".picture--header")]
         shown = shown_positions(len(trace.tokens))
         for p in shown:
             if p is None:
@@ -277,18 +313,18 @@ class MLPActivity(Picture):
             last = len(trace.tokens) - 1
             rows += [
                 Content(""),
-                Content.assemble(
-                    ("Strongest neurons at position ", ".picture--header"),
-                    (f"{trace.tokens[last]['position']} ", ".picture--header"),
-                    (trace.tokens[last]["text"], ".picture--token"),
-                    (" (GELU output)", ".picture--header"),
+                template(
+                    _("Strongest neurons at position {position} {token} (GELU output)"),
+                    ".picture--header",
+                    position=(str(trace.tokens[last]["position"]), ".picture--header"),
+                    token=(trace.tokens[last]["text"], ".picture--token"),
                 ),
             ]
             peak = max(abs(n["value"] or 0) for n in top) or 1.0
             for n in top:
                 rows.append(
                     Content.assemble(
-                        (f"  neuron {n['index']:>5}  ", ".picture--dim"),
+                        ("  " + _("neuron {index}").format(index=f"{n['index']:>5}") + "  ", ".picture--dim"),
                         (bar((n["value"] or 0) / peak, 20), ".picture--bar"),
                         f" {num(n['value']):>8}",
                     )
@@ -303,16 +339,27 @@ class TopTokens(Picture):
         ev = hook_event(trace, "unembed.hook_out")
         positions = ev.get("positions") or []
         if not positions:
-            return Content("no logits in this trace")
+            return Content(_("no logits in this trace"))
         last = positions[-1]
         T = len(trace.tokens)
-        width = max(8, min(18, max(cell_len(t) for t in last["tokens"])))
+        width = max(8, min(18, max(cell_len(t) for t in [_("token"), *last["tokens"]])))
+        n = len(last["ids"])
+        header = ngettext(
+            "Top {n} next token after position {position} {token}", "Top {n} next tokens after position {position} {token}", n
+        )
         rows = [
-            Content.assemble(
-                (f"Top {len(last['ids'])} next tokens after position {trace.tokens[-1]['position']} ", ".picture--header"),
-                (trace.tokens[-1]["text"], ".picture--token"),
+            template(
+                header,
+                ".picture--header",
+                n=(str(n), ".picture--header"),
+                position=(str(trace.tokens[-1]["position"]), ".picture--header"),
+                token=(trace.tokens[-1]["text"], ".picture--token"),
             ),
-            Content.styled(f"{'':>3} {fit('token', width)}  {'probability':<24} {'':>7}  {'logit':>8}  {'id':>6}", ".picture--dim"),
+            Content.styled(  # "probability" stands over the bars (24 cells) and the percentages (7)
+                " " * 4 + fit(_("token"), width) + "  " + fit(_("probability"), 24 + 1 + 7) + "  "
+                + fit(_("logit"), 8, "right") + "  " + fit(_("id"), 6, "right"),
+                ".picture--dim",
+            ),
         ]
         top_p = last["probs"][0] or 1.0
         for r, (tid, tok, prob, logit) in enumerate(zip(last["ids"], last["tokens"], last["probs"], last["logits"]), 1):
@@ -325,23 +372,27 @@ class TopTokens(Picture):
                     f" {percent(prob):>7}  {num(logit):>8}  {tid:>6}",
                 )
             )
-        rows.append(Content.styled("bars are scaled to the top probability", ".picture--dim"))
+        rows.append(Content.styled(_("bars are scaled to the top probability"), ".picture--dim"))
         if T > 1:
-            rows += [Content(""), Content.styled("The other positions predict tokens already in the prompt:", ".picture--header")]
+            rows += [Content(""), Content.styled(_("The other positions predict tokens already in the prompt:"), ".picture--header")]
             tw = token_column_width(trace, 12)
             shown = range(max(0, T - 1 - 8), T - 1)
             if shown.start > 0:
-                rows.append(Content.styled(f"  … {shown.start} earlier positions", ".picture--dim"))
+                earlier = ngettext("… {n} earlier position", "… {n} earlier positions", shown.start).format(n=shown.start)
+                rows.append(Content.styled("  " + earlier, ".picture--dim"))
             for p in shown:
                 guess = positions[p]
                 rows.append(
                     Content.assemble(
                         *self.label(trace, p, tw),
-                        ("  guesses ", ".picture--dim"),
-                        (fit(guess["tokens"][0], tw), ".picture--token"),
-                        (f" {percent(guess['probs'][0]):>7}", ""),
-                        ("   actual next: ", ".picture--dim"),
-                        (trace.tokens[p + 1]["text"], ".picture--token"),
+                        "  ",
+                        template(
+                            _("guesses {guess} {p}   actual next: {actual}"),
+                            ".picture--dim",
+                            guess=(fit(guess["tokens"][0], tw), ".picture--token"),
+                            p=f"{percent(guess['probs'][0]):>7}",
+                            actual=(trace.tokens[p + 1]["text"], ".picture--token"),
+                        ),
                     )
                 )
         return lines(rows)
@@ -354,20 +405,23 @@ class LogitLensTable(Picture):
         ev = lens_event(trace)
         layers = ev.get("layers") or []
         final = ev.get("final_token", "?")
-        width = max(9, min(16, max((cell_len(e["tokens"][0]) for e in layers), default=9)))
+        top = _("top token")
+        width = max(9, cell_len(top), min(16, max((cell_len(e["tokens"][0]) for e in layers), default=9)))
+        blocks = [_("block {layer}").format(layer=e["layer"]) for e in layers]
+        after = _("after")
+        block_width = max(9, *(cell_len(text) + 1 for text in [after, *blocks]))
         rows = [
             Content.assemble(
-                (f"{'after':<9}{fit('top token', width)} {'p':>7}   ", ".picture--header"),
-                (fit(final, 16), NEW),
-                (": rank and probability", ".picture--header"),
+                (f"{fit(after, block_width)}{fit(top, width)} {'p':>7}   ", ".picture--header"),
+                template(_("{token}: rank and probability"), ".picture--header", token=(fit(final, 16), NEW)),
             )
         ]
         first = lens_first_top(trace)
-        for e in layers:
+        for e, block in zip(layers, blocks):
             rank, prob = e.get("final_rank"), e.get("final_prob")
             rows.append(
                 Content.assemble(
-                    (f"block {e['layer']:<3}", CURRENT if e["layer"] == first else ".picture--dim"),
+                    (fit(block, block_width), CURRENT if e["layer"] == first else ".picture--dim"),
                     (fit(e["tokens"][0], width), NEW if e["ids"][0] == ev.get("final_id") else ".picture--token"),
                     f" {percent(e['probs'][0]):>7}   ",
                     f"#{count(rank):<7} " if rank is not None else " " * 9,
@@ -376,7 +430,9 @@ class LogitLensTable(Picture):
                 )
             )
         rows.append(Content(""))
-        rows.append(Content.styled("p: the lens's probability for its top token; bars: the final choice's probability", ".picture--dim"))
+        rows.append(
+            Content.styled(_("p: the lens's probability for its top token; bars: the final choice's probability"), ".picture--dim")
+        )
         return lines(rows)
 
 
@@ -393,7 +449,7 @@ class NextTokenView(Picture):
         rows = [Content.assemble(*chips), Content("")]
         rows.append(
             Content.assemble(
-                ("next token ", ".picture--header"),
+                (_("next token") + " ", ".picture--header"),
                 (token, NEW),
                 f"   id {token_id}" + (f"   p = {percent(prob)}" if prob is not None else ""),
             )
@@ -401,22 +457,25 @@ class NextTokenView(Picture):
         last = (hook_event(trace, "unembed.hook_out").get("positions") or [{}])[-1]
         if last.get("ids"):
             rows.append(Content(""))
-            rows.append(Content.styled("runners-up", ".picture--dim"))
+            rows.append(Content.styled(_("runners-up"), ".picture--dim"))
             for tok, p in list(zip(last["tokens"], last["probs"]))[1:4]:
                 rows.append(Content.assemble("  ", (fit(tok, 16), ".picture--token"), f" {percent(p):>7}"))
         kv = hook_event(trace, "kv_cache")
         if kv:
-            layer = kv["layers"][0] if kv.get("layers") else None
-            rows += [
-                Content(""),
-                Content.styled("KV cache after this " + ("decode step" if trace.past else "prefill"), ".picture--header"),
-                Content(
-                    f"  {len(kv.get('layers') or [])} layers × K and V "
-                    + (shape(layer["k_shape"]) if layer else "")
-                    + f" = {count(kv['total_bytes'])} bytes, {count(kv['bytes_per_position'])} per token"
-                ),
-                Content(f"  the next token adds {count(kv['bytes_per_position'])} bytes; room for {count(kv['capacity'])} positions"),
-            ]
+            layers = kv.get("layers") or []
+            per_token = kv["bytes_per_position"]
+            size = _("{layers} × K and V {shape} = {total}, {per_token} per token").format(
+                layers=ngettext("{n} layer", "{n} layers", len(layers)).format(n=len(layers)),
+                shape=shape(layers[0]["k_shape"]) if layers else "",
+                total=ngettext("{n} byte", "{n} bytes", kv["total_bytes"]).format(n=count(kv["total_bytes"])),
+                per_token=count(per_token),
+            )
+            room = _("the next token adds {bytes}; room for {positions}").format(
+                bytes=ngettext("{n} byte", "{n} bytes", per_token).format(n=count(per_token)),
+                positions=ngettext("{n} position", "{n} positions", kv["capacity"]).format(n=count(kv["capacity"])),
+            )
+            after = _("KV cache after this decode step") if trace.past else _("KV cache after this prefill")
+            rows += [Content(""), Content.styled(after, ".picture--header"), Content("  " + size), Content("  " + room)]
         rows.append(Content(""))
-        rows.append(Content.styled(f'prompt: "{clip(trace.prompt, 60)}"', ".picture--dim"))
+        rows.append(Content.styled(_('prompt: "{prompt}"').format(prompt=clip(trace.prompt, 60)), ".picture--dim"))
         return lines(rows)

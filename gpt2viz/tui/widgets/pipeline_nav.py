@@ -11,6 +11,7 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from ...i18n import _
 from ..formatting import fit
 from ..stages import Stage
 
@@ -97,7 +98,8 @@ class PipelineNavigator(ScrollView):
                 seen_blocks.add(stage.layer)
                 open_ = stage.layer == current_block or stage.layer in self.unfolded
                 last = max(j for j, s in enumerate(stages) if s.layer == stage.layer)
-                rows.append(NavRow(f"{'▾' if open_ else '▸'} Block {stage.layer}", block=stage.layer, number=f"{i + 1}–{last + 1}"))
+                block = _("Block {layer}").format(layer=stage.layer)
+                rows.append(NavRow(f"{'▾' if open_ else '▸'} {block}", block=stage.layer, number=f"{i + 1}–{last + 1}"))
             if stage.layer == current_block or stage.layer in self.unfolded:
                 rows.append(NavRow("  " + stage.label, stage_index=i, number=str(i + 1)))
         self.rows = rows

@@ -5,6 +5,9 @@ from __future__ import annotations
 from textual.content import Content
 from textual.widgets import Static
 
+from ...i18n import _
+from ..language import key_name
+
 MIN_WIDTH = 80
 MIN_HEIGHT = 24
 
@@ -15,6 +18,8 @@ class RoomNotice(Static):
     def render(self) -> Content:
         width, height = self.app.size
         return Content(
-            f"gpt2viz needs a terminal of at least {MIN_WIDTH} × {MIN_HEIGHT} characters.\n"
-            f"This one is {width} × {height}.\n\nMake the window larger, or press q to quit."
+            _(
+                "gpt2viz needs a terminal of at least {min_width} × {min_height} characters.\n"
+                "This one is {width} × {height}.\n\nMake the window larger, or press {quit} to quit."
+            ).format(min_width=MIN_WIDTH, min_height=MIN_HEIGHT, width=width, height=height, quit=key_name(self, "quit"))
         )

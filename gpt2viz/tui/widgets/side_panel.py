@@ -10,9 +10,11 @@ from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.widgets import Static
 
+from ...i18n import _, ngettext
 from ...trace import Trace
 from ..formatting import compact_shape, count, fit
 from ..facts import hook_event, stage_shapes
+from ..language import key_name
 from ..stages import Stage
 
 
@@ -44,6 +46,13 @@ def layers_cached(stages: list[Stage], index: int) -> int:
     return sum(1 for s in stages[: index + 1] if s.kind == "qkv")
 
 
+def _dim_around(template: str, value: str, style: str = "", **facts: object) -> Content:
+    """`template` with its `{n}` filled by `value` in `style`, its other placeholders by `facts`,
+    and the words around the value dimmed."""
+    before, _n, after = template.format(n="{n}", **facts).partition("{n}")
+    return Content.assemble((before, ".side-panel--dim"), (value, style), (after, ".side-panel--dim"))
+
+
 class SidePanel(VerticalScroll):
     """Shapes so far and the KV cache, updated at every step."""
 
@@ -53,7 +62,11 @@ class SidePanel(VerticalScroll):
     COMPONENT_CLASSES = {"side-panel--title", "side-panel--current", "side-panel--dim"}
 
     def on_mount(self) -> None:
-        self.border_title = "m: cost lab"  # what the cache and the rest cost, measured
+        self.name_the_lab()
+
+    def name_the_lab(self) -> None:
+        """The border names the key of the cost lab: what the cache and the rest cost, measured."""
+        self.border_title = _("{key}: cost lab").format(key=key_name(self, "cost_lab"))
 
     def compose(self) -> ComposeResult:
         yield Static(id="shapes")
@@ -68,7 +81,7 @@ class SidePanel(VerticalScroll):
         self.query_one("#kv-cache", Static).update(kv)
 
     def _shapes(self, trace: Trace, stages: list[Stage], index: int, width: int) -> Content:
-        rows = [Content.styled("Shapes so far", ".side-panel--title")]
+        rows = [Content.styled(_("Shapes so far"), ".side-panel--title")]
         entries = shapes_so_far(trace, stages, index)
         shape_width = min(max(len(compact_shape(e.dims)) for e in entries), width - 4)
         name_width = max(1, width - shape_width - 1)
@@ -83,21 +96,29 @@ class SidePanel(VerticalScroll):
 
     def _kv(self, trace: Trace, stages: list[Stage], index: int) -> Content:
         kv = hook_event(trace, "kv_cache")
-        rows = [Content.styled("KV cache (after this step)" if trace.past else "KV cache (prefill)", ".side-panel--title")]
+        title = _("KV cache (after this step)") if trace.past else _("KV cache (prefill)")
+        rows = [Content.styled(title, ".side-panel--title")]
         if not kv:
-            rows.append(Content.styled("none: this pass ran without one", ".side-panel--dim"))
+            rows.append(Content.styled(_("none: this pass ran without one"), ".side-panel--dim"))
             return Content("\n").join(rows)
         layers = kv.get("layers") or []
         done = layers_cached(stages, index)
         k_shape = layers[0]["k_shape"] if layers else []
+        # Each line: the number in full ink, its words dimmed; the words are one msgid with the
+        # number's place marked by {n}, so a language can put them on either side.
         rows += [
-            Content.assemble(
-                (f"{done}/{len(layers)}", ".side-panel--current" if done < len(layers) else ""),
-                (" layers filled", ".side-panel--dim"),
+            _dim_around(
+                ngettext("{n} layer filled", "{n} layers filled", len(layers)),
+                f"{done}/{len(layers)}",
+                ".side-panel--current" if done < len(layers) else "",
             ),
-            Content.assemble(("K,V ", ".side-panel--dim"), compact_shape(k_shape), (" each", ".side-panel--dim")),
-            Content.assemble(f"{count(kv['bytes_per_position'])} B", (" per token", ".side-panel--dim")),
-            Content.assemble(f"{count(kv['total_bytes'])} B", (f" for {kv['length']}", ".side-panel--dim")),
-            Content.assemble(f"{count(kv['allocated_bytes'])} B", (" reserved", ".side-panel--dim")),
+            _dim_around(_("K,V {n} each"), compact_shape(k_shape)),
+            _dim_around(_("{n} per token"), f"{count(kv['bytes_per_position'])} B"),
+            _dim_around(
+                ngettext("{n} for {length} token", "{n} for {length} tokens", kv["length"]),
+                f"{count(kv['total_bytes'])} B",
+                length=count(kv["length"]),
+            ),
+            _dim_around(_("{n} reserved"), f"{count(kv['allocated_bytes'])} B"),
         ]
         return Content("\n").join(rows)

@@ -12,7 +12,10 @@ from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.widgets import ContentSwitcher, Static
 
+from ...i18n import _
 from ...trace import Trace
+from ...i18n.layout import wrap_wide
+from ..language import key_name
 from ..narration import narrate
 from ..stages import Stage
 from .attention_view import AttentionView, HeadsOverview
@@ -92,6 +95,15 @@ class StageView(VerticalScroll):
             yield NextTokenView(id="picture-next-token")
 
     _flow: tuple[str, ...] = ()
+    _text = ""
+
+    def _draw_text(self) -> None:
+        # As wide as the text is with the scrollbar shown, so that a scrollbar coming or going
+        # never makes a line too long.
+        width = self.scrollable_content_region.width
+        if not self.show_vertical_scrollbar:
+            width -= self.styles.scrollbar_size_vertical
+        self.query_one("#stage-text", Static).update(Content(wrap_wide(self._text, width)))
 
     def _draw_flow(self) -> None:
         width = self.scrollable_content_region.width
@@ -100,6 +112,7 @@ class StageView(VerticalScroll):
         self.query_one("#stage-flow", Static).update(flow.highlight_regex(SHAPE_RE, style=".stage-view--shape"))
 
     def on_resize(self, event: events.Resize) -> None:
+        self._draw_text()
         self._draw_flow()
         self.call_after_refresh(self.show_more_hint)
 
@@ -107,21 +120,22 @@ class StageView(VerticalScroll):
     def _where(trace: Trace, stages: list[Stage], index: int, head: int) -> str:
         """'stage 5 of 114 · blocks 0–11 · heads 0–11' (blocks and heads count from 0)."""
         stage = stages[index]
-        parts = [f"stage {index + 1} of {len(stages)}"]
+        parts = [_("stage {index} of {total}").format(index=index + 1, total=len(stages))]
         if stage.layer is not None:
-            parts.append(f"blocks 0–{trace.n_layer - 1}")
+            parts.append(_("blocks 0–{last}").format(last=trace.n_layer - 1))
         if stage.is_attention:
-            parts.append(f"heads 0–{int(trace.model['config']['n_head']) - 1}")
+            parts.append(_("heads 0–{last}").format(last=int(trace.model["config"]["n_head"]) - 1))
         return " · ".join(parts)
 
     def draw(self, trace: Trace, stages: list[Stage], index: int, head: int, new_stage: bool = True) -> None:
         """Shows stage `index` (with `head` selected); back to the top when the stage changed."""
         stage = stages[index]
-        words = narrate(trace, stage, head)
+        words = narrate(trace, stage, head, generate_key=key_name(self, "generate"))
         self.query_one("#stage-title", Static).update(Content(words.title))
         self._where_text = self._where(trace, stages, index, head)
         self.query_one("#stage-count", Static).update(Content(self._where_text))
-        self.query_one("#stage-text", Static).update(Content(words.text))
+        self._text = words.text
+        self._draw_text()
         self.query_one("#stage-formula", Static).update(Content(words.formula))
         self._flow = words.flow
         self._draw_flow()
@@ -137,7 +151,8 @@ class StageView(VerticalScroll):
     def show_more_hint(self) -> None:
         """Ends the stage's count line with '↓ more below' while part of the stage is out of sight."""
         more = self.max_scroll_y > 0 and self.scroll_y < self.max_scroll_y
-        self.query_one("#stage-count", Static).update(Content(self._where_text + (" · ↓ more below" if more else "")))
+        where = _("{where} · ↓ more below").format(where=self._where_text) if more else self._where_text
+        self.query_one("#stage-count", Static).update(Content(where))
 
     def watch_scroll_y(self, old: float, new: float) -> None:
         super().watch_scroll_y(old, new)

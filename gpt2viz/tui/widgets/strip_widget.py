@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import textwrap
-
 from rich.segment import Segment
 from rich.style import Style
 from textual.geometry import Size
 from textual.strip import Strip
 from textual.widget import Widget
+
+from ...i18n.layout import wrap_lines
 
 
 class StripWidget(Widget):
@@ -71,7 +71,7 @@ def text_strips(text: str, width: int, style: Style, indent: int = 0) -> list[St
     if indent > width // 3:
         indent = 0
     room = max(8, width - indent)
-    return [Strip([Segment(" " * indent + line, style)]) for line in textwrap.wrap(text, room) or [""]]
+    return [Strip([Segment(" " * indent + line, style)]) for line in wrap_lines(text, room)]
 
 
 def fit_strip(segments: list[Segment], width: int) -> list[Strip]:
@@ -89,3 +89,21 @@ def fit_strip(segments: list[Segment], width: int) -> list[Strip]:
     if line:
         strips.append(Strip(line))
     return strips
+
+
+class Prose(StripWidget):
+    """Paragraphs of running text, wrapped by terminal cells: Chinese lines break between
+    characters (Textual's own wrapping breaks only at spaces, which Chinese has few of)."""
+
+    def __init__(self, text: str = "", *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self.text = text
+
+    def update(self, text: str) -> None:
+        """Shows `text` (paragraphs separated by line breaks)."""
+        self.text = text
+        self.invalidate()
+
+    def build_lines(self, width: int) -> list[Strip]:
+        style = self.base_style
+        return [Strip([Segment(line, style)]) for paragraph in self.text.split("\n") for line in wrap_lines(paragraph, width)]

@@ -7,6 +7,7 @@ from pathlib import Path
 from textual.content import Content
 from textual.widgets import Static
 
+from ...i18n import _
 from ...trace import Trace
 from ..formatting import clip, millions
 from ..generation import GenerationSettings, settings_label
@@ -34,23 +35,24 @@ class TopBar(Static):
             (" gpt2viz ", "bold $background on $accent"),  # a background: a style string, see pictures.py
             " ",
             model_label(trace),
-            (f" · {millions(params)} params · {trace.model.get('dtype', '')}", ".top-bar--dim"),
+            (" · " + _("{params} params").format(params=millions(params)), ".top-bar--dim"),
+            (f" · {trace.model.get('dtype', '')}", ".top-bar--dim"),
         ]
         if replay:
-            parts.append((f" · replay of {Path(replay).name}", ".top-bar--dim"))
+            parts.append((" · " + _("replay of {file}").format(file=Path(replay).name), ".top-bar--dim"))
         return parts
 
     def draw(self, trace: Trace, replay: str | None = None, step: int | None = None, chosen: str | None = None) -> None:
         """Shows the facts of `trace` (and the file it was replayed from, or the generation step it is
         and the token that step actually chose, when sampling picked another than the most likely).
         The prompt is shortened to what the line has room for: the predicted token always shows."""
-        _, token, _ = final_choice(trace)
+        token = final_choice(trace)[1]
         head = self._model_parts(trace, replay)
         if step is not None:
-            head.append((f" · generation step {step}", ".top-bar--dim"))
+            head.append((" · " + _("generation step {step}").format(step=step), ".top-bar--dim"))
         tail = [(" → ", ".top-bar--dim"), (token, ".top-bar--token")]
         if chosen is not None and chosen != token:
-            tail += [(" · sampled ", ".top-bar--dim"), (chosen, ".top-bar--token")]
+            tail += [(" · " + _("sampled instead") + " ", ".top-bar--dim"), (chosen, ".top-bar--token")]
         width = self.size.width or self.app.size.width
         used = Content.assemble(*head, " · ", '""', *tail).cell_length
         room = max(PROMPT_MIN, min(PROMPT_MAX, width - used))
@@ -72,5 +74,5 @@ class TopBar(Static):
     def draw_lab(self, trace: Trace, replay: str | None = None) -> None:
         """Shows the model the cost lab measures."""
         parts = self._model_parts(trace, replay)
-        parts += [(" · ", ".top-bar--dim"), ("cost lab", "bold")]
+        parts += [(" · ", ".top-bar--dim"), (_("cost lab"), "bold")]
         self.update(Content.assemble(*parts))

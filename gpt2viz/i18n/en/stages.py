@@ -1,0 +1,269 @@
+"""The step-through's narration: what each stage of one forward pass does, with this run's numbers
+(gpt2viz/tui/narration.py decides which paragraphs apply and formats every fact)."""
+
+TEXT = {
+    # Two whole sentences of one paragraph, the second said after the first.
+    "stage.join": "{first} {then}",
+    "stage.note": "Note: {notice}.",
+    "stage.reduced": (
+        "With {positions} positions the trace keeps each map averaged over a {rows} × {cols} grid of "
+        "blocks (the last query's row is kept whole, below the map)."
+    ),
+    "stage.flow.update": "c_proj → update {update}",
+    # -- tokenize -------------------------------------------------------------------------------
+    "stage.tokenize.lead": "GPT-2 never sees letters.",
+    "stage.tokenize.empty": "The prompt is empty, so there is nothing to cut: the model starts from one special token.",
+    "stage.tokenize.cut": "Its byte-level BPE tokenizer cuts the {bytes} of the prompt into {tokens}.",
+    "stage.tokenize.cut_kept": (
+        "Its byte-level BPE tokenizer cuts the {bytes} of the prompt into more tokens than fit in the "
+        "context; the last {kept} ({kept_bytes} bytes) are kept."
+    ),
+    "stage.tokenize.vocab": (
+        "Each token is an entry of a {vocab}-entry vocabulary; from here on the model works with the ids "
+        "alone. Common words are one token, rare ones are split into pieces, and a piece can even be part "
+        "of a character."
+    ),
+    "stage.tokenize.spaces": (
+        "A space belongs to the token after it: {starting}, shown as ␣ (the vocabulary file writes Ġ), so "
+        "{spaced} and {bare} are different tokens with different ids."
+    ),
+    "stage.tokenize.formula": "prompt → UTF-8 bytes → BPE merges → token ids",
+    "stage.tokenize.flow": '"{prompt}" ({characters}, {bytes}) → token ids, shape {shape}',
+    "stage.tokenize.decode": (
+        "This is the forward pass of a decode step. Only one id goes in: {token} (id {id}), the token "
+        "chosen at the step before, at position {position}. {before} Every stage below computes one "
+        "position, not the whole text."
+    ),
+    "stage.tokenize.decode_formula": (
+        "ids in = [the newest token]   (the earlier ones: keys and values in the KV cache)"
+    ),
+    "stage.tokenize.decode_flow": "{past} cached + 1 new → ids, shape {shape}, position {position}",
+    # -- embed ----------------------------------------------------------------------------------
+    "stage.embed.lookup": (
+        "Each id picks one row of the token embedding table wte [{vocab} × {n_embd}]: a lookup, no "
+        "multiplication. Each position p picks row p of the position table wpe [{n_ctx} × {n_embd}], "
+        "which is how the model knows word order. Their sum is x, the residual stream: {T} × {n_embd} = "
+        "{size} numbers, {size_bytes} bytes in {dtype}. Every block reads x and adds its result to it."
+    ),
+    "stage.embed.params": (
+        "wte holds {wte} ({wte_millions}) of this model's {n_params} parameters ({share}); wpe holds {wpe}."
+    ),
+    "stage.embed.decode": (
+        "The new token sits at position {past}, after the {cached}, so it takes row {past} of wpe: a decode "
+        "step continues the sequence, it does not start it again at 0."
+    ),
+    "stage.embed.lengths": (
+        "At position {position} ({token}) the token vector has length {token_length}, the position vector "
+        "{position_length}, their sum {sum_length}."
+    ),
+    "stage.embed.flow_tokens": "ids, shape {ids} → rows of wte → {shape}",
+    "stage.embed.flow_positions": "positions {first}…{last} → rows of wpe → {shape}",
+    "stage.embed.flow_sum": "sum → x {shape}",
+    # -- LayerNorm (ln_1, ln_2, ln_f) -----------------------------------------------------------
+    "stage.ln1.text": (
+        "Before attention, each token's vector is normalized on its own: subtract the mean of its "
+        "{n_embd} numbers, divide by their standard deviation, then scale and shift every dimension with a "
+        "learned gain γ and bias β ({params} parameters). The variance divides by {n_embd}, not "
+        "{n_embd_less}, and ε = {eps} keeps the division safe. This is GPT-2's pre-norm design: x itself "
+        "is not changed; attention reads the normalized copy."
+    ),
+    "stage.ln2.text": (
+        "Before the MLP, each token's vector is normalized on its own: subtract the mean of its {n_embd} "
+        "numbers, divide by their standard deviation, then scale and shift every dimension with a learned "
+        "gain γ and bias β ({params} parameters). The variance divides by {n_embd}, not {n_embd_less}, and "
+        "ε = {eps} keeps the division safe. This is GPT-2's pre-norm design: x itself is not changed; the "
+        "MLP reads the normalized copy."
+    ),
+    "stage.ln_final.text": (
+        "After the last of the {n_layer} blocks, each token's vector is normalized on its own: subtract "
+        "the mean of its {n_embd} numbers, divide by their standard deviation, then scale and shift every "
+        "dimension with a learned gain γ and bias β ({params} parameters). The variance divides by "
+        "{n_embd}, not {n_embd_less}, and ε = {eps} keeps the division safe. The LM head reads this "
+        "normalized copy."
+    ),
+    "stage.layer_norm.stats": (
+        "At position {position} ({token}): mean {mean} and std {std} going in; {normalized_mean} and "
+        "{normalized_std} after normalizing; mean {out_mean} and std {out_std} after γ and β."
+    ),
+    # -- Q, K, V --------------------------------------------------------------------------------
+    "stage.qkv.project": (
+        "One matrix multiply, c_attn [{C} × {C3}] plus a bias ({params} parameters), turns each normalized "
+        "token vector into three vectors of {C} numbers: a query (what this position looks for), a key "
+        "(what it can be found by) and a value (what it hands over when found). GPT-2 stores the weight as "
+        "[input × output], so it is x @ W + b with no transpose."
+    ),
+    "stage.qkv.heads": (
+        "Each of q, k and v is cut into {H} heads of {D} numbers ({H} × {D} = {C}). The heads work side by "
+        "side, each with its own slice, and never see each other's numbers."
+    ),
+    "stage.qkv.cache": (
+        "The keys and values are what the KV cache keeps for later tokens: for this layer 2 × {H} heads × "
+        "{T} positions × {D} = {numbers} numbers, {bytes}. Queries are used once and never cached."
+    ),
+    "stage.qkv.decode": (
+        "In this decode step the new position's k and v, {new}, are appended to the {cached}: attention "
+        "reads K and V {all}."
+    ),
+    "stage.qkv.formula_heads": "q [T, C] → view [T, H, D] → transpose → [H, T, D]",
+    "stage.qkv.formula_sizes": "T = {T} positions, H = {H} heads, D = {D} numbers per head",
+    "stage.qkv.flow_split": "split → q, k, v {shape} each",
+    "stage.qkv.flow_heads": "heads → q, k, v {shape} each",
+    # -- attention scores -----------------------------------------------------------------------
+    "stage.scores.dot": (
+        "Head {head} compares every query with every key: a dot product of two {D}-number vectors, divided "
+        "by √{D} = {root} so the scores do not grow with the head size and the softmax that follows does "
+        "not saturate."
+    ),
+    "stage.scores.mask": (
+        "The causal mask sets every cell above the diagonal to −∞ (the grey cells): position i may look at "
+        "itself and earlier positions, never at later ones. Here {masked} of the {cells} cells are masked."
+    ),
+    "stage.scores.decode_mask": (
+        "A decode step has {queries} and {keys}: {past} from the cache and {new} new. The causal mask is "
+        "shifted by the {cached}, tril(diagonal={diagonal}): query {diagonal} may see keys 0–{diagonal}, "
+        "which is every key there is, so here {masked} of the {cells} cells are masked."
+    ),
+    "stage.scores.top": "The last query ({token}) scores highest on position {position} ({key}): {score}.",
+    "stage.scores.formula_mask": "scores[h, i, j] = −∞ where j > i   (the causal mask)",
+    "stage.scores.flow_map": "head {head} → {shape} map below",
+    # -- attention pattern ----------------------------------------------------------------------
+    "stage.pattern.softmax": (
+        "A softmax along each row turns the scores into weights: all positive, every row summing to 1, the "
+        "masked future exactly 0. Row i is a recipe: the output of position i is the weighted sum of the "
+        "value vectors of positions 0 … i."
+    ),
+    "stage.pattern.last": (
+        "The last row belongs to {token}, the position that predicts the next token. In head {head} it "
+        "puts {share} of its weight on position {position} ({key})."
+    ),
+    # -- all heads ------------------------------------------------------------------------------
+    "stage.heads.intro": (
+        "The {H} heads of block {layer} side by side, each its own attention pattern (brighter: more "
+        "weight). With their own query, key and value slices, heads learn to look for different things. "
+        "Under each map: the position the last token looks at most."
+    ),
+    "stage.heads.focus": (
+        "In this layer the last position ({token}) looks mostly at itself in {on_self} of the {H} heads."
+    ),
+    "stage.heads.focus_first": (
+        "In this layer the last position ({token}) looks mostly at itself in {on_self} of the {H} heads "
+        "and mostly at position 0 ({first}) in {on_first}."
+    ),
+    "stage.heads.formula": "head_h = softmax(q_h k_hᵀ / √{D} + mask) v_h    h = 0 … {last}",
+    "stage.heads.flow": "pattern {pattern} → {maps} of {shape}",
+    # -- attention output -----------------------------------------------------------------------
+    "stage.attn_out.mix": (
+        "The heads' outputs z are put back side by side ({H} × {D} = {C}) and mixed by c_proj [{C} × {C}] "
+        "({proj} parameters). The result is an update that is added to the residual stream. Attention is "
+        "the only step of the model where information moves between positions."
+    ),
+    "stage.attn_out.params": (
+        "All of block {layer}'s attention holds {attention} parameters: c_attn {c_attn} + c_proj {proj}."
+    ),
+    "stage.attn_out.lengths": (
+        "At position {position} ({token}) the update has length {update} against {before} for x; "
+        "x + update has length {after}."
+    ),
+    "stage.attn_out.flow_concat": "z {z} → concat heads → {shape}",
+    "stage.attn_out.flow_add": "x + update → x {shape}",
+    # -- MLP ------------------------------------------------------------------------------------
+    "stage.mlp.widen": (
+        "The MLP works on each position separately, with the same weights for all: nothing moves between "
+        "positions here. c_fc widens {C} numbers to {F} ({c_fc} parameters), GELU bends each of them, and "
+        "c_proj brings them back to {C} ({proj} parameters)."
+    ),
+    "stage.mlp.params": (
+        "The MLP holds {mlp} parameters, {ratio}× the {attention} of this block's attention. GPT-2 uses the "
+        "tanh form of GELU ({activation}); the exact erf form gives slightly different numbers."
+    ),
+    "stage.mlp.active": (
+        "At position {position} ({token}), {share} of the {F} neurons are positive after GELU."
+    ),
+    "stage.mlp.active_top": (
+        "At position {position} ({token}), {share} of the {F} neurons are positive after GELU; the "
+        "strongest is neuron {neuron} at {value}."
+    ),
+    # -- MLP output -----------------------------------------------------------------------------
+    "stage.mlp_out.done": (
+        "The MLP's update is added to the residual stream, and block {layer} is done: x leaves with the "
+        "same shape it came in with, {shape}."
+    ),
+    "stage.mlp_out.params": (
+        "Block {layer} holds {block} parameters: attention {attention}, MLP {mlp}, two LayerNorms "
+        "{layer_norms}. All {n_layer} blocks together: {blocks} of the model's {n_params}."
+    ),
+    "stage.mlp_out.lengths": (
+        "At position {position} ({token}): x had length {before} entering the block; attention added an "
+        "update of length {attention}, the MLP one of {mlp}; x leaves with length {after}."
+    ),
+    "stage.mlp_out.remaining": "{blocks} to go.",
+    "stage.mlp_out.last": "This was the last block.",
+    "stage.mlp_out.flow": "x {x} + update {update} → x {x}",
+    # -- LM head --------------------------------------------------------------------------------
+    "stage.lm_head.tying": (
+        "The LM head multiplies each position's vector by wte transposed: the very table that embedded the "
+        "tokens (weight tying), so it adds no parameters. The result is one score, a logit, for every "
+        "entry of the vocabulary: {vocab} per position, {total} in all."
+    ),
+    "stage.lm_head.last": (
+        "Only the last position predicts what comes next. Position p's logits are a guess at token p+1, "
+        "which for every p before {last} is already in the prompt. Softmax turns the last row into "
+        "probabilities (subtracting the largest logit first, so nothing overflows)."
+    ),
+    "stage.lm_head.only": (
+        "Only the last position predicts what comes next. Here there is only one position, so its logits "
+        "are the prediction. Softmax turns the last row into probabilities (subtracting the largest logit "
+        "first, so nothing overflows)."
+    ),
+    "stage.lm_head.entropy": (
+        "Their entropy is {entropy} nats; a uniform guess over {vocab} tokens would have ln {vocab_size} = "
+        "{uniform}."
+    ),
+    "stage.lm_head.quality": (
+        "This run stores its weights in {dtype}: {weight_bytes}. Against float32 on the same checkpoint, "
+        "over this prompt's {positions}: the most likely token is the same at {agree} of {n}, the largest "
+        "logit differs by {dlogit}, and the mean KL divergence of the distributions is {kl} nats."
+    ),
+    "stage.lm_head.flow_last": "last position → {shape} → softmax",
+    # -- logit lens -----------------------------------------------------------------------------
+    "stage.logit_lens.intro": (
+        "What would the model answer if it stopped early? The logit lens takes the last position's "
+        "residual stream after each block and sends it through ln_f and the LM head, as if that block were "
+        "the last. It shows the prediction forming layer by layer."
+    ),
+    "stage.logit_lens.rank": "The final choice {token} ranks {rank} of {vocab} after block 0 (p = {p}).",
+    "stage.logit_lens.rank_top": (
+        "The final choice {token} ranks {rank} of {vocab} after block 0 (p = {p}) and is the top token "
+        "from block {first} on."
+    ),
+    "stage.logit_lens.formula": "lens_l = softmax(ln_f(x after block l)[{last}] @ wteᵀ)    l = 0 … {last_layer}",
+    "stage.logit_lens.flow": "x after each block, last position {x} → ln_f, @ wteᵀ → {shape}",
+    # -- next token -----------------------------------------------------------------------------
+    "stage.next_token.choice": (
+        "Greedy decoding takes the most probable token: {token} (id {id}, p = {p}). Appended to the text "
+        "it makes {total} tokens."
+    ),
+    "stage.next_token.choice_no_p": (
+        "Greedy decoding takes the most probable token: {token} (id {id}). Appended to the text it makes "
+        "{total} tokens."
+    ),
+    "stage.next_token.rerun": (
+        "To write one more token the model runs again. Without a cache it would recompute all {total} "
+        "positions; with the KV cache only the new token goes through the blocks, and each layer reads the "
+        "{cached} instead of recomputing them."
+    ),
+    "stage.next_token.cache_prefill": (
+        "The cache holds {bytes} after this prefill, {per_token} bytes per token (2 × {n_layer} layers × "
+        "{H} heads × {D} × {value_bytes} bytes)."
+    ),
+    "stage.next_token.cache_step": (
+        "The cache holds {bytes} after this step, {per_token} bytes per token (2 × {n_layer} layers × "
+        "{H} heads × {D} × {value_bytes} bytes)."
+    ),
+    "stage.next_token.sample": (
+        "Sampling with a temperature instead of the argmax gives other continuations. Press {key} for the "
+        "generation view."
+    ),
+    "stage.next_token.formula": "next = argmax(p) = {id}",
+    "stage.next_token.flow": "ids, shape {ids} + next → ids, shape {more}",
+}

@@ -1,0 +1,242 @@
+"""逐步讲解的旁白：一次前向传播中每个阶段做了什么，配上这次运行的数字
+（gpt2viz/tui/narration.py 决定用哪些段落，并格式化好每个数字）。"""
+
+TEXT = {
+    # 同一段里先后说出的两个完整句子（中文句子之间不加空格）。
+    "stage.join": "{first}{then}",
+    "stage.note": "注意：{notice}。",
+    "stage.reduced": (
+        "提示词有 {positions} 个位置，所以记录里的每张图都按 {rows} × {cols} 的网格分块取了平均"
+        "（最后一个查询的那一行完整保留，显示在图的下方）。"
+    ),
+    "stage.flow.update": "c_proj → 增量 {update}",
+    # -- 分词 -------------------------------------------------------------------------------------
+    "stage.tokenize.lead": "GPT-2 从来看不到字母。",
+    "stage.tokenize.empty": "提示词是空的，没有什么可切：模型从一个特殊 token 开始。",
+    "stage.tokenize.cut": "它的字节级 BPE 分词器把提示词的 {bytes}切成 {tokens}。",
+    "stage.tokenize.cut_kept": (
+        "它的字节级 BPE 分词器把提示词的 {bytes}切成 token，数量超过了上下文能放下的长度；"
+        "只保留最后 {kept} 个（{kept_bytes} 个字节）。"
+    ),
+    "stage.tokenize.vocab": (
+        "每个 token 都是词表（共 {vocab} 项）里的一项；从这里开始，模型只和这些 id 打交道。"
+        "常见的词是一个 token，少见的词会被切成几块，一块甚至可以只是某个字符的一部分。"
+    ),
+    "stage.tokenize.spaces": (
+        "空格属于它后面的那个 token：{starting}，显示为 ␣（词表文件里写作 Ġ），所以 {spaced} 和 "
+        "{bare} 是两个不同的 token，id 也不同。"
+    ),
+    "stage.tokenize.formula": "提示词 → UTF-8 字节 → BPE 合并 → token id",
+    "stage.tokenize.flow": '"{prompt}"（{characters}，{bytes}） → token id，形状 {shape}',
+    "stage.tokenize.decode": (
+        "这是一次 decode 步的前向传播。只有一个 id 进入模型：{token}（id {id}），也就是上一步选出的 "
+        "token，位于位置 {position}。{before}下面的每个阶段都只计算这一个位置，而不是整段文本。"
+    ),
+    "stage.tokenize.decode_formula": "输入的 ids = [最新的 token]   （更早的 token：键和值在 KV cache 里）",
+    "stage.tokenize.decode_flow": "{past} 个已缓存 + 1 个新的 → ids，形状 {shape}，位置 {position}",
+    # -- 嵌入 -------------------------------------------------------------------------------------
+    "stage.embed.lookup": (
+        "每个 id 从词嵌入表 wte [{vocab} × {n_embd}] 中取出对应的一行：这是查表，不是矩阵乘。每个位置 p "
+        "从位置编码表 wpe [{n_ctx} × {n_embd}] 中取出第 p 行，模型就是靠它知道词的顺序。两者相加得到 x，"
+        "也就是残差流：{T} × {n_embd} = {size} 个数，用 {dtype} 存储占 {size_bytes} 字节。"
+        "每一层都读取 x，再把自己的结果加回去。"
+    ),
+    "stage.embed.params": (
+        "这个模型共有 {n_params} 个参数，其中 wte 占 {wte} 个（{wte_millions}，{share}）；wpe 占 {wpe} 个。"
+    ),
+    "stage.embed.decode": (
+        "新 token 位于位置 {past}，排在{cached} token 之后，所以它取 wpe 的第 {past} 行："
+        "decode 步是接着序列往下走，而不是从 0 重新开始。"
+    ),
+    "stage.embed.lengths": (
+        "在位置 {position}（{token}），token 向量的长度是 {token_length}，位置向量是 {position_length}，"
+        "两者之和是 {sum_length}。"
+    ),
+    "stage.embed.flow_tokens": "ids，形状 {ids} → 取 wte 的行 → {shape}",
+    "stage.embed.flow_positions": "位置 {first}…{last} → 取 wpe 的行 → {shape}",
+    "stage.embed.flow_sum": "相加 → x {shape}",
+    # -- LayerNorm（ln_1、ln_2、ln_f）-------------------------------------------------------------
+    "stage.ln1.text": (
+        "进入注意力之前，每个 token 的向量各自做归一化：减去它 {n_embd} 个数的均值，除以它们的标准差，"
+        "再用可学习的缩放 γ 和偏置 β 对每一维做缩放和平移（{params} 个参数）。方差除以的是 {n_embd}，"
+        "不是 {n_embd_less}；ε = {eps} 保证除法不出问题。这是 GPT-2 的 Pre-Norm 设计：x 本身不变，"
+        "注意力读取的是归一化后的副本。"
+    ),
+    "stage.ln2.text": (
+        "进入 MLP 之前，每个 token 的向量各自做归一化：减去它 {n_embd} 个数的均值，除以它们的标准差，"
+        "再用可学习的缩放 γ 和偏置 β 对每一维做缩放和平移（{params} 个参数）。方差除以的是 {n_embd}，"
+        "不是 {n_embd_less}；ε = {eps} 保证除法不出问题。这是 GPT-2 的 Pre-Norm 设计：x 本身不变，"
+        "MLP 读取的是归一化后的副本。"
+    ),
+    "stage.ln_final.text": (
+        "全部 {n_layer} 层都算完之后，每个 token 的向量各自做归一化：减去它 {n_embd} 个数的均值，"
+        "除以它们的标准差，再用可学习的缩放 γ 和偏置 β 对每一维做缩放和平移（{params} 个参数）。"
+        "方差除以的是 {n_embd}，不是 {n_embd_less}；ε = {eps} 保证除法不出问题。"
+        "LM head 读取的就是这份归一化后的副本。"
+    ),
+    "stage.layer_norm.stats": (
+        "在位置 {position}（{token}）：进入时均值 {mean}、标准差 {std}；归一化后是 {normalized_mean} 和 "
+        "{normalized_std}；经过 γ 和 β 之后均值 {out_mean}、标准差 {out_std}。"
+    ),
+    # -- Q、K、V ----------------------------------------------------------------------------------
+    "stage.qkv.project": (
+        "一次矩阵乘，c_attn [{C} × {C3}] 加上偏置（{params} 个参数），把每个归一化后的 token 向量变成"
+        "三个各有 {C} 个数的向量：查询 Q（这个位置想找什么）、键 K（它能凭什么被找到）和值 V"
+        "（被找到时交出什么）。GPT-2 把权重存成 [输入 × 输出]，所以计算就是 x @ W + b，不需要转置。"
+    ),
+    "stage.qkv.heads": (
+        "q、k、v 各自被切成 {H} 个头，每个头 {D} 个数（{H} × {D} = {C}）。这些头并排工作，"
+        "各用自己的那一份，彼此看不到对方的数。"
+    ),
+    "stage.qkv.cache": (
+        "KV cache 为后面的 token 保存的正是这些键和值：这一层是 2 × {H} 个头 × {T} 个位置 × {D} = "
+        "{numbers} 个数，{bytes}。查询只用一次，从不缓存。"
+    ),
+    "stage.qkv.decode": (
+        "在这次 decode 步中，新位置的 k 和 v（{new}）被追加到{cached}位置的 k 和 v 后面："
+        "注意力读取的 K 和 V 是 {all}。"
+    ),
+    "stage.qkv.formula_heads": "q [T, C] → 变形为 [T, H, D] → 转置 → [H, T, D]",
+    "stage.qkv.formula_sizes": "T = {T} 个位置，H = {H} 个头，D = 每个头 {D} 个数",
+    "stage.qkv.flow_split": "切分 → q, k, v 各为 {shape}",
+    "stage.qkv.flow_heads": "分头 → q, k, v 各为 {shape}",
+    # -- 注意力分数 -------------------------------------------------------------------------------
+    "stage.scores.dot": (
+        "头 {head} 把每个查询和每个键逐一比较：两个 {D} 维向量做点积，再除以 √{D} = {root}，"
+        "这样分数不会随头的维度变大，后面的 softmax 也不会饱和。"
+    ),
+    "stage.scores.mask": (
+        "因果掩码把对角线以上的每个格子都设为 −∞（灰色的格子）：位置 i 只能看它自己和前面的位置，"
+        "永远看不到后面的位置。这里 {cells} 个格子中有 {masked} 个被遮住。"
+    ),
+    "stage.scores.decode_mask": (
+        "decode 步有 {queries}和 {keys}：{past} 个来自缓存，{new} 个是新的。因果掩码平移了 {cached}"
+        "（tril(diagonal={diagonal})）：查询 {diagonal} 可以看到键 0–{diagonal}，也就是所有的键，"
+        "所以这里 {cells} 个格子中有 {masked} 个被遮住。"
+    ),
+    "stage.scores.top": "最后一个查询（{token}）在位置 {position}（{key}）上得分最高：{score}。",
+    "stage.scores.formula_mask": "scores[h, i, j] = −∞，若 j > i   （因果掩码）",
+    "stage.scores.flow_map": "头 {head} → 下方 {shape} 的图",
+    # -- 注意力权重 -------------------------------------------------------------------------------
+    "stage.pattern.softmax": (
+        "沿每一行做 softmax，把分数变成权重：全部为正，每一行之和为 1，被遮住的未来位置恰好为 0。"
+        "第 i 行就是一份配方：位置 i 的输出是位置 0 … i 的值向量的加权和。"
+    ),
+    "stage.pattern.last": (
+        "最后一行属于 {token}，也就是预测下一个 token 的那个位置。在头 {head} 里，它把 {share} 的权重"
+        "放在位置 {position}（{key}）上。"
+    ),
+    # -- 所有头 -----------------------------------------------------------------------------------
+    "stage.heads.intro": (
+        "第 {layer} 层的 {H} 个头并排显示，每个头有自己的注意力权重（越亮，权重越大）。每个头有自己的"
+        "查询、键和值切片，学会寻找不同的东西。每张图下方：最后一个 token 最关注的位置。"
+    ),
+    "stage.heads.focus": "在这一层，最后一个位置（{token}）在 {H} 个头中有 {on_self} 个最关注它自己。",
+    "stage.heads.focus_first": (
+        "在这一层，最后一个位置（{token}）在 {H} 个头中有 {on_self} 个最关注它自己，"
+        "有 {on_first} 个最关注位置 0（{first}）。"
+    ),
+    "stage.heads.formula": "head_h = softmax(q_h k_hᵀ / √{D} + 掩码) v_h    h = 0 … {last}",
+    "stage.heads.flow": "pattern {pattern} → {maps}，每张 {shape}",
+    # -- 注意力输出 -------------------------------------------------------------------------------
+    "stage.attn_out.mix": (
+        "各个头的输出 z 重新并排拼接起来（{H} × {D} = {C}），再由 c_proj [{C} × {C}]（{proj} 个参数）"
+        "混合。结果是一个增量，加回残差流。注意力是模型中唯一让信息在位置之间流动的一步。"
+    ),
+    "stage.attn_out.params": (
+        "第 {layer} 层的注意力一共有 {attention} 个参数：c_attn {c_attn} + c_proj {proj}。"
+    ),
+    "stage.attn_out.lengths": (
+        "在位置 {position}（{token}），增量的长度是 {update}，而 x 的长度是 {before}；x + 增量的长度是 {after}。"
+    ),
+    "stage.attn_out.flow_concat": "z {z} → 拼接各头 → {shape}",
+    "stage.attn_out.flow_add": "x + 增量 → x {shape}",
+    # -- MLP --------------------------------------------------------------------------------------
+    "stage.mlp.widen": (
+        "MLP 对每个位置分别计算，所有位置用同一套权重：这里没有信息在位置之间流动。c_fc 把 {C} 个数"
+        "扩展到 {F} 个（{c_fc} 个参数），GELU 对其中每一个做非线性变换，c_proj 再把它们压回 {C} 个"
+        "（{proj} 个参数）。"
+    ),
+    "stage.mlp.params": (
+        "MLP 有 {mlp} 个参数，是这一层注意力（{attention} 个参数）的 {ratio} 倍。GPT-2 用的是 GELU 的 "
+        "tanh 近似形式（{activation}）；精确的 erf 形式算出的数值略有不同。"
+    ),
+    "stage.mlp.active": "在位置 {position}（{token}），{F} 个神经元中有 {share} 在 GELU 之后为正。",
+    "stage.mlp.active_top": (
+        "在位置 {position}（{token}），{F} 个神经元中有 {share} 在 GELU 之后为正；"
+        "最强的是神经元 {neuron}，值为 {value}。"
+    ),
+    # -- MLP 输出 ---------------------------------------------------------------------------------
+    "stage.mlp_out.done": (
+        "MLP 的增量加回残差流，第 {layer} 层就完成了：x 离开时的形状和进来时一样，都是 {shape}。"
+    ),
+    "stage.mlp_out.params": (
+        "第 {layer} 层有 {block} 个参数：注意力 {attention}，MLP {mlp}，两个 LayerNorm {layer_norms}。"
+        "全部 {n_layer} 层合计 {blocks} 个，模型总共 {n_params} 个。"
+    ),
+    "stage.mlp_out.lengths": (
+        "在位置 {position}（{token}）：x 进入这一层时长度为 {before}；注意力加上了长度为 {attention} 的增量，"
+        "MLP 加上的增量长度为 {mlp}；x 离开时长度为 {after}。"
+    ),
+    "stage.mlp_out.remaining": "后面还有 {blocks}。",
+    "stage.mlp_out.last": "这是最后一层。",
+    "stage.mlp_out.flow": "x {x} + 增量 {update} → x {x}",
+    # -- LM head ----------------------------------------------------------------------------------
+    "stage.lm_head.tying": (
+        "LM head 把每个位置的向量乘以 wte 的转置：正是当初把 token 变成向量的那张表（权重共享），"
+        "所以它不增加任何参数。结果是词表中每一项都得到一个分数，也就是 logit：每个位置 {vocab} 个，"
+        "一共 {total} 个。"
+    ),
+    "stage.lm_head.last": (
+        "只有最后一个位置预测接下来是什么。位置 p 的 logits 是对第 p+1 个 token 的猜测，而对 {last} "
+        "之前的每个 p，这个 token 已经在提示词里了。softmax 把最后一行变成概率（先减去最大的 logit，"
+        "这样不会溢出）。"
+    ),
+    "stage.lm_head.only": (
+        "只有最后一个位置预测接下来是什么。这里只有一个位置，所以它的 logits 就是预测。softmax 把最后"
+        "一行变成概率（先减去最大的 logit，这样不会溢出）。"
+    ),
+    "stage.lm_head.entropy": (
+        "这个分布的熵是 {entropy} 奈特；在 {vocab} 个 token 上均匀猜测，熵是 ln {vocab_size} = {uniform}。"
+    ),
+    "stage.lm_head.quality": (
+        "这次运行以 {dtype} 存储权重：{weight_bytes}。在同一个检查点上与 float32 对比，在这个提示词的 "
+        "{positions}上：最可能的 token 有 {agree} 个相同（共 {n} 个），最大的 logit 相差 {dlogit}，"
+        "两个分布的平均 KL 散度是 {kl} 奈特。"
+    ),
+    "stage.lm_head.flow_last": "最后一个位置 → {shape} → softmax",
+    # -- logit lens -------------------------------------------------------------------------------
+    "stage.logit_lens.intro": (
+        "如果模型提前停下，它会回答什么？logit lens 把最后一个位置在每一层之后的残差流送进 ln_f 和 "
+        "LM head，就好像那一层是最后一层。它展示了预测是怎样一层一层成形的。"
+    ),
+    "stage.logit_lens.rank": "最终选出的 {token} 在第 0 层之后排第 {rank} 名（共 {vocab} 个，p = {p}）。",
+    "stage.logit_lens.rank_top": (
+        "最终选出的 {token} 在第 0 层之后排第 {rank} 名（共 {vocab} 个，p = {p}），"
+        "从第 {first} 层起成为排名第一的 token。"
+    ),
+    "stage.logit_lens.formula": "lens_l = softmax(ln_f(第 l 层之后的 x)[{last}] @ wteᵀ)    l = 0 … {last_layer}",
+    "stage.logit_lens.flow": "每层之后的 x，最后一个位置 {x} → ln_f, @ wteᵀ → {shape}",
+    # -- 下一个 token -----------------------------------------------------------------------------
+    "stage.next_token.choice": (
+        "贪心解码选出概率最高的 token：{token}（id {id}，p = {p}）。接到文本后面，一共是 {total} 个 token。"
+    ),
+    "stage.next_token.choice_no_p": (
+        "贪心解码选出概率最高的 token：{token}（id {id}）。接到文本后面，一共是 {total} 个 token。"
+    ),
+    "stage.next_token.rerun": (
+        "要再写一个 token，模型得再运行一次。没有缓存的话，它要把全部 {total} 个位置重新算一遍；"
+        "有了 KV cache，只有新 token 经过各层，每一层读取{cached}，不必重新计算。"
+    ),
+    "stage.next_token.cache_prefill": (
+        "这次 prefill 之后，缓存占 {bytes}，每个 token {per_token} 字节"
+        "（2 × {n_layer} 层 × {H} 个头 × {D} × {value_bytes} 字节）。"
+    ),
+    "stage.next_token.cache_step": (
+        "这一步之后，缓存占 {bytes}，每个 token {per_token} 字节"
+        "（2 × {n_layer} 层 × {H} 个头 × {D} × {value_bytes} 字节）。"
+    ),
+    "stage.next_token.sample": "用带温度的采样代替 argmax，会得到别的续写。按 {key} 打开生成视图。",
+    "stage.next_token.formula": "下一个 token = argmax(p) = {id}",
+    "stage.next_token.flow": "ids，形状 {ids} + 下一个 → ids，形状 {more}",
+}

@@ -1,0 +1,76 @@
+"""Choosing the language: the locale and --lang at start, the L key and the palette while running."""
+
+from __future__ import annotations
+
+from textual.command import CommandPalette
+
+from tui_helpers import run_async, screen_text
+from gpt2viz.cli import parse_args
+from gpt2viz.i18n import language, set_language
+from gpt2viz.tui.app import make_app
+from gpt2viz.tui.screens.help import HelpScreen
+from gpt2viz.tui.screens.step import StepScreen
+
+
+def footer_text(app) -> str:
+    """The footer: the last line on screen."""
+    return screen_text(app).rstrip("\n").split("\n")[-1]
+
+
+def test_the_locale_chooses_chinese_and_lang_overrides_it(monkeypatch):
+    monkeypatch.setenv("LANG", "zh_CN.UTF-8")
+    for var in ("LC_ALL", "LC_MESSAGES"):
+        monkeypatch.delenv(var, raising=False)
+    parse_args(["--model", "tiny"])
+    assert language() == "zh"
+    parse_args(["--model", "tiny", "--lang", "en"])
+    assert language() == "en"
+    parse_args(["--model", "tiny", "--lang=zh"])
+    assert language() == "zh"
+
+
+@run_async
+async def test_the_switch_key_redraws_the_same_stage_in_the_other_language(tiny_trace):
+    set_language("zh")
+    app = make_app(trace=tiny_trace)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, StepScreen)
+        for _ in range(3):
+            await pilot.press("right")
+        index, head = screen.index, screen.head
+        chinese = screen_text(app)
+        assert "阶段" in footer_text(app) and "stage" not in footer_text(app)
+        await pilot.press("L")
+        await pilot.pause()
+        assert language() == "en"
+        assert app.screen is screen and screen.trace is tiny_trace  # nothing recomputed
+        assert (screen.index, screen.head) == (index, head)
+        english = screen_text(app)
+        assert english != chinese and "stage" in footer_text(app) and "阶段" not in footer_text(app)
+        await pilot.press("L")
+        await pilot.pause()
+        assert language() == "zh" and screen_text(app) == chinese
+
+
+@run_async
+async def test_the_help_and_the_palette_speak_the_language(tiny_trace):
+    set_language("zh")
+    app = make_app(trace=tiny_trace)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        text = screen_text(app)
+        assert "按键" in text and "回到上一个阶段" in text and "Go back one stage" not in text
+        assert "L" in text and "切换到英文界面" in text  # the language key, out of the footer
+        await pilot.press("escape")
+        await pilot.pause()
+        commands = [command.title for command in app.get_system_commands(app.screen)]
+        assert "语言：English" in commands and "退出" in commands
+        app.action_command_palette()
+        await pilot.pause()
+        assert isinstance(app.screen, CommandPalette)
+        assert "搜索命令" in screen_text(app)

@@ -17,6 +17,7 @@ from .i18n import N_, _, language_from_env, ngettext, parse_language, set_langua
 from .i18n.layout import wrap_wide
 from .errors import Gpt2VizError, OutputError, SettingError, UsageError, setting_message
 from .batch import MAX_BATCH
+from .interventions import AblationError, parse_ablations
 from .options import DEFAULT_PROMPT, DEFAULT_TOPK, RunOptions
 
 # The flag that sets each setting the core names in its errors (SettingError.setting).
@@ -187,6 +188,12 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     p.add_argument(
+        "--ablate", metavar="PART", action="append", default=None,
+        help=_("with --json: switch a part of the model off for every pass (repeat for more): L3H5 a head, "
+               "L3.heads, L3.mlp, L3 a whole block, L3.n12,40 MLP neurons at the last position; :mean for "
+               "the mean over positions instead of zero"),
+    )
+    p.add_argument(
         "--cost-lab", action="store_true",
         help=_("with --json: also run the cost lab's three experiments (cache, batch size, number formats) and record them"),
     )
@@ -314,6 +321,12 @@ def parse_args(argv: list[str] | None) -> RunOptions:
             )
         if any(not text for text in args.batch_prompts):
             raise UsageError(_("--batch-prompt needs a non-empty TEXT"))
+    if args.ablate and args.json_path is None:
+        raise UsageError(_("--ablate works with --json (in the app, interventions are made on the stages)"))
+    try:
+        ablations = tuple(parse_ablations(args.ablate or []))
+    except AblationError as err:
+        raise UsageError(_("--ablate {problem}").format(problem=err)) from None
     if args.cost_lab and args.json_path is None:
         # The app's default key: the command line cannot know a key map the app would load.
         raise UsageError(_("--cost-lab works with --json (in the app, {key} opens the cost lab)").format(key="m"))
@@ -336,6 +349,7 @@ def parse_args(argv: list[str] | None) -> RunOptions:
         sequences=args.sequences,
         batch_prompts=tuple(args.batch_prompts or ()),
         cost_lab=args.cost_lab,
+        ablations=ablations,
     )
     options.sampling()  # checks temperature, top-k, top-p now, before any loading
     from .model.placement import parse_device
@@ -362,6 +376,11 @@ def run_headless(options: RunOptions) -> int:
     freeze_startup_objects()
     for notice in lm.notices:
         say(notice_text(notice))
+    for ablation in options.ablations:  # against this model's blocks, heads and neurons
+        try:
+            ablation.check(lm.config.n_layer, lm.config.n_head, lm.config.d_mlp)
+        except AblationError as err:
+            raise UsageError(_("--ablate {problem}").format(problem=err)) from None
     trace = trace_prompt(
         lm,
         options.prompt,
@@ -372,6 +391,7 @@ def run_headless(options: RunOptions) -> int:
         quality=True,
         sequences=options.sequences,
         batch_prompts=list(options.batch_prompts),
+        ablations=options.ablations,
     )
     for notice in trace.notices[len(lm.notices) :]:
         say(notice_text(notice))

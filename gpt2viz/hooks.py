@@ -8,8 +8,18 @@ without a glossary. Differences from TransformerLens, on purpose:
 - `hook_k` / `hook_v` carry the keys and values of the new positions only (before they join the
   KV cache), and `hook_attn_scores` / `hook_pattern` have one row per new position and one column
   per cached + new position;
-- `kv_cache` fires with the cache object after every forward pass that used one, and `sample`
-  with a `SampleEvent` after every choice of a next token.
+- `kv_cache` fires with a `CacheState` (lengths and bytes, read-only) after every forward pass
+  that used a cache, and `sample` with a `SampleEvent` after every choice of a next token.
+- `ln*.hook_normalized` is `(x - mean) / scale`, before the LayerNorm's learned scale and bias, as
+  TransformerLens 4's `TransformerBridge` fires it (some earlier versions fired the output after
+  them); `ln*.hook_scale` is `sqrt(var + eps)`, `[batch, position, 1]`.
+
+**Editing.** As in TransformerLens, a subscriber may return a tensor: it replaces the value at that
+hook point for the rest of the pass (same shape, dtype and device, checked). `None` leaves the
+value as it is. Several subscribers of one point each receive the value the previous one left.
+No hook hands out storage shared with the weights or the KV cache, so an in-place write by a
+subscriber changes this pass at most, never a later one. `kv_cache` and `sample` carry records,
+not activations: what they return is ignored.
 
 With nobody subscribed a hook site costs one attribute check: `if hooks.active:`.
 """
@@ -22,7 +32,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
-HookFn = Callable[[str, Any], None]
+HookFn = Callable[[str, Any], Any]  # returns None, or a tensor that replaces the value
 
 # Hook names of one block; `block_hook_names(i)` gives the full names.
 BLOCK_HOOKS = (
@@ -84,6 +94,22 @@ def layer_of(name: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
+class HookEditError(ValueError):
+    """A subscriber returned something that cannot stand in for the value at its hook point."""
+
+
+def _check_replacement(name: str, value: Any, replacement: Any) -> None:
+    def described(t: Any) -> str:
+        return f"{list(t.shape)} {str(t.dtype).removeprefix('torch.')} on {t.device}"
+
+    if not all(hasattr(replacement, attr) for attr in ("shape", "dtype", "device")):
+        raise HookEditError(f"{name}: a subscriber returned a {type(replacement).__name__}, not a tensor")
+    if (replacement.shape, replacement.dtype, replacement.device) != (value.shape, value.dtype, value.device):
+        raise HookEditError(
+            f"{name}: a subscriber returned {described(replacement)}; the hook carries {described(value)}"
+        )
+
+
 @dataclass(eq=False)  # identity, not value: the same fn may be subscribed twice to one pattern
 class _Subscription:
     pattern: str
@@ -134,10 +160,15 @@ class Hooks:
         """Whether anyone listens at `name` (lets the core skip work nobody will see)."""
         return bool(self._listeners(name))
 
-    def fire(self, name: str, value: Any) -> None:
-        """Hands `value` to the subscribers of `name`. Callers check `active` first."""
+    def fire(self, name: str, value: Any) -> Any:
+        """Hands `value` to the subscribers of `name` and returns the value the pass goes on with:
+        the last replacement a subscriber returned, else `value`. Callers check `active` first."""
         for fn in self._listeners(name):
-            fn(name, value)
+            replacement = fn(name, value)
+            if replacement is not None and name not in STEP_HOOKS:
+                _check_replacement(name, value, replacement)
+                value = replacement
+        return value
 
     def _listeners(self, name: str) -> tuple[HookFn, ...]:
         found = self._by_name.get(name)

@@ -102,3 +102,21 @@ def test_lookups_follow_the_language_switch_at_call_time():
     assert i18n.language() == "zh" and _("Keys") != "Keys"
     set_language("en")
     assert _("Keys") == "Keys"
+
+
+def test_no_function_shadows_the_gettext_underscore():
+    """`logits, _ = ...` or `for _ in ...` in a function makes `_` local to all of it, so a `_("...")`
+    in that function fails at run time (UnboundLocalError), only on the path that reaches it."""
+    import ast
+
+    offenders = []
+    for path in sorted((ROOT / "gpt2viz").rglob("*.py")):
+        tree = ast.parse(path.read_text("utf-8"))
+        for func in ast.walk(tree):
+            if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            stored = any(isinstance(n, ast.Name) and n.id == "_" and isinstance(n.ctx, ast.Store) for n in ast.walk(func))
+            called = any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "_" for n in ast.walk(func))
+            if stored and called:
+                offenders.append(f"{path.relative_to(ROOT)}:{func.lineno} {func.name}")
+    assert offenders == []

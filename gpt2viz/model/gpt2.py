@@ -77,8 +77,9 @@ class GPT2(nn.Module):
             pos = self.wpe.lookup(positions)  # (B, T, C)
             keys_seen = attention_with_padding(real, T)  # (B, 1, T, L)
         if hooks.active:
-            hooks.fire("hook_embed", tok)
-            hooks.fire("hook_pos_embed", pos.expand(B, T, -1))  # (T, C) or (B, T, C)
+            tok = hooks.fire("hook_embed", tok)  # rows picked out of wte: a copy, not the table
+            # Without a mask, `pos` is a slice of wpe itself: subscribers get a copy of it.
+            pos = hooks.fire("hook_pos_embed", pos.expand(B, T, -1).clone() if attention_mask is None else pos)
         x = tok + pos  # the residual stream, (B, T, C) from here to the end
 
         for block in self.h:
@@ -86,14 +87,14 @@ class GPT2(nn.Module):
         if cache is not None:
             cache.advance(T)
             if hooks.active:
-                hooks.fire("kv_cache", cache)
+                hooks.fire("kv_cache", cache.state())  # numbers, not the buffers
 
         if last_only:
             x = x[:, -1:]  # only the last position predicts the next token
         x = self.ln_f(x)
         logits = self.lm_head(x)  # x @ wte^T: (B, T, vocab)
         if hooks.active:
-            hooks.fire("unembed.hook_out", logits)
+            logits = hooks.fire("unembed.hook_out", logits)
         return logits, cache
 
     @torch.inference_mode()

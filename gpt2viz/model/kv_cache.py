@@ -26,6 +26,19 @@ class LayerCacheInfo:
     v_bytes: int
 
 
+@dataclass(frozen=True)
+class CacheState:
+    """What a cache holds after a pass, as plain numbers: what the `kv_cache` hook carries (never
+    the buffers, which a subscriber could write into)."""
+
+    length: int
+    capacity: int
+    bytes_per_position: int
+    used_bytes: int
+    allocated_bytes: int
+    layers: tuple[LayerCacheInfo, ...]
+
+
 class KVCache:
     """Per-layer K and V buffers of shape `[B, n_head, capacity, head_dim]` and a used length."""
 
@@ -81,6 +94,17 @@ class KVCache:
     @property
     def allocated_bytes(self) -> int:
         return sum(t.numel() * t.element_size() for t in self.keys + self.values)
+
+    def state(self) -> CacheState:
+        """The cache's lengths and bytes now."""
+        return CacheState(
+            self.length,
+            self.capacity,
+            self.bytes_per_position,
+            self.used_bytes,
+            self.allocated_bytes,
+            tuple(map(self.layer_info, range(len(self.keys)))),
+        )
 
     def layer_info(self, layer: int) -> LayerCacheInfo:
         """Shapes and bytes of the used part of one layer's K and V, read off the tensors."""

@@ -166,16 +166,21 @@ class LayerNorm(Layer):
         return F.layer_norm(x, (x.size(-1),), self.weight, self.bias, self.eps)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if not self.hooks.active:
+        hooks = self.hooks
+        if not (hooks.active and (hooks.wants(self.hook_scale) or hooks.wants(self.hook_normalized))):
             return self.normalize(x)
-        # The same kernel, through the entry point that also hands back the statistics it works
-        # out anyway: each position's mean and 1 / sqrt(var + eps).
-        out, _, rstd = torch.native_layer_norm(x, (x.size(-1),), self.weight, self.bias, self.eps)
-        if self.hooks.wants(self.hook_scale):
-            self.hooks.fire(self.hook_scale, 1 / rstd)  # sqrt(var + eps): (B, T, 1)
-        # hook_normalized is the output after the affine, as in TransformerLens.
-        self.hooks.fire(self.hook_normalized, out)
-        return out
+        # Written out in two steps, as TransformerLens does: normalise, then the learned scale and
+        # bias. The same kernel also hands back each position's mean and 1 / sqrt(var + eps).
+        normalized, mean, rstd = torch.native_layer_norm(x, (x.size(-1),), None, None, self.eps)
+        if hooks.wants(self.hook_scale):
+            scale = 1 / rstd  # sqrt(var + eps): (B, T, 1)
+            edited = hooks.fire(self.hook_scale, scale)
+            if edited is not scale:  # a subscriber set the scale: normalise by it instead
+                normalized = (x - mean) / edited
+        # hook_normalized is (x - mean) / scale, before the learned scale and bias, as in
+        # TransformerLens (its TransformerBridge; some older versions fired it after them).
+        normalized = hooks.fire(self.hook_normalized, normalized)
+        return normalized * self.weight + self.bias
 
 
 class CausalSelfAttention(Layer):
@@ -207,9 +212,10 @@ class CausalSelfAttention(Layer):
         k = k.view(B, T, self.n_head, self.head_dim).transpose(1, 2)  # (B, nh, T, hd)
         v = v.view(B, T, self.n_head, self.head_dim).transpose(1, 2)  # (B, nh, T, hd)
         if hooks.active:
-            hooks.fire(self.hook_q, q)
-            hooks.fire(self.hook_k, k)
-            hooks.fire(self.hook_v, v)
+            # Edits of k and v are what the cache keeps, as in TransformerLens.
+            q = hooks.fire(self.hook_q, q)
+            k = hooks.fire(self.hook_k, k)
+            v = hooks.fire(self.hook_v, v)
 
         past = 0
         if cache is not None:
@@ -221,7 +227,7 @@ class CausalSelfAttention(Layer):
         else:
             z = self._fused_attention(q, k, v, past, keys_seen)
         if hooks.active:
-            hooks.fire(self.hook_z, z)
+            z = hooks.fire(self.hook_z, z)
 
         z = z.transpose(1, 2).reshape(B, T, C)  # heads side by side again: (B, T, C)
         return self.c_proj(z)
@@ -234,9 +240,9 @@ class CausalSelfAttention(Layer):
         # Query i may see keys 0 .. past + i. The scores are new, so they are masked in place.
         seen = causal_mask(q.size(2), k.size(2), q.device) if keys_seen is None else keys_seen
         scores.masked_fill_(~seen, float("-inf"))
-        self.hooks.fire(self.hook_scores, scores)
+        scores = self.hooks.fire(self.hook_scores, scores)
         pattern = torch.softmax(scores, dim=-1)  # each row sums to 1; masked entries are 0
-        self.hooks.fire(self.hook_pattern, pattern)
+        pattern = self.hooks.fire(self.hook_pattern, pattern)
         return pattern @ v  # (B, nh, T, hd)
 
     def _fused_attention(
@@ -272,11 +278,11 @@ class MLP(Layer):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         h = self.c_fc(x)  # (B, T, 4C)
         if self.hooks.active:
-            self.hooks.fire(self.hook_pre, h)
+            h = self.hooks.fire(self.hook_pre, h)
         # GPT-2's GELU is the tanh approximation; the exact erf form gives different numbers.
         h = F.gelu(h, approximate="tanh")
         if self.hooks.active:
-            self.hooks.fire(self.hook_post, h)
+            h = self.hooks.fire(self.hook_post, h)
         return self.c_proj(h)  # (B, T, C)
 
 
@@ -301,15 +307,17 @@ class Block(Layer):
     def forward(self, x: torch.Tensor, cache: KVCache | None, keys_seen: torch.Tensor | None = None) -> torch.Tensor:
         hooks = self.hooks
         if hooks.active:
-            hooks.fire(self.hook_resid_pre, x)
+            x = hooks.fire(self.hook_resid_pre, x)
         attn_out = self.attn(self.ln_1(x), cache, keys_seen)
+        if hooks.active:
+            attn_out = hooks.fire(self.hook_attn_out, attn_out)
         x = x + attn_out
         if hooks.active:
-            hooks.fire(self.hook_attn_out, attn_out)
-            hooks.fire(self.hook_resid_mid, x)
+            x = hooks.fire(self.hook_resid_mid, x)
         mlp_out = self.mlp(self.ln_2(x))
+        if hooks.active:
+            mlp_out = hooks.fire(self.hook_mlp_out, mlp_out)
         x = x + mlp_out
         if hooks.active:
-            hooks.fire(self.hook_mlp_out, mlp_out)
-            hooks.fire(self.hook_resid_post, x)
+            x = hooks.fire(self.hook_resid_post, x)
         return x

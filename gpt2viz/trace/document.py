@@ -27,6 +27,9 @@ class Trace:
     quality: dict | None = None  # a non-float32 run against float32 on the same checkpoint
     batch: dict | None = None  # several continuations decoded together (gpt2viz.batch)
     cost_lab: dict | None = None  # the cost lab's measurements on this model (gpt2viz.cost_lab)
+    # Parts of the model switched off for every pass of this run (gpt2viz.interventions specs,
+    # "L3H5"): [] for the model's own computation.
+    interventions: list[str] = field(default_factory=list)
     # A decode step's pass: the positions already in the KV cache (same fields as `tokens`), which
     # the recorded pass did not compute; `tokens` holds the new position(s). [] for a full pass.
     context: list[dict] = field(default_factory=list)
@@ -83,6 +86,7 @@ class Trace:
             "quality": self.quality,
             "batch": self.batch,
             "cost_lab": self.cost_lab,
+            "interventions": self.interventions,
             "context": self.context,
             "events": self.events,
             "generation": self.generation,
@@ -100,6 +104,7 @@ class Trace:
             timings=doc.get("timings", {}),
             quality=doc.get("quality"),
             batch=doc.get("batch"),
+            interventions=doc.get("interventions") or [],
             cost_lab=doc.get("cost_lab"),
             context=doc.get("context") or [],
             schema=doc["schema"],

@@ -285,19 +285,17 @@ def mlp_activity(post: torch.Tensor) -> dict:
     }
 
 
-def kv_cache_summary(cache) -> dict:
-    """Per layer K and V shapes and bytes, read off the cache's used part."""
-    layers = []
-    for i in range(len(cache.keys)):
-        info = cache.layer_info(i)
-        layers.append(
-            {"layer": i, "k_shape": list(info.k_shape), "v_shape": list(info.v_shape), "k_bytes": info.k_bytes, "v_bytes": info.v_bytes}
-        )
+def kv_cache_summary(state) -> dict:
+    """Per layer K and V shapes and bytes of a cache's used part, from its `CacheState`."""
+    layers = [
+        {"layer": i.layer, "k_shape": list(i.k_shape), "v_shape": list(i.v_shape), "k_bytes": i.k_bytes, "v_bytes": i.v_bytes}
+        for i in state.layers
+    ]
     return {
-        "length": cache.length,
-        "capacity": cache.capacity,
-        "bytes_per_position": cache.bytes_per_position,
-        "total_bytes": cache.used_bytes,
-        "allocated_bytes": cache.allocated_bytes,
+        "length": state.length,
+        "capacity": state.capacity,
+        "bytes_per_position": state.bytes_per_position,
+        "total_bytes": state.used_bytes,
+        "allocated_bytes": state.allocated_bytes,
         "layers": layers,
     }

@@ -15,6 +15,7 @@ from ..i18n import N_, _
 from ..model.config import GPT2Config
 from .document import SCHEMA, SCHEMA_V1, Trace
 from .events import LAYER_NORM_STATS, LOGIT_LENS
+from ..interventions import Ablation, AblationError
 from .notices import is_notice
 
 
@@ -155,7 +156,19 @@ def validate(doc: object) -> Trace:
         _check_batch(doc["batch"])
     if doc.get("cost_lab") is not None:
         _check_cost_lab(doc["cost_lab"])
+    _check_interventions(doc.get("interventions") or [], config)
     return Trace.from_dict(doc)
+
+
+def _check_interventions(specs: object, config: dict) -> None:
+    """Ablation specs ("L3H5") naming parts the trace's model has."""
+    if not isinstance(specs, list) or not all(isinstance(spec, str) for spec in specs):
+        raise TraceFileError(_("trace field 'interventions' must be a list of strings"))
+    for spec in specs:
+        try:
+            Ablation.parse(spec).check(config["n_layer"], config["n_head"], GPT2Config.from_saved(config).d_mlp)
+        except AblationError as err:
+            raise TraceFileError(_("trace field 'interventions': {problem}").format(problem=err)) from None
 
 
 def _check_notices(notices: object, old: bool) -> None:

@@ -13,6 +13,7 @@ import torch
 
 from ..generate import STOP_CANCELLED, STOP_CONTEXT, SamplingSettings, SampleEvent, generate
 from ..hooks import layer_of
+from ..interventions import Ablation, applied
 from ..language_model import LanguageModel
 from . import events as ev
 from .document import Trace
@@ -99,8 +100,19 @@ class Recorder:
     def _on_hook_scale(self, name, scale):
         return {"scale": scale[0, :, 0]}
 
-    def _on_hook_normalized(self, name, out):
+    def _on_hook_normalized(self, name, normalized):
+        # The hook carries the LayerNorm before its learned scale and bias; the stage shows what
+        # comes out after them too, worked out the same way the layer does.
+        ln = self._layer_norm(name)
+        out = normalized * ln.weight + ln.bias
         return ev.layer_norm_stats(self._residual, out, self.lm.config.layer_norm_epsilon)
+
+    def _layer_norm(self, name: str):
+        """The LayerNorm whose hook is `name` ('blocks.3.ln2.hook_normalized', 'ln_final...')."""
+        model, layer = self.lm.model, layer_of(name)
+        if layer is None:
+            return model.ln_f
+        return model.h[layer].ln_1 if ".ln1." in name else model.h[layer].ln_2
 
     # -- attention ------------------------------------------------------------------------
     def _on_hook_attn_scores(self, name, scores):
@@ -214,13 +226,16 @@ def trace_decode_step(lm: LanguageModel, ids: list[int], *, topk: int = 10, qual
     )
 
 
-def _measure_quality(lm: LanguageModel, ids: list[int]) -> dict | None:
-    """`lm` against float32 on the same checkpoint over `ids` (None for a float32 model)."""
+def _measure_quality(lm: LanguageModel, ids: list[int], ablations=()) -> dict | None:
+    """`lm` against float32 on the same checkpoint over `ids` (None for a float32 model), both
+    with the same parts switched off."""
     if lm.precision == "float32":
         return None
     from ..quality import compare_logits
 
-    agreement = compare_logits(lm, lm.float32_twin(), ids).to_dict()
+    twin = lm.float32_twin()
+    with applied(twin.hooks, ablations):
+        agreement = compare_logits(lm, twin, ids).to_dict()
     return {"reference": "float32", **{k: v if isinstance(v, int) else ev.rnd(v) for k, v in agreement.items()}}
 
 
@@ -397,34 +412,40 @@ def trace_prompt(
     quality: bool = False,
     sequences: int = 1,
     batch_prompts: list[str] | None = None,
+    ablations: tuple[Ablation, ...] | list[Ablation] = (),
 ) -> Trace:
     """Records the forward pass over `prompt` and, if asked, a generation that continues it.
     With `quality`, a model in another format than float32 is also measured against float32 on
     the same checkpoint over the prompt's positions (`gpt2viz.quality`). `sequences` > 1
     continues the prompt that many times together; `batch_prompts` continues the prompt and each
-    of them together, padded to the longest (both: the trace's `batch`)."""
-    ids, notices = prepare_prompt(lm, prompt)
-    events, forward_ms = record_forward(lm, ids, use_cache=use_cache, topk=topk)
-    measured = _measure_quality(lm, ids) if quality else None
-    generation = batch = None
-    if generate_tokens > 0 and batch_prompts:  # several prompts together: the `batch` part
-        others = []
-        for text in batch_prompts:
-            other, said = prepare_prompt(lm, text)
-            others.append(other)
-            notices.extend(said)
-        batch = record_prompts(lm, [ids] + others, generate_tokens, settings or SamplingSettings())
-    elif generate_tokens > 0 and sequences > 1:  # several continuations together: the `batch` part
-        batch = record_batch(lm, ids, sequences, generate_tokens, settings or SamplingSettings())
-    elif generate_tokens > 0:
-        generation = record_generation(
-            lm, ids, generate_tokens, settings or SamplingSettings(), use_cache, topk, on_step, should_stop
-        )
-        made = len(generation["ids"])
-        if generation["stop_reason"] == STOP_CONTEXT and made < generate_tokens:
-            notices.append(
-                notice("generation_cut", n_ctx=lm.config.n_ctx, prompt_tokens=len(ids), made=made, asked=generate_tokens)
+    of them together, padded to the longest (both: the trace's `batch`). `ablations`
+    (gpt2viz.interventions) switch parts of the model off for every pass; the trace lists them."""
+    config = lm.config
+    for ablation in ablations:
+        ablation.check(config.n_layer, config.n_head, config.d_mlp)
+    with applied(lm.hooks, ablations):  # every pass below runs with the parts switched off
+        ids, notices = prepare_prompt(lm, prompt)
+        events, forward_ms = record_forward(lm, ids, use_cache=use_cache, topk=topk)
+        measured = _measure_quality(lm, ids, ablations) if quality else None
+        generation = batch = None
+        if generate_tokens > 0 and batch_prompts:  # several prompts together: the `batch` part
+            others = []
+            for text in batch_prompts:
+                other, said = prepare_prompt(lm, text)
+                others.append(other)
+                notices.extend(said)
+            batch = record_prompts(lm, [ids] + others, generate_tokens, settings or SamplingSettings())
+        elif generate_tokens > 0 and sequences > 1:  # several continuations together: the `batch` part
+            batch = record_batch(lm, ids, sequences, generate_tokens, settings or SamplingSettings())
+        elif generate_tokens > 0:
+            generation = record_generation(
+                lm, ids, generate_tokens, settings or SamplingSettings(), use_cache, topk, on_step, should_stop
             )
+            made = len(generation["ids"])
+            if generation["stop_reason"] == STOP_CONTEXT and made < generate_tokens:
+                notices.append(
+                    notice("generation_cut", n_ctx=lm.config.n_ctx, prompt_tokens=len(ids), made=made, asked=generate_tokens)
+                )
     return Trace(
         model=model_info(lm),
         prompt=prompt if isinstance(prompt, str) else lm.tokenizer.decode(ids),
@@ -435,4 +456,5 @@ def trace_prompt(
         timings={"forward_ms": round(forward_ms, 3)},
         quality=measured,
         batch=batch,
+        interventions=[ablation.spec for ablation in ablations],
     )

@@ -1,0 +1,102 @@
+"""Which parts wrote the answer: direct logit attribution.
+
+The residual stream at the last position is a sum of what every part wrote into it: the token
+and position embeddings, each attention head, each block's attention bias, each MLP. The final
+LayerNorm is affine once its scale is frozen at this pass's value (the standard simplification,
+exact for this pass), and the LM head is linear, so the logit of a token splits into one term per
+part:
+
+    logit[t] = Σ_parts ((part - mean(part)) / scale * γ) · wte[t]  +  β · wte[t]
+
+Each term is the part's *direct* effect: what it adds to the logit through the residual stream
+alone, not through the later layers that read it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from .hooks import hook_name
+
+
+@dataclass(frozen=True)
+class Attribution:
+    """One token's logit at the last position, split into the parts that wrote it."""
+
+    token_id: int
+    logit: float  # the logit the model computed
+    embed: float  # the token embedding's term
+    pos_embed: float  # the position embedding's term
+    heads: list[list[float]]  # [block][head]
+    attn_bias: list[float]  # [block]: c_proj's bias, written whatever the heads do
+    mlp: list[float]  # [block]
+    ln_bias: float  # the final LayerNorm's β, read by the LM head
+
+    @property
+    def total(self) -> float:
+        """The sum of every term: equals `logit` up to rounding."""
+        return (
+            self.embed + self.pos_embed + sum(map(sum, self.heads)) + sum(self.attn_bias) + sum(self.mlp) + self.ln_bias
+        )
+
+
+@torch.inference_mode()
+def direct_logit_attribution(lm, ids: list[int], token_id: int | None = None) -> Attribution:
+    """Splits the logit of `token_id` (default: the model's top token) at the last position of
+    the pass over `ids` into the direct terms of every part of the network."""
+    model, config = lm.model, lm.config
+    names = ["hook_embed", "hook_pos_embed", "ln_final.hook_scale"]
+    for layer in range(config.n_layer):
+        names += [hook_name("attn.hook_z", layer), hook_name("hook_mlp_out", layer)]
+    seen: dict[str, torch.Tensor] = {}
+
+    def keep(name: str, value: torch.Tensor) -> None:
+        seen[name] = value[0, ..., -1, :] if name.endswith("hook_z") else value[0, -1]
+
+    with lm.hooks.subscribe(names, keep):
+        logits, _cache = model(torch.tensor([ids], device=model.device))
+    last = logits[0, -1].float()
+    token_id = int(torch.argmax(last)) if token_id is None else int(token_id)
+
+    parts = [seen["hook_embed"], seen["hook_pos_embed"]]
+    attn_bias, per_head = [], []
+    for layer, block in enumerate(model.h):
+        z = seen[hook_name("attn.hook_z", layer)]  # (nh, hd) at the last position
+        # Each head alone through c_proj (the others' rows zeroed), less the bias: works for
+        # every number format's c_proj, int8 included.
+        alone = torch.zeros(config.n_head, config.n_head, config.head_dim, dtype=z.dtype, device=z.device)
+        alone[range(config.n_head), range(config.n_head)] = z
+        bias = block.attn.c_proj(torch.zeros(1, config.n_embd, dtype=z.dtype, device=z.device))[0]
+        per_head.append(block.attn.c_proj(alone.reshape(config.n_head, config.n_embd)) - bias)
+        attn_bias.append(bias)
+    parts += [*per_head, torch.stack(attn_bias), torch.stack([seen[hook_name("hook_mlp_out", l)] for l in range(config.n_layer)])]
+    stacked = torch.cat([p.reshape(-1, config.n_embd) for p in parts]).float()  # (parts, C)
+
+    ln = model.ln_f
+    scale = seen["ln_final.hook_scale"].float()  # sqrt(var + eps) of this pass, frozen
+    normalised = (stacked - stacked.mean(dim=-1, keepdim=True)) / scale * ln.weight.float()
+    direction = lm_head_row(model, token_id)  # (C,)
+    terms = (normalised @ direction).tolist()
+    ln_bias = float(ln.bias.float() @ direction)
+
+    n_layer, n_head = config.n_layer, config.n_head
+    heads = [terms[2 + l * n_head : 2 + (l + 1) * n_head] for l in range(n_layer)]
+    rest = terms[2 + n_layer * n_head :]
+    return Attribution(
+        token_id=token_id,
+        logit=float(last[token_id]),
+        embed=terms[0],
+        pos_embed=terms[1],
+        heads=heads,
+        attn_bias=rest[:n_layer],
+        mlp=rest[n_layer:],
+        ln_bias=ln_bias,
+    )
+
+
+def lm_head_row(model, token_id: int) -> torch.Tensor:
+    """The direction in the residual stream that token `token_id`'s logit reads, in float32: its
+    row of wte, which the LM head shares (weight tying), as every number format stores it."""
+    return model.wte.lookup(torch.tensor([token_id], device=model.device))[0].float()

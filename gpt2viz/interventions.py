@@ -1,0 +1,135 @@
+"""What if? Switching parts of the model off (ablation), through editing hooks.
+
+An `Ablation` names a part of the network and how it is switched off:
+
+- one attention head (`L3H5`): its output `z` is set to zero, or to its mean over the
+  positions of this pass (`L3H5:mean`); the head then adds nothing (or only its average) to
+  the residual stream, as if its rows of `c_proj` were zero;
+- all heads of a block (`L3.heads`), a block's MLP (`L3.mlp`), or a whole block (`L3`: both of
+  its updates to the residual stream);
+- chosen MLP neurons at the last position (`L3.n12,40`): their GELU outputs.
+
+`applied(hooks, ablations)` subscribes the editing hooks for a `with` block; every forward pass
+inside (a prefill, each decode step) runs with the parts switched off. The specs are the command
+line's syntax (`--ablate L3H5`) and what a trace records.
+"""
+
+from __future__ import annotations
+
+import re
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from typing import Iterator
+
+import torch
+
+from .errors import UsageError
+from .hooks import Hooks, hook_name
+from .i18n import _
+
+KINDS = ("head", "heads", "mlp", "block", "neurons")
+HOW = ("zero", "mean")
+_SPEC = re.compile(
+    r"^L(?P<layer>\d+)(?:H(?P<head>\d+)|\.(?P<part>heads|mlp)|\.n(?P<neurons>\d+(?:,\d+)*))?(?::(?P<how>zero|mean))?$"
+)
+
+
+class AblationError(UsageError):
+    """An ablation that does not fit the model, or a spec that does not parse."""
+
+
+@dataclass(frozen=True)
+class Ablation:
+    """One part of the network switched off."""
+
+    kind: str  # one of KINDS
+    layer: int
+    head: int | None = None  # for kind "head"
+    neurons: tuple[int, ...] = ()  # for kind "neurons" (at the last position)
+    how: str = "zero"  # "zero", or "mean" over the positions of the pass
+
+    @classmethod
+    def parse(cls, spec: str) -> "Ablation":
+        """`L3H5`, `L3H5:mean`, `L3.heads`, `L3.mlp`, `L3`, `L3.n12,40` (any of them `:zero` or `:mean`)."""
+        match = _SPEC.match(spec.strip())
+        if match is None:
+            raise AblationError(
+                _("{spec!r} is not an ablation: write L3H5 (a head), L3.heads, L3.mlp, L3 (a block) or "
+                  "L3.n12,40 (neurons), optionally followed by :mean").format(spec=spec)
+            )
+        layer, how = int(match["layer"]), match["how"] or "zero"
+        if match["head"] is not None:
+            return cls("head", layer, head=int(match["head"]), how=how)
+        if match["neurons"] is not None:
+            return cls("neurons", layer, neurons=tuple(int(n) for n in match["neurons"].split(",")), how=how)
+        return cls(match["part"] or "block", layer, how=how)
+
+    @property
+    def spec(self) -> str:
+        """The ablation written as `parse` reads it."""
+        part = {
+            "head": f"H{self.head}",
+            "heads": ".heads",
+            "mlp": ".mlp",
+            "block": "",
+            "neurons": ".n" + ",".join(map(str, self.neurons)),
+        }[self.kind]
+        return f"L{self.layer}{part}" + (":mean" if self.how == "mean" else "")
+
+    def check(self, n_layer: int, n_head: int, d_mlp: int) -> None:
+        """Raises AblationError when this names a part the model does not have."""
+        if self.kind not in KINDS or self.how not in HOW:
+            raise AblationError(_("{spec}: unknown kind of ablation").format(spec=self.spec))
+        if not 0 <= self.layer < n_layer:
+            raise AblationError(_("{spec}: the model has blocks 0 to {last}").format(spec=self.spec, last=n_layer - 1))
+        if self.kind == "head" and not 0 <= (self.head or 0) < n_head:
+            raise AblationError(_("{spec}: the model has heads 0 to {last}").format(spec=self.spec, last=n_head - 1))
+        if self.kind == "neurons" and (not self.neurons or not all(0 <= n < d_mlp for n in self.neurons)):
+            raise AblationError(_("{spec}: the MLP has neurons 0 to {last}").format(spec=self.spec, last=d_mlp - 1))
+
+    def edits(self) -> list[tuple[str, object]]:
+        """(hook name, editing function) pairs that switch this part off."""
+        if self.kind in ("head", "heads"):
+            return [(hook_name("attn.hook_z", self.layer), self._edit_z)]
+        if self.kind == "mlp":
+            return [(hook_name("hook_mlp_out", self.layer), self._edit_all)]
+        if self.kind == "block":
+            return [(hook_name(name, self.layer), self._edit_all) for name in ("hook_attn_out", "hook_mlp_out")]
+        return [(hook_name("mlp.hook_post", self.layer), self._edit_neurons)]
+
+    # The edits return new tensors and never write into the value they are handed.
+    def _off(self, part: torch.Tensor, positions_dim: int) -> torch.Tensor:
+        if self.how == "mean":
+            return part.mean(dim=positions_dim, keepdim=True).expand_as(part)
+        return torch.zeros_like(part)
+
+    def _edit_z(self, name: str, z: torch.Tensor) -> torch.Tensor:  # z: (B, nh, T, hd)
+        heads = slice(self.head, self.head + 1) if self.kind == "head" else slice(None)
+        out = z.clone()
+        out[:, heads] = self._off(z[:, heads], positions_dim=2)
+        return out
+
+    def _edit_all(self, name: str, update: torch.Tensor) -> torch.Tensor:  # (B, T, C)
+        return self._off(update, positions_dim=1)
+
+    def _edit_neurons(self, name: str, post: torch.Tensor) -> torch.Tensor:  # (B, T, 4C)
+        index = torch.tensor(self.neurons, device=post.device)
+        out = post.clone()
+        replacement = self._off(post[:, :, index], positions_dim=1)
+        out[:, -1, index] = replacement[:, -1]  # the last position only: where the prediction is made
+        return out
+
+
+def parse_ablations(specs: list[str] | tuple[str, ...]) -> list[Ablation]:
+    """Ablations from their specs (AblationError for one that does not parse)."""
+    return [Ablation.parse(spec) for spec in specs]
+
+
+@contextmanager
+def applied(hooks: Hooks, ablations: list[Ablation] | tuple[Ablation, ...]) -> Iterator[None]:
+    """Runs the `with` block with `ablations` in effect on the model of `hooks`."""
+    with ExitStack() as stack:
+        for ablation in ablations:
+            for name, edit in ablation.edits():
+                stack.enter_context(hooks.subscribe(name, edit))
+        yield

@@ -1,0 +1,103 @@
+"""Activation patching: which positions of which blocks carry the difference between two prompts.
+
+Two prompts of the same token length that differ where it matters ("The capital of France is" /
+"... Germany is") make the model predict different answers. Run the corrupted prompt again with
+the residual stream entering block l at position p replaced by the clean prompt's; the share of
+the clean answer's lead (logit of the clean answer minus the corrupted one's) that comes back
+says how much of what decides the answer sits at (l, p).
+
+    restored[l][p] = (diff_patched - diff_corrupted) / (diff_clean - diff_corrupted)
+
+1 means the patch alone brings the clean answer back, 0 that it changes nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+from .hooks import hook_name
+from .i18n import _
+
+
+class PatchingError(ValueError):
+    """Prompts that cannot be patched into each other."""
+
+
+@dataclass(frozen=True)
+class PatchingResult:
+    clean_answer: int  # token id the clean prompt predicts
+    corrupted_answer: int  # token id the corrupted prompt predicts (or the chosen rival)
+    clean_diff: float  # logit[clean_answer] - logit[corrupted_answer], clean run
+    corrupted_diff: float  # the same, corrupted run
+    restored: list[list[float]]  # [block][position]
+
+
+@torch.inference_mode()
+def residuals(lm, ids: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
+    """The residual stream entering every block, `[n_layer, T, C]`, and the last position's logits."""
+    seen: list[torch.Tensor] = []
+    with lm.hooks.subscribe("blocks.*.hook_resid_pre", lambda name, x: seen.append(x[0].clone())):
+        logits, _cache = lm.model(torch.tensor([ids], device=lm.model.device))
+    return torch.stack(seen), logits[0, -1].float()
+
+
+@torch.inference_mode()
+def patched_logits(lm, ids: list[int], layer: int, positions: list[int], clean: torch.Tensor) -> torch.Tensor:
+    """The last position's logits of the pass over `ids` with the residual stream entering block
+    `layer` at `positions` taken from `clean` (`[n_layer, T, C]`, from `residuals`)."""
+
+    def patch(name: str, x: torch.Tensor) -> torch.Tensor:
+        out = x.clone()
+        out[0, positions] = clean[layer, positions]
+        return out
+
+    with lm.hooks.subscribe(hook_name("hook_resid_pre", layer), patch):
+        logits, _cache = lm.model(torch.tensor([ids], device=lm.model.device))
+    return logits[0, -1].float()
+
+
+def patch_residual_stream(
+    lm,
+    clean_ids: list[int],
+    corrupted_ids: list[int],
+    rival: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    cancelled: Callable[[], bool] = lambda: False,
+) -> PatchingResult | None:
+    """Patches the clean residual stream into the corrupted run at every (block, position).
+    `rival` is the token the clean answer is measured against (default: the corrupted prompt's
+    own answer). `progress(done, total)` is called after each patched run; returns None when
+    `cancelled()` turns true."""
+    if len(clean_ids) != len(corrupted_ids):
+        raise PatchingError(
+            _("the two prompts must have the same number of tokens ({clean} and {corrupted})").format(
+                clean=len(clean_ids), corrupted=len(corrupted_ids)
+            )
+        )
+    clean, clean_logits = residuals(lm, clean_ids)
+    _unused, corrupted_logits = residuals(lm, corrupted_ids)
+    answer = int(torch.argmax(clean_logits))
+    rival = int(torch.argmax(corrupted_logits)) if rival is None else int(rival)
+    if rival == answer:
+        raise PatchingError(
+            _("both prompts predict the same token, so there is no difference to restore; choose a rival token")
+        )
+
+    def diff(logits: torch.Tensor) -> float:
+        return float(logits[answer] - logits[rival])
+
+    clean_diff, corrupted_diff = diff(clean_logits), diff(corrupted_logits)
+    n_layer, n_pos = lm.config.n_layer, len(clean_ids)
+    restored = [[0.0] * n_pos for _layer in range(n_layer)]
+    for layer in range(n_layer):
+        for pos in range(n_pos):
+            if cancelled():
+                return None
+            patched = diff(patched_logits(lm, corrupted_ids, layer, [pos], clean))
+            restored[layer][pos] = (patched - corrupted_diff) / (clean_diff - corrupted_diff)
+            if progress is not None:
+                progress(layer * n_pos + pos + 1, n_layer * n_pos)
+    return PatchingResult(answer, rival, clean_diff, corrupted_diff, restored)

@@ -1,0 +1,253 @@
+"""Editing hooks and what is built on them: ablations, direct logit attribution, patching.
+
+Ablations are checked against transformers models whose weights were edited to do the same."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+import torch
+
+from conftest import PROMPT
+from helpers import hf_logits
+from gpt2viz.attribution import direct_logit_attribution
+from gpt2viz.hooks import HookEditError
+from gpt2viz.interventions import Ablation, AblationError, applied, parse_ablations
+from gpt2viz.patching import PatchingError, patch_residual_stream, patched_logits, residuals
+
+TOL = 1e-4
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def ablated_logits(lm, ids, ablations):
+    with applied(lm.hooks, ablations):
+        logits, _cache = lm.model(torch.tensor([ids]))
+    return logits
+
+
+def max_diff(a, b) -> float:
+    return float((a.float() - b.float()).abs().max())
+
+
+@pytest.mark.parametrize("shape, layer, head", [("tiny", 1, 2), ("odd-heads", 0, 24)])
+def test_zeroing_a_head_equals_zeroing_its_c_proj_rows_in_transformers(ckpts, shape, layer, head):
+    lm, hf = ckpts.lm(shape), copy.deepcopy(ckpts.hf(shape))
+    ids = lm.tokenizer.encode(PROMPT)
+    hd = lm.config.head_dim
+    with torch.no_grad():
+        hf.transformer.h[layer].attn.c_proj.weight[head * hd : (head + 1) * hd] = 0  # Conv1D: [in, out]
+    ours = ablated_logits(lm, ids, [Ablation("head", layer, head=head)])
+    assert max_diff(ours, hf_logits(hf, ids)) <= TOL
+    # The ablation changed something: the unedited model differs.
+    assert max_diff(ours, hf_logits(ckpts.hf(shape), ids)) > 100 * TOL
+
+
+def test_ablating_an_mlp_equals_zeroing_its_c_proj_in_transformers(ckpts):
+    lm, hf = ckpts.lm("tiny"), copy.deepcopy(ckpts.hf("tiny"))
+    ids = lm.tokenizer.encode(PROMPT)
+    with torch.no_grad():
+        hf.transformer.h[0].mlp.c_proj.weight.zero_()
+        hf.transformer.h[0].mlp.c_proj.bias.zero_()
+    assert max_diff(ablated_logits(lm, ids, parse_ablations(["L0.mlp"])), hf_logits(hf, ids)) <= TOL
+
+
+def test_ablating_a_whole_block_equals_zeroing_both_its_projections(ckpts):
+    lm, hf = ckpts.lm("tiny"), copy.deepcopy(ckpts.hf("tiny"))
+    ids = lm.tokenizer.encode(PROMPT)
+    with torch.no_grad():
+        for proj in (hf.transformer.h[1].attn.c_proj, hf.transformer.h[1].mlp.c_proj):
+            proj.weight.zero_()
+            proj.bias.zero_()
+    assert max_diff(ablated_logits(lm, ids, [Ablation.parse("L1")]), hf_logits(hf, ids)) <= TOL
+
+
+def test_mean_ablation_and_neurons_change_only_what_they_name(tiny_lm):
+    ids = tiny_lm.tokenizer.encode(PROMPT)
+    seen = {}
+    with tiny_lm.hooks.subscribe("blocks.0.attn.hook_z", lambda n, z: seen.setdefault("plain", z.clone())):
+        with applied(tiny_lm.hooks, [Ablation.parse("L0H1:mean")]):
+            with tiny_lm.hooks.subscribe("blocks.0.attn.hook_z", lambda n, z: seen.setdefault("edited", z.clone())):
+                tiny_lm.model(torch.tensor([ids]))
+    plain, edited = seen["plain"], seen["edited"]
+    assert torch.equal(edited[:, 0], plain[:, 0]) and torch.equal(edited[:, 2:], plain[:, 2:])
+    assert torch.allclose(edited[0, 1], plain[0, 1].mean(dim=0).expand_as(plain[0, 1]))
+
+    posts = {}
+    with applied(tiny_lm.hooks, [Ablation.parse("L1.n3,7")]):
+        with tiny_lm.hooks.subscribe("blocks.1.mlp.hook_post", lambda n, h: posts.setdefault("h", h.clone())):
+            tiny_lm.model(torch.tensor([ids]))
+    h = posts["h"]
+    assert float(h[0, -1, [3, 7]].abs().max()) == 0 and float(h[0, :-1, [3, 7]].abs().max()) > 0
+
+
+def test_an_ablation_holds_for_every_decode_step_and_ends_with_the_block(tiny_lm):
+    plain = tiny_lm.generate(PROMPT, 8).token_ids
+    with applied(tiny_lm.hooks, [Ablation.parse("L0"), Ablation.parse("L1.heads")]):
+        ablated = tiny_lm.generate(PROMPT, 8).token_ids
+        naive = tiny_lm.generate(PROMPT, 8, use_cache=False).token_ids
+    assert ablated == naive != plain
+    assert tiny_lm.generate(PROMPT, 8).token_ids == plain and not tiny_lm.hooks.active
+
+
+@pytest.mark.parametrize(
+    "spec, expected",
+    [
+        ("L3H5", Ablation("head", 3, head=5)),
+        ("L3H5:mean", Ablation("head", 3, head=5, how="mean")),
+        ("L0.heads", Ablation("heads", 0)),
+        ("L2.mlp:zero", Ablation("mlp", 2)),
+        ("L11", Ablation("block", 11)),
+        ("L1.n12,40", Ablation("neurons", 1, neurons=(12, 40))),
+    ],
+)
+def test_specs_parse_and_print_back(spec, expected):
+    assert Ablation.parse(spec) == expected
+    assert Ablation.parse(expected.spec) == expected
+
+
+@pytest.mark.parametrize("spec", ["", "H3", "L", "L1H", "L1.attn", "L1:max", "block 1"])
+def test_bad_specs_are_refused(spec):
+    with pytest.raises(AblationError, match="is not an ablation"):
+        Ablation.parse(spec)
+
+
+def test_parts_the_model_lacks_are_refused(tiny_lm):
+    c = tiny_lm.config
+    for spec, message in [("L2", "blocks 0 to 1"), ("L0H4", "heads 0 to 3"), ("L0.n512", "neurons 0 to 255")]:
+        with pytest.raises(AblationError, match=message):
+            Ablation.parse(spec).check(c.n_layer, c.n_head, c.d_mlp)
+
+
+def test_a_replacement_of_another_shape_or_dtype_is_refused(tiny_lm):
+    ids = torch.tensor([tiny_lm.tokenizer.encode(PROMPT)])
+    T = ids.size(1)
+    for bad, message in [
+        (lambda n, x: x[:, :-1], rf"\[1, {T - 1}, 64\] float32 on cpu; the hook carries \[1, {T}, 64\]"),
+        (lambda n, x: x.double(), "float64"),
+        (lambda n, x: 0.0, "returned a float, not a tensor"),
+    ]:
+        with tiny_lm.hooks.subscribe("blocks.0.hook_resid_pre", bad):
+            with pytest.raises(HookEditError, match=message):
+                tiny_lm.model(ids)
+
+
+@pytest.mark.parametrize("hook", ["hook_embed", "hook_pos_embed", "blocks.0.attn.hook_k", "blocks.0.attn.hook_v",
+                                  "blocks.1.hook_resid_post", "blocks.0.mlp.hook_post"])
+def test_an_in_place_write_never_changes_a_later_pass(tiny_lm, hook):
+    ids = torch.tensor([tiny_lm.tokenizer.encode(PROMPT)])
+    before, _cache = tiny_lm.model(ids)
+
+    def vandal(name, x) -> None:
+        x.mul_(0).add_(7.0)
+
+    with tiny_lm.hooks.subscribe(hook, vandal):
+        tiny_lm.model(ids)
+        cache = tiny_lm.model.new_cache()
+        tiny_lm.model(ids, cache)
+    after, _cache = tiny_lm.model(ids)
+    assert torch.equal(before, after)
+
+
+def test_the_kv_cache_hook_carries_numbers_not_the_buffers(tiny_lm):
+    states = []
+    with tiny_lm.hooks.subscribe("kv_cache", lambda n, state: states.append(state)):
+        tiny_lm.generate(PROMPT, 3)
+    n = len(tiny_lm.tokenizer.encode(PROMPT))
+    assert [s.length for s in states] == [n, n + 1, n + 2]
+    assert not any(isinstance(v, torch.Tensor) for v in vars(states[0]).values())
+
+
+def test_direct_logit_attribution_sums_to_the_logit(ckpts):
+    lm = ckpts.lm("odd-heads")
+    ids = lm.tokenizer.encode(PROMPT)
+    attribution = direct_logit_attribution(lm, ids)
+    assert abs(attribution.total - attribution.logit) <= 1e-3
+    assert len(attribution.heads) == lm.config.n_layer and len(attribution.heads[0]) == lm.config.n_head
+    # Another token's logit splits too, into other terms.
+    other = direct_logit_attribution(lm, ids, token_id=13)
+    assert abs(other.total - other.logit) <= 1e-3 and other.heads != attribution.heads
+
+
+def test_ablating_the_last_mlp_removes_exactly_its_direct_term(ckpts):
+    """The last block's MLP reaches the logits only directly: switching it off moves the logit by
+    its attribution term, with the final LayerNorm's scale held as it was."""
+    lm = ckpts.lm("tiny")
+    ids = lm.tokenizer.encode(PROMPT)
+    attribution = direct_logit_attribution(lm, ids)
+    last = lm.config.n_layer - 1
+    term = attribution.mlp[last]
+    assert abs(term) > 1e-2
+    scale = {}
+    with lm.hooks.subscribe("ln_final.hook_scale", lambda n, s: scale.setdefault("s", s)):
+        lm.model(torch.tensor([ids]))
+    with applied(lm.hooks, [Ablation("mlp", last)]):
+        with lm.hooks.subscribe("ln_final.hook_scale", lambda n, s: scale["s"]):  # frozen
+            ablated, _cache = lm.model(torch.tensor([ids]))
+    assert abs((attribution.logit - float(ablated[0, -1, attribution.token_id])) - term) <= 1e-4
+
+
+def test_patching_every_position_at_block_0_restores_the_clean_logits(tiny_lm):
+    clean_ids = tiny_lm.tokenizer.encode("The capital of France is")
+    corrupted_ids = tiny_lm.tokenizer.encode("The capital of Germany is")
+    assert len(clean_ids) == len(corrupted_ids)
+    clean, clean_logits = residuals(tiny_lm, clean_ids)
+    restored = patched_logits(tiny_lm, corrupted_ids, 0, list(range(len(clean_ids))), clean)
+    assert torch.equal(restored, clean_logits)
+
+
+def test_patching_heatmap_is_one_where_the_prompts_differ_at_block_0(tiny_lm):
+    clean_ids = tiny_lm.tokenizer.encode("The capital of France is")
+    corrupted_ids = tiny_lm.tokenizer.encode("The capital of Germany is")
+    differ = [i for i, (a, b) in enumerate(zip(clean_ids, corrupted_ids)) if a != b]
+    # A random-weight model may predict the same token for both: measure against its runner-up.
+    _residual, clean_logits = residuals(tiny_lm, clean_ids)
+    rival = int(torch.topk(clean_logits, 2).indices[1])
+    calls = []
+    result = patch_residual_stream(tiny_lm, clean_ids, corrupted_ids, rival=rival, progress=lambda d, t: calls.append((d, t)))
+    assert result.corrupted_answer == rival and result.clean_diff != result.corrupted_diff
+    n = tiny_lm.config.n_layer * len(clean_ids)
+    assert calls[-1] == (n, n) and len(calls) == n
+    # At block 0 only the differing position carries the difference: patching it is the whole story.
+    row = result.restored[0]
+    assert all(abs(row[p] - 1) < 1e-4 for p in differ)
+    assert all(abs(row[p]) < 1e-4 for p in range(len(row)) if p not in differ)
+
+
+def test_patching_refuses_prompts_of_different_lengths(tiny_lm):
+    with pytest.raises(PatchingError, match="same number of tokens"):
+        patch_residual_stream(tiny_lm, [1, 2, 3], [1, 2])
+
+
+def test_ablate_on_the_command_line_is_recorded_and_replays(tmp_path, capsys):
+    import json
+
+    import jsonschema
+
+    from gpt2viz.cli import main
+    from gpt2viz.trace import load
+
+    plain, edited = tmp_path / "plain.json", tmp_path / "edited.json"
+    assert main(["Hello there", "--model", "tiny", "--json", str(plain), "--generate", "6"]) == 0
+    assert main(["Hello there", "--model", "tiny", "--json", str(edited), "--generate", "6",
+                 "--ablate", "L0H1", "--ablate", "L0.mlp:mean"]) == 0
+    doc = json.loads(edited.read_text())
+    schema = json.loads((ROOT / "docs" / "trace.schema.json").read_text())
+    jsonschema.validate(doc, schema)
+    assert doc["interventions"] == ["L0H1", "L0.mlp:mean"] and json.loads(plain.read_text())["interventions"] == []
+    assert load(edited).interventions == ["L0H1", "L0.mlp:mean"]
+    # The edited run is the bundled model's own run with those parts off, not the plain one.
+    assert doc["generation"]["ids"] != json.loads(plain.read_text())["generation"]["ids"]
+    doc["interventions"] = ["L99"]
+    edited.write_text(json.dumps(doc))
+    from gpt2viz.trace import TraceFileError
+
+    with pytest.raises(TraceFileError, match="blocks 0 to 6"):
+        load(edited)
+    capsys.readouterr()
+    for args, message in [(["--ablate", "L9"], "--ablate L9: the model has blocks 0 to 6"),
+                          (["--ablate", "Q"], "--ablate 'Q' is not an ablation")]:
+        assert main(["--model", "tiny", "--json", str(tmp_path / "x.json"), *args]) == 2
+        assert message in capsys.readouterr().err
+    assert not (tmp_path / "x.json").exists()

@@ -251,3 +251,25 @@ def test_ablate_on_the_command_line_is_recorded_and_replays(tmp_path, capsys):
         assert main(["--model", "tiny", "--json", str(tmp_path / "x.json"), *args]) == 2
         assert message in capsys.readouterr().err
     assert not (tmp_path / "x.json").exists()
+
+
+def test_the_mlp_stage_records_each_top_neuron_as_a_key_value_memory(tiny_lm):
+    """pre: the key's match (c_fc row · input + bias); value: GELU of it; promotes: the tokens
+    its c_proj row, scaled by the value, raises most through the tied unembedding."""
+    from gpt2viz.trace import trace_prompt
+
+    trace = trace_prompt(tiny_lm, PROMPT)
+    event = trace.event("blocks.1.mlp.hook_post")
+    ids = torch.tensor([tiny_lm.tokenizer.encode(PROMPT)])
+    seen = {}
+    with tiny_lm.hooks.subscribe("blocks.1.mlp.hook_pre", lambda n, h: seen.setdefault("pre", h.clone())):
+        tiny_lm.model(ids)
+    mlp = tiny_lm.model.h[1].mlp
+    wte = tiny_lm.model.wte.weight
+    for neuron in event["top_neurons"][:3]:
+        n = neuron["index"]
+        pre = float(seen["pre"][0, -1, n])
+        assert neuron["pre"] == pytest.approx(pre, abs=1e-4)
+        assert neuron["value"] == pytest.approx(float(torch.nn.functional.gelu(torch.tensor(pre), approximate="tanh")), abs=1e-4)
+        writes = neuron["value"] * (mlp.c_proj.weight[n] @ wte.T)
+        assert [t["id"] for t in neuron["promotes"]] == torch.topk(writes, 3).indices.tolist()

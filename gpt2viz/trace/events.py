@@ -27,6 +27,7 @@ SIG_DIGITS = 6
 # of a map anyway.)
 FULL_ATTENTION_MAX = 128
 DOWNSAMPLED_SIZE = 64
+PROMOTED_TOKENS = 3  # tokens listed per neuron: the ones its value vector raises most
 TOP_NEURONS = 10
 # Positions worked on at once in float64: 64 rows of GPT-2's 50,257 logits are 26 MB, where all
 # 1,024 positions of a long prompt at once would be 412 MB for every temporary.
@@ -275,14 +276,32 @@ def top_of_distribution(probs: torch.Tensor, k: int, display) -> dict:
     return {"ids": ids_list, "tokens": [display(i) for i in ids_list], "probs": rnd_list(values[keep])}
 
 
-def mlp_activity(post: torch.Tensor) -> dict:
-    """Fraction of GELU outputs above 0 per position (a tensor), and the most active neurons at the last."""
+def mlp_activity(post: torch.Tensor, pre: torch.Tensor, writes, display) -> dict:
+    """Fraction of GELU outputs above 0 per position (a tensor), and the most active neurons at the
+    last position read as a key-value memory: `pre`, the key's match (the neuron's pre-GELU value:
+    its row of c_fc's weight dotted with the input, plus bias), `value`, what GELU lets through,
+    and `promotes`, the tokens its value vector (its row of c_proj's weight, scaled by `value`)
+    raises most through the unembedding. `writes(indices)` gives those vectors' logits `[k, V]`,
+    worked out only when the event is read (`Later`)."""
     h = post[0]  # (T, d_mlp)
     values, idx = torch.topk(h[-1].float(), min(TOP_NEURONS, h.size(-1)))
-    return {
-        "frac_active": (h > 0).sum(dim=-1, dtype=torch.int32) / h.size(-1),
-        "top_neurons": [{"index": i, "value": rnd(v)} for i, v in zip(idx.tolist(), values.tolist())],
-    }
+    keys = pre[0, -1, idx].float()
+    indices = idx.tolist()
+
+    def neurons() -> list[dict]:
+        logits = writes(indices).float() * values[:, None]  # each value vector, as strongly as it fires
+        top = torch.topk(logits, PROMOTED_TOKENS, dim=-1)
+        return [
+            {
+                "index": i,
+                "value": rnd(v),
+                "pre": rnd(k),
+                "promotes": [{"id": t, "text": display(t), "logit": rnd(l)} for t, l in zip(ids, scores)],
+            }
+            for i, v, k, ids, scores in zip(indices, values.tolist(), keys.tolist(), top.indices.tolist(), top.values.tolist())
+        ]
+
+    return {"frac_active": (h > 0).sum(dim=-1, dtype=torch.int32) / h.size(-1), "top_neurons": Later(neurons)}
 
 
 def kv_cache_summary(state) -> dict:

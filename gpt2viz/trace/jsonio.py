@@ -226,7 +226,15 @@ def _kind_ok(kind: str, value: object) -> bool:
         )
     if kind == "neurons":
         return isinstance(value, list) and all(
-            isinstance(n, dict) and _is_int(n.get("index")) and _is_number(n.get("value")) for n in value
+            isinstance(n, dict)
+            and _is_int(n.get("index"))
+            and _is_number(n.get("value"))
+            and _is_number(n.get("pre"))  # missing (None) in traces written before it was recorded
+            and all(
+                isinstance(t, dict) and _is_int(t.get("id")) and isinstance(t.get("text"), str) and _is_number(t.get("logit"))
+                for t in n.get("promotes") or []
+            )
+            for n in value
         )
     if kind == "topks":
         return isinstance(value, list) and all(_topk_ok(entry) for entry in value)

@@ -35,6 +35,7 @@ class Recorder:
         self._embed: torch.Tensor | None = None
         self._block_norms: dict[str, torch.Tensor] = {}  # this block's norms so far, for hook_resid_post
         self._lens_inputs: list[torch.Tensor] = []  # last position of each block's output
+        self._mlp_pre: torch.Tensor | None = None  # this block's MLP before GELU
 
     def __call__(self, name: str, value) -> None:
         event = {"stage": name, "layer": layer_of(name)}
@@ -122,8 +123,22 @@ class Recorder:
         return ev.attention_maps(pattern, masked_as_none=False)
 
     # -- MLP --------------------------------------------------------------------------------
+    def _on_hook_pre(self, name, pre):
+        self._mlp_pre = pre
+
     def _on_hook_post(self, name, post):
-        return ev.mlp_activity(post)
+        c_proj, lm_head = self.lm.model.h[layer_of(name)].mlp.c_proj, self.lm.model.lm_head
+
+        @torch.inference_mode()
+        def writes(indices: list[int]) -> torch.Tensor:
+            # Neuron n's value vector is its row of c_proj's weight: c_proj of a one-hot input,
+            # less the bias (so any number format's c_proj works), read through the LM head.
+            one_hot = torch.zeros(len(indices), post.size(-1), dtype=post.dtype, device=post.device)
+            one_hot[range(len(indices)), indices] = 1
+            rows = c_proj(one_hot) - c_proj(torch.zeros_like(one_hot[:1]))
+            return lm_head(rows)
+
+        return ev.mlp_activity(post, self._mlp_pre, writes, self._display)
 
     # -- output -----------------------------------------------------------------------------
     def _on_hook_out(self, name, logits):

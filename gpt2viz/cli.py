@@ -367,12 +367,19 @@ def say(message: str) -> None:
 def run_headless(options: RunOptions) -> int:
     """Loads the model, records the trace, writes the JSON."""
     from . import load_model
+    from .download_display import DownloadDisplay
     from .process import freeze_startup_objects
     from .trace import dump, trace_prompt
     from .trace.notices import notice_text
 
     start = time.perf_counter()
-    lm = load_model(options.model, device=options.device, dtype=options.dtype)
+    shown = DownloadDisplay(say)
+    try:
+        lm = load_model(options.model, device=options.device, dtype=options.dtype, progress=shown.report)
+    except BaseException:
+        shown.finish(completed=False)
+        raise
+    shown.finish(completed=True)
     freeze_startup_objects()
     for notice in lm.notices:
         say(notice_text(notice))

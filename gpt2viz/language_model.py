@@ -21,7 +21,7 @@ from .model.config import GPT2Config
 from .model.gpt2 import GPT2
 from .model.placement import parse_device
 from .model.precision import Precision, apply_precision, parse_precision, weight_bytes
-from .model.sources import ResolvedSource, resolve
+from .model.sources import DownloadProgress, ResolvedSource, resolve
 from .model.tokenizer import Tokenizer
 from .model.weights import load_weights
 
@@ -158,16 +158,17 @@ def load_model(
     source: str | None = None,
     device: str | torch.device = "cpu",
     dtype: str | torch.dtype | Precision = "float32",
+    progress: Callable[[DownloadProgress], None] | None = None,
 ) -> LanguageModel:
     """Loads `source`: 'tiny' (bundled), a checkpoint directory, or a hub id such as 'gpt2'.
 
     With no source: real GPT-2 when it is cached or the hub answers, else the bundled model.
     `dtype` is the number format: float32, bfloat16, float16 or int8 (model/precision.py); the
-    weights are converted once, here.
+    weights are converted once, here. A hub download reports its bytes to `progress`.
     """
     precision = parse_precision(dtype)
     torch_device = parse_device(device)
-    resolved = resolve(source)
+    resolved = resolve(source, progress)
     config = GPT2Config.from_file(resolved.path / "config.json")
     tokenizer = Tokenizer.from_dir(resolved.path)
     weights = load_weights(resolved.path, config, precision.load_dtype, str(torch_device))

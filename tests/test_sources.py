@@ -68,29 +68,6 @@ def test_a_hub_repo_without_safetensors_is_refused(empty_hf_cache, monkeypatch):
         sources.resolve("someone/pickled-only")
 
 
-def test_hub_download_fetches_only_the_files_gpt2viz_reads(empty_hf_cache, monkeypatch, tiny_dir):
-    import huggingface_hub
-
-    class Info:
-        siblings = [type("S", (), {"rfilename": n})() for n in ("config.json", "model.safetensors", "tokenizer.json", "pytorch_model.bin")]
-
-    asked = {}
-
-    def fake_download(repo_id, allow_patterns=None, local_files_only=False, **kwargs):
-        if local_files_only:
-            raise FileNotFoundError("not cached")
-        asked.update(repo_id=repo_id, patterns=allow_patterns)
-        return str(tiny_dir)
-
-    monkeypatch.setattr(huggingface_hub, "model_info", lambda *a, **k: Info())
-    monkeypatch.setattr(huggingface_hub, "snapshot_download", fake_download)
-    resolved = sources.resolve("someone/good-model")
-    assert resolved.kind == "hub" and resolved.path == tiny_dir
-    assert asked["repo_id"] == "someone/good-model"
-    assert "*.bin" not in asked["patterns"] and "pytorch_model.bin" not in asked["patterns"]
-    assert "model.safetensors" in asked["patterns"] and "tokenizer.json" in asked["patterns"]
-
-
 def test_paths_and_the_bundled_name(tmp_path):
     assert sources.resolve("tiny").path == sources.bundled_dir()
     with pytest.raises(ModelSourceError, match="no such directory"):

@@ -6,8 +6,10 @@ cannot be reached the answer comes within a few seconds, not after the client's 
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,11 +54,12 @@ def _looks_like_path(source: str) -> bool:
     return source.startswith((".", "/", "~", "\\")) or source.count("/") > 1 or "\\" in source
 
 
-def resolve(source: str | None) -> ResolvedSource:
-    """Finds the checkpoint directory for `source` (None: real GPT-2 if reachable, else `tiny`)."""
+def resolve(source: str | None, progress: Callable[[DownloadProgress], None] | None = None) -> ResolvedSource:
+    """Finds the checkpoint directory for `source` (None: real GPT-2 if reachable, else `tiny`),
+    downloading it from the hub if need be, with `progress` told how far it has come."""
     if source is None:
         try:
-            return _from_hub(DEFAULT_HUB_MODEL)
+            return _from_hub(DEFAULT_HUB_MODEL, progress)
         except HubUnreachable:
             return ResolvedSource(
                 BUNDLED,
@@ -73,7 +76,7 @@ def resolve(source: str | None) -> ResolvedSource:
         raise ModelSourceError(_("{source}: is a file, not a checkpoint directory").format(source=source))
     if _looks_like_path(source):
         raise ModelSourceError(_("{source}: no such directory").format(source=source))
-    return _from_hub(source)
+    return _from_hub(source, progress)
 
 
 def _cached_snapshot(repo_id: str) -> Path | None:
@@ -127,7 +130,70 @@ def _repo_files(repo_id: str) -> list[str]:
     return result["files"]  # type: ignore[return-value]
 
 
-def _from_hub(repo_id: str) -> ResolvedSource:
+@dataclass(frozen=True)
+class DownloadProgress:
+    """How far a download has come: the file being fetched, and all of them together (bytes)."""
+
+    file: str
+    file_done: int
+    file_total: int
+    done: int
+    total: int
+    files: int  # how many files are fetched in all
+
+
+def _wanted(files: list[str]) -> list[str]:
+    """The files gpt2viz reads, of a repository's files."""
+    return [f for f in files if any(fnmatch.fnmatch(f, pattern) for pattern in HUB_FILES)]
+
+
+def _download(
+    repo_id: str, files: list[str], progress: Callable[[DownloadProgress], None] | None
+) -> Path:
+    """Fetches `files` into the Hugging Face cache, one at a time, reporting bytes to `progress`
+    (nothing is drawn here). A file left half-fetched by an earlier run goes on from where it
+    stopped: the client asks for the rest with a Range request."""
+    from huggingface_hub import hf_hub_download
+    from huggingface_hub.utils import logging as hub_logging
+    from tqdm.auto import tqdm
+
+    # The client logs each retry ("Trying to resume download...") on stderr; gpt2viz says what
+    # happened in one line of its own.
+    hub_logging.set_verbosity_error()
+
+    # Sizes first (one metadata request per file), so that the total is known from the start.
+    sizes = {f: hf_hub_download(repo_id, f, dry_run=True) for f in files}
+    fetched = [f for f in files if sizes[f].will_download]
+    total = sum(sizes[f].file_size for f in fetched)
+    done_before = 0
+    path = None
+    for name in files:
+        file_total = sizes[name].file_size
+
+        class Reporter(tqdm):  # the client's per-file progress bar, turned into reports
+            def __init__(self, *args, **kwargs) -> None:
+                kwargs["disable"] = True
+                super().__init__(*args, **kwargs)
+                self.bytes = int(kwargs.get("initial") or 0)  # what an earlier run already fetched
+                self.report()
+
+            def update(self, n: int | float = 1) -> None:
+                self.bytes += int(n)
+                self.report()
+
+            def report(self) -> None:
+                if progress is not None:
+                    progress(DownloadProgress(name, self.bytes, file_total, done_before + self.bytes, total, len(fetched)))
+
+        # The default revision ("main"): the cache then records which commit main was, and the next
+        # run finds the snapshot without asking the hub.
+        path = Path(hf_hub_download(repo_id, name, tqdm_class=Reporter)).parent
+        if name in fetched:
+            done_before += file_total
+    return path
+
+
+def _from_hub(repo_id: str, progress: Callable[[DownloadProgress], None] | None = None) -> ResolvedSource:
     cached = _cached_snapshot(repo_id)
     if cached is not None:
         return ResolvedSource(repo_id, cached, "hub")
@@ -140,13 +206,11 @@ def _from_hub(repo_id: str) -> ResolvedSource:
                 repo_id=repo_id
             )
         )
-    from huggingface_hub import snapshot_download
-
     try:
-        # huggingface_hub draws its own progress bars on stderr while it downloads.
-        path = Path(snapshot_download(repo_id, allow_patterns=HUB_FILES))
+        path = _download(repo_id, _wanted(files), progress)
     except Exception as err:
+        detail = (str(err).strip().splitlines() or [""])[-1]  # the client's messages run over several lines
         raise ModelSourceError(
-            _("{repo_id}: download failed ({error})").format(repo_id=repo_id, error=f"{type(err).__name__}: {err}")
+            _("{repo_id}: download failed ({error})").format(repo_id=repo_id, error=f"{type(err).__name__}: {detail}")
         ) from None
     return ResolvedSource(repo_id, path, "hub")

@@ -1,0 +1,57 @@
+"""A hub download shown on the command line: a progress bar on stderr when it is a terminal
+(bytes, rate, time left; gone when done), one summary line when it is not (a log stays clean)."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from .i18n import ngettext
+from .model.sources import DownloadProgress
+
+
+def megabytes(n: int) -> str:
+    return f"{n / 1e6:,.1f} MB"
+
+
+class DownloadDisplay:
+    """`report` is the `progress` of `load_model`; `finish` ends the bar or says the summary."""
+
+    def __init__(self, say, stream=None) -> None:
+        self.say = say
+        self.stream = stream or sys.stderr
+        self.started: float | None = None
+        self.last: DownloadProgress | None = None
+        self.bar = None
+
+    def report(self, progress: DownloadProgress) -> None:
+        if self.started is None:
+            self.started = time.perf_counter()
+            if self.stream.isatty():
+                from rich.console import Console
+                from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
+
+                self.bar = Progress(
+                    TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
+                    TimeRemainingColumn(), console=Console(file=self.stream), transient=True,
+                )
+                self.bar.start()
+                self.task = self.bar.add_task("", total=progress.total)
+        self.last = progress
+        if self.bar is not None:
+            self.bar.update(self.task, completed=progress.done, total=progress.total, description=progress.file)
+
+    def finish(self, completed: bool) -> None:
+        """Ends the bar; says the summary line of a `completed` download (an error says the rest)."""
+        if self.bar is not None:
+            self.bar.stop()
+        if not completed or self.last is None or not self.last.total:
+            return  # failed, or nothing was downloaded (all from the cache)
+        seconds = time.perf_counter() - (self.started or time.perf_counter())
+        self.say(
+            ngettext(
+                "downloaded {n} file ({size}) from the Hugging Face hub in {seconds} s",
+                "downloaded {n} files ({size}) from the Hugging Face hub in {seconds} s",
+                self.last.files,
+            ).format(n=self.last.files, size=megabytes(self.last.total), seconds=f"{seconds:.1f}")
+        )

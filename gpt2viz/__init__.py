@@ -1,5 +1,12 @@
 """gpt2viz: see, step by step and with real numbers, how GPT-2 picks its next token."""
 
+import warnings
+
+# `import torch` warns "Failed to initialize NumPy" when numpy is not installed. gpt2viz never
+# hands torch a numpy array, so it does not depend on numpy (measured: +0.15-0.2 s on every
+# start, +10 MB of memory, 73 MB on disk) and silences that one warning before torch loads.
+warnings.filterwarnings("ignore", message="Failed to initialize NumPy", category=UserWarning)
+
 from .generate import GenerationResult, SamplingSettings, generate
 from .language_model import LanguageModel, load_model
 from .model import GPT2, GPT2Config, KVCache, Tokenizer

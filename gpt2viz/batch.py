@@ -35,7 +35,7 @@ from .generate import (
     choose_token,
     new_generator,
 )
-from .i18n import _
+from .i18n import N_
 from .model.gpt2 import GPT2
 
 MAX_BATCH = 256
@@ -82,7 +82,7 @@ def generate_batch(
     settings = settings or SamplingSettings()
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or not 1 <= batch_size <= MAX_BATCH:
         raise SettingError(
-            "batch_size", _("must be an integer from 1 to {max}, got {value!r}").format(max=MAX_BATCH, value=batch_size)
+            "batch_size", N_("{setting} must be an integer from 1 to {max}, got {value!r}"), max=MAX_BATCH, value=batch_size
         )
     check_request(model, prompt_ids, max_new_tokens)
     cache = model.new_cache(batch_size, capacity=min(model.config.n_ctx, len(prompt_ids) + max_new_tokens))
@@ -117,7 +117,7 @@ def generate_prompts(
     reaches it. Padding is `pad_id` (default: `eos_id`, else 0); no position ever attends to it."""
     settings = settings or SamplingSettings()
     if not isinstance(prompts, list) or not 1 <= len(prompts) <= MAX_BATCH:
-        raise SettingError("prompts", _("must be a list of 1 to {max} prompts").format(max=MAX_BATCH))
+        raise SettingError("prompts", N_("{setting} must be a list of 1 to {max} prompts"), max=MAX_BATCH)
     for prompt in prompts:
         check_request(model, prompt, max_new_tokens)
     if pad_id is None:

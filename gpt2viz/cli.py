@@ -13,9 +13,9 @@ from typing import Iterator
 from rich.cells import cell_len
 
 from .crash_log import unexpected_error_line
-from .i18n import N_, _, language_from_env, ngettext, parse_language, set_language
+from .i18n import N_, MissingCatalog, _, check_catalogs, count, language_from_env, ngettext, parse_language, set_language
 from .i18n.layout import wrap_wide
-from .errors import Gpt2VizError, OutputError, SettingError, UsageError, setting_message
+from .errors import Gpt2VizError, OutputError, SettingError, UsageError
 from .batch import MAX_BATCH
 from .interventions import AblationError, parse_ablations
 from .options import DEFAULT_PROMPT, DEFAULT_TOPK, RunOptions
@@ -188,7 +188,12 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     p.add_argument(
-        "--ablate", metavar="PART", action="append", default=None,
+        "--verify", action="store_true",
+        help=_("check the model against transformers on the prompt (max |Δlogit|, top-1 agreement, 20 greedy "
+               "tokens) and exit: 0 when they agree to 1e-4"),
+    )
+    p.add_argument(
+        "--ablate", metavar=_("PART"), action="append", default=None,
         help=_("with --json: switch a part of the model off for every pass (repeat for more): L3H5 a head, "
                "L3.heads, L3.mlp, L3 a whole block, L3.n12,40 MLP neurons at the last position; :mean for "
                "the mean over positions instead of zero"),
@@ -321,6 +326,8 @@ def parse_args(argv: list[str] | None) -> RunOptions:
             )
         if any(not text for text in args.batch_prompts):
             raise UsageError(_("--batch-prompt needs a non-empty TEXT"))
+    if args.verify and (args.json_path is not None or args.generate is not None or args.ablate):
+        raise UsageError(_("--verify checks the model and exits; it does not go with --json, --generate or --ablate"))
     if args.ablate and args.json_path is None:
         raise UsageError(_("--ablate works with --json (in the app, interventions are made on the stages)"))
     try:
@@ -349,6 +356,7 @@ def parse_args(argv: list[str] | None) -> RunOptions:
         sequences=args.sequences,
         batch_prompts=tuple(args.batch_prompts or ()),
         cost_lab=args.cost_lab,
+        verify=args.verify,
         ablations=ablations,
     )
     options.sampling()  # checks temperature, top-k, top-p now, before any loading
@@ -360,8 +368,33 @@ def parse_args(argv: list[str] | None) -> RunOptions:
     return options
 
 
-def say(message: str) -> None:
+def tell(message: str) -> None:
+    """One line for the user on stderr, after the program's name."""
     print(f"gpt2viz: {message}", file=sys.stderr, flush=True)
+
+
+def run_verify(options: RunOptions) -> int:
+    """Loads the model and compares it with transformers on the prompt; 0 when they agree."""
+    from . import load_model
+    from .verify import BOUND, verify
+
+    lm = load_model(options.model, device=options.device, dtype=options.dtype)
+    ids = lm.encode_prompt(options.prompt) or [lm.eos_id]
+    result = verify(lm, ids)
+    lines = [
+        _("{model} against transformers {version}, float32, over {positions} positions:").format(
+            model=lm.name, version=result.transformers_version, positions=result.positions
+        ),
+        _("max |Δlogit| {diff} (bound {bound})").format(diff=f"{result.max_abs_diff:.2e}", bound=f"{BOUND:.0e}"),
+        _("top-1 agreement {agree} of {positions} positions").format(agree=result.top1_agree, positions=result.positions),
+        (_("greedy: the same {n} tokens") if result.ours == result.theirs else _("greedy: different tokens ({n} asked)")).format(
+            n=len(result.ours)
+        ),
+        _("verify: the same model") if result.ok else _("verify: NOT the same model"),
+    ]
+    for line in lines:
+        tell(line)
+    return 0 if result.ok else 1
 
 
 def run_headless(options: RunOptions) -> int:
@@ -373,7 +406,7 @@ def run_headless(options: RunOptions) -> int:
     from .trace.notices import notice_text
 
     start = time.perf_counter()
-    shown = DownloadDisplay(say)
+    shown = DownloadDisplay(tell)
     try:
         lm = load_model(options.model, device=options.device, dtype=options.dtype, progress=shown.report)
     except BaseException:
@@ -382,7 +415,7 @@ def run_headless(options: RunOptions) -> int:
     shown.finish(completed=True)
     freeze_startup_objects()
     for notice in lm.notices:
-        say(notice_text(notice))
+        tell(notice_text(notice))
     for ablation in options.ablations:  # against this model's blocks, heads and neurons
         try:
             ablation.check(lm.config.n_layer, lm.config.n_head, lm.config.d_mlp)
@@ -401,21 +434,24 @@ def run_headless(options: RunOptions) -> int:
         ablations=options.ablations,
     )
     for notice in trace.notices[len(lm.notices) :]:
-        say(notice_text(notice))
+        tell(notice_text(notice))
     if options.cost_lab:
         trace.cost_lab = run_cost_lab(lm, trace.all_token_ids)
     try:
         dump(trace, options.json_path)
     except OutputError as err:
-        raise OutputError(f"--json {err}") from None  # the flag before the message's "path: problem"
-    where = _("stdout") if options.json_path == "-" else options.json_path
+        # The flag before the file, as typed: "--json out.json: is a directory".
+        raise OutputError(err.message, f"--json {err.path}", **err.params) from None
     n = len(trace.tokens)
-    wrote = ngettext(
-        "wrote the trace of {n} token to {where} in {seconds} s",
-        "wrote the trace of {n} tokens to {where} in {seconds} s",
-        n,
-    )
-    say(wrote.format(n=n, where=where, seconds=f"{time.perf_counter() - start:.1f}"))
+    if options.json_path == "-":
+        wrote = ngettext(
+            "wrote the trace of {n} token to stdout in {seconds} s", "wrote the trace of {n} tokens to stdout in {seconds} s", n
+        )
+    else:
+        wrote = ngettext(
+            "wrote the trace of {n} token to {path} in {seconds} s", "wrote the trace of {n} tokens to {path} in {seconds} s", n
+        )
+    tell(wrote.format(n=count(n), path=options.json_path, seconds=f"{time.perf_counter() - start:.1f}"))
     return 0
 
 
@@ -425,12 +461,12 @@ def run_cost_lab(lm, prompt_ids: list[int]) -> dict:
 
     result = cost_lab.new_result(lm)
     machine = _("cost lab: this machine streams {gb_s} GB/s and computes {gflop_s} GFLOP/s")
-    say(machine.format(gb_s=f"{result.machine.stream_gb_s:.1f}", gflop_s=f"{result.machine.compute_gflop_s:.0f}"))
-    say(_("cost lab: per-token time against position, without and with the cache"))
+    tell(machine.format(gb_s=f"{result.machine.stream_gb_s:.1f}", gflop_s=f"{result.machine.compute_gflop_s:.0f}"))
+    tell(_("cost lab: per-token time against position, without and with the cache"))
     result.context = cost_lab.context_sweep(lm, prompt_ids, lm.config.n_ctx)
-    say(_("cost lab: decode step time against batch size"))
+    tell(_("cost lab: decode step time against batch size"))
     result.batch = cost_lab.batch_sweep(lm, prompt_ids)
-    say(_("cost lab: decode step time and quality in each number format"))
+    tell(_("cost lab: decode step time and quality in each number format"))
     result.precision_formats = cost_lab.precision_sweep(lm, prompt_ids)
     return result.to_dict()
 
@@ -442,7 +478,7 @@ def run_tui(options: RunOptions) -> int:
     keys_from_the_terminal()
     code, error = run_app(options)
     if error:
-        say(_("error: {message}").format(message=error))
+        tell(_("error: {message}").format(message=error))
     if busy():  # quit while the model was loading or running: do not wait for it
         sys.stdout.flush()
         sys.stderr.flush()
@@ -452,8 +488,8 @@ def run_tui(options: RunOptions) -> int:
 
 def describe(err: Gpt2VizError) -> str:
     """The one line the CLI prints for `err`, naming the flag behind a bad setting."""
-    if isinstance(err, SettingError) and err.setting in FLAG_OF_SETTING:
-        return setting_message(FLAG_OF_SETTING[err.setting], err.problem)
+    if isinstance(err, SettingError):
+        return err.naming(FLAG_OF_SETTING.get(err.setting, err.setting))
     return str(err)
 
 
@@ -472,15 +508,21 @@ def keys_from_the_terminal() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     try:
+        check_catalogs()  # a broken install says so at once, rather than mixing languages
         options = parse_args(argv)
+        if options.verify:
+            return run_verify(options)
         if options.json_path is not None:
             return run_headless(options)
         return run_tui(options)
     except Gpt2VizError as err:
-        say(_("error: {message}").format(message=describe(err)))
+        tell(_("error: {message}").format(message=describe(err)))
+        return err.exit_code
+    except MissingCatalog as err:  # no catalog to say it in: English, as the error is
+        tell(f"error: {err}")
         return err.exit_code
     except KeyboardInterrupt:
-        say(_("interrupted; nothing was written"))
+        tell(_("interrupted; nothing was written"))
         return 130
     except BrokenPipeError:
         # The reader of stdout went away (e.g. `| head`); not an error worth a traceback.
@@ -489,7 +531,7 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             return 1
     except Exception as err:  # a bug: one line here, the traceback in the log it names
-        say(_("error: {message}").format(message=unexpected_error_line(err)))
+        tell(_("error: {message}").format(message=unexpected_error_line(err)))
         return 1
 
 

@@ -3,7 +3,8 @@
 The core says what is wrong in its own words ("temperature must be a number >= 0"); only the
 command line knows its flags, and it names them when it reports an error (see `SettingError`).
 Messages are translated where they are raised (`_()` with named placeholders), so an error is
-read in the language that was current then.
+read in the language that was current then; an error that a front end words again (a setting, a
+file) keeps its msgid and parameters, as a notice does, and is translated where it is shown.
 """
 
 from .i18n import _
@@ -23,18 +24,21 @@ class UsageError(Gpt2VizError):
 
 class SettingError(UsageError):
     """A setting the core cannot use. `setting` names it the way the core does ("temperature",
-    "top_k", "dtype"), and `problem` says what is wrong with its value, so each front end can
-    name the setting its own way: the CLI by its flag, the settings form by its field."""
+    "top_k", "dtype"); `message` is the msgid of the whole sentence (marked with N_), `{setting}`
+    where the setting's name goes, and `params` fill its other placeholders:
+    `SettingError("top_k", N_("{setting} must be an integer >= 1, got {value!r}"), value=0)`.
+    Each front end names the setting its own way with `naming`: the CLI by its flag, the
+    settings form by its field; `str()` names it as the core does."""
 
-    def __init__(self, setting: str, problem: str) -> None:
+    def __init__(self, setting: str, message: str, **params: object) -> None:
         self.setting = setting
-        self.problem = problem
-        super().__init__(setting_message(setting, problem))
+        self.message = message
+        self.params = params
+        super().__init__(self.naming(setting))
 
-
-def setting_message(name: str, problem: str) -> str:
-    """A setting's problem as one sentence: `name` (the core's name, a flag, a field) first."""
-    return _("{setting} {problem}").format(setting=name, problem=problem)
+    def naming(self, name: str) -> str:
+        """The sentence in the current language, the setting called `name`."""
+        return _(self.message).format(setting=name, **self.params)
 
 
 class ModelSourceError(Gpt2VizError):
@@ -59,7 +63,19 @@ class WeightsError(ModelSourceError):
 
 
 class OutputError(Gpt2VizError):
-    """A file that cannot be written (the trace, a log)."""
+    """A file that cannot be written (the trace, a log). `message` is the msgid of the whole
+    sentence (marked with N_), `{path}` where the file goes, `params` its other placeholders; the
+    CLI names the flag that chose the file with `naming`: '--json out.json: is a directory'."""
+
+    def __init__(self, message: str, path: object, **params: object) -> None:
+        self.message = message
+        self.path = str(path)
+        self.params = params
+        super().__init__(self.naming(self.path))
+
+    def naming(self, where: str) -> str:
+        """The sentence in the current language, the file called `where`."""
+        return _(self.message).format(path=where, **self.params)
 
 
 def notice(code: str, **params: object) -> dict:

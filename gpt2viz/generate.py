@@ -15,7 +15,7 @@ from typing import Callable
 import torch
 
 from .errors import SettingError
-from .i18n import _
+from .i18n import N_, count
 from .model.gpt2 import GPT2
 from .model.kv_cache import KVCache
 
@@ -37,12 +37,12 @@ class SamplingSettings:
     def __post_init__(self) -> None:
         t = self.temperature
         if isinstance(t, bool) or not isinstance(t, (int, float)) or math.isnan(t) or t < 0 or math.isinf(t):
-            raise SettingError("temperature", _("must be a number >= 0, got {value!r}").format(value=t))
+            raise SettingError("temperature", N_("{setting} must be a number >= 0, got {value!r}"), value=t)
         if self.top_k is not None and (isinstance(self.top_k, bool) or not isinstance(self.top_k, int) or self.top_k < 1):
-            raise SettingError("top_k", _("must be an integer >= 1, got {value!r}").format(value=self.top_k))
+            raise SettingError("top_k", N_("{setting} must be an integer >= 1, got {value!r}"), value=self.top_k)
         p = self.top_p
         if p is not None and (isinstance(p, bool) or not isinstance(p, (int, float)) or math.isnan(p) or not 0 < p <= 1):
-            raise SettingError("top_p", _("must be in (0, 1], got {value!r}").format(value=p))
+            raise SettingError("top_p", N_("{setting} must be in (0, 1], got {value!r}"), value=p)
 
     @property
     def greedy(self) -> bool:
@@ -174,13 +174,15 @@ def check_request(model: GPT2, prompt_ids: list[int], max_new_tokens: int) -> No
     """Refuses a generation that cannot run: a bad number of new tokens, an empty prompt, or one
     longer than the context."""
     if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 0:
-        raise SettingError("max_new_tokens", _("must be an integer >= 0, got {value!r}").format(value=max_new_tokens))
+        raise SettingError("max_new_tokens", N_("{setting} must be an integer >= 0, got {value!r}"), value=max_new_tokens)
     if not prompt_ids:
-        raise SettingError("prompt", _("needs at least one token to generate from"))
+        raise SettingError("prompt", N_("{setting} needs at least one token to generate from"))
     if len(prompt_ids) > model.config.n_ctx:
         raise SettingError(
             "prompt",
-            _("has {tokens} tokens; the context holds {n_ctx}").format(tokens=len(prompt_ids), n_ctx=model.config.n_ctx),
+            N_("{setting} has {tokens} tokens; the context holds {n_ctx}"),
+            tokens=count(len(prompt_ids)),
+            n_ctx=count(model.config.n_ctx),
         )
 
 

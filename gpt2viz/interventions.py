@@ -133,3 +133,24 @@ def applied(hooks: Hooks, ablations: list[Ablation] | tuple[Ablation, ...]) -> I
             for name, edit in ablation.edits():
                 stack.enter_context(hooks.subscribe(name, edit))
         yield
+
+
+@dataclass(frozen=True)
+class PredictionChange:
+    """One candidate next token, before and after the ablations."""
+
+    token_id: int
+    before: float  # probability without the ablations
+    after: float  # with them
+
+
+@torch.inference_mode()
+def prediction_changes(lm, ids: list[int], ablations, k: int = 5) -> list[PredictionChange]:
+    """The next-token probabilities at the last position without and with `ablations`, for the
+    top `k` tokens of either run (the edited run's first), so nothing that rose or fell is missed."""
+    batch = torch.tensor([ids], device=lm.model.device)
+    before = torch.softmax(lm.model(batch, last_only=True)[0][0, -1].double(), dim=-1)
+    with applied(lm.hooks, ablations):
+        after = torch.softmax(lm.model(batch, last_only=True)[0][0, -1].double(), dim=-1)
+    tokens = list(dict.fromkeys(torch.topk(after, k).indices.tolist() + torch.topk(before, k).indices.tolist()))
+    return [PredictionChange(t, float(before[t]), float(after[t])) for t in tokens]

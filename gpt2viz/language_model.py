@@ -14,7 +14,7 @@ import torch
 
 from .batch import BatchResult, generate_batch, generate_prompts
 from .errors import SettingError
-from .i18n import _
+from .i18n import N_
 from .generate import GenerationResult, SamplingSettings, generate
 from .hooks import Hooks
 from .model.config import GPT2Config
@@ -141,7 +141,7 @@ class LanguageModel:
         with an attention mask, row r sampling with seed + r; see `gpt2viz.batch.generate_prompts`."""
         if not isinstance(prompts, list):
             raise SettingError(
-                "prompts", _("must be a list of texts or id lists, got {type}").format(type=type(prompts).__name__)
+                "prompts", N_("{setting} must be a list of texts or id lists, got {type}"), type=type(prompts).__name__
             )
         return generate_prompts(
             self.model,

@@ -33,6 +33,7 @@ class RunOptions:
     sequences: int = 1  # continuations decoded together (--json only)
     batch_prompts: tuple[str, ...] = ()  # more prompts decoded together with the prompt (--json only)
     cost_lab: bool = False  # also run the cost lab's experiments (--json only)
+    verify: bool = False  # compare with transformers and exit (--verify)
     ablations: tuple = ()  # gpt2viz.interventions.Ablation: parts switched off (--json only)
 
     def sampling(self) -> SamplingSettings:

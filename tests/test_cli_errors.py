@@ -209,7 +209,7 @@ def test_unwritable_output_paths(tmp_path, tiny_dir):
     for target, needle in [
         (tmp_path / "no" / "dir" / "t.json", "--json"),
         (a_file / "t.json", "--json"),
-        (tmp_path, "is a directory"),
+        (tmp_path, f"gpt2viz: error: --json {tmp_path}: is a directory"),  # the flag, then the whole sentence
     ]:
         code, stderr, _ = gpt2viz(PROMPT, "--model", str(tiny_dir), "--json", str(target))
         assert code == 1, target

@@ -156,8 +156,11 @@ def test_core_errors_are_said_in_the_language_and_only_the_cli_names_flags(cli):
     set_language("zh")
     with pytest.raises(SettingError) as err:
         SamplingSettings(top_k=0)
-    assert err.value.setting == "top_k" and err.value.problem == "必须是 >= 1 的整数，实际为 0"
-    assert "--" not in str(err.value)
+    assert err.value.setting == "top_k" and str(err.value) == "top_k 必须是 >= 1 的整数，实际为 0"
+    assert err.value.naming("top-k") == "top-k 必须是 >= 1 的整数，实际为 0"  # said when shown, by any name
+    set_language("en")
+    assert err.value.naming("--top-k") == "--top-k must be an integer >= 1, got 0"
+    set_language("zh")
     code, stderr, _ = cli("--lang", "zh", "--top-k", "0", "--json", "-")
     assert code == 2 and stderr == "gpt2viz: 错误：--top-k 必须是 >= 1 的整数，实际为 0\n"
 
@@ -208,7 +211,7 @@ def test_the_json_is_the_same_bytes_in_every_language_and_its_notices_are_said_i
     assert "gpt2viz: wrote the trace of 1 token to stdout in " in runs["en", False][0]  # one token, not "tokens"
     assert "gpt2viz: 提示词为空，所以模型从 <|endoftext|>（id 50256）开始" in runs["zh", False][0]
     assert f"gpt2viz: 提示词有 300 个 token；上下文只放得下最后 {n_ctx} 个，只用这些" in runs["zh", True][0]
-    assert f"gpt2viz: 已把 {n_ctx} 个 token 的 trace 写入 标准输出" in runs["zh", True][0]
+    assert f"gpt2viz: 已把 {n_ctx} 个 token 的 trace 写到标准输出，" in runs["zh", True][0]  # no space before a Chinese word
 
 
 def test_every_notice_is_said_in_both_languages():
@@ -278,3 +281,43 @@ def test_notices_that_do_not_fit_the_format_are_refused_by_gpt2viz_and_the_schem
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate(bad, schema)
 
+
+
+def test_an_unwritable_trace_is_one_sentence_naming_the_flag(tmp_path):
+    """The writer says '{path}: is a directory'; the command line puts its flag where the path
+    goes, in either language, without gluing words around the message."""
+    from gpt2viz.errors import OutputError
+    from gpt2viz.trace.jsonio import write_atomic
+
+    with pytest.raises(OutputError) as err:
+        write_atomic(tmp_path, "{}")
+    assert str(err.value) == f"{tmp_path}: is a directory"
+    set_language("zh")
+    assert err.value.naming(f"--json {tmp_path}") == f"--json {tmp_path}：这是一个目录"
+
+
+CORE_ERRORS = {"SettingError": "{setting}", "OutputError": "{path}"}
+
+
+def test_errors_a_front_end_words_again_carry_a_whole_msgid():
+    """Every SettingError and OutputError is raised with a msgid (N_) of the whole sentence, with
+    the placeholder where the front end puts the setting's or the file's name: never with text
+    translated and formatted already, which the CLI could only glue its flag to."""
+    import ast
+
+    root = Path(__file__).resolve().parents[1] / "gpt2viz"
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        tree = ast.parse(path.read_text("utf-8"))
+        # Module constants holding a msgid: UNSUPPORTED = N_("...")
+        constants = {t.id: a.value for a in tree.body if isinstance(a, ast.Assign) for t in a.targets if isinstance(t, ast.Name)}
+        for node in ast.walk(tree):
+            name = getattr(node.func, "id", None) if isinstance(node, ast.Call) else None
+            if name not in CORE_ERRORS or not node.args or (name == "OutputError" and path.name == "cli.py"):
+                continue
+            message = node.args[1] if name == "SettingError" else node.args[0]
+            message = constants.get(message.id, message) if isinstance(message, ast.Name) else message
+            found.append(path.name)
+            is_msgid = isinstance(message, ast.Call) and getattr(message.func, "id", None) == "N_"
+            assert is_msgid and CORE_ERRORS[name] in message.args[0].value, f"{path.name}:{node.lineno}"
+    assert {"generate.py", "batch.py", "precision.py", "placement.py", "jsonio.py"} <= set(found)

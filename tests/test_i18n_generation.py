@@ -104,8 +104,8 @@ def test_every_step_of_a_recorded_generation_in_chinese(recorded):
             said_in_both(lambda: "\n".join(step_flow(f, variant, i)), allowed)
             said_in_both(lambda: step_text(f, variant, i), allowed)
             said_in_both(lambda: choice_text(variant, i), allowed)
-            said_in_both(lambda: kv_text(f, variant, i), allowed)
-            said_in_both(lambda: bandwidth_text(f, variant, i), allowed)
+            said_in_both(lambda: kv_text(f, variant, i, "c"), allowed)
+            said_in_both(lambda: bandwidth_text(f, variant, i, "c"), allowed)
             said_in_both(lambda: "\n".join(kv_formula(f, f.T + i, 36)), allowed)
 
 
@@ -165,7 +165,10 @@ def test_every_bound_in_chinese(ms, stream):
 def test_settings_form_messages_in_chinese():
     bad = {"new-tokens": "0", "temperature": "-1", "top-k": "0", "top-p": "1.5", "seed": "q"}
     english, chinese = said_in_both(lambda: "\n".join(parse_settings(bad, True, True)[1].values()), {"q"})
-    assert "top-k must be an integer >= 1, got 0" in english and "seed must be a whole number, got 'q'" in english
+    assert "top-k must be an integer >= 1, got 0" in english and "seed must be an integer, got 'q'" in english
+    # The form's own checks say what the core says, in the same words (one msgid a sentence).
+    assert "new tokens must be an integer >= 1, got '0'" in english
+    assert "top-k 必须是 >= 1 的整数，实际为 0" in chinese
     for temperature in ("", "0", "x"):
         values = {"new-tokens": "1", "temperature": temperature}
         said_in_both(lambda: "\n".join(parse_settings(values, True, True)[1].values()), {"x"})
@@ -191,3 +194,28 @@ def test_english_plurals_of_one():
     assert "so it reads the 1 token written before again too" in step_text(f, resumed, 1)
     longer = replace(decode, steps=[step, step, dict(step, context_length=3)])
     assert "2 positions are already in the cache" in step_text(f, longer, 2)
+    # A one-token prompt's prefill and full pass: one id goes in, not "1 ids".
+    assert "1 id, [1, 1], at position 0. Each of the 7 layers writes its keys" in step_text(f, gen, 0)
+    full = replace(gen, settings=replace(gen.settings, use_cache=False), steps=[dict(step, used_cache=False)])
+    assert "here its 1 id, [1, 1], goes through" in step_text(f, full, 0)
+    assert "1 ids" not in step_text(f, full, 0) and "1 ids" not in step_text(f, gen, 0)
+
+
+def test_the_chosen_token_and_its_id_are_written_by_each_language(recorded):
+    """The token and its id are separate facts: each language writes the parentheses its way."""
+    trace, f, gen = recorded
+    english, chinese = said_in_both(lambda: choice_text(gen, 3), allowed_words(trace, gen))
+    step = gen.steps[3]
+    assert f"'{step['text']}' (id {step['id']})" in english
+    assert f"'{step['text']}'（id {step['id']}）" in chinese and "(id" not in chinese
+
+
+def test_counts_have_thousands_separators(recorded):
+    """Every count the view says goes through count(): positions, ids, keys."""
+    trace, f, gen = recorded
+    assert "× 1,024 positions ×" in " ".join(kv_formula(f, 1024))
+    long_step = dict(gen.steps[0], context_length=1500, used_cache=True)
+    long = replace(gen, steps=[gen.steps[0], long_step])
+    text = step_text(f, long, 1)
+    assert "1,499 positions are already in the cache" in text and "all 1,500 keys" in text
+    assert "(1,499 + 1 new)" in "\n".join(step_flow(f, long, 1))

@@ -273,3 +273,19 @@ def test_the_mlp_stage_records_each_top_neuron_as_a_key_value_memory(tiny_lm):
         assert neuron["value"] == pytest.approx(float(torch.nn.functional.gelu(torch.tensor(pre), approximate="tanh")), abs=1e-4)
         writes = neuron["value"] * (mlp.c_proj.weight[n] @ wte.T)
         assert [t["id"] for t in neuron["promotes"]] == torch.topk(writes, 3).indices.tolist()
+
+
+def test_prediction_changes_cover_both_runs_top_tokens(tiny_lm):
+    from gpt2viz.interventions import prediction_changes
+
+    ids = tiny_lm.tokenizer.encode(PROMPT)
+    ablations = [Ablation("block", 0)]
+    changes = prediction_changes(tiny_lm, ids, ablations, k=3)
+    plain, _cache = tiny_lm.model(torch.tensor([ids]))
+    edited = ablated_logits(tiny_lm, ids, ablations)
+    p_before, p_after = torch.softmax(plain[0, -1].double(), -1), torch.softmax(edited[0, -1].double(), -1)
+    assert [c.token_id for c in changes[:3]] == torch.topk(p_after, 3).indices.tolist()
+    assert set(torch.topk(p_before, 3).indices.tolist()) <= {c.token_id for c in changes}
+    for c in changes:
+        assert c.before == pytest.approx(float(p_before[c.token_id]), abs=1e-9)
+        assert c.after == pytest.approx(float(p_after[c.token_id]), abs=1e-9)

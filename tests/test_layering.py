@@ -57,10 +57,21 @@ def test_only_the_entry_points_import_the_cli():
 
 
 def test_the_core_imports_nothing_above_it():
+    """The model, the hooks, and what they use to speak: the errors and the translations."""
     above = ("gpt2viz.generate", "gpt2viz.language_model", "gpt2viz.trace", "gpt2viz.tui", "gpt2viz.cli", "gpt2viz.options")
+    g = graph()
+    core = [mod for mod in g if mod.startswith(("gpt2viz.model", "gpt2viz.i18n")) or mod in ("gpt2viz.hooks", "gpt2viz.errors")]
+    assert {"gpt2viz.errors", "gpt2viz.i18n", "gpt2viz.i18n.catalog", "gpt2viz.hooks"} <= set(core)
+    for mod in core:
+        bad = sorted(d for d in g[mod] if d.startswith(above))
+        assert not bad, f"{mod} imports {bad}"
+
+
+def test_translations_import_nothing_of_gpt2viz_but_themselves():
+    """gpt2viz.i18n is below everything, the errors and the core included."""
     for mod, deps in graph().items():
-        if mod.startswith("gpt2viz.model") or mod == "gpt2viz.hooks":
-            bad = sorted(d for d in deps if d.startswith(above))
+        if mod.startswith("gpt2viz.i18n"):
+            bad = sorted(d for d in deps if not d.startswith("gpt2viz.i18n"))
             assert not bad, f"{mod} imports {bad}"
 
 

@@ -165,6 +165,6 @@ def test_a_trace_in_int8_measures_itself_against_float32(tmp_path, tiny_dir):
     jsonschema.validate(doc, json.loads((Path(__file__).parents[1] / "docs" / "trace.schema.json").read_text(encoding="utf-8")))
     back = load(path)
     assert back.quality == q
-    text = narrate(back, Stage("lm_head")).text
+    text = narrate(back, Stage("lm_head"), generate_key="g").text
     assert "stores its weights in int8" in text and f"same at {round(q['top1_agreement'] * q['positions'])} of" in text
     assert trace_prompt(gpt2viz.load_model(str(tiny_dir)), PROMPT, quality=True).quality is None  # float32: nothing to compare

@@ -1,38 +1,56 @@
-"""Finding English left in a Chinese screen: Latin words that are not technical terms.
+"""Finding English left in a Chinese screen: Latin words that are not technical terms or code.
 
-The terms the tutorials keep in Latin letters (../shared/GLOSSARY-zh.md), code and hook names,
-units, key names, and the run's own text (the prompt, token texts, model names) are allowed; any
-other Latin word on a zh screen is an untranslated sentence or label.
+Allowed in Latin letters: the terms the tutorials keep in Latin letters (../shared/GLOSSARY-zh.md),
+names (formats, devices, libraries, file formats), units, the names Textual gives keys, code (a
+word written against a dot, an underscore, a bracket, `=`, `@` or `|`, as in `ln_f(x)`,
+`scores [1, 4, 5, 5]`, `L3.heads`, `<|endoftext|>`), and the run's own text (the prompt, token
+texts, model names). Any other Latin word on a zh screen is an untranslated sentence or label:
+"head", "cache" or "pattern" alone too (the Chinese says 头, 缓存, 注意力权重), and "n/a".
 """
 
 from __future__ import annotations
 
 import re
 
-# The glossary's Latin terms, formula and code words, units, key names (lowercase).
-ALLOWED = set(
-    """
-    token tokens bpe logits logit softmax layernorm pre-norm gelu gelu_new mlp ffn kv cache kv-cache
-    prefill decode top-k top-p topk topp q k v qk qkv wte wpe c_attn c_proj c_fc ln ln_1 ln_2 ln_f lm head
-    lens logit-lens float32 bfloat16 float16 int8 fp32 fp16 bf16 ttft tpot gb mb kb kib mib gib b s ms us µs
-    ns gflop flop flops tflop eos endoftext utf id ids gpt gpt2 gpt2viz gpt-2 hook resid attn blocks
-    pre mid post z pattern scores x y w h d l t c n nh hd e dk dv max min mean var std sqrt exp log sum eps
-    argmax tanh erf gelu cdf ctrl shift esc escape tab enter space home end pgup pgdn pageup pagedown
-    alt f1 f2 tiny cpu cuda mps json nan inf n/a textual python pytorch torch huggingface hub transformers
-    safetensors config gb/s lm_head ln_final mlp_out attn_out bos unk ok vs a
-    trace
-    split concat tril diagonal kl
-    """.split()
-)
+# Terms of several words, allowed as a whole only ("KV cache", but not "cache" on its own).
+PHRASES = ("kv cache", "kv-cache", "lm head", "logit lens", "hugging face hub", "hugging face")
+
+# Single Latin words allowed in Chinese text, lowercase, by kind.
+GLOSSARY = """
+    token tokens bpe logit logits softmax layernorm pre-norm gelu mlp ffn kv prefill decode
+    top-k top-p qk qkv wte wpe eos ttft tpot id ids kl
+"""
+FORMULA = "argmax tanh erf ln"  # functions a sentence names as the formula writes them
+NAMES = """
+    trace json utf tiny gpt gpt2viz cpu cuda mps fbgemm python pytorch torch transformers textual nan inf
+"""  # trace: the file format gpt2viz writes, named so in Chinese too; tiny: the bundled model
+UNITS = "b s ms us µs ns kb mb gb kib mib gib gb/s flop flops gflop tflop gflop/s tokens/s"
+KEYS = "esc tab home end pgup pgdn space shift ctrl"  # how Textual shows keys (footer, help, sentences)
+
+ALLOWED = {word for words in (GLOSSARY, FORMULA, NAMES, UNITS, KEYS) for word in words.split()}
+
+WORD = re.compile(r"[A-Za-z][A-Za-z0-9_'\-/]*")
+# Code: a word written against a dot, an underscore, '=', '|', a bracket after it, a colon or a call's
+# bracket before it (":mean", "softmax(scores"), a shape after it ("q [1, 4, 5, 16]"), or before a
+# matrix product ("pattern @ v").
+CODE_BEFORE = re.compile(r"(?:[._|<:]|\w[(\[])$")  # an argument: softmax(scores
+CODE_AFTER = re.compile(r"^(?:[._()\[\]=|]| ?\[\d| @ )")
 
 
 def english_words(text: str, also_allowed: set[str] = frozenset()) -> list[str]:
-    """The Latin words of `text` that are neither allowed terms nor in `also_allowed` (the run's
-    prompt and token texts, lowercased). Words with digits or underscores are code."""
+    """The Latin words of `text` that are neither allowed terms nor code nor in `also_allowed` (the
+    run's prompt and token texts, lowercased). A word with a digit is code ('float32', 'L3H5');
+    a single letter is a variable or a key ('x', 'g'); 'n/a' is a word."""
+    for phrase in PHRASES:  # (a line may break inside one)
+        text = re.sub(r"\s+".join(map(re.escape, phrase.split())), " ", text, flags=re.IGNORECASE)
     found = []
-    for word in re.findall(r"[A-Za-z][A-Za-z0-9_'\-]*", text):
-        w = word.lower().strip("'-")
-        if len(w) < 2 or w in ALLOWED or w in also_allowed or "_" in w or any(ch.isdigit() for ch in w):
+    for match in WORD.finditer(text):
+        word = match.group(0).rstrip("/'-")
+        w = word.lower()
+        before, after = text[max(0, match.start() - 2) : match.start()], text[match.end() : match.end() + 3]
+        if len(w) < 2 or w in ALLOWED or w in also_allowed or any(ch.isdigit() for ch in w):
+            continue
+        if "_" in w or CODE_BEFORE.search(before) or CODE_AFTER.match(after):
             continue
         found.append(word)
     return found
@@ -46,6 +64,7 @@ def run_words(trace) -> set[str]:
     """The words of a run's own text: its prompt, the model's name and every token text the trace
     holds (tokens, top tokens, generated and sampled ones), with their prefixes, since a narrow
     column shows a token cut short ('mea…'). Lowercased."""
+    trace.resolve_all()  # parts worked out on first read (top tokens, the MLP's neurons) included
     texts = [trace.prompt]
 
     def walk(value, key: str | None = None) -> None:

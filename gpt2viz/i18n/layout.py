@@ -33,7 +33,9 @@ def wrap_wide(text: str, width: int) -> str:
 
 def wrap_lines(paragraph: str, width: int) -> list[str]:
     """One paragraph in lines of at most `width` cells, broken at spaces and between wide
-    characters; a word wider than a line is folded."""
+    characters; a word wider than a line is folded. A line always takes at least one character,
+    so a width narrower than a character (0, or 1 for a Chinese one) still ends."""
+    width = max(1, width)
     # Units that a line may break between: a wide character, or a run of narrow ones (a word,
     # a number, a shape), each with the spaces after it.
     units: list[str] = []
@@ -50,13 +52,13 @@ def wrap_lines(paragraph: str, width: int) -> list[str]:
             units.append(piece)
     lines, line = [], ""
     for unit in units:
-        if line and cell_len((line + unit).rstrip()) > width:
+        if line.strip() and cell_len((line + unit).rstrip()) > width:
             lines.append(line.rstrip())
             line = unit.lstrip()
         else:
             line += unit
         while cell_len(line.rstrip()) > width:  # one unit wider than the line: folded
-            first, *_rest = chop_cells(line, width)
+            first = chop_cells(line, width)[0] or line[0]  # '' when one character is wider than the line
             lines.append(first)
-            line = line[len(first) :]
+            line = line[len(first) :].lstrip()
     return [*lines, line.rstrip()]

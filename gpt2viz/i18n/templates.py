@@ -41,6 +41,19 @@ def say(key: str, /, **facts: object) -> str:
     return text.format_map(facts)
 
 
+def sentences(*parts: str) -> str:
+    """Whole sentences read as one paragraph, in the current language's way (a space after each
+    full stop in English, nothing after a Chinese one); empty parts are left out."""
+    return say("sentences.gap").join(part for part in parts if part)
+
+
+def plural(key: str, n: int) -> str:
+    """The key of the template for a count `n`: `key.one` for 1, else `key.other`. A sentence whose
+    words bend with a count (is/are, its/their) is written whole for each form, and the count picks
+    one; every language has both keys (Chinese writes them alike)."""
+    return f"{key}.one" if n == 1 else f"{key}.other"
+
+
 def placeholders(text: str) -> set[str]:
     """The named placeholders of a template: {'n', 'token'} for 'token {token} at {n}'."""
     return {name for _, name, _, _ in string.Formatter().parse(text) if name}

@@ -36,7 +36,7 @@ import torch
 import torch.nn.functional as F
 
 from ..errors import SettingError
-from ..i18n import _
+from ..i18n import N_
 from .layers import Conv1D, Layer, TiedLMHead
 
 FLOAT16_FEW_ROWS = 8  # float16 products of at most this many rows use float16 kernels
@@ -64,6 +64,8 @@ PRECISIONS = {
     "float16": Precision("float16", torch.float32, torch.float16),
     "int8": Precision("int8", torch.float32, torch.float32),
 }
+# A name or torch dtype that is no format here ({value}: 'float64', or torch.float64 as it is).
+UNSUPPORTED = N_("{setting} {value} is not supported (choose float32, bfloat16, float16 or int8)")
 ALIASES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16", "half": "float16", "qint8": "int8"}
 
 
@@ -75,15 +77,11 @@ def parse_precision(name: str | torch.dtype | Precision) -> Precision:
         for precision in PRECISIONS.values():
             if precision.compute_dtype == name and not precision.quantized:
                 return precision
-        raise SettingError(
-            "dtype", _("{name} is not supported (choose float32, bfloat16, float16 or int8)").format(name=name)
-        )
+        raise SettingError("dtype", UNSUPPORTED, value=str(name))
     key = str(name).lower()
     precision = PRECISIONS.get(ALIASES.get(key, key))
     if precision is None:
-        raise SettingError(
-            "dtype", _("{name!r} is not supported (choose float32, bfloat16, float16 or int8)").format(name=name)
-        )
+        raise SettingError("dtype", UNSUPPORTED, value=repr(name))
     return precision
 
 
@@ -215,7 +213,7 @@ def apply_precision(model, precision: Precision) -> None:
     if precision.name == "float32":
         return
     if precision.quantized and model.device.type != "cpu":
-        raise SettingError("dtype", _("int8 runs on the CPU only (fbgemm)"))
+        raise SettingError("dtype", N_("{setting} int8 runs on the CPU only (fbgemm)"))
     dtype = precision.compute_dtype
     for parent, name, conv in _conv1d_layers(model):
         if precision.quantized:

@@ -19,6 +19,7 @@ from ..i18n import _
 BUNDLED = "tiny"
 DEFAULT_HUB_MODEL = "gpt2"
 HUB_TIMEOUT_S = 3.0
+DOWNLOAD_PIECE = 256 * 1024  # bytes the client reads (and reports) at a time
 HUB_FILES = [
     "config.json",
     "model.safetensors",
@@ -160,6 +161,11 @@ def _download(
     # The client logs each retry ("Trying to resume download...") on stderr; gpt2viz says what
     # happened in one line of its own.
     hub_logging.set_verbosity_error()
+    # It reads (and reports, and can resume after a dropped connection from) 10 MB at a time:
+    # a bar that moves every few seconds on a slow line. 256 KiB pieces cost nothing measurable.
+    from huggingface_hub import constants
+
+    constants.DOWNLOAD_CHUNK_SIZE = min(constants.DOWNLOAD_CHUNK_SIZE, DOWNLOAD_PIECE)
 
     # Sizes first (one metadata request per file), so that the total is known from the start.
     sizes = {f: hf_hub_download(repo_id, f, dry_run=True) for f in files}

@@ -46,7 +46,7 @@ def write_atomic(path: Path, text: str) -> None:
     if path.is_symlink():
         path = Path(os.path.realpath(path))
     if path.is_dir():
-        raise OutputError(_("{path}: is a directory").format(path=path))
+        raise OutputError(N_("{path}: is a directory"), path)
     if path.exists() and not path.is_file():
         _write_stream(path, text)
         return
@@ -54,7 +54,7 @@ def write_atomic(path: Path, text: str) -> None:
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
     except OSError as err:
-        raise OutputError(_("{path}: cannot write there ({error})").format(path=path, error=err.strerror)) from None
+        raise OutputError(N_("{path}: cannot write there ({error})"), path, error=err.strerror) from None
     try:
         os.fchmod(fd, _mode_for(path))  # mkstemp makes 0600; a trace is an ordinary file
         with os.fdopen(fd, "w", encoding="utf-8") as f:
@@ -69,7 +69,7 @@ def write_atomic(path: Path, text: str) -> None:
             pass
         if isinstance(err, OSError):
             raise OutputError(
-                _("{path}: write failed ({error}); nothing was written").format(path=path, error=err.strerror or err)
+                N_("{path}: write failed ({error}); nothing was written"), path, error=err.strerror or err
             ) from None
         raise
 
@@ -79,7 +79,7 @@ def _write_stream(path: Path, text: str) -> None:
         with open(path, "w", encoding="utf-8") as f:
             f.write(text)
     except OSError as err:
-        raise OutputError(_("{path}: write failed ({error})").format(path=path, error=err.strerror or err)) from None
+        raise OutputError(N_("{path}: write failed ({error})"), path, error=err.strerror or err) from None
 
 
 def _mode_for(path: Path) -> int:

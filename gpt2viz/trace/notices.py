@@ -13,8 +13,12 @@ those are shown as they are.
 from __future__ import annotations
 
 from ..errors import notice
-from ..i18n import placeholders, say, table
+from ..i18n import count, placeholders, say, table
 from ..i18n.language import DEFAULT
+
+# What docs/trace.schema.json allows a notice to hold: these keys, and scalar parameters.
+NOTICE_KEYS = {"code", "params"}
+PARAM_TYPES = (str, int, float, bool)
 
 __all__ = ["is_notice", "notice", "notice_text"]
 
@@ -29,14 +33,21 @@ def notice_text(item: dict | str) -> str:
 
 def _shown(name: str, value: object) -> object:
     if isinstance(value, int) and not isinstance(value, bool) and not name.endswith("_id"):
-        return f"{value:,}"
+        return count(value)
     return value
 
 
 def is_notice(item: object) -> bool:
-    """Whether `item` is a notice this gpt2viz can say: a known code, with every parameter its
-    template names (a replayed trace is checked with this when it is read, not when shown)."""
-    if not (isinstance(item, dict) and isinstance(item.get("code"), str) and isinstance(item.get("params"), dict)):
+    """Whether `item` is a notice this gpt2viz can say, as strictly as the trace's schema has it:
+    exactly a string `code` (a known one) and `params`, whose values are strings, numbers or
+    booleans and include every parameter the code's template names (a replayed trace is checked
+    with this when it is read, not when shown)."""
+    if not (isinstance(item, dict) and item.keys() == NOTICE_KEYS):
         return False
-    template = table(DEFAULT).get(f"notice.{item['code']}")
-    return template is not None and placeholders(template) <= item["params"].keys()
+    code, params = item["code"], item["params"]
+    if not (isinstance(code, str) and isinstance(params, dict)):
+        return False
+    if not all(isinstance(name, str) and isinstance(value, PARAM_TYPES) for name, value in params.items()):
+        return False
+    template = table(DEFAULT).get(f"notice.{code}")
+    return template is not None and placeholders(template) <= params.keys()

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -24,10 +25,11 @@ from ..i18n import LANGUAGES, N_, _, language, set_language
 from ..options import RunOptions
 from ..process import freeze_startup_objects
 from ..trace import Trace
-from .background import record_pass, reporting, run_detached
+from ..interventions import Ablation, parse_ablations
+from .background import locked, measure_changes, record_pass, reporting, run_detached
 from .generation import GenerationSettings
 from .language import translate_bindings
-from .messages import LoadFailed, LoadProgressed, TraceRecorded
+from .messages import DownloadProgressed, LoadFailed, LoadProgressed, TraceRecorded
 from .screens.cost_lab import CostLabScreen, LabResultChanged
 from .screens.generation import GenerationScreen
 from .screens.help import HelpScreen
@@ -37,6 +39,20 @@ from .screens.step import WIDE, StepScreen
 from .widgets.room_notice import MIN_HEIGHT, MIN_WIDTH
 
 LOAD_STEPS = 3
+
+
+def throttled(report, interval_s: float = 0.1):
+    """`report` called at most every `interval_s` (a download reports every 10 MB chunk's pieces),
+    and always for a file's last bytes."""
+    last = [0.0]
+
+    def call(progress) -> None:
+        now = time.monotonic()
+        if now - last[0] >= interval_s or progress.file_done >= progress.file_total:
+            last[0] = now
+            report(progress)
+
+    return call
 
 
 class Gpt2VizApp(App[int]):
@@ -52,6 +68,8 @@ class Gpt2VizApp(App[int]):
         # Out of the footers (full at 80 columns): the side panel and the cost panel name it.
         Binding("m", "cost_lab", N_("cost lab"), id="cost-lab", show=False,
                 tooltip=N_("Measure what inference costs here: cache, batch size, number formats")),
+        Binding("w", "attribution", N_("which parts"), id="attribution", show=False,
+                tooltip=N_("Which parts wrote the answer: direct logit attribution and activation patching")),
         # The description names the other language, in that language, so a reader of either finds it.
         # Out of the footers too (the help and the palette list it).
         Binding("L", "switch_language", N_("中文"), id="switch-language", show=False,
@@ -72,6 +90,9 @@ class Gpt2VizApp(App[int]):
         self.exit_code = 0
         self.generation_settings = GenerationSettings.from_options(self.options)
         self._generate_after_load = False  # a reload for another number format returns to generation
+        self.ablations: list[Ablation] = []  # parts of the model switched off (what if), in order
+        self.verification = None  # gpt2viz.verify.Verification, once checked from the palette
+        self.changes: list[dict] | None = None  # what they did to the prediction (TraceRecorded)
         self.lab_result = None  # what the cost lab measured (or a replayed trace recorded)
         if trace is not None and trace.cost_lab is not None:
             from ..cost_lab import LabResult
@@ -119,12 +140,21 @@ class Gpt2VizApp(App[int]):
                 from .. import load_model
 
                 source = reload_from if reload_from is not None else options.model
-                lm = run_detached(lambda: load_model(source, device=options.device, dtype=options.dtype), cancelled)
+                report = throttled(lambda p: self.post_message(DownloadProgressed(p)))
+                lm = run_detached(
+                    lambda: load_model(source, device=options.device, dtype=options.dtype, progress=report), cancelled
+                )
                 self.lm = lm
             self.post_message(LoadProgressed(2, LOAD_STEPS, _("Running the forward pass of {model}").format(model=lm.name)))
-            trace = record_pass(lm, prompt, options.topk_logits, cancelled)
+            ablations = tuple(self.ablations)
+            trace = record_pass(lm, prompt, options.topk_logits, cancelled, ablations=ablations)
+            changes = measure_changes(lm, trace.token_ids, ablations, cancelled) if ablations else None
             self.post_message(LoadProgressed(3, LOAD_STEPS, _("Drawing")))
-            self.post_message(TraceRecorded(trace))
+            self.post_message(TraceRecorded(trace, changes))
+
+    def on_download_progressed(self, message: DownloadProgressed) -> None:
+        if isinstance(self.screen, LoadingScreen):
+            self.screen.download(message.progress)
 
     def on_load_progressed(self, message: LoadProgressed) -> None:
         if isinstance(self.screen, LoadingScreen):
@@ -133,6 +163,7 @@ class Gpt2VizApp(App[int]):
     def on_trace_recorded(self, message: TraceRecorded) -> None:
         self.trace = message.trace
         self.prompt = message.trace.prompt
+        self.changes = message.changes
         if isinstance(self.screen, LoadingScreen):
             self.pop_screen()
         steps = [s for s in self.screen_stack if isinstance(s, StepScreen)]
@@ -155,11 +186,59 @@ class Gpt2VizApp(App[int]):
             self.notify(message.text, title=_("The run failed"), severity="error", markup=False)
 
     def cancel_run(self) -> None:
-        """Stops a re-run and goes back to the trace on screen."""
+        """Stops a re-run and goes back to the trace on screen (and the parts switched off in it)."""
         self._generate_after_load = False
         self.workers.cancel_group(self, "forward")
+        if self.trace is not None:
+            self.ablations = parse_ablations(self.trace.interventions)
         if isinstance(self.screen, LoadingScreen):
             self.pop_screen()
+
+    # -- parity, checked on the user's checkpoint ------------------------------------------------
+    @work(thread=True, exclusive=True, group="verify", exit_on_error=False)
+    def check_against_transformers(self) -> None:
+        """gpt2viz against transformers on this prompt (gpt2viz.verify); the header shows the result."""
+        from ..verify import verify
+
+        worker = get_current_worker()
+        lm, ids = self.lm, self.trace.all_token_ids
+        self.call_from_thread(self.notify, _("Checking against transformers…"), timeout=3)
+        with reporting(lambda text, code: self.call_from_thread(self.notify, text, severity="error", markup=False)):
+            result = run_detached(locked(lambda: verify(lm, ids)), lambda: worker.is_cancelled)
+            self.call_from_thread(self._show_verification, result)
+
+    def _show_verification(self, result) -> None:
+        self.verification = result
+        text = _("max |Δlogit| {diff} · top-1 agreement {agree} of {positions} · greedy {n} tokens: {same}").format(
+            diff=f"{result.max_abs_diff:.1e}", agree=result.top1_agree, positions=result.positions, n=len(result.ours),
+            same=_("the same") if result.ours == result.theirs else _("different"),
+        )
+        title = _("The same model as transformers") if result.ok else _("NOT the same model as transformers")
+        self.notify(text, title=title, severity="information" if result.ok else "error", timeout=8)
+        for screen in self.screen_stack:
+            redraw = getattr(screen, "redraw_language", None)  # redraws the header with the result
+            if redraw is not None:
+                redraw()
+
+    # -- what if: parts of the model switched off -------------------------------------------
+    def add_intervention(self, ablation: Ablation) -> None:
+        """Records the prompt's pass again with `ablation` switched off too."""
+        self._rerun([*self.ablations, ablation])
+
+    def action_undo_intervention(self) -> None:
+        if self.ablations:
+            self._rerun(self.ablations[:-1])
+
+    def action_clear_interventions(self) -> None:
+        if self.ablations:
+            self._rerun([])
+
+    def _rerun(self, ablations: list[Ablation]) -> None:
+        if self.lm is None:
+            return
+        self.ablations = list(ablations)
+        self.push_screen(LoadingScreen(self.lm.name, self.prompt, can_cancel=True))
+        self.run_forward(self.prompt)
 
     # -- actions ---------------------------------------------------------------------------
     def action_quit(self) -> None:
@@ -175,6 +254,12 @@ class Gpt2VizApp(App[int]):
             lambda: self.switch_language(other),
         )
         yield SystemCommand(_("Keys"), _("Show all keys and how to read the screens"), self.action_help)
+        if self.lm is not None and self.trace is not None:
+            yield SystemCommand(
+                _("Check against transformers"),
+                _("Run this checkpoint through transformers on the prompt and compare the logits"),
+                self.check_against_transformers,
+            )
         yield SystemCommand(_("Theme"), _("Change the current theme"), self.action_change_theme)
         yield SystemCommand(
             _("Screenshot"), _("Save an SVG picture of the current screen"), lambda: self.set_timer(0.1, self.deliver_screenshot)
@@ -285,6 +370,12 @@ class Gpt2VizApp(App[int]):
         if lm is not None and self.lab_result is not None and self.lab_result.precision != lm.precision:
             self.lab_result = None  # measured on the model in another format: its step times no longer hold
         self.push_screen(CostLabScreen(screen.trace, lm=lm, result=self.lab_result, replay=self.replay_path))
+
+    def action_attribution(self) -> None:
+        """Which parts wrote the answer, for the pass on show (a replay says it needs a model)."""
+        from .screens.attribution import open_attribution
+
+        open_attribution(self)
 
     def on_lab_result_changed(self, message: LabResultChanged) -> None:
         self.lab_result = message.result

@@ -88,16 +88,34 @@ def reporting(on_failure: Callable[[str, int], None]) -> Iterator[None]:
         on_failure(*failure_text(err))
 
 
-def record_pass(lm, prompt: str | list[int], topk: int, is_cancelled: Callable[[], bool], decode: bool = False):
+def record_pass(
+    lm, prompt: str | list[int], topk: int, is_cancelled: Callable[[], bool], decode: bool = False, ablations=()
+):
     """The forward pass over `prompt` (with `decode`: the decode step that reads its last id with
     the others cached), recorded under MODEL_LOCK in a model thread and worked out completely
     there (`Trace.resolve_all`), so that a screen only ever reads plain data: the UI thread never
-    runs torch work."""
+    runs torch work. `ablations` (gpt2viz.interventions) switch parts of the model off."""
+    from ..interventions import applied
     from ..trace import trace_decode_step, trace_prompt
 
     def record():
         if decode:
-            return trace_decode_step(lm, prompt, topk=topk, quality=True).resolve_all()
-        return trace_prompt(lm, prompt, topk=topk, quality=True).resolve_all()
+            with applied(lm.hooks, ablations):
+                trace = trace_decode_step(lm, prompt, topk=topk, quality=True)
+            trace.interventions = [ablation.spec for ablation in ablations]
+            return trace.resolve_all()
+        return trace_prompt(lm, prompt, topk=topk, quality=True, ablations=ablations).resolve_all()
 
     return run_detached(locked(record), is_cancelled)
+
+
+def measure_changes(lm, ids: list[int], ablations, is_cancelled: Callable[[], bool]) -> list[dict]:
+    """How switching `ablations` off moves the next-token probabilities after `ids`, as plain data
+    ({text, before, after} per token), worked out in a model thread."""
+    from ..interventions import prediction_changes
+
+    def measure():
+        display = lm.tokenizer.display
+        return [{"text": display(c.token_id), "before": c.before, "after": c.after} for c in prediction_changes(lm, ids, ablations)]
+
+    return run_detached(locked(measure), is_cancelled)

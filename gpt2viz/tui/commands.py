@@ -6,7 +6,7 @@ from functools import partial
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
-from ..i18n import _
+from ..i18n import _, count
 
 
 class StageCommands(Provider):
@@ -23,7 +23,7 @@ class StageCommands(Provider):
             (
                 _("Go to {stage}").format(stage=stage.title),
                 partial(screen.go_to, i),
-                _("stage {index} of {total}").format(index=i + 1, total=len(stages)),
+                _("stage {index} of {total}").format(index=i + 1, total=count(len(stages))),
             )
             for i, stage in enumerate(stages)
         ]

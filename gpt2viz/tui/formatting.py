@@ -1,10 +1,18 @@
-"""Numbers, shapes and token texts as the app prints them (no Textual here: easy to test)."""
+"""Numbers, shapes and token texts as the app prints them (no Textual here: easy to test).
+
+`count` (thousands separators) lives in gpt2viz.i18n.numbers, below the trace, whose notices use it
+too; it is imported here so that the app has one module of formats."""
 
 from __future__ import annotations
 
 import math
 
 from rich.cells import cell_len, chop_cells, set_cell_size
+
+from ..i18n.numbers import count
+
+# What a number that is not known (yet) shows: a dash, the same in every language.
+UNKNOWN = "–"
 
 DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}
 
@@ -19,11 +27,6 @@ def compact_shape(dims) -> str:
     return "[" + ",".join(str(int(d)) for d in dims) + "]"
 
 
-def count(n: int) -> str:
-    """An integer with thousands separators: 2,362,368."""
-    return f"{int(n):,}"
-
-
 def millions(n: int) -> str:
     """A parameter count in millions: 38.6M."""
     return f"{n / 1e6:.1f}M"
@@ -33,19 +36,19 @@ def nbytes(n: int) -> str:
     """A byte count, exact, with a binary-unit reading when large: 368,640 B (360 KiB)."""
     n = int(n)
     if n < 1024:
-        return f"{n:,} B"
+        return f"{count(n)} B"
     for unit, size in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
         if n >= size:
             value = n / size
             text = f"{value:.0f}" if value == int(value) else f"{value:.1f}"
-            return f"{n:,} B ({text} {unit})"
-    return f"{n:,} B"  # pragma: no cover
+            return f"{count(n)} B ({text} {unit})"
+    return f"{count(n)} B"  # pragma: no cover
 
 
 def num(x: float | None, digits: int = 3) -> str:
     """A float with `digits` significant digits, never in scientific notation for normal sizes."""
     if x is None:
-        return "n/a"
+        return UNKNOWN
     if x == 0:
         return "0"
     if not math.isfinite(x):
@@ -73,7 +76,7 @@ def num_in(x: float | None, width: int = 8) -> str:
 def percent(p: float | None) -> str:
     """A probability as a percentage with sensible precision: 42.1%, 0.032%."""
     if p is None:
-        return "n/a"
+        return UNKNOWN
     value = 100 * p
     if value >= 10:
         return f"{value:.1f}%"
@@ -147,6 +150,11 @@ def shown_positions(n: int, edge: int = EDGE_ROWS) -> list[int | None]:
     if n <= 3 * edge:
         return list(range(n))
     return [*range(edge), None, *range(n - edge, n)]
+
+
+def quote(text: str) -> str:
+    """A token text quoted inside a sentence: 'the'."""
+    return f"'{text}'"
 
 
 def prose_line(displays: list[str]) -> str:

@@ -13,7 +13,7 @@ from ..model.precision import parse_precision
 from ..generate import STOP_CANCELLED, STOP_CONTEXT, STOP_EOS, STOP_MAX_TOKENS, SamplingSettings
 from ..options import DEFAULT_TOPK
 from ..costs import gb_per_s
-from ..i18n import _, ngettext
+from ..i18n import _, count, ngettext
 from .facts import RunFacts
 
 DEFAULT_NEW_TOKENS = 40
@@ -70,7 +70,7 @@ def settings_label(settings: GenerationSettings) -> str:
     n = settings.max_new_tokens
     return " · ".join(
         [
-            ngettext("{n} new token", "{n} new tokens", n).format(n=n),
+            ngettext("{n} new token", "{n} new tokens", n).format(n=count(n)),
             decoding_label(settings.sampling),
             _("KV cache on") if settings.use_cache else _("KV cache off"),
         ]

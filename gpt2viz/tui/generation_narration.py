@@ -3,39 +3,33 @@
 Like narration.py, every function reads this run's facts (RunFacts of the prompt's trace) and
 plain step records, and returns plain text quoting this run's numbers, in the current language:
 paragraphs are whole templates (gpt2viz/i18n/<lang>/generation.py), short lines gettext msgids.
-Sentences that name a key take it as a parameter (the default bindings' key by default), since
-only a widget knows the bindings in force.
+Sentences that name a key take it as a parameter, since only a widget knows the bindings in force.
 """
 
 from __future__ import annotations
-
-from functools import reduce
 
 from rich.cells import cell_len
 
 from ..costs import gb_per_s, step_bound
 from ..generate import STOP_CANCELLED, STOP_CONTEXT, STOP_EOS, STOP_MAX_TOKENS
-from ..i18n import _, ngettext, say
-from .formatting import count, nbytes, num, percent, shape
+from ..i18n import _, ngettext, plural, say, sentences
+from ..model.tokenizer import EOS_TEXT
+from .formatting import count, nbytes, num, percent, quote, shape
 from .generation import Comparison, Generation
 from .facts import RunFacts
 from .narration import ARROW
-
-EOS_TEXT = "<|endoftext|>"
-COMPARE_KEY = "c"  # the default key of the comparison, for sentences that name it
-
-
-def _q(text: str) -> str:
-    return f"'{text}'"
 
 
 def _tokens(n: int) -> str:
     return ngettext("{n} token", "{n} tokens", n).format(n=count(n))
 
 
-def _sentences(*sentences: str) -> str:
-    """Whole sentences read as one paragraph (the language decides what goes between them)."""
-    return reduce(lambda first, then: say("generation.join", first=first, then=then), [s for s in sentences if s])
+def _layers(n: int) -> str:
+    return ngettext("{n} layer", "{n} layers", n).format(n=count(n))
+
+
+def _heads(n: int) -> str:
+    return ngettext("{n} head", "{n} heads", n).format(n=count(n))
 
 
 def stop_text(gen: Generation) -> str:
@@ -92,7 +86,7 @@ def step_flow(f: RunFacts, gen: Generation, index: int) -> list[str]:
     cached = bool(gen.steps[index].get("used_cache"))
     kv_shape = shape([1, H, L, D])
     if cached and L > T:
-        kv = _("K, V {shape} ({cached} + {new} new)").format(shape=kv_shape, cached=L - T, new=T)
+        kv = _("K, V {shape} ({cached} + {new} new)").format(shape=kv_shape, cached=count(L - T), new=count(T))
     else:
         kv = f"K, V {kv_shape}"
     if L == 1:
@@ -121,27 +115,27 @@ def step_text(f: RunFacts, gen: Generation, index: int) -> str:
     H = f.n_head
     facts = {"length": count(L), "n_layer": count(f.n_layer), "logits_shape": shape([1, 1, f.vocab])}
     if not step.get("used_cache"):
-        return say("generation.step.full_pass", ids_shape=shape([1, L]), scores_shape=shape([1, H, L, L]), **facts)
+        # One id or many bends the sentence (its one id goes / all 12 ids go): a template per form.
+        return say(
+            plural("generation.step.full_pass", L), ids_shape=shape([1, L]), scores_shape=shape([1, H, L, L]), **facts
+        )
     if gen.is_first(index):
         facts.update(
             ids_shape=shape([1, L]), last=L - 1, kv_shape=shape([1, H, L, f.head_dim]), scores_shape=shape([1, H, L, L])
         )
         if index == 0:
-            return say("generation.step.prefill", **facts)
+            return say(plural("generation.step.prefill", L), **facts)
         return say("generation.step.prefill_resumed", written=_tokens(index), **facts)
     past = L - 1
     previous = gen.steps[index - 1]
-    in_cache = ngettext(
-        "{n} position is already in the cache", "{n} positions are already in the cache", past
-    ).format(n=count(past))
     return say(
-        "generation.step.decode",
+        plural("generation.step.decode", past),
         ids_shape=shape([1, 1]),
-        previous=_q(previous["text"]),
+        previous=quote(previous["text"]),
         previous_id=previous["id"],
         previous_step=index - 1,
         past=past,
-        in_cache=in_cache,
+        n=count(past),
         kv_shape=shape([1, H, 1, f.head_dim]),
         length=count(L),
         scores_shape=shape([1, H, 1, L]),
@@ -152,34 +146,34 @@ def choice_text(gen: Generation, index: int) -> str:
     """How this step's token was chosen, with the probabilities before and after the settings."""
     step = gen.steps[index]
     s = gen.settings.sampling
-    chosen = f"{_q(step['text'])} (id {step['id']})"
+    chosen = {"token": quote(step["text"]), "id": step["id"]}
     p = percent(step.get("chosen_prob"))
     raw = step.get("raw") or {}
     raw_p = None
     if step["id"] in (raw.get("ids") or []):
         raw_p = raw["probs"][raw["ids"].index(step["id"])]
     if s.greedy:
-        return say("generation.choice.greedy", chosen=chosen, p=p)
+        return say("generation.choice.greedy", **chosen, p=p)
     effect = "sharper" if s.temperature < 1 else "flatter" if s.temperature > 1 else "unchanged"
     temperature = say(f"generation.choice.{effect}", temperature=f"{s.temperature:g}")
     mass = percent(s.top_p) if s.top_p is not None else None
     if s.top_k is not None and s.top_p is not None:
-        kept = say("generation.choice.top_k_top_p", k=s.top_k, mass=mass)
+        kept = say("generation.choice.top_k_top_p", k=count(s.top_k), mass=mass)
     elif s.top_k is not None:
-        kept = say("generation.choice.top_k", k=s.top_k)
+        kept = say("generation.choice.top_k", k=count(s.top_k))
     elif s.top_p is not None:
         kept = say("generation.choice.top_p", mass=mass)
     else:
         kept = ""
     if raw_p is not None:
-        drawn = say("generation.choice.drawn", chosen=chosen, p=p, plain_p=percent(raw_p))
+        drawn = say("generation.choice.drawn", **chosen, p=p, plain_p=percent(raw_p))
     else:
-        drawn = say("generation.choice.drawn_outside", chosen=chosen, p=p, topk=gen.topk)
+        drawn = say("generation.choice.drawn_outside", **chosen, p=p, topk=count(gen.topk))
     # The candidates list drops zeros: fewer than top-k entries means these were all there were.
     n_left = len((step.get("candidates") or {}).get("ids") or [])
     only = say("generation.choice.only_left", tokens=_tokens(n_left)) if n_left < gen.topk else ""
     seed = say("generation.choice.seed", seed=s.seed) if s.seed is not None else say("generation.choice.no_seed")
-    return _sentences(temperature, kept, drawn, only, seed)
+    return sentences(temperature, kept, drawn, only, seed)
 
 
 def kv_formula(f: RunFacts, length: int, width: int = 0) -> list[str]:
@@ -188,10 +182,10 @@ def kv_formula(f: RunFacts, length: int, width: int = 0) -> list[str]:
     total = f.kv_bytes(length)
     factors = [
         "2 (K, V)",
-        ngettext("{n} layer", "{n} layers", f.n_layer).format(n=f.n_layer),
-        ngettext("{n} head", "{n} heads", f.n_head).format(n=f.n_head),
-        ngettext("{n} position", "{n} positions", length).format(n=length),
-        ngettext("{n} dim", "{n} dims", f.head_dim).format(n=f.head_dim),
+        _layers(f.n_layer),
+        _heads(f.n_head),
+        ngettext("{n} position", "{n} positions", length).format(n=count(length)),
+        ngettext("{n} dim", "{n} dims", f.head_dim).format(n=count(f.head_dim)),
         f"{f.value_bytes} B",
     ]
     out = ["  = " + factors[0]]
@@ -208,16 +202,16 @@ def kv_formula(f: RunFacts, length: int, width: int = 0) -> list[str]:
     return out
 
 
-def kv_text(f: RunFacts, gen: Generation, index: int | None, compare_key: str = COMPARE_KEY) -> str:
-    """Why K and V are cached and Q is not, with this run's sizes."""
+def kv_text(f: RunFacts, gen: Generation, index: int | None, compare_key: str) -> str:
+    """Why K and V are cached and Q is not, with this run's sizes; `compare_key` runs the comparison."""
     per_token = count(f.kv_bytes_per_position)
     why = say(
         "generation.kv.why",
         per_token=per_token,
-        layers=ngettext("{n} layer", "{n} layers", f.n_layer).format(n=f.n_layer),
-        heads=ngettext("{n} head", "{n} heads", f.n_head).format(n=f.n_head),
-        head_dim=f.head_dim,
-        value_bytes=f.value_bytes,
+        layers=_layers(f.n_layer),
+        heads=_heads(f.n_head),
+        head_dim=count(f.head_dim),
+        value_bytes=count(f.value_bytes),
         dtype=f.compute_dtype,
         n_ctx=count(f.n_ctx),
         full=nbytes(f.kv_bytes(f.n_ctx)),
@@ -228,9 +222,10 @@ def kv_text(f: RunFacts, gen: Generation, index: int | None, compare_key: str = 
     return why
 
 
-def bandwidth_text(f: RunFacts, gen: Generation, index: int | None, compare_key: str = COMPARE_KEY) -> str:
+def bandwidth_text(f: RunFacts, gen: Generation, index: int | None, compare_key: str) -> str:
     """What a decode step reads, what it costs on this run, and what bounds it, from this run's
-    numbers against this machine's measured stream rate (never a bound the numbers contradict)."""
+    numbers against this machine's measured stream rate (never a bound the numbers contradict).
+    `compare_key` runs the comparison, which a run without the cache points to."""
     weights = f.weight_bytes
     reads = {"n_params": count(f.n_params), "dtype": f.dtype, "weights": nbytes(weights)}
     head = say("generation.cost.prefill_decode")
@@ -259,7 +254,7 @@ def bandwidth_text(f: RunFacts, gen: Generation, index: int | None, compare_key:
             say("generation.cost.mean_rate", ms=num(mean), bytes=nbytes(int(read)), rate=num(gb_per_s(read, mean)))
         )
         lines.append(bound_text(read, mean, gen.stream_gb_s))
-    return head + ("\n\n" + _sentences(*lines) if lines else "")
+    return head + ("\n\n" + sentences(*lines) if lines else "")
 
 
 def bound_text(n_bytes: float, ms: float, stream_gb_s: float | None) -> str:
@@ -307,11 +302,11 @@ def compare_text(f: RunFacts, comparison: Comparison) -> str:
         else:
             same = say("generation.compare.same_seeded", ids=ids, seed=cached.settings.sampling.seed)
     L = cached.context_length(n - 1) if n else len(cached.prompt_ids)
-    paragraphs = [_sentences(same, say("generation.compare.path", positions=count(L))), cost_split_text(comparison)]
+    paragraphs = [sentences(same, say("generation.compare.path", positions=count(L))), cost_split_text(comparison)]
     if not comparison.identical:
         i = comparison.first_divergence
         stopped = _("(stopped)")
         a = naive.steps[i]["text"] if i < len(naive.steps) else stopped
         b = cached.steps[i]["text"] if i < len(cached.steps) else stopped
-        paragraphs.insert(0, say("generation.compare.differ", step=i, naive=_q(a), cached=_q(b)))
+        paragraphs.insert(0, say("generation.compare.differ", step=i, naive=quote(a), cached=quote(b)))
     return "\n\n".join(p for p in paragraphs if p)

@@ -25,9 +25,14 @@ def _slope(positions: list[int], ms: list[float]) -> float:
     return 100 * sum((x - mx) * (y - my) for x, y in zip(positions, ms)) / sxx if sxx else 0.0
 
 
+def _sizes(sizes) -> str:
+    """Batch sizes listed: '1, 2, 4, 8'."""
+    return ", ".join(count(b) for b in sizes)
+
+
 def machine_text(result: LabResult) -> str:
     m = result.machine
-    threads = ngettext("{n} thread", "{n} threads", m.threads).format(n=m.threads)
+    threads = ngettext("{n} thread", "{n} threads", m.threads).format(n=count(m.threads))
     return say("lab.machine", stream=num(m.stream_gb_s), compute=num(m.compute_gflop_s), threads=threads)
 
 
@@ -57,8 +62,10 @@ def bound_sentence(result: LabResult, what: str, n_bytes: float, flops: float, m
 
 
 def context_text(
-    result: LabResult | None, sweep: ContextSweep | None, start: int, end: int, run_key: str = "r", length_key: str = "n"
+    result: LabResult | None, sweep: ContextSweep | None, start: int, end: int, run_key: str, length_key: str
 ) -> str:
+    """The context experiment: what it times (`run_key` runs it), or what it measured
+    (`length_key` chooses how far it goes)."""
     if result is None or sweep is None or not sweep.positions:
         return say("lab.context.idle", start=start, end=end, run=run_key)
     p, naive, cached = sweep.positions, sweep.naive_ms, sweep.cached_ms
@@ -89,10 +96,10 @@ def context_text(
         if sweep.end > sweep.start and cached_total > 0:
             parts.append(say(
                 key, start=sweep.start, end=sweep.end, naive_total=num(naive_total), cached_total=num(cached_total),
-                speedup=num(naive_total / cached_total), points=len(p),
+                speedup=num(naive_total / cached_total), points=count(len(p)),
             ))
     else:
-        parts.append(say("lab.context.partial", done=len(p), last=p[-1]))
+        parts.append(say("lab.context.partial", done=count(len(p)), last=p[-1]))
     mid = len(p) // 2
     costs = result.costs
     what = say("lab.what.cached", position=p[mid])
@@ -102,59 +109,62 @@ def context_text(
 
 
 def batch_text(
-    result: LabResult | None, sweep: BatchSweep | None, sizes: tuple[int, ...], context: int, run_key: str = "r"
+    result: LabResult | None, sweep: BatchSweep | None, sizes: tuple[int, ...], context: int, run_key: str
 ) -> str:
+    """The batch experiment: what it times (`run_key` runs it), or what it measured."""
     if result is None or sweep is None or not sweep.rows:
-        return say("lab.batch.idle", sizes=", ".join(str(b) for b in sizes), context=context, run=run_key)
+        return say("lab.batch.idle", sizes=_sizes(sizes), context=count(context), run=run_key)
     one, big = sweep.rows[0], sweep.rows[-1]
     if len(sweep.rows) == 1:
-        what = say("lab.what.batch", batch=one.batch)
+        what = say("lab.what.batch", batch=count(one.batch))
         return "\n\n".join([
-            say("lab.batch.one_row", context=sweep.context, ms=num(one.step_ms), batch=one.batch),
+            say("lab.batch.one_row", context=count(sweep.context), ms=num(one.step_ms), batch=count(one.batch)),
             bound_sentence(result, what, one.bytes_read, one.flops, one.step_ms),
             machine_text(result),
         ])
     parts = [say(
-        "lab.batch.ends", context=sweep.context, one_ms=num(one.step_ms), big_ms=num(big.step_ms), big=big.batch,
+        "lab.batch.ends", context=count(sweep.context), one_ms=num(one.step_ms), big_ms=num(big.step_ms),
+        big=count(big.batch),
         ratio=num(big.step_ms / one.step_ms), one_tps=num(one.tokens_per_s), big_tps=num(big.tokens_per_s),
     )]
     flat = sweep.flat_until
     if flat == one.batch:
         second = sweep.rows[1]
         parts.append(say(
-            "lab.batch.not_flat", second=second.batch, second_ratio=num(second.step_ms / one.step_ms),
+            "lab.batch.not_flat", second=count(second.batch), second_ratio=num(second.step_ms / one.step_ms),
             vocab=count(result.vocab_size),
         ))
     else:
-        parts.append(say("lab.batch.flat", flat_within=num(FLAT_WITHIN), flat=flat))
+        parts.append(say("lab.batch.flat", flat_within=num(FLAT_WITHIN), flat=count(flat)))
     m = result.machine
     parts.append(say(
-        "lab.batch.intensity", one_i=num(one.intensity), big_i=num(big.intensity), big=big.batch,
+        "lab.batch.intensity", one_i=num(one.intensity), big_i=num(big.intensity), big=count(big.batch),
         ridge=num(m.compute_gflop_s / m.stream_gb_s),
     ))
     for row in (one, big):
-        what = say("lab.what.batch", batch=row.batch)
+        what = say("lab.what.batch", batch=count(row.batch))
         parts.append(bound_sentence(result, what, row.bytes_read, row.flops, row.step_ms))
     if sweep.skipped:
-        parts.append(say("lab.batch.skipped", sizes=", ".join(str(b) for b in sweep.skipped)))
+        parts.append(say("lab.batch.skipped", sizes=_sizes(sweep.skipped)))
     parts.append(machine_text(result))
     return "\n\n".join(parts)
 
 
 def precision_text(
-    result: LabResult | None, sweep: PrecisionSweep | None, formats: tuple[str, ...], context: int, run_key: str = "r"
+    result: LabResult | None, sweep: PrecisionSweep | None, formats: tuple[str, ...], context: int, run_key: str
 ) -> str:
+    """The number-format experiment: what it times (`run_key` runs it), or what it measured."""
     if result is None or sweep is None or not sweep.rows:
-        return say("lab.precision.idle", formats=", ".join(formats), context=context, run=run_key)
+        return say("lab.precision.idle", formats=", ".join(formats), context=count(context), run=run_key)
     rows = {r.format: r for r in sweep.rows}
     base = rows.get("float32")
     parts = []
     for r in sweep.rows:
-        key = "lab.precision.row_base" if r is base else "lab.precision.row"
-        parts.append(say(
-            key, format=r.format, ms=num(r.step_ms), ratio=num(r.step_ms / base.step_ms) if base else "n/a",
-            read=nbytes(r.bytes_read), gb_s=num(r.gb_s),
-        ))
+        facts = {"format": r.format, "ms": num(r.step_ms), "read": nbytes(r.bytes_read), "gb_s": num(r.gb_s)}
+        if base is None or r is base:  # nothing to compare with
+            parts.append(say("lab.precision.row", **facts))
+        else:
+            parts.append(say("lab.precision.row_ratio", **facts, ratio=num(r.step_ms / base.step_ms)))
     fastest = min(sweep.rows, key=lambda r: r.step_ms)
     if base is not None and fastest.step_ms < base.step_ms:
         parts.append(say(
@@ -173,7 +183,7 @@ def precision_text(
         if r.format == "float32":
             continue
         q = r.quality
-        positions = ngettext("{n} position", "{n} positions", q["positions"]).format(n=q["positions"])
+        positions = ngettext("{n} position", "{n} positions", q["positions"]).format(n=count(q["positions"]))
         parts.append(say(
             "lab.precision.quality", format=r.format, positions=positions, max_dlogit=num(q["max_abs_dlogit"]),
             top1=percent(q["top1_agreement"]), kl=num(q["mean_kl"]),

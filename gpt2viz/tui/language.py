@@ -56,7 +56,8 @@ def translate_bindings(node: DOMNode) -> None:
 def key_name(node: DOMNode, action: str) -> str:
     """How the first key bound to `action` shows on screen ('g', '⏎', '[' ...), for sentences that
     name a key: from the bindings active now (the user's key map applied), else, for an action
-    disabled at the moment (resume while running), from its screen's or the app's bindings."""
+    disabled or out of focus at the moment (resume while running, a widget's own key), from the
+    node's, its screen's or the app's bindings."""
     app = node.app
     screen = app.screen if node is app else node.screen
     names = (action, f"app.{action}", f"screen.{action}")
@@ -64,7 +65,7 @@ def key_name(node: DOMNode, action: str) -> str:
     # A key the footer shows before a hidden one (q before ctrl+c for quit).
     for binding in sorted(active, key=lambda b: not b.show):
         return app.get_key_display(binding)
-    for holder in (screen, app):
+    for holder in dict.fromkeys((node, screen, app)):
         for _key, binding in holder._bindings:
             if binding.action in names:
                 return app.get_key_display(binding)

@@ -22,10 +22,20 @@ class LoadProgressed(Message):
 
 
 @dataclass(eq=False)
+class DownloadProgressed(Message):
+    """A hub download has come this far (gpt2viz.model.sources.DownloadProgress)."""
+
+    progress: object
+
+
+@dataclass(eq=False)
 class TraceRecorded(Message):
-    """The forward pass is done; `trace` holds all its numbers (plain data)."""
+    """The forward pass is done; `trace` holds all its numbers (plain data). A pass with parts of
+    the model switched off also brings `changes`: the next-token probabilities without and with
+    them ({text, before, after} per token, gpt2viz.interventions.prediction_changes)."""
 
     trace: Trace
+    changes: list[dict] | None = None
 
 
 @dataclass(eq=False)

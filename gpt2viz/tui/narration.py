@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..i18n import _, ngettext, say
+from ..i18n import _, ngettext, plural, say, sentences
 from ..trace import Trace
 from ..trace.events import LAYER_NORM_STATS
 from ..trace.notices import notice_text
@@ -32,7 +32,7 @@ from .facts import (
     token_text,
     value_at,
 )
-from .formatting import clip, count, millions, nbytes, num, percent, shape
+from .formatting import clip, count, millions, nbytes, num, percent, quote, shape
 from .stages import Stage
 
 ARROW = " → "
@@ -48,11 +48,6 @@ class Narration:
     flow: tuple[str, ...]  # the shape flow, one step per line, with this run's shapes
 
 
-def _q(text: str) -> str:
-    """A token text quoted for a sentence."""
-    return f"'{text}'"
-
-
 def _near_zero(x: float) -> str:
     """A value that is zero up to rounding noise, said so."""
     return "0" if abs(x) < 1e-6 else num(x)
@@ -63,26 +58,18 @@ def _root(n: int) -> str:
     return str(int(r)) if r == int(r) else num(r, 4)
 
 
-def _join(first: str, *sentences: str) -> str:
-    """Whole sentences said one after another in one paragraph (a space between them in English,
-    none in Chinese)."""
-    for sentence in sentences:
-        first = say("stage.join", first=first, then=sentence)
-    return first
-
-
 def _at(trace: Trace, f: RunFacts) -> dict:
     """The last computed position and its token, which the per-position sentences quote."""
     position = f.past + f.T - 1
-    return {"position": position, "token": _q(token_text(trace, position))}
+    return {"position": position, "token": quote(token_text(trace, position))}
 
 
 # -- the stages ----------------------------------------------------------------------------
 
 
-def narrate(trace: Trace, stage: Stage, head: int = 0, generate_key: str = "g") -> Narration:
+def narrate(trace: Trace, stage: Stage, head: int = 0, *, generate_key: str) -> Narration:
     """The title, explanation, formula and shape flow of `stage` in this run. `generate_key` is
-    the key that opens the generation view, which the last stage names."""
+    the key that opens the generation view, as bound now, which the last stage names."""
     facts = RunFacts.of(trace)
     writer = _WRITERS[stage.kind]
     text, formula, flow = writer(trace, stage, facts, head, generate_key)
@@ -103,16 +90,21 @@ def _tokenize(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key: 
     if not prompt:
         cut = say("stage.tokenize.empty")
     elif kept_bytes < n_bytes:
-        cut = say("stage.tokenize.cut_kept", bytes=the_bytes, kept=count(f.T), kept_bytes=count(kept_bytes))
+        kept = ngettext("{n} byte", "{n} bytes", kept_bytes).format(n=count(kept_bytes))
+        cut = say("stage.tokenize.cut_kept", bytes=the_bytes, kept=count(f.T), kept_bytes=kept)
     else:
         tokens = ngettext("{n} token", "{n} tokens", f.T).format(n=count(f.T))
         cut = say("stage.tokenize.cut", bytes=the_bytes, tokens=tokens)
-    paragraphs = [_join(say("stage.tokenize.lead"), cut, say("stage.tokenize.vocab", vocab=count(f.vocab)))]
+    paragraphs = [sentences(say("stage.tokenize.lead"), cut, say("stage.tokenize.vocab", vocab=count(f.vocab)))]
     if spaced:
-        starting = ngettext(
-            "{n} of these tokens starts with one", "{n} of these tokens start with one", len(spaced)
-        ).format(n=count(len(spaced)))
-        paragraphs.append(say("stage.tokenize.spaces", starting=starting, spaced=_q(spaced[0]), bare=_q(spaced[0][1:])))
+        paragraphs.append(
+            say(
+                plural("stage.tokenize.spaces", len(spaced)),
+                n=count(len(spaced)),
+                spaced=quote(spaced[0]),
+                bare=quote(spaced[0][1:]),
+            )
+        )
     paragraphs += [say("stage.note", notice=notice_text(notice)) for notice in trace.notices]
     characters = ngettext("{n} character", "{n} characters", len(prompt)).format(n=count(len(prompt)))
     flow = [say("stage.tokenize.flow", prompt=clip(prompt, 40), characters=characters, bytes=the_bytes, shape=shape([1, f.T]))]
@@ -122,22 +114,16 @@ def _tokenize(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key: 
 def _decode_input(trace: Trace, f: RunFacts):
     """What a decode step reads: one new id; the earlier positions wait in the KV cache."""
     new = trace.tokens[-1]
-    # The count bends the whole sentence (is/are, its/their), so the sentence is the plural msgid.
-    before = ngettext(
-        "The {n} token before it is not run again: each layer kept its key and value in the KV cache, "
-        "and this pass reads them from there.",
-        "The {n} tokens before it are not run again: each layer kept their keys and values in the KV "
-        "cache, and this pass reads them from there.",
-        f.past,
-    ).format(n=count(f.past))
-    text = say("stage.tokenize.decode", token=_q(new["text"]), id=new["id"], position=new["position"], before=before)
+    # The count bends the whole paragraph (is/are, its/their): one template per form.
+    text = say(
+        plural("stage.tokenize.decode", f.past),
+        token=quote(new["text"]),
+        id=new["id"],
+        position=new["position"],
+        n=count(f.past),
+    )
     flow = [say("stage.tokenize.decode_flow", past=count(f.past), shape=shape([1, f.T]), position=new["position"])]
     return text, say("stage.tokenize.decode_formula"), flow
-
-
-def _cached(n: int) -> str:
-    """'11 cached ones': the positions already in the KV cache."""
-    return ngettext("{n} cached one", "{n} cached ones", n).format(n=count(n))
 
 
 def _embed(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key: str):
@@ -149,7 +135,7 @@ def _embed(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key: str
     share = 100 * p.wte / f.n_params if f.n_params else 0
     paragraphs = [
         say(
-            "stage.embed.lookup", vocab=count(f.vocab), n_embd=f.n_embd, n_ctx=count(f.n_ctx), T=f.T,
+            "stage.embed.lookup", vocab=count(f.vocab), n_embd=count(f.n_embd), n_ctx=count(f.n_ctx), T=count(f.T),
             size=count(size), size_bytes=count(size * f.value_bytes), dtype=f.compute_dtype,
         ),
         say(
@@ -158,11 +144,11 @@ def _embed(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key: str
         ),
     ]
     if f.past:
-        paragraphs.append(say("stage.embed.decode", past=f.past, cached=_cached(f.past)))
+        paragraphs.append(say(plural("stage.embed.decode", f.past), past=f.past, n=count(f.past)))
     a, b, c = value_at(tok.get("norms"), last), value_at(pos.get("norms"), last), value_at(pos.get("sum_norms"), last)
     if a is not None and b is not None and c is not None:
         lengths = say("stage.embed.lengths", **_at(trace, f), token_length=num(a), position_length=num(b), sum_length=num(c))
-        paragraphs[-1] = _join(paragraphs[-1], lengths)
+        paragraphs[-1] = sentences(paragraphs[-1], lengths)
     formula = "x[p] = wte[id[p]] + wpe[p]"
     flow = [
         say("stage.embed.flow_tokens", ids=shape([1, f.T]), shape=shape(shape_of(trace, "hook_embed", None, x_shape))),
@@ -177,8 +163,8 @@ def _layer_norm(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key
     ev = layer_norm_event(trace, stage)
     x_shape = list(ev.get("shape") or [1, f.T, f.n_embd])
     text = say(
-        f"stage.{stage.kind}.text", n_layer=f.n_layer, n_embd=f.n_embd, n_embd_less=f.n_embd - 1,
-        params=count(2 * f.n_embd), eps=f"{f.eps:g}",
+        f"stage.{stage.kind}.text", n_layer=count(f.n_layer), n_embd=count(f.n_embd),
+        n_embd_less=count(f.n_embd - 1), params=count(2 * f.n_embd), eps=f"{f.eps:g}",
     )
     stats = [value_at(ev.get(k), f.T - 1) for k in LAYER_NORM_STATS]
     if all(v is not None for v in stats):
@@ -203,22 +189,28 @@ def _qkv(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key: str):
         kv_bytes = layer_kv["k_bytes"] + layer_kv["v_bytes"]
     else:
         kv_bytes = f.kv_bytes(f.T) // f.n_layer  # one layer's share
+    heads = ngettext("{n} head", "{n} heads", H).format(n=count(H))
+    positions = ngettext("{n} position", "{n} positions", f.T).format(n=count(f.T))
     cache = say(
-        "stage.qkv.cache", H=H, T=f.T, D=D, numbers=count(kv_bytes // f.value_bytes), bytes=nbytes(kv_bytes)
+        "stage.qkv.cache", heads=heads, positions=positions, D=count(D), numbers=count(kv_bytes // f.value_bytes),
+        bytes=nbytes(kv_bytes),
     )
     if f.past:
-        decode = say("stage.qkv.decode", new=shape([1, H, f.T, D]), cached=_cached(f.past), all=shape([1, H, f.L, D]))
-        cache = _join(cache, decode)
+        decode = say(
+            plural("stage.qkv.decode", f.past), new=shape([1, H, f.T, D]), n=count(f.past), all=shape([1, H, f.L, D])
+        )
+        cache = sentences(cache, decode)
     paragraphs = [
-        say("stage.qkv.project", C=C, C3=3 * C, params=count(p.c_attn)),
-        say("stage.qkv.heads", H=H, D=D, C=C),
+        say("stage.qkv.project", C=count(C), C3=count(3 * C), params=count(p.c_attn)),
+        say("stage.qkv.heads", H=count(H), D=count(D), C=count(C)),
         cache,
     ]
+    numbers = ngettext("{n} number", "{n} numbers", D).format(n=count(D))
     formula = "\n".join(
         [
             "q, k, v = split(ln_1(x) @ W_attn + b_attn)",
             say("stage.qkv.formula_heads"),
-            say("stage.qkv.formula_sizes", T=f.T, H=H, D=D),
+            say("stage.qkv.formula_sizes", positions=positions, heads=heads, numbers=numbers),
         ]
     )
     flow = [
@@ -243,16 +235,19 @@ def _scores(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key: st
             past=count(f.past), new=count(T), diagonal=f.past, masked=count(masked), cells=count(T * L),
             cached=ngettext("{n} cached position", "{n} cached positions", f.past).format(n=count(f.past)),
         )
+    elif T * L == 1:  # a one-token prompt: one cell, on the diagonal
+        mask = say("stage.scores.mask_single")
     else:
-        mask = say("stage.scores.mask", masked=count(masked), cells=count(T * L))
+        mask = say(plural("stage.scores.mask", masked), masked=count(masked), cells=count(T * L))
     row = last_row(trace, i, head, "scores")
     j = argmax(row)
     if j is not None:
         top = say(
-            "stage.scores.top", token=_q(token_text(trace, L - 1)), position=j, key=_q(token_text(trace, j)), score=num(row[j])
+            "stage.scores.top", token=quote(token_text(trace, L - 1)), position=j, key=quote(token_text(trace, j)),
+            score=num(row[j]),
         )
-        mask = _join(mask, top)
-    paragraphs = [say("stage.scores.dot", head=head, D=D, root=_root(D)), mask, *_reduced_note(ev, T)]
+        mask = sentences(mask, top)
+    paragraphs = [say("stage.scores.dot", head=head, D=count(D), root=_root(D)), mask, *_reduced_note(ev, T)]
     formula = f"scores[h, i, j] = q[h, i] · k[h, j] / √{D}\n" + say("stage.scores.formula_mask")
     flow = [
         f"q {shape([1, f.n_head, T, D])} @ kᵀ {shape([1, f.n_head, D, L])}{ARROW}scores {shape(s_shape)}",
@@ -266,7 +261,7 @@ def _reduced_note(event: dict, T: int) -> list[str]:
     if not event.get("reduced"):
         return []
     rows, cols = event.get("downsampled", [64, 64])
-    return [say("stage.reduced", positions=count(T), rows=rows, cols=cols)]
+    return [say("stage.reduced", positions=count(T), rows=count(rows), cols=count(cols))]
 
 
 def _pattern(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key: str):
@@ -280,8 +275,8 @@ def _pattern(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key: s
     if j is not None:
         paragraphs.append(
             say(
-                "stage.pattern.last", token=_q(token_text(trace, f.L - 1)), head=head, share=percent(row[j]),
-                position=j, key=_q(token_text(trace, j)),
+                "stage.pattern.last", token=quote(token_text(trace, f.L - 1)), head=head, share=percent(row[j]),
+                position=j, key=quote(token_text(trace, j)),
             )
         )
     paragraphs += _reduced_note(ev, T)
@@ -298,17 +293,18 @@ def _heads(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key: str
     focus = head_focus(trace, i)
     on_self = sum(1 for j, _w in focus if j == f.L - 1)
     on_first = sum(1 for j, _w in focus if j == 0)
-    last = _q(token_text(trace, f.L - 1))
+    last = quote(token_text(trace, f.L - 1))
     if f.L > 1:
         focus_text = say(
-            "stage.heads.focus_first", token=last, on_self=on_self, H=H, first=_q(token_text(trace, 0)), on_first=on_first
+            "stage.heads.focus_first", token=last, on_self=count(on_self), H=count(H), first=quote(token_text(trace, 0)),
+            on_first=count(on_first),
         )
     else:
-        focus_text = say("stage.heads.focus", token=last, on_self=on_self, H=H)
-    text = say("stage.heads.intro", H=H, layer=i) + "\n\n" + focus_text
+        focus_text = say("stage.heads.focus", token=last, on_self=count(on_self), H=count(H))
+    text = say("stage.heads.intro", H=count(H), layer=i) + "\n\n" + focus_text
     formula = say("stage.heads.formula", D=f.head_dim, last=H - 1)
     p_shape = shape_of(trace, "attn.hook_pattern", i, [1, H, T, T])
-    maps = ngettext("{n} map", "{n} maps", H).format(n=H)
+    maps = ngettext("{n} map", "{n} maps", H).format(n=count(H))
     flow = [say("stage.heads.flow", pattern=shape(p_shape), maps=maps, shape=shape(p_shape[2:]))]
     return text, formula, flow
 
@@ -325,8 +321,8 @@ def _attn_out(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key: 
     after = value_at(hook_event(trace, "hook_resid_mid", i).get("norms"), last)
     if None not in (before, update, after):
         lengths = say("stage.attn_out.lengths", **_at(trace, f), update=num(update), before=num(before), after=num(after))
-        params = _join(params, lengths)
-    mix = say("stage.attn_out.mix", H=f.n_head, D=f.head_dim, C=C, proj=count(p.attn_proj))
+        params = sentences(params, lengths)
+    mix = say("stage.attn_out.mix", H=count(f.n_head), D=count(f.head_dim), C=count(C), proj=count(p.attn_proj))
     formula = "x ← x + concat(z) @ W_proj + b_proj"
     flow = [
         say("stage.attn_out.flow_concat", z=shape(z_shape), shape=shape([1, T, C])),
@@ -344,7 +340,7 @@ def _mlp(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key: str):
     post_shape = list(post.get("shape") or pre_shape)
     out_shape = shape_of(trace, "hook_mlp_out", i, [1, T, C])
     paragraphs = [
-        say("stage.mlp.widen", C=C, F=count(F), c_fc=count(p.c_fc), proj=count(p.mlp_proj)),
+        say("stage.mlp.widen", C=count(C), F=count(F), c_fc=count(p.c_fc), proj=count(p.mlp_proj)),
         say(
             "stage.mlp.params", mlp=count(p.mlp), ratio=f"{p.mlp / p.attention:.1f}", attention=count(p.attention),
             activation=f.activation,
@@ -358,6 +354,10 @@ def _mlp(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key: str):
             paragraphs.append(say("stage.mlp.active_top", **facts, neuron=top[0]["index"], value=num(top[0]["value"])))
         else:
             paragraphs.append(say("stage.mlp.active", **facts))
+    if top and top[0].get("promotes"):  # recorded since the key-value view (not in older traces)
+        first = top[0]
+        tokens = _(", ").join(quote(t["text"]) for t in first["promotes"])
+        paragraphs.append(say("stage.mlp.memory", neuron=first["index"], pre=num(first["pre"]), value=num(first["value"]), tokens=tokens))
     formula = "mlp(x) = gelu(x @ W_fc + b_fc) @ W_proj + b_proj\ngelu(u) = 0.5 · u · (1 + tanh(√(2/π) · (u + 0.044715 · u³)))"
     flow = [
         f"ln_2(x) {shape([1, T, C])}{ARROW}c_fc{ARROW}{shape(pre_shape)}",
@@ -376,7 +376,7 @@ def _mlp_out(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key: s
         say("stage.mlp_out.done", layer=i, shape=shape(x_shape)),
         say(
             "stage.mlp_out.params", layer=i, block=count(p.block), attention=count(p.attention), mlp=count(p.mlp),
-            layer_norms=count(2 * p.layer_norm), n_layer=f.n_layer, blocks=count(f.n_layer * p.block),
+            layer_norms=count(2 * p.layer_norm), n_layer=count(f.n_layer), blocks=count(f.n_layer * p.block),
             n_params=count(f.n_params),
         ),
     ]
@@ -388,10 +388,10 @@ def _mlp_out(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key: s
         )
     remaining = f.n_layer - 1 - i
     if remaining:
-        blocks = ngettext("{n} more block", "{n} more blocks", remaining).format(n=remaining)
-        paragraphs[-1] = _join(paragraphs[-1], say("stage.mlp_out.remaining", blocks=blocks))
+        blocks = ngettext("{n} more block", "{n} more blocks", remaining).format(n=count(remaining))
+        paragraphs[-1] = sentences(paragraphs[-1], say("stage.mlp_out.remaining", blocks=blocks))
     else:
-        paragraphs[-1] = _join(paragraphs[-1], say("stage.mlp_out.last"))
+        paragraphs[-1] = sentences(paragraphs[-1], say("stage.mlp_out.last"))
     formula = "x ← x + mlp(ln_2(x))"
     update = shape(shape_of(trace, "hook_mlp_out", i, x_shape))
     flow = [say("stage.mlp_out.flow", x=shape(x_shape), update=update)]
@@ -406,7 +406,7 @@ def _lm_head(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key: s
     prediction = say("stage.lm_head.last", last=last) if last > 0 else say("stage.lm_head.only")
     entropy = positions[-1].get("entropy") if positions else None
     if entropy is not None:
-        prediction = _join(
+        prediction = sentences(
             prediction,
             say(
                 "stage.lm_head.entropy", entropy=num(entropy), vocab=count(f.vocab), vocab_size=f.vocab,
@@ -445,7 +445,7 @@ def _logit_lens(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key
     if layers:
         first = lens_first_top(trace)
         facts = {
-            "token": _q(ev.get("final_token", "?")),
+            "token": quote(ev.get("final_token", "?")),
             "rank": count(layers[0]["final_rank"]),
             "vocab": count(f.vocab),
             "p": percent(layers[0]["final_prob"]),
@@ -464,18 +464,20 @@ def _next_token(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key
     token_id, token, prob = final_choice(trace)
     kv = hook_event(trace, "kv_cache")
     if prob is not None:
-        choice = say("stage.next_token.choice", token=_q(token), id=token_id, p=percent(prob), total=f.L + 1)
+        choice = say("stage.next_token.choice", token=quote(token), id=token_id, p=percent(prob), total=count(f.L + 1))
     else:
-        choice = say("stage.next_token.choice_no_p", token=_q(token), id=token_id, total=f.L + 1)
-    cached = ngettext("{n} cached key and value", "{n} cached keys and values", f.L).format(n=f.L)
-    rerun = say("stage.next_token.rerun", total=f.L + 1, cached=cached)
+        choice = say("stage.next_token.choice_no_p", token=quote(token), id=token_id, total=count(f.L + 1))
+    cached = ngettext("{n} cached key and value", "{n} cached keys and values", f.L).format(n=count(f.L))
+    rerun = say("stage.next_token.rerun", total=count(f.L + 1), cached=cached)
     if kv:
         size = say(
             "stage.next_token.cache_step" if f.past else "stage.next_token.cache_prefill",
-            bytes=nbytes(kv["total_bytes"]), per_token=count(kv["bytes_per_position"]), n_layer=f.n_layer,
-            H=f.n_head, D=f.head_dim, value_bytes=f.value_bytes,
+            bytes=nbytes(kv["total_bytes"]), per_token=count(kv["bytes_per_position"]),
+            layers=ngettext("{n} layer", "{n} layers", f.n_layer).format(n=count(f.n_layer)),
+            heads=ngettext("{n} head", "{n} heads", f.n_head).format(n=count(f.n_head)),
+            D=count(f.head_dim), value_bytes=count(f.value_bytes),
         )
-        rerun = _join(rerun, size)
+        rerun = sentences(rerun, size)
     text = "\n\n".join([choice, rerun, say("stage.next_token.sample", key=generate_key)])
     formula = say("stage.next_token.formula", id=token_id)
     flow = [say("stage.next_token.flow", ids=shape([1, f.L]), more=shape([1, f.L + 1]))]

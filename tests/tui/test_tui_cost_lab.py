@@ -154,16 +154,16 @@ def test_a_bound_sentence_quotes_the_share_of_the_time_it_names():
 def test_a_flat_context_curve_is_not_said_to_grow():
     result = _result()
     flat = cost_lab.ContextSweep([5, 50, 100], [2.0, 2.0, 2.01], [1.0, 1.0, 1.0], 5, 101)
-    text = context_text(result, flat, 5, 101)
+    text = context_text(result, flat, 5, 101, "r", "n")
     assert "did not grow measurably" in text and "grows with the position" not in text
     one = cost_lab.ContextSweep([63], [2.0], [1.0], 63, 64)
-    assert "Only position 63 was measured" in context_text(result, one, 63, 64)
+    assert "Only position 63 was measured" in context_text(result, one, 63, 64, "r", "n")
 
 
 def test_bounds_named_are_the_rule_s_verdict():
     result = _result()
     m = result.machine
-    text = batch_text(result, result.batch, cost_lab.BATCH_SIZES, 64)
+    text = batch_text(result, result.batch, cost_lab.BATCH_SIZES, 64, "r")
     for row in (result.batch.rows[0], result.batch.rows[-1]):
         bound = step_bound(row.bytes_read, row.step_ms, m.stream_gb_s, row.flops, m.compute_gflop_s)
         sentence = next(p for p in text.split("\n\n") if p.startswith(f"The step of B = {row.batch}:"))
@@ -182,14 +182,14 @@ def test_no_speed_up_is_claimed_that_the_numbers_contradict():
         [cost_lab.PrecisionRow(r.format, 2.0 if r.format == "float32" else 3.0, r.bytes_read, r.weight_bytes,
                                r.quality) for r in result.precision_formats.rows],
     )
-    text = precision_text(result, slower, (), 255)
+    text = precision_text(result, slower, (), 255, "r")
     assert say("lab.precision.no_faster") in text and "Fewer bytes a weight" not in text
     never = cost_lab.ContextSweep([5, 50, 100], [1.0, 1.2, 1.4], [2.0, 2.0, 2.0], 5, 101)
-    text = context_text(result, never, 5, 101)
+    text = context_text(result, never, 5, 101, "r", "n")
     assert "not faster at the last measured position (100)" in text
     assert "the cache was slower in this range" in text and "x faster" not in text
     wins = result.context
-    text = context_text(result, wins, wins.start, wins.end)
+    text = context_text(result, wins, wins.start, wins.end, "r", "n")
     assert f"{num(wins.naive_total_s / wins.cached_total_s)}x faster" in text
 
 

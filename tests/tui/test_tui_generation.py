@@ -223,7 +223,7 @@ async def test_settings_form_checks_values_inline(ckpts):
         text = screen_text(app)
         assert "top-k must be an integer >= 1, got 0" in text
         assert "top-p must be in (0, 1], got 1.5" in text
-        assert "new tokens must be a whole number >= 1" in text
+        assert "new tokens must be an integer >= 1" in text
         form.query_one("#temperature").value = "0"
         form.apply()
         await pilot.pause()
@@ -253,11 +253,16 @@ async def test_compare_reports_identical_ids_and_a_speedup(ckpts):
         assert "✓ compared · ids identical · speedup" in screen_text(app)
         # both series on one chart
         chart = screen.query_one("#latency-chart")
-        assert [s.label for s in chart.series] == ["no cache", "cached"]
+        assert [s.kinds[0] for s in chart.series] == ["latency-chart--naive", "latency-chart--cached"]
+        # The help names the keys as they are bound now, the user's key map applied.
+        app.set_keymap({"token-boundaries": "x", "compare-cache": "v"})
         await pilot.press("question_mark")
         await pilot.pause()
         help_text = screen_text(app)
-        assert "Run without and with the KV cache and compare" in help_text and "␣ (space) stops a running" in help_text
+        assert "Run without and with the KV cache and compare" in help_text and "␣ stops a running" in help_text
+        reading = app.screen.query_one("#help-reading").text
+        assert "x shows where each token begins" in reading and "v compares a run without the cache" in reading
+        assert "← → :" not in reading and "with ← →: the choice" in reading and "tab moves between" in reading
 
 
 @run_async

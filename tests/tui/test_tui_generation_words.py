@@ -75,15 +75,15 @@ def test_kv_bytes_follow_the_formula(small):
         assert kv_formula(f, T)[-1].endswith(f"= {kv['total_bytes']:,} B")
     lines = kv_formula(f, 14, width=36)
     assert all(len(line) <= 36 for line in lines) and lines[-1].endswith("= 1,032,192 B")
-    text = kv_text(f, gen, 2)
+    text = kv_text(f, gen, 2, "c")
     assert "One more token adds 73,728 bytes" in text and "75,497,472 B (72 MiB)" in text
     assert "changes the path, not the result" in text
-    assert "The cache is off" in kv_text(f, naive, 2)
+    assert "The cache is off" in kv_text(f, naive, 2, "c")
 
 
 def test_decode_is_measured_against_the_weights_it_reads(small):
     f, gen, naive = small
-    text = bandwidth_text(f, gen, 2)
+    text = bandwidth_text(f, gen, 2, "c")
     assert "all 124,439,808 parameters, stored in float32: 497,759,232 B" in text
     assert f.weight_bytes == 497_759_232  # as the trace recorded them
     step = gen.steps[2]
@@ -92,7 +92,7 @@ def test_decode_is_measured_against_the_weights_it_reads(small):
 
     assert f"= {num(rate)} GB/s effective" in text
     assert gen.decode_gb_per_s(f) is not None and naive.decode_gb_per_s(f) is None
-    assert "grows with every token" in bandwidth_text(f, naive, 2)
+    assert "grows with every token" in bandwidth_text(f, naive, 2, "c")
 
 
 def test_the_comparison_verdict(small):
@@ -162,9 +162,9 @@ def test_settings_come_from_the_command_line_and_the_form():
     settings, errors = parse_settings(bad, sampling=True, use_cache=True)
     assert settings is None
     assert errors == {
-        "new-tokens": "new tokens must be a whole number >= 1, got 'x'",
+        "new-tokens": "new tokens must be an integer >= 1, got 'x'",
         "temperature": "temperature must be a number >= 0, got -1.0",
-        "top-k": "top-k must be a whole number, got '2.5'",
+        "top-k": "top-k must be an integer, got '2.5'",
         "top-p": "top-p must be in (0, 1], got 0.0",
     }
 
@@ -173,13 +173,13 @@ def test_chart_layout_and_scale():
     assert groups(10, 36) == (1, 2) and groups(30, 36) == (1, 1) and groups(40, 36) == (2, 1)
     assert pooled([1, 3, 5, 7, 9], 2) == [2, 6, 9]
     first, decode = "latency-chart--first", "latency-chart--decode"
-    tall_prefill = Series("t", [40.0, 2.0, 3.0], [first, decode, decode])
+    tall_prefill = Series([40.0, 2.0, 3.0], [first, decode, decode])
     assert chart_scale([tall_prefill], first) == (3.0, 1)  # the prefill is cut off
-    assert chart_scale([Series("t", [5.0, 2.0, 3.0], [first, decode, decode])], first) == (5.0, 0)
-    assert chart_scale([Series("a", [40.0, 50.0]), Series("b", [2.0, 3.0])], first) == (50.0, 0)
+    assert chart_scale([Series([5.0, 2.0, 3.0], [first, decode, decode])], first) == (5.0, 0)
+    assert chart_scale([Series([40.0, 50.0]), Series([2.0, 3.0])], first) == (50.0, 0)
     # A one-off spike among ordinary decode steps does not flatten them (issue 13: "top 198 ms").
     steps = [60.0] + [10.0, 12.0, 11.0, 9.0, 198.0, 10.0, 13.0, 11.0, 10.0, 12.0]
-    spiky = Series("t", steps, [first] + [decode] * 10)
+    spiky = Series(steps, [first] + [decode] * 10)
     assert chart_scale([spiky], first) == (13.0, 2)
     assert [fill(5.0, 5.0, row, 5) for row in range(5)] == [8] * 5
     assert [fill(0.01, 5.0, row, 5) for row in range(5)] == [0, 0, 0, 0, 1]  # never invisible

@@ -46,45 +46,45 @@ def test_gpt2_small_numbers_are_quoted_from_this_run(small_trace):
     T = len(small_trace.tokens)
     assert T == 12
     stages = build_stages(12)
-    embed = narrate(small_trace, Stage("embed"))
+    embed = narrate(small_trace, Stage("embed"), generate_key="g")
     assert "wte [50,257 × 768]" in embed.text
     assert "a lookup, no multiplication" in embed.text
     assert f"{T * 768 * 4:,} bytes in float32" in embed.text  # 36,864
     assert "38,597,376 (38.6M) of this model's 124,439,808" in embed.text
-    qkv = narrate(small_trace, Stage("qkv", 0))
+    qkv = narrate(small_trace, Stage("qkv", 0), generate_key="g")
     assert "[1, 12, 768] → c_attn → [1, 12, 2304]" in "\n".join(qkv.flow)
     assert "q, k, v [1, 12, 12, 64] each" in "\n".join(qkv.flow)
     assert "1,771,776 parameters" in qkv.text
-    scores = narrate(small_trace, Stage("scores", 5), head=7)
+    scores = narrate(small_trace, Stage("scores", 5), head=7, generate_key="g")
     assert scores.title == "Block 5 · Attention scores · head 7"
     assert "√64 = 8" in scores.text
     assert f"{T * (T - 1) // 2} of the {T * T} cells are masked" in scores.text
-    attn = narrate(small_trace, Stage("attn_out", 0))
+    attn = narrate(small_trace, Stage("attn_out", 0), generate_key="g")
     assert "2,362,368 parameters" in attn.text
-    mlp = narrate(small_trace, Stage("mlp", 0))
+    mlp = narrate(small_trace, Stage("mlp", 0), generate_key="g")
     assert "c_fc → [1, 12, 3072]" in "\n".join(mlp.flow)
     assert "4,722,432 parameters" in mlp.text and "nothing moves between positions" in mlp.text
     assert "0.044715" in mlp.formula and "tanh" in mlp.formula
-    head = narrate(small_trace, Stage("lm_head"))
+    head = narrate(small_trace, Stage("lm_head"), generate_key="g")
     assert "weight tying" in head.text and "adds no parameters" in head.text
     assert "logits [1, 12, 50257]" in "\n".join(head.flow)
     assert "Only the last position predicts" in head.text
-    nxt = narrate(small_trace, Stage("next_token"))
+    nxt = narrate(small_trace, Stage("next_token"), generate_key="g")
     kv = small_trace.event("kv_cache")
     assert f"{kv['bytes_per_position']:,} bytes per token" in nxt.text
     assert kv["bytes_per_position"] == 73_728
-    assert all(narrate(small_trace, s).text for s in stages)
+    assert all(narrate(small_trace, s, generate_key="g").text for s in stages)
 
 
 def test_kv_bytes_per_layer_come_from_the_cache(small_trace):
     layer = small_trace.event("kv_cache")["layers"][0]
-    text = narrate(small_trace, Stage("qkv", 0)).text
+    text = narrate(small_trace, Stage("qkv", 0), generate_key="g").text
     assert nbytes(layer["k_bytes"] + layer["v_bytes"]) in text
 
 
 @pytest.mark.parametrize("stage", build_stages(2), ids=lambda s: s.key)
 def test_every_stage_of_the_tiny_trace_has_words(tiny_trace, stage):
-    words = narrate(tiny_trace, stage, head=1)
+    words = narrate(tiny_trace, stage, head=1, generate_key="g")
     assert words.title and words.text and words.formula and words.flow
     shapes = stage_shapes(tiny_trace, stage)
     assert shapes and all(isinstance(dims, list) for _, dims in shapes)
@@ -94,19 +94,19 @@ def test_every_stage_of_the_tiny_trace_has_words(tiny_trace, stage):
 
 
 def test_tiny_layer_norm_and_head_numbers(tiny_trace):
-    ln = narrate(tiny_trace, Stage("ln1", 1))
+    ln = narrate(tiny_trace, Stage("ln1", 1), generate_key="g")
     ev = tiny_trace.event("blocks.1.ln1.hook_normalized")
     assert "(128 parameters)" in ln.text  # 2 x 64
     assert "divides by 64, not 63" in ln.text
     from gpt2viz.tui.formatting import num
 
     assert f"std {num(ev['input_std'][-1])} going in" in ln.text
-    assert "√16 = 4" in narrate(tiny_trace, Stage("scores", 0)).text
+    assert "√16 = 4" in narrate(tiny_trace, Stage("scores", 0), generate_key="g").text
 
 
 def test_logit_lens_words_follow_the_trace(tiny_trace):
     lens = tiny_trace.event("logit_lens")
-    words = narrate(tiny_trace, Stage("logit_lens"))
+    words = narrate(tiny_trace, Stage("logit_lens"), generate_key="g")
     assert f"'{lens['final_token']}'" in words.text
     assert f"ranks {lens['layers'][0]['final_rank']:,} of 50,257 after block 0" in words.text
 
@@ -136,12 +136,12 @@ def test_empty_and_overlong_prompts_are_told_as_they_are(ckpts):
 
     lm = ckpts.lm("tiny")  # a context of 128 positions
     empty = trace_prompt(lm, "")
-    words = narrate(empty, Stage("tokenize"))
+    words = narrate(empty, Stage("tokenize"), generate_key="g")
     assert "The prompt is empty" in words.text and "<|endoftext|> (id 50256)" in words.text
-    assert "Here there is only one position" in narrate(empty, Stage("lm_head")).text
-    assert all(narrate(empty, s).text for s in build_stages(2))
+    assert "Here there is only one position" in narrate(empty, Stage("lm_head"), generate_key="g").text
+    assert all(narrate(empty, s, generate_key="g").text for s in build_stages(2))
     long = trace_prompt(lm, "word " * 200)
-    words = narrate(long, Stage("tokenize"))
+    words = narrate(long, Stage("tokenize"), generate_key="g")
     assert "more tokens than fit in the context; the last 128" in words.text
     assert "(1,000 characters, 1,000 bytes) → token ids, shape [1, 128]" in words.flow[0]
 

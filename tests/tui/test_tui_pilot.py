@@ -68,10 +68,10 @@ async def test_steps_through_every_stage_of_a_random_checkpoint(ckpts):
             assert screen.index == i
             assert current_picture(screen) == PICTURE_FOR_KIND[stage.kind]
             text = stage_text(app)
-            words = narrate(trace, stage, screen.head)
+            words = narrate(trace, stage, screen.head, generate_key="g")
             assert words.title in text and f"stage {i + 1} of {len(screen.stages)}" in text
             assert words.flow[0] in text.replace("\n   → ", " → ")
-        assert "[1, 5, 50257]" in "\n".join(narrate(trace, Stage("lm_head")).flow)
+        assert "[1, 5, 50257]" in "\n".join(narrate(trace, Stage("lm_head"), generate_key="g").flow)
         await pilot.press("right")  # at the end: stays
         assert screen.index == len(screen.stages) - 1
         assert "Next token" in screen_text(app)
@@ -180,6 +180,8 @@ async def test_loads_a_model_then_edits_the_prompt(ckpts):
         await pilot.press("e")
         await pilot.pause()
         assert isinstance(app.screen, PromptScreen)
+        # The hint names the keys of the field and the screen as bound: the Input submits on ⏎.
+        assert "⏎: run the model on this prompt    esc: cancel" in screen_text(app)
         await pilot.press("ctrl+u", *"Hello q world", "enter")  # q types, it does not quit
         screen = await step_screen(app, pilot)
         assert [t["text"] for t in screen.trace.tokens] == ["Hello", "␣q", "␣world"]
@@ -305,7 +307,7 @@ async def test_the_bundled_model_steps_through_every_stage():
         for i in range(1, len(screen.stages)):
             await pilot.press("right")
             assert screen.index == i
-            assert narrate(screen.trace, screen.stage, screen.head).title in stage_text(app)
+            assert narrate(screen.trace, screen.stage, screen.head, generate_key="g").title in stage_text(app)
         # The trained model continues "The meaning of life is" with " not", as GPT-2 does.
         assert screen.stage.kind == "next_token"
         assert "'␣not' (id 407" in stage_text(app)
@@ -322,7 +324,7 @@ async def test_light_theme_draws_every_kind_of_picture(tiny_trace):
             screen.go_to(index_of(screen.stages, kind, 0 if kind in ("ln1", "ln2", "qkv", "scores", "pattern", "heads",
                                                                         "attn_out", "mlp", "mlp_out") else None))
             await pilot.pause()
-            assert narrate(tiny_trace, screen.stage, screen.head).title in stage_text(app)
+            assert narrate(tiny_trace, screen.stage, screen.head, generate_key="g").title in stage_text(app)
 
 
 @run_async

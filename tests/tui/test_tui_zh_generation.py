@@ -3,18 +3,22 @@ tiny model, the comparison, and the live switch between languages while tokens s
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 import pytest
+from rich.cells import cell_len
 from textual.widgets import Button, Static
 
 from gpt2viz.generate import SamplingSettings
 from gpt2viz.i18n import language
+from gpt2viz.i18n.layout import NO_LINE_START
 from gpt2viz.trace import load
 from gpt2viz.tui.app import make_app
 from gpt2viz.tui.screens.generation import GenerationScreen
 from gpt2viz.tui.screens.generation_settings import SettingsScreen
 from gpt2viz.tui.widgets.generation_panels import Panel, StatusLine
+from gpt2viz.tui.widgets.strip_widget import Prose
 from test_i18n_generation import allowed_words, numbers, with_settings
 from test_tui_generation import finished, gate, live_app, open_generation, text_of, wait_for  # noqa: F401 (gate: a fixture)
 from test_tui_snapshots import show_a_comparison
@@ -98,6 +102,26 @@ async def test_every_panel_of_a_replayed_generation_in_chinese(size):
         screen.query_one(StatusLine).draw(running, "comparing", False)  # as while the first run goes
         await pilot.pause()
         assert "● 对比中 无缓存：12 / 12 个 token" in screen_text(app)
+        # Every state of the status line is one sentence: no English spaces between Chinese words.
+        stopped = replace(recorded, stop_reason="cancelled", settings=replace(recorded.settings, max_new_tokens=20))
+        states = [
+            (replace(screen.state, gen=stopped, comparison=None, selected=3), "idle"),
+            (replace(screen.state, gen=replace(recorded, steps=[], stop_reason=None, settings=replace(recorded.settings, max_new_tokens=0)), comparison=None), "idle"),
+            (screen.state, "idle"),
+        ]
+        said = []
+        for state, phase in states:
+            screen.query_one(StatusLine).draw(state, phase, True)
+            said.append(screen.query_one(StatusLine).content.plain)
+            assert not re.search(r"[\u4e00-\u9fff，。：] [\u4e00-\u9fff]", said[-1]), said[-1]
+            assert english_words(said[-1], allowed) == [], said[-1]
+        assert said[0].startswith("■ 已停止，已生成 12 / 20 个 token。按 ␣ 接着生成。  · ")
+        assert said[1].startswith("○ 未开始：要求生成 0 个新 token。按 s 设置数量。")
+        # The panels' paragraphs are Prose: lines broken between characters, none starting with a closing mark.
+        for prose in screen.query(Prose):
+            width = prose.size.width
+            for line in (strip.text.rstrip() for strip in prose.lines(width)):
+                assert cell_len(line) <= width and line[:1] not in NO_LINE_START, (prose.id, line)
 
 
 @run_async
@@ -171,7 +195,7 @@ async def test_the_settings_form_in_chinese_and_switched_live(ckpts):
         await pilot.pause()
         text = form_content(form)
         assert "Generation settings" in text and "on: the token is drawn at random" in text and "⏎: generate" in text
-        assert "top-k must be an integer >= 1, got 0" in text and "seed must be a whole number, got 'q'" in text
+        assert "top-k must be an integer >= 1, got 0" in text and "seed must be an integer, got 'q'" in text
         assert form.query_one("#top-k").value == "0" and form.query_one("#sampling").value
         await pilot.press("escape")
         await wait_for(pilot, lambda: app.screen is screen)

@@ -238,7 +238,7 @@ async def lab_texts(language: str, size: tuple[int, int]) -> dict[str, str]:
             texts[f"{name} plot"] = "\n".join(plot_lines(lab, name))
         texts["status"] = str(lab.query_one("#lab-status-text", Static).render())
         texts["tabs"] = " ".join(str(tab.label) for tab in lab.query_one(TabbedContent).query("ContentTab"))
-        texts["help"] = lab.HELP_TEXT
+        texts["help"] = lab.help_text()
     return texts
 
 
@@ -265,7 +265,7 @@ async def test_a_trace_without_a_lab_result_says_how_to_record_one_in_chinese():
     async with app.run_test(size=(80, 24)) as pilot:
         lab = await open_lab(pilot)
         text = lab.query_one("#words-context", Prose).text
-        assert text == f"这份记录里没有实验结果。可以用 {RECORD_COMMAND} 录制一份。"
+        assert text == f"这份 trace 里没有实验结果。可以用 {RECORD_COMMAND} 录制一份。"
         assert english_words(text.replace(RECORD_COMMAND, "")) == []
 
 
@@ -307,7 +307,7 @@ async def test_the_lab_names_the_keys_as_they_are_bound(bundled):
         assert str(status.render()) == "x 运行当前显示的实验，y 运行全部三个。"
         lab.running = "batch"  # what the status line says while the batch experiment runs
         lab._status()
-        assert str(status.render()) == "正在测量批处理的 decode 步骤耗时（z 停止）"
+        assert str(status.render()) == "正在测量批处理的 decode 步耗时（z 停止）"
 
 
 # -- English plurals and wrapping ---------------------------------------------------------------
@@ -322,8 +322,21 @@ def test_english_counts_are_singular_for_one(bundled):
     assert machine_text(result).endswith("on 1 thread.")
     sweep = result.precision_formats
     rows = [dataclasses.replace(r, quality={**r.quality, "positions": 1}) for r in sweep.rows]
-    text = precision_text(result, dataclasses.replace(sweep, rows=rows), (), sweep.context)
+    text = precision_text(result, dataclasses.replace(sweep, rows=rows), (), sweep.context, "r")
     assert "over the prompt's 1 position:" in text
+
+
+def test_formats_measured_without_float32_are_said_without_a_ratio():
+    """No float32 to compare with: each row says its own numbers, in either language ("n/a" was
+    English on a Chinese screen)."""
+    result = cost_lab.LabResult.from_dict(load(LAB_TRACE).cost_lab)
+    sweep = result.precision_formats
+    alone = dataclasses.replace(sweep, rows=[r for r in sweep.rows if r.format != "float32"])
+    english = precision_text(result, alone, (), sweep.context, "r")
+    set_language("zh")
+    chinese = precision_text(result, alone, (), sweep.context, "r")
+    assert "x float32" not in english and "n/a" not in english
+    assert english_words(chinese) == [] and numbers(chinese) == numbers(english), chinese
 
 
 def test_captions_wrap_by_cells_and_break_between_chinese_characters():

@@ -7,10 +7,12 @@ import re
 from collections import Counter
 
 import pytest
+from rich.cells import cell_len
 
 from tui_helpers import run_async, stage_text
 from zh_words import english_words, run_words
 from gpt2viz.i18n import set_language
+from gpt2viz.i18n.layout import NO_LINE_START
 from gpt2viz.trace import trace_prompt
 from gpt2viz.trace.notices import notice_text
 from gpt2viz.tui.app import make_app
@@ -20,6 +22,7 @@ from gpt2viz.tui.narration import narrate
 from gpt2viz.tui.screens.step import StepScreen
 from gpt2viz.tui.stages import BLOCK_KINDS, Stage, build_stages, index_of
 from gpt2viz.tui.widgets.pipeline_nav import PipelineNavigator
+from gpt2viz.tui.widgets.strip_widget import Prose
 
 STAGE_WORDS = ("title", "count", "text", "formula", "flow")  # the stage view's own lines, above the picture
 NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
@@ -44,9 +47,13 @@ def shown_words(trace) -> set[str]:
     return words | {w[:n] for w in words for n in range(2, len(w))} | {w[n:] for w in words for n in range(1, len(w) - 1)}
 
 
+# Tensors the shapes panel names by their hook's name, as the shape flows write them (code).
+TENSOR_NAMES = {"scores", "pattern"}
+
+
 def words_of(trace, stage: Stage, head: int) -> str:
     """Everything narration.py and facts.py say about one stage."""
-    words = narrate(trace, stage, head)
+    words = narrate(trace, stage, head, generate_key="g")
     names = [name for name, _dims in stage_shapes(trace, stage)]
     return "\n".join([words.title, stage.label, words.text, words.formula, *words.flow, *names])
 
@@ -61,7 +68,7 @@ def every_stage_and_head(trace):
 @pytest.mark.parametrize("which", ["tiny_trace", "small_trace"])
 def test_every_stage_is_said_in_chinese_with_the_english_numbers(which, request):
     trace = request.getfixturevalue(which)
-    allowed = shown_words(trace)
+    allowed = shown_words(trace) | TENSOR_NAMES
     for stage, head in every_stage_and_head(trace):
         english = words_of(trace, stage, head)
         set_language("zh")
@@ -88,7 +95,7 @@ def test_decode_steps_long_prompts_and_int8_are_said_in_chinese(ckpts):
         trace_prompt(int8, "The meaning of life is", quality=True),
     ]
     for trace in traces:
-        allowed = shown_words(trace)
+        allowed = shown_words(trace) | TENSOR_NAMES
         for stage in build_stages(RunFacts.of(trace).n_layer):
             english = words_of(trace, stage, 1)
             set_language("zh")
@@ -101,10 +108,10 @@ def test_decode_steps_long_prompts_and_int8_are_said_in_chinese(ckpts):
 def test_notices_are_said_in_the_reader_s_language(ckpts):
     """An empty prompt's notice sits in the Tokenize narration, inside a translated 'Note'."""
     trace = trace_prompt(ckpts.lm("tiny"), "")
-    english = narrate(trace, Stage("tokenize")).text
+    english = narrate(trace, Stage("tokenize"), generate_key="g").text
     assert f"Note: {notice_text(trace.notices[0])}." in english and "<|endoftext|> (id 50256)" in english
     set_language("zh")
-    chinese = narrate(trace, Stage("tokenize")).text
+    chinese = narrate(trace, Stage("tokenize"), generate_key="g").text
     assert f"注意：{notice_text(trace.notices[0])}" in chinese
     assert english_words(chinese, shown_words(trace)) == [], chinese
     assert numbers(chinese) == numbers(english)
@@ -115,27 +122,43 @@ def test_english_plurals_follow_the_count(ckpts):
 
     lm = ckpts.lm("tiny")
     one = trace_prompt(lm, "x")
-    words = narrate(one, Stage("tokenize"))
+    words = narrate(one, Stage("tokenize"), generate_key="g")
     assert "cuts the 1 byte of the prompt into 1 token." in words.text
     assert "(1 character, 1 byte)" in words.flow[0]
-    assert "reads the 1 cached key and value instead" in narrate(one, Stage("next_token")).text
+    assert "reads the 1 cached key and value instead" in narrate(one, Stage("next_token"), generate_key="g").text
     two = trace_prompt(lm, "x y")
-    assert "into 2 tokens." in narrate(two, Stage("tokenize")).text
-    assert "1 of these tokens starts with one" in narrate(two, Stage("tokenize")).text
-    assert "reads the 2 cached keys and values" in narrate(two, Stage("next_token")).text
+    assert "into 2 tokens." in narrate(two, Stage("tokenize"), generate_key="g").text
+    assert "1 of these tokens starts with one" in narrate(two, Stage("tokenize"), generate_key="g").text
+    assert "reads the 2 cached keys and values" in narrate(two, Stage("next_token"), generate_key="g").text
     ids = lm.tokenizer.encode("The meaning of life is")
     step = trace_decode_step(lm, ids[:2])
-    assert "The 1 token before it is not run again" in narrate(step, Stage("tokenize")).text
-    assert "shifted by the 1 cached position," in narrate(step, Stage("scores", 0)).text
-    assert "1 more block to go." in narrate(step, Stage("mlp_out", 0)).text
+    assert "The 1 token before it is not run again" in narrate(step, Stage("tokenize"), generate_key="g").text
+    assert "shifted by the 1 cached position," in narrate(step, Stage("scores", 0), generate_key="g").text
+    assert "1 more block to go." in narrate(step, Stage("mlp_out", 0), generate_key="g").text
+    assert "appended to the 1 cached one:" in narrate(step, Stage("qkv", 0), generate_key="g").text
+    assert "after the 1 cached one," in narrate(step, Stage("embed"), generate_key="g").text
     step = trace_decode_step(lm, ids)
-    assert "The 4 tokens before it are not run again" in narrate(step, Stage("tokenize")).text
-    assert "appended to the 4 cached ones" in narrate(step, Stage("qkv", 0)).text
+    assert "The 4 tokens before it are not run again" in narrate(step, Stage("tokenize"), generate_key="g").text
+    qkv = narrate(step, Stage("qkv", 0), generate_key="g")
+    assert "appended to the 4 cached ones" in qkv.text
+    # A decode step computes one position: 1 position, never "1 positions".
+    assert "2 × 4 heads × 1 position × 16 =" in qkv.text and "T = 1 position, H = 4 heads, D = 16 numbers" in qkv.formula
+    # The causal mask: one masked cell is, several are, a single cell has none.
+    assert "Here 1 of the 4 cells is masked." in narrate(two, Stage("scores", 0), generate_key="g").text
+    assert "Here 3 of the 9 cells are masked." in narrate(trace_prompt(lm, "x y z"), Stage("scores", 0), generate_key="g").text
+    single = narrate(one, Stage("scores", 0), generate_key="g").text
+    assert "there is one cell, on the diagonal, so nothing is masked" in single and "cells are" not in single
+
+
+def test_the_key_of_the_generation_view_must_be_named(tiny_trace):
+    """No default key: a sentence that names a key always gets the key bound now."""
+    with pytest.raises(TypeError):
+        narrate(tiny_trace, Stage("next_token"))  # type: ignore[call-arg]
 
 
 def test_titles_and_the_key_named_come_from_the_catalog_and_the_bindings(tiny_trace):
     set_language("zh")
-    assert narrate(tiny_trace, Stage("pattern", 1), head=3).title == "第 1 层 · 注意力权重 · 头 3"
+    assert narrate(tiny_trace, Stage("pattern", 1), head=3, generate_key="g").title == "第 1 层 · 注意力权重 · 头 3"
     assert Stage("attn_out", 0).label == "注意力输出+残差"
     assert "按 G 打开生成视图" in narrate(tiny_trace, Stage("next_token"), generate_key="G").text
 
@@ -158,8 +181,12 @@ async def _walk(app, pilot, screen: StepScreen, allowed: set[str]) -> list[str]:
         if i:
             await pilot.press("right")
         assert screen.index == i
-        words = "\n".join(str(screen.query_one(f"#stage-{part}").content) for part in STAGE_WORDS)
+        shown = [screen.query_one(f"#stage-{part}") for part in STAGE_WORDS]
+        words = "\n".join(w.text if isinstance(w, Prose) else str(w.content) for w in shown)
         assert english_words(words, allowed) == [], (stage.key, words)
+        prose = screen.query_one("#stage-text", Prose)  # wrapped by cells, Chinese between characters
+        for line in (strip.text.rstrip() for strip in prose.lines(prose.size.width)):
+            assert cell_len(line) <= prose.size.width and line[:1] not in NO_LINE_START, (stage.key, line)
         text = stage_text(app)  # and the stage's picture below
         assert english_words(text, allowed) == [], (stage.key, text)
         navigator = screen.query_one(PipelineNavigator)

@@ -30,7 +30,7 @@ def stage_text(app) -> str:
     from textual.widgets import Static
 
     from gpt2viz.tui.widgets.stage_view import StageView
-    from gpt2viz.tui.widgets.strip_widget import StripWidget
+    from gpt2viz.tui.widgets.strip_widget import Prose, StripWidget
 
     view = app.screen.query_one(StageView)
     parts = []
@@ -40,6 +40,8 @@ def stage_text(app) -> str:
         if isinstance(widget, Static):
             content = widget.content
             parts.append(getattr(content, "plain", str(content)))
+        elif isinstance(widget, Prose):  # the paragraphs as written, not as wrapped
+            parts.append(widget.text)
         elif isinstance(widget, StripWidget):
             parts.extend(strip.text for strip in widget.lines(max(widget.size.width, 80)))
     return "\n".join(parts)
@@ -49,7 +51,7 @@ def panel_text(screen, selector: str) -> str:
     """Everything a panel of the generation view holds (also what is scrolled out of sight)."""
     from textual.widgets import Static
 
-    from gpt2viz.tui.widgets.strip_widget import StripWidget
+    from gpt2viz.tui.widgets.strip_widget import Prose, StripWidget
 
     panel = screen.query_one(selector)
     parts = []
@@ -57,6 +59,8 @@ def panel_text(screen, selector: str) -> str:
         if isinstance(widget, Static):
             content = widget.content
             parts.append(getattr(content, "plain", str(content)))
+        elif isinstance(widget, Prose):  # the paragraphs as written, not as wrapped
+            parts.append(widget.text)
         elif isinstance(widget, StripWidget):
             parts.extend(strip.text for strip in widget.lines(max(widget.size.width, 36)))
     return "\n".join(parts)

@@ -3,39 +3,58 @@ step costs and the comparison without and with the cache (gpt2viz/tui/generation
 decides which paragraphs apply and formats every fact)."""
 
 TEXT = {
-    # Two whole sentences of one paragraph, the second said after the first.
-    "generation.join": "{first} {then}",
     # -- the step on show: what went in and why the shapes are what they are ----------------------
-    "generation.step.full_pass": (
+    # One of each pair by the number of ids that go in ({length}), or of positions in the cache ({n}).
+    "generation.step.full_pass.one": (
+        "Without a cache every step runs the whole sequence again: here its {length} id, {ids_shape}, goes "
+        "through all {n_layer} blocks, its key and value are computed anew and thrown away, and the scores "
+        "are a single cell, {scores_shape}. Only the last position's logits, {logits_shape}, pick the "
+        "token. The work grows with every token."
+    ),
+    "generation.step.full_pass.other": (
         "Without a cache every step runs the whole sequence again: all {length} ids, {ids_shape}, go "
         "through all {n_layer} blocks, keys and values of every position are computed anew and thrown "
         "away, and the scores are a full {length} × {length} triangle, {scores_shape}. Only the last "
         "position's logits, {logits_shape}, pick the token. The work grows with every token."
     ),
-    "generation.step.prefill": (
+    "generation.step.prefill.one": (
+        "The prefill reads the whole context at once: {length} id, {ids_shape}, at position 0. "
+        "Each of the {n_layer} layers writes its keys and values, {kv_shape}, into the cache; the "
+        "scores are {scores_shape} under the causal mask. Only the last position's logits, "
+        "{logits_shape}, are computed: they give the first new token."
+    ),
+    "generation.step.prefill.other": (
         "The prefill reads the whole context at once: {length} ids, {ids_shape}, positions 0–{last}. "
-        "Each of the {n_layer} layers writes their keys and values, {kv_shape}, into the cache; the "
+        "Each of the {n_layer} layers writes its keys and values, {kv_shape}, into the cache; the "
         "scores are {scores_shape} under the causal mask. Only the last position's logits, "
         "{logits_shape}, are computed: they give the first new token."
     ),
     "generation.step.prefill_resumed": (
         "The prefill reads the whole context at once: {length} ids, {ids_shape}, positions 0–{last}. "
-        "Each of the {n_layer} layers writes their keys and values, {kv_shape}, into the cache; the "
+        "Each of the {n_layer} layers writes its keys and values, {kv_shape}, into the cache; the "
         "scores are {scores_shape} under the causal mask. Only the last position's logits, "
         "{logits_shape}, are computed: they give the first new token. A resumed run starts with a new "
         "cache, so it reads the {written} written before again too."
     ),
-    "generation.step.decode": (
+    "generation.step.decode.one": (
         "A decode step feeds one id, {ids_shape}: {previous} (id {previous_id}), the token chosen at "
-        "step {previous_step}. Its position id is {past}, the past length: {in_cache}, so it gets "
-        "wpe[{past}] and continues the sequence instead of restarting at 0. Its k and v, {kv_shape}, "
-        "are appended, and its one query row scores all {length} keys: {scores_shape}."
+        "step {previous_step}. Its position id is {past}, the past length: {n} position is already in the "
+        "cache, so it gets wpe[{past}] and continues the sequence instead of restarting at 0. Its k and v, "
+        "{kv_shape}, are appended, and its one query row scores all {length} keys: {scores_shape}."
+        "\n\nThe causal mask is the lower triangle shifted by the past length, tril(diagonal={past}): "
+        "query {past} may see keys 0–{past}, which is every key there is. So a decode step masks nothing."
+    ),
+    "generation.step.decode.other": (
+        "A decode step feeds one id, {ids_shape}: {previous} (id {previous_id}), the token chosen at "
+        "step {previous_step}. Its position id is {past}, the past length: {n} positions are already in "
+        "the cache, so it gets wpe[{past}] and continues the sequence instead of restarting at 0. Its k and "
+        "v, {kv_shape}, are appended, and its one query row scores all {length} keys: {scores_shape}."
         "\n\nThe causal mask is the lower triangle shifted by the past length, tril(diagonal={past}): "
         "query {past} may see keys 0–{past}, which is every key there is. So a decode step masks nothing."
     ),
     # -- how the token was chosen ------------------------------------------------------------
     "generation.choice.greedy": (
-        "Greedy decoding takes the most probable token: {chosen}, p = {p}. No temperature, top-k or "
+        "Greedy decoding takes the most probable token: {token} (id {id}), p = {p}. No temperature, top-k or "
         "top-p: the same prompt always gives the same text."
     ),
     "generation.choice.sharper": (
@@ -49,12 +68,12 @@ TEXT = {
         "Then top-k keeps the {k} most likely and top-p keeps the most likely until their mass reaches {mass}."
     ),
     "generation.choice.drawn": (
-        "The token is drawn from what is left: {chosen} had p = {p} after the settings, {plain_p} in the "
-        "plain softmax."
+        "The token is drawn from what is left: {token} (id {id}) had p = {p} after the settings, {plain_p} "
+        "in the plain softmax."
     ),
     "generation.choice.drawn_outside": (
-        "The token is drawn from what is left: {chosen} had p = {p} after the settings, outside the "
-        "plain softmax's top {topk}."
+        "The token is drawn from what is left: {token} (id {id}) had p = {p} after the settings, outside "
+        "the plain softmax's top {topk}."
     ),
     "generation.choice.only_left": "Only {tokens} could be drawn at this step.",
     "generation.choice.seed": "The seed {seed} makes the draws repeatable.",

@@ -77,8 +77,11 @@ TEXT = {
         "Loads this checkpoint in {formats}, times a cached decode step at {context} positions in each, and "
         "compares each format's logits over the prompt with float32's. {run} runs it."
     ),
-    "lab.precision.row_base": "float32: {ms} ms a token, reading {read} a step, {gb_s} GB/s effective.",
-    "lab.precision.row": "{format}: {ms} ms a token ({ratio}x float32), reading {read} a step, {gb_s} GB/s effective.",
+    # A format's row: against float32's when float32 was measured too, else on its own.
+    "lab.precision.row": "{format}: {ms} ms a token, reading {read} a step, {gb_s} GB/s effective.",
+    "lab.precision.row_ratio": (
+        "{format}: {ms} ms a token ({ratio}x float32), reading {read} a step, {gb_s} GB/s effective."
+    ),
     "lab.precision.fastest": (
         "Fewer bytes a weight means fewer bytes read a step: {fastest} took {fastest_ratio}x float32's time "
         "for {bytes_ratio}x its bytes."

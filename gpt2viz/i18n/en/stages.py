@@ -2,8 +2,6 @@
 (gpt2viz/tui/narration.py decides which paragraphs apply and formats every fact)."""
 
 TEXT = {
-    # Two whole sentences of one paragraph, the second said after the first.
-    "stage.join": "{first} {then}",
     "stage.note": "Note: {notice}.",
     "stage.reduced": (
         "With {positions} positions the trace keeps each map averaged over a {rows} × {cols} grid of "
@@ -16,23 +14,36 @@ TEXT = {
     "stage.tokenize.cut": "Its byte-level BPE tokenizer cuts the {bytes} of the prompt into {tokens}.",
     "stage.tokenize.cut_kept": (
         "Its byte-level BPE tokenizer cuts the {bytes} of the prompt into more tokens than fit in the "
-        "context; the last {kept} ({kept_bytes} bytes) are kept."
+        "context; the last {kept} ({kept_bytes}) are kept."
     ),
     "stage.tokenize.vocab": (
         "Each token is an entry of a {vocab}-entry vocabulary; from here on the model works with the ids "
         "alone. Common words are one token, rare ones are split into pieces, and a piece can even be part "
         "of a character."
     ),
-    "stage.tokenize.spaces": (
-        "A space belongs to the token after it: {starting}, shown as ␣ (the vocabulary file writes Ġ), so "
-        "{spaced} and {bare} are different tokens with different ids."
+    # One of these two, by the number of tokens that start with a space.
+    "stage.tokenize.spaces.one": (
+        "A space belongs to the token after it: {n} of these tokens starts with one, shown as ␣ (the "
+        "vocabulary file writes Ġ), so {spaced} and {bare} are different tokens with different ids."
+    ),
+    "stage.tokenize.spaces.other": (
+        "A space belongs to the token after it: {n} of these tokens start with one, shown as ␣ (the "
+        "vocabulary file writes Ġ), so {spaced} and {bare} are different tokens with different ids."
     ),
     "stage.tokenize.formula": "prompt → UTF-8 bytes → BPE merges → token ids",
     "stage.tokenize.flow": '"{prompt}" ({characters}, {bytes}) → token ids, shape {shape}',
-    "stage.tokenize.decode": (
+    # One of these two, by the number ({n}) of tokens before the new one.
+    "stage.tokenize.decode.one": (
         "This is the forward pass of a decode step. Only one id goes in: {token} (id {id}), the token "
-        "chosen at the step before, at position {position}. {before} Every stage below computes one "
-        "position, not the whole text."
+        "chosen at the step before, at position {position}. The {n} token before it is not run again: "
+        "each layer kept its key and value in the KV cache, and this pass reads them from there. Every "
+        "stage below computes one position, not the whole text."
+    ),
+    "stage.tokenize.decode.other": (
+        "This is the forward pass of a decode step. Only one id goes in: {token} (id {id}), the token "
+        "chosen at the step before, at position {position}. The {n} tokens before it are not run again: "
+        "each layer kept their keys and values in the KV cache, and this pass reads them from there. "
+        "Every stage below computes one position, not the whole text."
     ),
     "stage.tokenize.decode_formula": (
         "ids in = [the newest token]   (the earlier ones: keys and values in the KV cache)"
@@ -48,9 +59,14 @@ TEXT = {
     "stage.embed.params": (
         "wte holds {wte} ({wte_millions}) of this model's {n_params} parameters ({share}); wpe holds {wpe}."
     ),
-    "stage.embed.decode": (
-        "The new token sits at position {past}, after the {cached}, so it takes row {past} of wpe: a decode "
-        "step continues the sequence, it does not start it again at 0."
+    # One of these two, by the number ({n}) of cached positions before the new token.
+    "stage.embed.decode.one": (
+        "The new token sits at position {past}, after the {n} cached one, so it takes row {past} of wpe: a "
+        "decode step continues the sequence, it does not start it again at 0."
+    ),
+    "stage.embed.decode.other": (
+        "The new token sits at position {past}, after the {n} cached ones, so it takes row {past} of wpe: a "
+        "decode step continues the sequence, it does not start it again at 0."
     ),
     "stage.embed.lengths": (
         "At position {position} ({token}) the token vector has length {token_length}, the position vector "
@@ -97,15 +113,20 @@ TEXT = {
         "side, each with its own slice, and never see each other's numbers."
     ),
     "stage.qkv.cache": (
-        "The keys and values are what the KV cache keeps for later tokens: for this layer 2 × {H} heads × "
-        "{T} positions × {D} = {numbers} numbers, {bytes}. Queries are used once and never cached."
+        "The keys and values are what the KV cache keeps for later tokens: for this layer 2 × {heads} × "
+        "{positions} × {D} = {numbers} numbers, {bytes}. Queries are used once and never cached."
     ),
-    "stage.qkv.decode": (
-        "In this decode step the new position's k and v, {new}, are appended to the {cached}: attention "
-        "reads K and V {all}."
+    # One of these two, by the number ({n}) of cached positions.
+    "stage.qkv.decode.one": (
+        "In this decode step the new position's k and v, {new}, are appended to the {n} cached one: "
+        "attention reads K and V {all}."
+    ),
+    "stage.qkv.decode.other": (
+        "In this decode step the new position's k and v, {new}, are appended to the {n} cached ones: "
+        "attention reads K and V {all}."
     ),
     "stage.qkv.formula_heads": "q [T, C] → view [T, H, D] → transpose → [H, T, D]",
-    "stage.qkv.formula_sizes": "T = {T} positions, H = {H} heads, D = {D} numbers per head",
+    "stage.qkv.formula_sizes": "T = {positions}, H = {heads}, D = {numbers} per head",
     "stage.qkv.flow_split": "split → q, k, v {shape} each",
     "stage.qkv.flow_heads": "heads → q, k, v {shape} each",
     # -- attention scores -----------------------------------------------------------------------
@@ -114,9 +135,19 @@ TEXT = {
         "by √{D} = {root} so the scores do not grow with the head size and the softmax that follows does "
         "not saturate."
     ),
-    "stage.scores.mask": (
+    # One of these two, by the number of masked cells; a single cell has the third.
+    "stage.scores.mask.one": (
+        "The causal mask sets every cell above the diagonal to −∞ (the grey cells): position i may look at "
+        "itself and earlier positions, never at later ones. Here {masked} of the {cells} cells is masked."
+    ),
+    "stage.scores.mask.other": (
         "The causal mask sets every cell above the diagonal to −∞ (the grey cells): position i may look at "
         "itself and earlier positions, never at later ones. Here {masked} of the {cells} cells are masked."
+    ),
+    "stage.scores.mask_single": (
+        "The causal mask sets every cell above the diagonal to −∞: position i may look at itself and "
+        "earlier positions, never at later ones. With one position there is one cell, on the diagonal, "
+        "so nothing is masked."
     ),
     "stage.scores.decode_mask": (
         "A decode step has {queries} and {keys}: {past} from the cache and {new} new. The causal mask is "
@@ -184,6 +215,12 @@ TEXT = {
         "strongest is neuron {neuron} at {value}."
     ),
     # -- MLP output -----------------------------------------------------------------------------
+    "stage.mlp.memory": (
+        "Read as a key-value memory: each neuron's key is its column of W_fc, matched against this "
+        "position's vector by a dot product; GELU filters the match; its value is its row of W_proj, "
+        "added to the residual stream as strongly as the neuron fires. Here neuron {neuron}'s key matches "
+        "with {pre}, GELU lets {value} through, and its value raises the logits of {tokens} most."
+    ),
     "stage.mlp_out.done": (
         "The MLP's update is added to the residual stream, and block {layer} is done: x leaves with the "
         "same shape it came in with, {shape}."
@@ -253,12 +290,12 @@ TEXT = {
         "{cached} instead of recomputing them."
     ),
     "stage.next_token.cache_prefill": (
-        "The cache holds {bytes} after this prefill, {per_token} bytes per token (2 × {n_layer} layers × "
-        "{H} heads × {D} × {value_bytes} bytes)."
+        "The cache holds {bytes} after this prefill, {per_token} bytes per token (2 × {layers} × {heads} × "
+        "{D} × {value_bytes} bytes)."
     ),
     "stage.next_token.cache_step": (
-        "The cache holds {bytes} after this step, {per_token} bytes per token (2 × {n_layer} layers × "
-        "{H} heads × {D} × {value_bytes} bytes)."
+        "The cache holds {bytes} after this step, {per_token} bytes per token (2 × {layers} × {heads} × "
+        "{D} × {value_bytes} bytes)."
     ),
     "stage.next_token.sample": (
         "Sampling with a temperature instead of the argmax gives other continuations. Press {key} for the "

@@ -1,36 +1,53 @@
 """生成视图的讲解（简体中文）：与 ../en/generation.py 的键和占位符相同。"""
 
 TEXT = {
-    # 同一段里的两个完整句子：中文句子之间不加空格。
-    "generation.join": "{first}{then}",
     # -- 当前这一步：输入了什么，形状为什么是这样 -------------------------------------------------
-    "generation.step.full_pass": (
-        "没有缓存时，每一步都把整个序列重新算一遍：全部 {length} 个 id，{ids_shape}，穿过全部 {n_layer} 层，"
-        "每个位置的键和值都重新计算、用完就丢，scores 是一个完整的 {length} × {length} 三角，{scores_shape}。"
+    # 每对按输入的 id 数（{length}）或缓存中的位置数（{n}）选用其一。
+    "generation.step.full_pass.one": (
+        "没有缓存时，每一步都把整个序列重新算一遍：这里只有 {length} 个 id，{ids_shape}，穿过全部 {n_layer} 层，"
+        "它的键和值重新计算、用完就丢，注意力分数只有一个格子，{scores_shape}。"
         "只有最后一个位置的 logits，{logits_shape}，用来选出 token。每多一个 token，工作量就多一分。"
     ),
-    "generation.step.prefill": (
+    "generation.step.full_pass.other": (
+        "没有缓存时，每一步都把整个序列重新算一遍：全部 {length} 个 id，{ids_shape}，穿过全部 {n_layer} 层，"
+        "每个位置的键和值都重新计算、用完就丢，注意力分数是一个完整的 {length} × {length} 三角，{scores_shape}。"
+        "只有最后一个位置的 logits，{logits_shape}，用来选出 token。每多一个 token，工作量就多一分。"
+    ),
+    "generation.step.prefill.one": (
+        "prefill 一次读入整个上下文：{length} 个 id，{ids_shape}，位于位置 0。"
+        "{n_layer} 层中的每一层都把它的键和值，{kv_shape}，写进缓存；注意力分数是 {scores_shape}，"
+        "加上因果掩码。只计算最后一个位置的 logits，{logits_shape}：它给出第一个新 token。"
+    ),
+    "generation.step.prefill.other": (
         "prefill 一次读入整个上下文：{length} 个 id，{ids_shape}，位置 0–{last}。"
-        "{n_layer} 层中的每一层都把它们的键和值，{kv_shape}，写进缓存；scores 是 {scores_shape}，"
+        "{n_layer} 层中的每一层都把它们的键和值，{kv_shape}，写进缓存；注意力分数是 {scores_shape}，"
         "加上因果掩码。只计算最后一个位置的 logits，{logits_shape}：它给出第一个新 token。"
     ),
     "generation.step.prefill_resumed": (
         "prefill 一次读入整个上下文：{length} 个 id，{ids_shape}，位置 0–{last}。"
-        "{n_layer} 层中的每一层都把它们的键和值，{kv_shape}，写进缓存；scores 是 {scores_shape}，"
+        "{n_layer} 层中的每一层都把它们的键和值，{kv_shape}，写进缓存；注意力分数是 {scores_shape}，"
         "加上因果掩码。只计算最后一个位置的 logits，{logits_shape}：它给出第一个新 token。"
         "接着生成的运行从一个新的缓存开始，所以之前写出的 {written} 也要重新读一遍。"
     ),
-    "generation.step.decode": (
+    "generation.step.decode.one": (
         "decode 这一步只输入一个 id，{ids_shape}：{previous}（id {previous_id}），即第 {previous_step} 步选出的 "
-        "token。它的位置 id 是 {past}，也就是过去长度：{in_cache}，所以它取 wpe[{past}]，接着序列往下走，"
+        "token。它的位置 id 是 {past}，也就是过去长度：缓存里已有 {n} 个位置，所以它取 wpe[{past}]，接着序列往下走，"
         "而不是从 0 重新开始。它的 k 和 v，{kv_shape}，被追加进缓存，它唯一的一行查询对全部 {length} 个键打分："
         "{scores_shape}。"
         "\n\n因果掩码就是按过去长度平移的下三角，tril(diagonal={past})：查询 {past} 可以看到键 0–{past}，"
-        "也就是现有的每一个键。所以 decode 步什么也不遮挡。"
+        "也就是现有的每一个键。所以 decode 步没有任何格子被掩码。"
+    ),
+    "generation.step.decode.other": (
+        "decode 这一步只输入一个 id，{ids_shape}：{previous}（id {previous_id}），即第 {previous_step} 步选出的 "
+        "token。它的位置 id 是 {past}，也就是过去长度：缓存里已有 {n} 个位置，所以它取 wpe[{past}]，接着序列往下走，"
+        "而不是从 0 重新开始。它的 k 和 v，{kv_shape}，被追加进缓存，它唯一的一行查询对全部 {length} 个键打分："
+        "{scores_shape}。"
+        "\n\n因果掩码就是按过去长度平移的下三角，tril(diagonal={past})：查询 {past} 可以看到键 0–{past}，"
+        "也就是现有的每一个键。所以 decode 步没有任何格子被掩码。"
     ),
     # -- 这个 token 是怎么选出来的 -----------------------------------------------------------------
     "generation.choice.greedy": (
-        "贪心解码取概率最大的 token：{chosen}，p = {p}。没有温度，也没有 top-k 或 top-p："
+        "贪心解码取概率最大的 token：{token}（id {id}），p = {p}。没有温度，也没有 top-k 或 top-p："
         "同样的提示词总是得到同样的文本。"
     ),
     "generation.choice.sharper": "采样：logits 先除以温度 {temperature}（更尖锐：可能的更可能）。",
@@ -42,10 +59,10 @@ TEXT = {
         "然后 top-k 只保留最可能的 {k} 个，top-p 再按概率从大到小保留，直到累计概率达到 {mass}。"
     ),
     "generation.choice.drawn": (
-        "token 从剩下的候选中抽取：{chosen} 经过这些设置后 p = {p}，在原始 softmax 中是 {plain_p}。"
+        "token 从剩下的候选中抽取：{token}（id {id}）经过这些设置后 p = {p}，在原始 softmax 中是 {plain_p}。"
     ),
     "generation.choice.drawn_outside": (
-        "token 从剩下的候选中抽取：{chosen} 经过这些设置后 p = {p}，在原始 softmax 中排在前 {topk} 名之外。"
+        "token 从剩下的候选中抽取：{token}（id {id}）经过这些设置后 p = {p}，在原始 softmax 中排在前 {topk} 名之外。"
     ),
     "generation.choice.only_left": "这一步只有 {tokens} 可供抽取。",
     "generation.choice.seed": "种子 {seed} 让每次抽取都可以复现。",
@@ -104,7 +121,7 @@ TEXT = {
     "generation.compare.path": (
         "缓存改变的是计算路径，不是结果：decode 步对最新位置的 q、k、v 的计算与完整前向传播完全相同，"
         "其他位置的键和值则从缓存读取，而不是重新计算；它们是同样的数，因为一个位置的 k 和 v 从不依赖后面的 "
-        "token。scores 的最后一行、softmax 和 logits 的结果都一样（浮点舍入误差以内），所以 argmax 也一样。"
+        "token。注意力分数的最后一行、softmax 和 logits 的结果都一样（浮点舍入误差以内），所以 argmax 也一样。"
         "变的是工作量：在最后一步，完整前向传播把 {positions} 个位置推过每一层，decode 步只推一个。"
     ),
     "generation.compare.cost_split": (

@@ -6,7 +6,7 @@ TEXT = {
         "本机的实测结果：从内存流式读取一个大矩阵的速度是 {stream} GB/s，矩阵乘的速度是 {compute} GFLOP/s"
         "（一个大的 float32 矩阵乘），使用 {threads}。"
     ),
-    "lab.replay_empty": "这份记录里没有实验结果。可以用 {command} 录制一份。",
+    "lab.replay_empty": "这份 trace 里没有实验结果。可以用 {command} 录制一份。",
     # -- 上下文长度
     "lab.context.idle": (
         "测量在一个个位置上生成一个新 token 的耗时，从提示词的末尾（{start}）一直到 {end}："
@@ -48,14 +48,14 @@ TEXT = {
     "lab.context.partial": "测了 {done} 个位置后停止：曲线到 {last} 为止。",
     # -- 批大小
     "lab.batch.idle": (
-        "测量在 {context} 个已缓存位置上，对 B 个序列同时做一个 decode 步骤的耗时（B = {sizes}）："
+        "测量在 {context} 个已缓存位置上，对 B 个序列同时做一个 decode 步的耗时（B = {sizes}）："
         "不管 B 是多少，一步都把每个权重读一遍。按 {run} 运行。"
     ),
     "lab.batch.ends": (
-        "在 {context} 个已缓存位置上，一个 decode 步骤对单个序列耗时 {one_ms} ms，对 {big} 个序列耗时 "
+        "在 {context} 个已缓存位置上，一个 decode 步对单个序列耗时 {one_ms} ms，对 {big} 个序列耗时 "
         "{big_ms} ms（{ratio} 倍），所以 tokens/s 从 {one_tps} 变成了 {big_tps}。"
     ),
-    "lab.batch.one_row": "在 {context} 个已缓存位置上，B = {batch} 时一个 decode 步骤耗时 {ms} ms。",
+    "lab.batch.one_row": "在 {context} 个已缓存位置上，B = {batch} 时一个 decode 步耗时 {ms} ms。",
     "lab.batch.flat": (
         "直到 B = {flat}，一步的耗时都保持在单个序列的 {flat_within} 倍以内：每个权重每步只读一次，"
         "多出来的行复用它。"
@@ -71,11 +71,12 @@ TEXT = {
     "lab.batch.skipped": "跳过了 B = {sizes}：它们的 KV cache 会占用超过四分之一的空闲内存。",
     # -- 数值格式
     "lab.precision.idle": (
-        "用 {formats} 分别加载这个检查点，在每种格式下测量 {context} 个位置上一个用缓存的 decode 步骤，"
+        "用 {formats} 分别加载这个检查点，在每种格式下测量 {context} 个位置上一个用缓存的 decode 步，"
         "并把每种格式在提示词上的 logits 与 float32 的比较。按 {run} 运行。"
     ),
-    "lab.precision.row_base": "float32：每个 token {ms} ms，每步读取 {read}，有效带宽 {gb_s} GB/s。",
-    "lab.precision.row": "{format}：每个 token {ms} ms（float32 的 {ratio} 倍），每步读取 {read}，有效带宽 {gb_s} GB/s。",
+    # 一种格式的一行：测了 float32 时与它相比，否则单独列出。
+    "lab.precision.row": "{format}：每个 token {ms} ms，每步读取 {read}，有效带宽 {gb_s} GB/s。",
+    "lab.precision.row_ratio": "{format}：每个 token {ms} ms（float32 的 {ratio} 倍），每步读取 {read}，有效带宽 {gb_s} GB/s。",
     "lab.precision.fastest": (
         "每个权重的字节越少，每步要读的字节就越少：{fastest} 用了 float32 {bytes_ratio} 倍的字节，"
         "耗时是它的 {fastest_ratio} 倍。"
@@ -100,17 +101,17 @@ TEXT = {
     ),
     "lab.bound.partly_memory": (
         "{what}：以 {stream} GB/s 读取它的 {read} 需要 {memory_ms} ms，占它 {ms} ms 的 {share}："
-        "访存占了很大一部分，其余 {rest} ms 是每一步都要做的固定工作（Python、逐个分派运算、线程之间的交接），"
+        "访存占了很大一部分，其余 {rest} ms 是每一步都要做的固定开销（Python、逐个调度运算、线程之间的交接），"
         "或者是比流式读取速度更慢的算子。"
     ),
     "lab.bound.partly_compute": (
         "{what}：它的 {gflop} GFLOP 以 {compute} GFLOP/s 计算需要 {compute_ms} ms，占它 {ms} ms 的 {share}："
-        "计算占了很大一部分，其余 {rest} ms 是每一步都要做的固定工作，或者是比测得的速度更慢的算子。"
+        "计算占了很大一部分，其余 {rest} ms 是每一步都要做的固定开销，或者是比测得的速度更慢的算子。"
     ),
     "lab.bound.fixed": (
         "{what}：以 {stream} GB/s 读取它的 {read} 只需要 {memory_ms} ms，只占它 {ms} ms 的 {share}："
-        "它既不受内存限制也不受算力限制，而是受每一步都要做、与模型大小无关的固定工作限制（Python、"
-        "逐个分派运算、线程之间的交接），或者是比流式读取速度慢得多的算子。"
+        "它既不受内存限制也不受算力限制，而是受每一步都要做、与模型大小无关的固定开销限制（Python、"
+        "逐个调度运算、线程之间的交接），或者是比流式读取速度慢得多的算子。"
     ),
     "lab.bound.faster_compute": (
         "{what}：它的 {gflop} GFLOP 按 float32 测得的 {compute} GFLOP/s 计算需要 {compute_ms} ms，"

@@ -2,7 +2,7 @@
 
 TEXT = {
     "notice.hub_unreachable": (
-        "无法连接 HuggingFace hub，所以这次运行的是随附的小模型 'tiny'（由 gpt2viz 训练，不是 GPT-2 的权重）；"
+        "无法连接 Hugging Face hub，所以这次运行的是随附的小模型 'tiny'（由 gpt2viz 训练，不是 GPT-2 的权重）；"
         "要用真正的 GPT-2，请在联网时加载一次模型 'gpt2'（需下载 548 MB）"
     ),
     "notice.non_finite_weights": "警告：张量 {tensor} 含有 NaN 或无穷大的值，输出将毫无意义",

@@ -2,11 +2,9 @@
 （gpt2viz/tui/narration.py 决定用哪些段落，并格式化好每个数字）。"""
 
 TEXT = {
-    # 同一段里先后说出的两个完整句子（中文句子之间不加空格）。
-    "stage.join": "{first}{then}",
     "stage.note": "注意：{notice}。",
     "stage.reduced": (
-        "提示词有 {positions} 个位置，所以记录里的每张图都按 {rows} × {cols} 的网格分块取了平均"
+        "提示词有 {positions} 个位置，所以 trace 里的每张图都按 {rows} × {cols} 的网格分块取了平均"
         "（最后一个查询的那一行完整保留，显示在图的下方）。"
     ),
     "stage.flow.update": "c_proj → 增量 {update}",
@@ -16,21 +14,33 @@ TEXT = {
     "stage.tokenize.cut": "它的字节级 BPE 分词器把提示词的 {bytes}切成 {tokens}。",
     "stage.tokenize.cut_kept": (
         "它的字节级 BPE 分词器把提示词的 {bytes}切成 token，数量超过了上下文能放下的长度；"
-        "只保留最后 {kept} 个（{kept_bytes} 个字节）。"
+        "只保留最后 {kept} 个（{kept_bytes}）。"
     ),
     "stage.tokenize.vocab": (
         "每个 token 都是词表（共 {vocab} 项）里的一项；从这里开始，模型只和这些 id 打交道。"
         "常见的词是一个 token，少见的词会被切成几块，一块甚至可以只是某个字符的一部分。"
     ),
-    "stage.tokenize.spaces": (
-        "空格属于它后面的那个 token：{starting}，显示为 ␣（词表文件里写作 Ġ），所以 {spaced} 和 "
-        "{bare} 是两个不同的 token，id 也不同。"
+    # 按以空格开头的 token 数选用其一（中文两种写法相同）。
+    "stage.tokenize.spaces.one": (
+        "空格属于它后面的那个 token：这些 token 中有 {n} 个以空格开头，显示为 ␣（词表文件里写作 Ġ），"
+        "所以 {spaced} 和 {bare} 是两个不同的 token，id 也不同。"
+    ),
+    "stage.tokenize.spaces.other": (
+        "空格属于它后面的那个 token：这些 token 中有 {n} 个以空格开头，显示为 ␣（词表文件里写作 Ġ），"
+        "所以 {spaced} 和 {bare} 是两个不同的 token，id 也不同。"
     ),
     "stage.tokenize.formula": "提示词 → UTF-8 字节 → BPE 合并 → token id",
     "stage.tokenize.flow": '"{prompt}"（{characters}，{bytes}） → token id，形状 {shape}',
-    "stage.tokenize.decode": (
+    # 按新 token 之前的 token 数（{n}）选用其一（中文两种写法相同）。
+    "stage.tokenize.decode.one": (
         "这是一次 decode 步的前向传播。只有一个 id 进入模型：{token}（id {id}），也就是上一步选出的 "
-        "token，位于位置 {position}。{before}下面的每个阶段都只计算这一个位置，而不是整段文本。"
+        "token，位于位置 {position}。它之前的 {n} 个 token 不再重新计算：每一层都把它们的键和值存在 "
+        "KV cache 里，这次前向传播直接从那里读取。下面的每个阶段都只计算这一个位置，而不是整段文本。"
+    ),
+    "stage.tokenize.decode.other": (
+        "这是一次 decode 步的前向传播。只有一个 id 进入模型：{token}（id {id}），也就是上一步选出的 "
+        "token，位于位置 {position}。它之前的 {n} 个 token 不再重新计算：每一层都把它们的键和值存在 "
+        "KV cache 里，这次前向传播直接从那里读取。下面的每个阶段都只计算这一个位置，而不是整段文本。"
     ),
     "stage.tokenize.decode_formula": "输入的 ids = [最新的 token]   （更早的 token：键和值在 KV cache 里）",
     "stage.tokenize.decode_flow": "{past} 个已缓存 + 1 个新的 → ids，形状 {shape}，位置 {position}",
@@ -44,8 +54,13 @@ TEXT = {
     "stage.embed.params": (
         "这个模型共有 {n_params} 个参数，其中 wte 占 {wte} 个（{wte_millions}，{share}）；wpe 占 {wpe} 个。"
     ),
-    "stage.embed.decode": (
-        "新 token 位于位置 {past}，排在{cached} token 之后，所以它取 wpe 的第 {past} 行："
+    # 按新 token 之前已缓存的位置数（{n}）选用其一（中文两种写法相同）。
+    "stage.embed.decode.one": (
+        "新 token 位于位置 {past}，排在 {n} 个已缓存的 token 之后，所以它取 wpe 的第 {past} 行："
+        "decode 步是接着序列往下走，而不是从 0 重新开始。"
+    ),
+    "stage.embed.decode.other": (
+        "新 token 位于位置 {past}，排在 {n} 个已缓存的 token 之后，所以它取 wpe 的第 {past} 行："
         "decode 步是接着序列往下走，而不是从 0 重新开始。"
     ),
     "stage.embed.lengths": (
@@ -89,15 +104,20 @@ TEXT = {
         "各用自己的那一份，彼此看不到对方的数。"
     ),
     "stage.qkv.cache": (
-        "KV cache 为后面的 token 保存的正是这些键和值：这一层是 2 × {H} 个头 × {T} 个位置 × {D} = "
+        "KV cache 为后面的 token 保存的正是这些键和值：这一层是 2 × {heads} × {positions} × {D} = "
         "{numbers} 个数，{bytes}。查询只用一次，从不缓存。"
     ),
-    "stage.qkv.decode": (
-        "在这次 decode 步中，新位置的 k 和 v（{new}）被追加到{cached}位置的 k 和 v 后面："
+    # 按已缓存的位置数（{n}）选用其一（中文两种写法相同）。
+    "stage.qkv.decode.one": (
+        "在这次 decode 步中，新位置的 k 和 v（{new}）被追加到 {n} 个已缓存位置的 k 和 v 后面："
+        "注意力读取的 K 和 V 是 {all}。"
+    ),
+    "stage.qkv.decode.other": (
+        "在这次 decode 步中，新位置的 k 和 v（{new}）被追加到 {n} 个已缓存位置的 k 和 v 后面："
         "注意力读取的 K 和 V 是 {all}。"
     ),
     "stage.qkv.formula_heads": "q [T, C] → 变形为 [T, H, D] → 转置 → [H, T, D]",
-    "stage.qkv.formula_sizes": "T = {T} 个位置，H = {H} 个头，D = 每个头 {D} 个数",
+    "stage.qkv.formula_sizes": "T = {positions}，H = {heads}，D = 每个头 {numbers}",
     "stage.qkv.flow_split": "切分 → q, k, v 各为 {shape}",
     "stage.qkv.flow_heads": "分头 → q, k, v 各为 {shape}",
     # -- 注意力分数 -------------------------------------------------------------------------------
@@ -105,28 +125,37 @@ TEXT = {
         "头 {head} 把每个查询和每个键逐一比较：两个 {D} 维向量做点积，再除以 √{D} = {root}，"
         "这样分数不会随头的维度变大，后面的 softmax 也不会饱和。"
     ),
-    "stage.scores.mask": (
+    # 按被掩码的格子数选用前两条之一（中文写法相同）；只有一个格子时用第三条。
+    "stage.scores.mask.one": (
         "因果掩码把对角线以上的每个格子都设为 −∞（灰色的格子）：位置 i 只能看它自己和前面的位置，"
-        "永远看不到后面的位置。这里 {cells} 个格子中有 {masked} 个被遮住。"
+        "永远看不到后面的位置。这里 {cells} 个格子中有 {masked} 个被掩码。"
+    ),
+    "stage.scores.mask.other": (
+        "因果掩码把对角线以上的每个格子都设为 −∞（灰色的格子）：位置 i 只能看它自己和前面的位置，"
+        "永远看不到后面的位置。这里 {cells} 个格子中有 {masked} 个被掩码。"
+    ),
+    "stage.scores.mask_single": (
+        "因果掩码把对角线以上的每个格子都设为 −∞：位置 i 只能看它自己和前面的位置，永远看不到后面的位置。"
+        "只有一个位置时只有一个格子，就在对角线上，所以没有格子被掩码。"
     ),
     "stage.scores.decode_mask": (
         "decode 步有 {queries}和 {keys}：{past} 个来自缓存，{new} 个是新的。因果掩码平移了 {cached}"
         "（tril(diagonal={diagonal})）：查询 {diagonal} 可以看到键 0–{diagonal}，也就是所有的键，"
-        "所以这里 {cells} 个格子中有 {masked} 个被遮住。"
+        "所以这里 {cells} 个格子中有 {masked} 个被掩码。"
     ),
     "stage.scores.top": "最后一个查询（{token}）在位置 {position}（{key}）上得分最高：{score}。",
     "stage.scores.formula_mask": "scores[h, i, j] = −∞，若 j > i   （因果掩码）",
     "stage.scores.flow_map": "头 {head} → 下方 {shape} 的图",
     # -- 注意力权重 -------------------------------------------------------------------------------
     "stage.pattern.softmax": (
-        "沿每一行做 softmax，把分数变成权重：全部为正，每一行之和为 1，被遮住的未来位置恰好为 0。"
+        "沿每一行做 softmax，把分数变成权重：全部为正，每一行之和为 1，被掩码的未来位置恰好为 0。"
         "第 i 行就是一份配方：位置 i 的输出是位置 0 … i 的值向量的加权和。"
     ),
     "stage.pattern.last": (
         "最后一行属于 {token}，也就是预测下一个 token 的那个位置。在头 {head} 里，它把 {share} 的权重"
         "放在位置 {position}（{key}）上。"
     ),
-    # -- 所有头 -----------------------------------------------------------------------------------
+    # -- 所有注意力头 -------------------------------------------------------------------------------
     "stage.heads.intro": (
         "第 {layer} 层的 {H} 个头并排显示，每个头有自己的注意力权重（越亮，权重越大）。每个头有自己的"
         "查询、键和值切片，学会寻找不同的东西。每张图下方：最后一个 token 最关注的位置。"
@@ -167,6 +196,11 @@ TEXT = {
         "最强的是神经元 {neuron}，值为 {value}。"
     ),
     # -- MLP 输出 ---------------------------------------------------------------------------------
+    "stage.mlp.memory": (
+        "把 MLP 看成一张键值记忆：每个神经元的键是 W_fc 中它的那一列，用点积和这个位置的向量做匹配；"
+        "GELU 过滤匹配的结果；它的值是 W_proj 中它的那一行，神经元激活多强，就按多大的比例加进残差流。"
+        "这里，神经元 {neuron} 的键匹配得到 {pre}，GELU 放行了 {value}，它的值最能抬高 {tokens} 的 logit。"
+    ),
     "stage.mlp_out.done": (
         "MLP 的增量加回残差流，第 {layer} 层就完成了：x 离开时的形状和进来时一样，都是 {shape}。"
     ),
@@ -230,11 +264,11 @@ TEXT = {
     ),
     "stage.next_token.cache_prefill": (
         "这次 prefill 之后，缓存占 {bytes}，每个 token {per_token} 字节"
-        "（2 × {n_layer} 层 × {H} 个头 × {D} × {value_bytes} 字节）。"
+        "（2 × {layers} × {heads} × {D} × {value_bytes} 字节）。"
     ),
     "stage.next_token.cache_step": (
         "这一步之后，缓存占 {bytes}，每个 token {per_token} 字节"
-        "（2 × {n_layer} 层 × {H} 个头 × {D} × {value_bytes} 字节）。"
+        "（2 × {layers} × {heads} × {D} × {value_bytes} 字节）。"
     ),
     "stage.next_token.sample": "用带温度的采样代替 argmax，会得到别的续写。按 {key} 打开生成视图。",
     "stage.next_token.formula": "下一个 token = argmax(p) = {id}",

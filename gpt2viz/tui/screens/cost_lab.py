@@ -86,8 +86,6 @@ class LabPlot(PlotextPlot):
 class CostLabScreen(Screen):
     """The three experiments in tabs; `lm` runs them, or a recorded result is shown."""
 
-    PALETTE_TEXT = N_("Command palette: theme, keys, screenshot")
-
     BINDINGS = [
         Binding("r", "run", N_("run"), id="lab-run", tooltip=N_("Run the experiment on show")),
         Binding("a", "run_all", N_("run all"), id="lab-run-all", tooltip=N_("Run all three experiments")),
@@ -101,8 +99,7 @@ class CostLabScreen(Screen):
         Binding("escape", "back", N_("back"), id="lab-back", tooltip=N_("Back to where the lab was opened")),
     ]
 
-    @property
-    def HELP_TEXT(self) -> str:  # noqa: N802  (the name the help screen reads)
+    def help_text(self) -> str:
         """How to read the lab, in the current language, naming the keys as they are bound now."""
         return _(LAB_HELP).format(**{action: key_name(self, action) for action in ("run", "run_all", "stop", "length")})
 

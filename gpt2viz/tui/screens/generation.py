@@ -23,9 +23,10 @@ from textual.widgets import Footer
 from textual.worker import get_current_worker
 
 from ...generate import STOP_CANCELLED, new_generator
-from ...i18n import N_, _, ngettext
+from ...i18n import N_, _, count, ngettext
 from ...options import DEFAULT_TOPK
 from ...trace import Trace
+from ...interventions import applied, parse_ablations
 from ..background import locked, record_pass, reporting, run_detached
 from ..generation import Comparison, Generation, GenerationSettings
 from ..facts import RunFacts
@@ -51,14 +52,16 @@ STEP = Binding.Group(N_("step"), compact=True)
 # The runs of a comparison, named in the status line while they run (msgids: translated there).
 NAIVE_LABEL, CACHED_LABEL = N_("no cache"), N_("cached")
 
+# How to read the view; the keys are placeholders, named as they are bound when the help is shown.
 HELP_TEXT = N_(
-    "␣ (space) stops a running generation (the text so far stays), resumes it, and once it is done generates "
-    "again (with 0 new tokens set, it opens the settings). How to read it: the top shows the prompt (dim) and the tokens generated after it; b shows where each "
-    "token begins and ends. Under it, three panels follow the newest step, or the step you pick with ← →: "
-    "the choice (the top tokens before and after temperature, top-k and top-p, and the step's shapes), "
-    "the cost (time per step: the prefill in its own colour, then the decode steps; c compares a run "
-    "without the cache), and the KV cache after that step (K and V per layer, bytes, the context used). "
-    "Tab moves between the panels; ↑ ↓ scroll the one with the bright border. ␣ is a space, ↵ a line break."
+    "{stop} stops a running generation (the text so far stays), resumes it, and once it is done generates "
+    "again (with 0 new tokens set, it opens the settings). How to read it: the top shows the prompt (dim) "
+    "and the tokens generated after it; {boundaries} shows where each token begins and ends. Under it, "
+    "three panels follow the newest step, or the step you pick with {previous} {next}: the choice (the top "
+    "tokens before and after temperature, top-k and top-p, and the step's shapes), the cost (time per step: "
+    "the prefill in its own colour, then the decode steps; {compare} compares a run without the cache), and "
+    "the KV cache after that step (K and V per layer, bytes, the context used). {focus} moves between the "
+    "panels; {up} {down} scroll the one with the bright border. ␣ is a space, ↵ a line break."
 )
 
 
@@ -68,9 +71,6 @@ class GenerationScreen(Screen):
     AUTO_FOCUS = "#choice-panel"
     # Three panels side by side need about 118 columns; below that, two columns (see app.tcss).
     HORIZONTAL_BREAKPOINTS = [(0, "-too-narrow"), (MIN_WIDTH, "-normal"), (118, "-roomy")]
-    HELP_TEXT = HELP_TEXT
-    PALETTE_TEXT = N_("Command palette: theme, keys, screenshot")
-
     BINDINGS = [
         # ␣ is how the app writes a space everywhere; it also leaves the 80-column footer room.
         Binding("space", "stop", N_("stop"), id="stop-generation", tooltip=N_("Stop generating; the text so far stays"),
@@ -260,6 +260,18 @@ class GenerationScreen(Screen):
         """Everything in the language just chosen, from the generation held (a run goes on)."""
         self._draw()
 
+    def help_text(self) -> str:
+        """How to read the view, in the current language, naming the keys as they are bound now."""
+        panel = self.query_one(ChoicePanel)
+        keys = {
+            name: key_name(self, action)
+            for name, action in (
+                ("stop", "stop"), ("boundaries", "boundaries"), ("previous", "previous_step"),
+                ("next", "next_step"), ("compare", "compare"), ("focus", "focus_next"),
+            )
+        }
+        return _(HELP_TEXT).format(**keys, up=key_name(panel, "scroll_up"), down=key_name(panel, "scroll_down"))
+
     def _show_more_hints(self) -> None:
         for panel in self.query(Panel):
             panel.show_more_hint()
@@ -321,6 +333,11 @@ class GenerationScreen(Screen):
         self._run_compare(self._run, list(self.trace.token_ids), settings, self._stop)
 
     # -- workers -----------------------------------------------------------------------------
+    @property
+    def ablations(self) -> tuple:
+        """The parts of the model switched off in the pass this view continues (what if)."""
+        return tuple(parse_ablations(self.trace.interventions))
+
     def _record(
         self, run: int, ids: list[int], max_new: int, settings: GenerationSettings, stop: threading.Event, rng=None
     ) -> dict:
@@ -333,17 +350,19 @@ class GenerationScreen(Screen):
             self.post_message(self.StepGenerated(run, step))
 
         def generate() -> dict:
-            return record_generation(
-                self.lm,
-                ids,
-                max_new,
-                settings.sampling,
-                settings.use_cache,
-                self.topk,
-                on_step=on_step,
-                should_stop=lambda: worker.is_cancelled or stop.is_set(),
-                generator=rng,
-            )
+            # With the parts the step-through switched off still off: the header says so.
+            with applied(self.lm.hooks, self.ablations):
+                return record_generation(
+                    self.lm,
+                    ids,
+                    max_new,
+                    settings.sampling,
+                    settings.use_cache,
+                    self.topk,
+                    on_step=on_step,
+                    should_stop=lambda: worker.is_cancelled or stop.is_set(),
+                    generator=rng,
+                )
 
         return run_detached(locked(generate), lambda: worker.is_cancelled)
 
@@ -373,7 +392,7 @@ class GenerationScreen(Screen):
         position against the cache) or a full pass (a prefill, or a step without the cache)."""
         worker = get_current_worker()
         with reporting(lambda text, code: self.post_message(self.RunFailed(STEP_PASS, text))):
-            trace = record_pass(self.lm, ids, self.topk, lambda: worker.is_cancelled, decode=decode)
+            trace = record_pass(self.lm, ids, self.topk, lambda: worker.is_cancelled, decode=decode, ablations=self.ablations)
             self.post_message(self.StepTraced(index, trace))
 
     # -- messages from the workers -----------------------------------------------------------
@@ -497,7 +516,7 @@ class GenerationScreen(Screen):
                     "This is a replay: there is no model to run the forward pass of step {index} ({n} tokens). "
                     "Only step 0's pass, over the prompt, is in the trace. Start gpt2viz with --model to open any step.",
                     len(ids),
-                ).format(index=index, n=len(ids)),
+                ).format(index=index, n=count(len(ids))),
                 title=_("Needs a model"),
                 severity="warning",
                 markup=False,
@@ -511,14 +530,14 @@ class GenerationScreen(Screen):
         decode = bool(self.gen.steps[index].get("used_cache")) and not self.gen.is_first(index)
         if decode:
             text = _("Recording step {index}'s decode pass: 1 new position, {cached} cached…").format(
-                index=index, cached=len(ids) - 1
+                index=index, cached=count(len(ids) - 1)
             )
         else:
             text = ngettext(
                 "Recording step {index}'s forward pass over {n} token…",
                 "Recording step {index}'s forward pass over {n} tokens…",
                 len(ids),
-            ).format(index=index, n=len(ids))
+            ).format(index=index, n=count(len(ids)))
         self.notify(text, timeout=2)
         self._trace_step(index, ids, decode)
 

@@ -9,7 +9,7 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Static, Switch
 
-from ...errors import SettingError, setting_message
+from ...errors import SettingError
 from ...generate import SamplingSettings
 from ...i18n import N_, _
 from ...model.precision import PRECISIONS
@@ -45,9 +45,10 @@ SWITCH_HINTS = {
 FIELD_OF_SETTING = {"temperature": "temperature", "top_k": "top-k", "top_p": "top-p", "seed": "seed"}
 
 
-def _problem(field: str, problem: str) -> str:
-    """A validation message naming the form's field: 'top-k must be an integer >= 1, got 0'."""
-    return setting_message(_(LABELS[field]), problem)
+def _problem(field: str, message: str, **params: object) -> str:
+    """A validation message (a msgid with `{setting}`, as the core's SettingError messages have)
+    naming the form's field: 'top-k must be an integer >= 1, got 0'."""
+    return _(message).format(setting=_(LABELS[field]), **params)
 
 
 def parse_settings(
@@ -66,7 +67,7 @@ def parse_settings(
         if max_new < 1:
             raise ValueError
     except ValueError:
-        errors["new-tokens"] = _problem("new-tokens", _("must be a whole number >= 1, got {value!r}").format(value=text))
+        errors["new-tokens"] = _problem("new-tokens", N_("{setting} must be an integer >= 1, got {value!r}"), value=text)
     sampling_settings = SamplingSettings()
     if sampling:
         parsed: dict[str, object] = {}
@@ -74,31 +75,33 @@ def parse_settings(
             raw = values.get(name, "").strip()
             if not raw:
                 if name == "temperature":
-                    errors[name] = _problem(name, _("is needed to sample (0 would be greedy)"))
+                    errors[name] = _problem(name, N_("{setting} is needed to sample (0 would be greedy)"))
                 continue
             try:
                 value = kind(raw)
             except ValueError:
                 if kind is int:
-                    errors[name] = _problem(name, _("must be a whole number, got {value!r}").format(value=raw))
+                    errors[name] = _problem(name, N_("{setting} must be an integer, got {value!r}"), value=raw)
                 else:
-                    errors[name] = _problem(name, _("must be a number, got {value!r}").format(value=raw))
+                    errors[name] = _problem(name, N_("{setting} must be a number, got {value!r}"), value=raw)
                 continue
             if key != "seed":
                 try:
                     SamplingSettings(**{key: value})
                 except SettingError as err:
-                    errors[name] = _problem(name, err.problem)
+                    errors[name] = err.naming(_(LABELS[name]))
                     continue
             parsed[key] = value
         if "temperature" in parsed and parsed["temperature"] == 0:
-            errors["temperature"] = _problem("temperature", _("must be > 0 to sample (0 is greedy: switch sampling off)"))
+            errors["temperature"] = _problem(
+                "temperature", N_("{setting} must be > 0 to sample (0 is greedy: switch sampling off)")
+            )
         if not errors:
             try:
                 sampling_settings = SamplingSettings(**parsed)  # type: ignore[arg-type]
             except SettingError as err:
                 field = FIELD_OF_SETTING.get(err.setting, "temperature")
-                errors[field] = _problem(field, err.problem)
+                errors[field] = err.naming(_(LABELS[field]))
     if errors or max_new is None:
         return None, errors
     return GenerationSettings(max_new, sampling_settings, use_cache, precision), {}

@@ -1,4 +1,8 @@
-"""The help screen: every key (as currently mapped) and how to read the screens."""
+"""The help screen: every key (as currently mapped) and how to read the screen underneath.
+
+A screen with something to say about reading it has `help_text()`: the text in the current
+language, keys named as they are bound now (`key_name`). Its command palette's line in the key
+list is its `PALETTE_TEXT` (a msgid), else the app's palette."""
 
 from __future__ import annotations
 
@@ -12,17 +16,7 @@ from textual.widgets import Static
 from ...i18n import N_, _
 from ..widgets.strip_widget import Prose
 
-READING = N_(
-    "How to read it: the left column lists every stage of one forward pass, in order; the middle shows "
-    "the current stage: what happens, its formula, the shapes of this run's tensors, and a picture of "
-    "the real numbers. Under the list (in a column of its own at the right on terminals 150 or more "
-    "wide) are the shapes met so far and the KV cache the pass leaves behind. Heatmaps: blue to orange "
-    "for signed values, dark purple to yellow for probabilities; grey cells are masked (the future). "
-    "␣ is a space, ↵ a line break."
-)
-
-
-PALETTE_TEXT = N_("Command palette: jump to any stage by name")
+PALETTE_TEXT = N_("Command palette: theme, keys, screenshot")
 
 
 def key_rows(screen: Screen) -> list[tuple[str, str]]:
@@ -66,7 +60,8 @@ class HelpScreen(ModalScreen[None]):
         for keys, text in key_rows(self.underneath):
             rows.append(Content.assemble((f"{keys:>14}", "bold"), "  ", text))
         self.query_one("#help-text", Static).update(Content("\n").join(rows))
-        self.query_one(Prose).update(_(getattr(self.underneath, "HELP_TEXT", READING)))
+        help_text = getattr(self.underneath, "help_text", None)
+        self.query_one(Prose).update(help_text() if help_text is not None else "")
 
     def action_close(self) -> None:
         self.dismiss(None)

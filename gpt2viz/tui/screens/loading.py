@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from rich.cells import cell_len
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -40,6 +42,8 @@ class LoadingScreen(Screen):
             yield Static(self._what(), id="loading-what")
             yield ProgressBar(total=3, show_eta=False, show_percentage=False, id="loading-progress")
             yield Static(Content(_("Starting…")), id="loading-step")
+            yield ProgressBar(show_eta=False, id="download-progress")  # bytes of a hub download
+            yield Static(id="download-text")
             yield LoadingIndicator(id="loading-indicator")
             yield Static(id="loading-error")
         yield RoomNotice(id="room-notice")
@@ -65,6 +69,26 @@ class LoadingScreen(Screen):
         bar = self.query_one(ProgressBar)
         bar.update(total=total, progress=step - 1)
         self.query_one("#loading-step", Static).update(Content(f"{step}/{total}  {text}"))
+
+    def download(self, progress) -> None:
+        """Shows how far a hub download has come: the file, the bytes of all files, rate and time left."""
+        now = time.monotonic()
+        if self._download_start is None:
+            self._download_start = (now, progress.done)
+        started, done_then = self._download_start
+        rate = (progress.done - done_then) / max(now - started, 1e-6)  # bytes per second, this run
+        measured = now - started >= 1.0  # a rate over less than a second says little
+        left = (progress.total - progress.done) / rate if rate > 0 and measured else None
+        bar = self.query_one("#download-progress", ProgressBar)
+        bar.display = True
+        bar.update(total=max(progress.total, 1), progress=progress.done)
+        text = _("{file}: {done} of {total} MB · {rate} MB/s · {left} left").format(
+            file=progress.file, done=f"{progress.done / 1e6:,.1f}", total=f"{progress.total / 1e6:,.1f}",
+            rate=f"{rate / 1e6:,.1f}" if measured else "…", left="…" if left is None else _("{seconds} s").format(seconds=f"{left:,.0f}"),
+        )
+        self.query_one("#download-text", Static).update(Content(text))
+
+    _download_start: tuple[float, int] | None = None
 
     def fail(self, text: str) -> None:
         """Shows why loading failed; the only way on is q."""

@@ -35,7 +35,7 @@ class PromptScreen(ModalScreen[str | None]):
         self.query_one("#prompt-title", Static).update(Content.styled(_("Edit the prompt"), "bold"))
         self.query_one(Input).placeholder = _("type a prompt")
         hint = _("{enter}: run the model on this prompt    {escape}: cancel").format(
-            enter=self.app.get_key_display(Binding("enter", "")), escape=key_name(self, "cancel")
+            enter=key_name(self.query_one(Input), "submit"), escape=key_name(self, "cancel")
         )
         self.query_one("#prompt-hint", Static).update(Content.styled(hint, "$foreground 60%"))
 

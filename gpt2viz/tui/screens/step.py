@@ -11,11 +11,12 @@ from textual.containers import Container
 from textual.screen import Screen
 from textual.widgets import Footer
 
-from ...i18n import N_, _
+from ...i18n import N_, _, count
 from ...trace import Trace
 from ..commands import StageCommands
 from ..language import key_name
 from ..stages import Stage, block_jump, build_stages, index_by_key, index_of
+from ..widgets.before_after import BeforeAfter
 from ..widgets.pipeline_nav import PipelineNavigator
 from ..widgets.room_notice import RoomNotice
 from ..widgets.side_panel import SidePanel
@@ -25,6 +26,15 @@ from ..widgets.top_bar import TopBar
 STAGE = Binding.Group(N_("stage"), compact=True)
 BLOCK = Binding.Group(N_("block"), compact=True)
 HEAD = Binding.Group(N_("head"), compact=True)
+# How to read the step-through (it names no keys: the help's key list is right above it).
+READING = N_(
+    "How to read it: the left column lists every stage of one forward pass, in order; the middle shows "
+    "the current stage: what happens, its formula, the shapes of this run's tensors, and a picture of "
+    "the real numbers. Under the list (in a column of its own at the right on terminals 150 or more "
+    "wide) are the shapes met so far and the KV cache the pass leaves behind. Heatmaps: blue to orange "
+    "for signed values, dark purple to yellow for probabilities; grey cells are masked (the future). "
+    "␣ is a space, ↵ a line break."
+)
 SIDE_PANEL_SHARE = 0.55
 WIDE = 150  # columns from which the side panel has a column of its own (see the app's breakpoints)
 
@@ -33,6 +43,7 @@ class StepScreen(Screen):
     """Steps through the stages of one forward pass; every step re-renders from the Trace."""
 
     COMMANDS = {StageCommands}
+    PALETTE_TEXT = N_("Command palette: jump to any stage by name")
 
     BINDINGS = [
         Binding("left,h", "previous_stage", N_("stage"), id="previous-stage", tooltip=N_("Go back one stage"), group=STAGE),
@@ -53,6 +64,14 @@ class StepScreen(Screen):
         Binding("pageup", "page_up", N_("page up"), id="page-up", tooltip=N_("Scroll the stage view a page up"), show=False),
         Binding("pagedown", "page_down", N_("page down"), id="page-down", tooltip=N_("Scroll the stage view a page down"), show=False),
         Binding("e", "app.edit_prompt", N_("edit"), id="edit-prompt", tooltip=N_("Change the prompt and run the model again")),
+        # What if: out of the footer (no room at 80 columns); the help lists them, and an edited
+        # pass names the undo and clear keys where it shows its before and after.
+        Binding("x", "what_if", N_("switch off"), id="what-if", show=False,
+                tooltip=N_("Switch a part of this block off (a head, the MLP, neurons, the block) and run again")),
+        Binding("u", "app.undo_intervention", N_("undo"), id="undo-intervention", show=False,
+                tooltip=N_("Undo the last part switched off")),
+        Binding("U", "app.clear_interventions", N_("clear"), id="clear-interventions", show=False,
+                tooltip=N_("Switch every part back on: the model's own pass")),
         Binding("escape", "back", N_("back"), id="back-to-generation", tooltip=N_("Back to the generation view")),
     ]
 
@@ -133,7 +152,7 @@ class StepScreen(Screen):
             self._draw(new_stage=False)
         else:
             self.notify(
-                _("Head {head} of {n_head} will be shown at the attention stages.").format(head=self.head, n_head=self.n_head),
+                _("Head {head} of {n_head} will be shown at the attention stages.").format(head=self.head, n_head=count(self.n_head)),
                 timeout=2,
             )
 
@@ -148,6 +167,10 @@ class StepScreen(Screen):
         self.query_one(TopBar).draw(trace, self.replay)
         self._draw()
 
+    def help_text(self) -> str:
+        """How to read the step-through, in the current language."""
+        return _(READING)
+
     def redraw_language(self) -> None:
         """Redraws every text in the language just chosen, at the same stage and head."""
         self.query_one(PipelineNavigator).set_stages(self.stages, self.index)
@@ -158,6 +181,10 @@ class StepScreen(Screen):
     def _draw(self, new_stage: bool = True) -> None:
         started = time.perf_counter()
         self.query_one(StageView).draw(self.trace, self.stages, self.index, self.head, new_stage)
+        # Before -> after, where the prediction is read: the next token and the logit lens.
+        shows_prediction = self.stage.kind in ("next_token", "logit_lens") and self.from_step is None
+        changes = getattr(self.app, "changes", None) if shows_prediction else None
+        self.query_one(BeforeAfter).draw(self.trace.interventions, changes)
         self.query_one(SidePanel).draw(self.trace, self.stages, self.index)
         self._fit_side_panel()
         self.call_after_refresh(self._painted, started)
@@ -203,6 +230,26 @@ class StepScreen(Screen):
             return
         kind = "pattern" if stage.kind == "heads" else "heads"
         self.go_to(index_of(self.stages, kind, stage.layer))
+
+    def action_what_if(self) -> None:
+        """Offers the parts of the model this stage can switch off; the app runs the pass again."""
+        if self.app.lm is None:
+            self.notify(_("Switching parts off needs a model: start gpt2viz with --model."), severity="warning", timeout=3)
+            return
+        if self.stage.layer is None or self.from_step is not None:
+            self.notify(
+                _("Switching parts off: go to a block of the prompt's pass first ({key} jumps to block 0).").format(
+                    key=key_name(self, "next_block")
+                ),
+                timeout=3,
+            )
+            return
+        from .interventions import InterventionMenu
+
+        self.app.push_screen(
+            InterventionMenu(self.trace, self.stage, self.head),
+            lambda ablation: ablation is not None and self.app.add_intervention(ablation),
+        )
 
     def action_scroll_up(self) -> None:
         self.query_one(StageView).scroll_up(animate=False)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.containers import Vertical
 
-from ...i18n import _, ngettext
+from ...i18n import _, count, ngettext
 from ...trace import Trace
 from ...trace.events import pool_bins
 from ..facts import attention_event, head_focus, key_texts, last_row, masked_pattern
@@ -66,7 +66,7 @@ def attention_data(trace: Trace, stage: Stage, head: int) -> tuple[HeatmapData |
         scale=data.resolved_scale() if signed else None,
         pool_rows=False,
         masked_text=masked_text,
-        caption=ngettext("the last query's full row over all {n} key", "the last query's full row over all {n} keys", L).format(n=L),
+        caption=ngettext("the last query's full row over all {n} key", "the last query's full row over all {n} keys", L).format(n=count(L)),
     )
     return data, last
 

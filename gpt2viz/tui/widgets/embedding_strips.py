@@ -11,7 +11,7 @@ from textual.strip import Strip
 
 from ...i18n import _
 from ..facts import hook_event
-from ..formatting import fit, num, shown_positions
+from ..formatting import count, fit, num, shown_positions
 from ..palette import LEVELS, diverging
 from .strip_widget import StripWidget, fit_strip
 
@@ -85,7 +85,7 @@ class EmbeddingStrips(StripWidget):
             segs.append(Segment(fit(num(d.sum_norms[p]), NORM_WIDTH, "right"), label_style))
             lines.append(Strip(segs).simplify())
         lines.append(Strip.blank(1, base))
-        dims = _("dims 0–{last} of {n_embd}").format(last=n - 1, n_embd=d.n_embd)
+        dims = _("dims 0–{last} of {n_embd}").format(last=n - 1, n_embd=count(d.n_embd))
         legend = [Segment(pad, base), Segment(f"{dims}   {num(-scale, 2)} ", header_style)]
         for i in range(16):
             legend.append(Segment(" ", Style(bgcolor=palette.colors[round(i / 15 * (LEVELS - 1))])))

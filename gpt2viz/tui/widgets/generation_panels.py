@@ -7,7 +7,6 @@ a comparison if one was run, the selected step), so a live run and a replayed tr
 from __future__ import annotations
 
 from dataclasses import dataclass
-from string import Formatter
 
 from rich.cells import cell_len
 from textual.app import ComposeResult
@@ -32,8 +31,10 @@ from ..generation_narration import (
 )
 from ..facts import RunFacts
 from ..language import key_name
+from ..styled_text import styled
 from .latency_chart import LatencyChart, Series
 from .pictures import CHIP_A, CHIP_B, CURRENT, NEW, bar
+from .strip_widget import Prose
 
 PROMPT_CHIP_A = "$foreground 60% on $primary 15%"
 PROMPT_CHIP_B = "$foreground 60% on $secondary 15%"
@@ -67,19 +68,6 @@ def lines(rows: list[Content]) -> Content:
 def label(text: str, width: int) -> str:
     """A row label in a column of `width` cells, with at least one space after it."""
     return fit(text, width - 1) + " "
-
-
-def styled(template: str, style: str, **values: str | tuple[str, str]) -> Content:
-    """A translated `template` in `style`, its placeholders filled with `values`: a text in the
-    default style, or a (text, style) pair. A sentence stays whole while its numbers stand out."""
-    parts: list[tuple[str, str]] = []
-    for literal, name, _spec, _conversion in Formatter().parse(template):
-        if literal:
-            parts.append((literal, style))
-        if name is not None:
-            value = values[name]
-            parts.append(value if isinstance(value, tuple) else (value, ""))
-    return Content.assemble(*parts)
 
 
 class GeneratedText(Static):
@@ -198,9 +186,9 @@ class ChoicePanel(Panel):
 
     def compose(self) -> ComposeResult:
         yield Static(id="choice-table")
-        yield Static(id="choice-text")
+        yield Prose(id="choice-text")
         yield Static(id="choice-flow")
-        yield Static(id="choice-step-text")
+        yield Prose(id="choice-step-text")
 
     def draw(self, state: ViewState) -> None:
         """Shows the choice of the step on show."""
@@ -208,15 +196,16 @@ class ChoicePanel(Panel):
         if i is None:
             self.border_title = _("Next token")
             self.query_one("#choice-table", Static).update(Content.styled(_("No token yet."), ".gen-panel--dim"))
-            for name in ("#choice-text", "#choice-flow", "#choice-step-text"):
-                self.query_one(name, Static).update("")
+            self.query_one("#choice-flow", Static).update("")
+            for name in ("#choice-text", "#choice-step-text"):
+                self.query_one(name, Prose).update("")
             return
         self.border_title = step_heading(gen, i)
         self.query_one("#choice-table", Static).update(self._table(gen, i))
-        self.query_one("#choice-text", Static).update(Content(choice_text(gen, i)))
+        self.query_one("#choice-text", Prose).update(choice_text(gen, i))
         flow = lines([Content(line) for line in step_flow(state.facts, gen, i)])
         self.query_one("#choice-flow", Static).update(flow.highlight_regex(r"\[[0-9][0-9, ]*\]", style=".gen-panel--shape"))
-        self.query_one("#choice-step-text", Static).update(Content(step_text(state.facts, gen, i)))
+        self.query_one("#choice-step-text", Prose).update(step_text(state.facts, gen, i))
 
     def _table(self, gen: Generation, i: int) -> Content:
         step = gen.steps[i]
@@ -226,10 +215,12 @@ class ChoicePanel(Panel):
         room = self.room
         width = max(6, min(TOKEN_WIDTH, room - (23 if not greedy else 22)))
         rows = [
-            Content.assemble(
-                (_("chose") + " ", ".gen-panel--dim"),
-                (step["text"], NEW),
-                (f"  id {step['id']}  p {percent(step.get('chosen_prob'))}", ""),
+            styled(
+                _("chose {token}  id {id}  p {p}"),
+                ".gen-panel--dim",
+                token=(step["text"], NEW),
+                id=str(step["id"]),
+                p=percent(step.get("chosen_prob")),
             )
         ]
         token = fit(_("token"), width)
@@ -288,10 +279,11 @@ class CostPanel(Panel):
     def compose(self) -> ComposeResult:
         # A comparison's verdict comes first: on a small terminal it is what must be in sight.
         yield Static(id="cost-compare")
+        yield Prose(id="cost-compare-text")
         yield Static(id="cost-numbers")
         yield LatencyChart(id="latency-chart")
         yield Static(id="cost-legend")
-        yield Static(id="cost-text")
+        yield Prose(id="cost-text")
 
     def draw(self, state: ViewState) -> None:
         """Shows the timings of `state` (and of its comparison, if any)."""
@@ -300,8 +292,8 @@ class CostPanel(Panel):
         if comparison is not None:
             self.border_title = _("Cost · no cache against cached")
             series = [
-                Series("no cache", comparison.naive.step_ms, ["latency-chart--naive"] * len(comparison.naive.steps)),
-                Series("cached", comparison.cached.step_ms, ["latency-chart--cached"] * len(comparison.cached.steps)),
+                Series(comparison.naive.step_ms, ["latency-chart--naive"] * len(comparison.naive.steps)),
+                Series(comparison.cached.step_ms, ["latency-chart--cached"] * len(comparison.cached.steps)),
             ]
             legend = Content.assemble(
                 ("■", ".gen-panel--naive"), " " + _("no cache") + "   ", ("■", ".gen-panel--cached"), " " + _("cached")
@@ -309,18 +301,19 @@ class CostPanel(Panel):
         else:
             self.border_title = _("Cost · {key}: cost lab").format(key=key_name(self, "cost_lab"))
             kinds = ["latency-chart--first" if gen.is_first(i) else "latency-chart--decode" for i in range(len(gen.steps))]
-            series = [Series("time", gen.step_ms, kinds)]
+            series = [Series(gen.step_ms, kinds)]
             first = _("prefill") if gen.settings.use_cache else _("first full pass")
             later = _("decode step") if gen.settings.use_cache else _("later full passes")
             legend = Content.assemble(("■", ".gen-panel--first"), f" {first}   ", ("■", ".gen-panel--decode"), f" {later}")
         chart.show(series, state.index)
         self.query_one("#cost-legend", Static).update(legend)
         self.query_one("#cost-numbers", Static).update(self._numbers(state.facts, gen))
-        compare = self.query_one("#cost-compare", Static)
+        compare, verdict = self.query_one("#cost-compare", Static), self.query_one("#cost-compare-text", Prose)
         compare.update(self._compare(state) if comparison is not None else "")
-        compare.display = comparison is not None
+        verdict.update(compare_text(state.facts, comparison) if comparison is not None else "")
+        compare.display = verdict.display = comparison is not None
         text = bandwidth_text(state.facts, gen, state.index, key_name(self, "compare"))
-        self.query_one("#cost-text", Static).update(Content(text))
+        self.query_one("#cost-text", Prose).update(text)
 
     def _numbers(self, facts: RunFacts, gen: Generation) -> Content:
         cached = gen.settings.use_cache
@@ -333,7 +326,7 @@ class CostPanel(Panel):
             Content.assemble(
                 (label(_("decode step") if cached else _("later steps"), 12), ".gen-panel--dim"),
                 (f"{num(gen.mean_decode_ms):>6} ms", "bold"),
-                ("  " + _("mean of {n}").format(n=len(gen.decode_ms)), ".gen-panel--dim"),
+                ("  " + _("mean of {n}").format(n=count(len(gen.decode_ms))), ".gen-panel--dim"),
             ),
             Content.assemble(
                 (label(_("tokens/s"), 12), ".gen-panel--dim"),
@@ -373,16 +366,16 @@ class CostPanel(Panel):
             ),
         ]
         if c.identical:
-            rows.append(
-                Content.assemble(
-                    (_("ids identical ✓") + " ", ".gen-panel--good"),
-                    (_("all {n}, with and without the cache").format(n=len(c.cached.ids)), ".gen-panel--dim"),
-                )
+            n = len(c.cached.ids)
+            same = ngettext(
+                "ids identical {mark} the {n} id, with and without the cache",
+                "ids identical {mark} all {n}, with and without the cache",
+                n,
             )
+            rows.append(styled(same, ".gen-panel--dim", mark=("✓", ".gen-panel--good"), n=count(n)))
         else:
             differ = _("ids differ from step {step}: a bug").format(step=c.first_divergence)
             rows.append(Content.styled(differ, ".gen-panel--bad"))
-        rows += [Content(""), Content(compare_text(state.facts, c)), Content("")]
         return lines(rows)
 
 
@@ -391,14 +384,14 @@ class KVPanel(Panel):
 
     def compose(self) -> ComposeResult:
         yield Static(id="kv-table")
-        yield Static(id="kv-text")
+        yield Prose(id="kv-text")
 
     def draw(self, state: ViewState) -> None:
         """Shows the cache after the step on show."""
         gen, i, f = state.gen, state.index, state.facts
         self.border_title = _("KV cache") if i is None else _("KV cache after step {step}").format(step=i)
         self.query_one("#kv-table", Static).update(self._table(f, gen, i))
-        self.query_one("#kv-text", Static).update(Content(kv_text(f, gen, i, key_name(self, "compare"))))
+        self.query_one("#kv-text", Prose).update(kv_text(f, gen, i, key_name(self, "compare")))
 
     def _context_bar(self, used: int, n_ctx: int) -> Content:
         """'context ███░░░ 17/128': positions used against the context limit."""
@@ -429,7 +422,7 @@ class KVPanel(Panel):
                     styled(
                         ngettext("in each of {n} layer", "in each of {n} layers", f.n_layer),
                         ".gen-panel--dim",
-                        n=str(f.n_layer),
+                        n=count(f.n_layer),
                     ),
                     self._context_bar(L, n_ctx),
                     Content(""),
@@ -441,7 +434,7 @@ class KVPanel(Panel):
             styled(
                 ngettext("{length} position · {added} a token", "{length} positions · {added} a token", kv["length"]),
                 ".gen-panel--dim",
-                length=(f"{kv['length']}", "bold"),
+                length=(count(kv["length"]), "bold"),
                 added=(f"+{count(kv['bytes_per_position'])} B", "bold"),
             ),
             Content.assemble((label(_("used"), 10), ".gen-panel--dim"), (nbytes(kv["total_bytes"]), "bold")),
@@ -479,45 +472,51 @@ class StatusLine(Static):
     COMPONENT_CLASSES = {"status-line--good", "status-line--bad", "status-line--dim"}
 
     def draw(self, state: ViewState, phase: str, replay: bool) -> None:
-        """Shows where the generation of `state` stands."""
+        """Shows where the generation of `state` stands: one whole sentence per state, its mark
+        (● running, ○ not started, ■ stopped, ✓ done) in the state's colour."""
         gen = state.gen
         n, total = len(gen.steps), gen.settings.max_new_tokens
-        so_far = ngettext("{n} of {total} token", "{n} of {total} tokens", total).format(n=n, total=total)
+        good, bad, dim = ".status-line--good", ".status-line--bad", ".status-line--dim"
+        progress = {"n": count(n), "total": count(total)}
         if phase == "comparing":
             # The run's label is a msgid ('no cache', 'cached'), translated where it is shown.
-            progress = _("{run}: {progress}").format(run=_(gen.label), progress=so_far)
-            head = [("● " + _("comparing") + " ", ".status-line--good"), progress]
+            text = ngettext(
+                "{mark} comparing {run}: {n} of {total} token", "{mark} comparing {run}: {n} of {total} tokens", total
+            )
+            head = styled(text, mark=("●", good), run=_(gen.label), **progress)
         elif state.running:
-            head = [("● " + _("generating") + " ", ".status-line--good"), so_far]
+            text = ngettext("{mark} generating {n} of {total} token", "{mark} generating {n} of {total} tokens", total)
+            head = styled(text, mark=("●", good), **progress)
         elif gen.stop_reason is None and total == 0:
-            head = [
-                ("○ ", ".status-line--dim"),
-                _("not started: 0 new tokens asked for."),
-                (" " + _("{key} sets how many.").format(key=key_name(self, "settings")), ".status-line--dim"),
-            ]
+            text = _("{mark} not started: 0 new tokens asked for. {key} sets how many.")
+            head = styled(text, mark=("○", dim), key=(key_name(self, "settings"), "bold"))
         elif gen.stop_reason is None:
-            head = [("○ ", ".status-line--dim"), _("not started")]
+            head = styled(_("{mark} not started"), mark=("○", dim))
         elif state.comparison is not None:
             c = state.comparison
+            speedup = {"speedup_total": num(c.speedup_total), "speedup_decode": num(c.speedup_decode)}
             if c.identical:
-                verdict = (_("ids identical"), ".status-line--good")
+                text = _("{mark} compared · ids identical · speedup {speedup_total}× in all, {speedup_decode}× per decode step")
+                head = styled(text, mark=("✓", good), **speedup)
             else:
-                verdict = (_("ids differ from step {step}: a bug").format(step=c.first_divergence), ".status-line--bad")
-            speedup = _("speedup {total}× in all, {decode}× per decode step").format(
-                total=num(c.speedup_total), decode=num(c.speedup_decode)
-            )
-            head = [("✓ " + _("compared") + " · ", ".status-line--good"), verdict, " · " + speedup]
+                text = _(
+                    "{mark} compared · ids differ from step {step}: a bug · speedup {speedup_total}× in all, "
+                    "{speedup_decode}× per decode step"
+                )
+                head = styled(text, mark=("✓", good), step=(str(c.first_divergence), bad), **speedup)
         elif gen.can_resume:
-            stopped = ngettext("after {n} of {total} token.", "after {n} of {total} tokens.", total).format(n=n, total=total)
-            head = [
-                ("■ " + _("stopped") + " ", ".status-line--bad"),
-                stopped,
-                (" " + _("{key} resumes.").format(key=key_name(self, "resume")), ".status-line--dim"),
-            ]
+            text = ngettext(
+                "{mark} stopped after {n} of {total} token. {key} resumes.",
+                "{mark} stopped after {n} of {total} tokens. {key} resumes.",
+                total,
+            )
+            head = styled(text, mark=("■", bad), key=(key_name(self, "resume"), "bold"), **progress)
         else:
-            head = [("✓ " + _("done") + " ", ".status-line--good"), stop_text(gen)]
+            head = styled(_("{mark} done {reason}"), good, mark=("✓", good), reason=stop_text(gen))
+        # What else holds for the view, each a field of its own after the state.
+        fields = [head]
         if replay:
-            head.append(("  · " + _("recorded"), ".status-line--dim"))
+            fields.append(Content.styled(_("recorded"), dim))
         if state.selected is not None and gen.steps:
-            head.append(("  · " + _("step {step} on show").format(step=state.index), ".status-line--dim"))
-        self.update(Content.assemble(*head))
+            fields.append(Content.styled(_("step {step} on show").format(step=state.index), dim))
+        self.update(Content.styled("  · ", dim).join(fields))

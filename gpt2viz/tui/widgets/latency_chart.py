@@ -25,9 +25,9 @@ CLIP_RATIO = 3.0  # a bar more than this many times the steps around it is drawn
 
 @dataclass
 class Series:
-    """One line of numbers on the chart: ms per step, with a colour (component class) per bar."""
+    """One line of numbers on the chart: ms per step, with a colour (component class) per bar.
+    (The panel's legend names the series.)"""
 
-    label: str
     values: list[float]
     kinds: list[str] = field(default_factory=list)  # per bar: a component class name
 
@@ -127,14 +127,15 @@ class LatencyChart(StripWidget):
             values = pooled(s.values, size)
             kinds = [s.kind(i * size, "latency-chart--decode") for i in range(len(values))]
             bars.append((values, kinds))
-        if clipped:
-            header = _("ms/step · top {top} · ↑{clipped} up to {tallest}").format(
-                top=num(scale), clipped=clipped, tallest=num(tallest)
-            )
+        facts = {"top": num(scale), "clipped": clipped, "tallest": num(tallest), "size": size}
+        if clipped and size > 1:
+            header = _("ms/step · top {top} · ↑{clipped} up to {tallest} · {size} steps/bar").format(**facts)
+        elif clipped:
+            header = _("ms/step · top {top} · ↑{clipped} up to {tallest}").format(**facts)
+        elif size > 1:
+            header = _("ms/step · top {top} ms · {size} steps/bar").format(**facts)
         else:
-            header = _("ms/step · top {top} ms").format(top=num(scale))
-        if size > 1:
-            header += " · " + _("{size} steps/bar").format(size=size)
+            header = _("ms/step · top {top} ms").format(**facts)
         lines = [Strip([Segment(fit(header, width), axis)])]
         for row in range(self.rows):
             segments = []

@@ -6,8 +6,6 @@ literal text (Content spans, never markup), with spaces and line breaks already 
 
 from __future__ import annotations
 
-import string
-
 from rich.cells import cell_len
 from textual.content import Content
 from textual.widgets import Static
@@ -18,6 +16,7 @@ from ..formatting import clip, count, fit, num, num_in, percent, shape, shown_po
 from ...trace.events import LAYER_NORM_STATS
 from ..facts import RunFacts, final_choice, hook_event, layer_norm_event, lens_event, lens_first_top, shape_of
 from ..stages import Stage
+from ..styled_text import styled
 
 EIGHTHS = " ▏▎▍▌▋▊▉█"
 
@@ -43,22 +42,6 @@ def bar(fraction: float | None, width: int) -> str:
 def token_column_width(trace: Trace, limit: int = TOKEN_COLUMN) -> int:
     """Cells for a column of this run's token texts (and its header)."""
     return min(limit, max([cell_len(_("token"))] + [cell_len(t["text"]) for t in trace.tokens]))
-
-
-Part = str | tuple[str, str]
-
-
-def template(text: str, style: str = "", **values: Part) -> Content:
-    """A translated sentence whose placeholders are filled with `values`, each a text or a
-    (text, style) pair, and whose own words are in `style`: a sentence stays one msgid while a
-    token or a number in it is drawn in its own style."""
-    parts: list[Part] = []
-    for literal, name, _spec, _conversion in string.Formatter().parse(text):
-        if literal:
-            parts.append((literal, style) if style else literal)
-        if name:
-            parts.append(values[name])
-    return Content.assemble(*parts)
 
 
 class Picture(Static):
@@ -101,7 +84,7 @@ def gap_row(trace: Trace, shown: list[int | None]) -> Content:
     """The line that stands for the positions a long table leaves out."""
     i = shown.index(None)
     first, last = shown[i - 1] + 1, shown[i + 1] - 1
-    text = _("… positions {first}–{last} ({n}) not listed …").format(first=first, last=last, n=last - first + 1)
+    text = _("… positions {first}–{last} ({n}) not listed …").format(first=first, last=last, n=count(last - first + 1))
     return Content.styled("   " + text, ".picture--dim")
 
 
@@ -150,7 +133,7 @@ class TokenTable(Picture):
                 )
             )
         total = sum(t["bytes"] for t in trace.tokens)
-        in_all = ngettext("{n} byte in all", "{n} bytes in all", total).format(n=f"{total:>5}")
+        in_all = ngettext("{n} byte in all", "{n} bytes in all", total).format(n=f"{count(total):>5}")
         rows.append(Content.styled(f"{'':>{digits}}  {fit('', width)}  {'':>6}  {in_all}", ".picture--dim"))
         return lines(rows)
 
@@ -206,7 +189,7 @@ class QKVDiagram(Picture):
                 (fit(f" v {C}", span), NEW),
             ),
             Content(""),
-            template(
+            styled(
                 _("each of q, k, v {qkv} → view {split} → transpose → {heads}"),
                 qkv=(shape([1, T, C]), ".picture--header"),
                 split=(shape([1, T, H, D]), ".picture--header"),
@@ -219,9 +202,9 @@ class QKVDiagram(Picture):
             chips.append((f" h{h} ", CURRENT if h == head else (CHIP_A if h % 2 == 0 else CHIP_B)))
         rows.append(Content.assemble(*chips))
         split = _("{heads} × {numbers} = {n_embd}; head h uses dims {head_dim}·h … {head_dim}·h+{last} of q, k and v").format(
-            heads=ngettext("{n} head", "{n} heads", H).format(n=H),
-            numbers=ngettext("{n} number", "{n} numbers", D).format(n=D),
-            n_embd=C,
+            heads=ngettext("{n} head", "{n} heads", H).format(n=count(H)),
+            numbers=ngettext("{n} number", "{n} numbers", D).format(n=count(D)),
+            n_embd=count(C),
             head_dim=D,
             last=D - 1,
         )
@@ -313,15 +296,30 @@ class MLPActivity(Picture):
             last = len(trace.tokens) - 1
             rows += [
                 Content(""),
-                template(
+                styled(
                     _("Strongest neurons at position {position} {token} (GELU output)"),
                     ".picture--header",
                     position=(str(trace.tokens[last]["position"]), ".picture--header"),
                     token=(trace.tokens[last]["text"], ".picture--token"),
                 ),
             ]
+            memory = top[0].get("promotes") is not None  # the key-value view (not in older traces)
+            if memory:
+                rows.append(Content.styled(
+                    "  " + fit(_("neuron"), 8, "right") + fit(_("key match"), 10, "right") + "  "
+                    + fit(_("GELU"), 8 + 1 + 8, "right") + "  " + _("its value raises"),
+                    ".picture--dim",
+                ))
             peak = max(abs(n["value"] or 0) for n in top) or 1.0
             for n in top:
+                if memory:
+                    rows.append(Content.assemble(
+                        ("  " + fit(str(n["index"]), 8, "right"), ".picture--dim"),
+                        fit(num(n.get("pre")), 10, "right"), "  ",
+                        (bar((n["value"] or 0) / peak, 8), ".picture--bar"), fit(num(n["value"]), 9, "right"), "  ",
+                        (" ".join(t["text"] for t in n["promotes"]), ".picture--token"),
+                    ))
+                    continue
                 rows.append(
                     Content.assemble(
                         ("  " + _("neuron {index}").format(index=f"{n['index']:>5}") + "  ", ".picture--dim"),
@@ -348,10 +346,10 @@ class TopTokens(Picture):
             "Top {n} next token after position {position} {token}", "Top {n} next tokens after position {position} {token}", n
         )
         rows = [
-            template(
+            styled(
                 header,
                 ".picture--header",
-                n=(str(n), ".picture--header"),
+                n=(count(n), ".picture--header"),
                 position=(str(trace.tokens[-1]["position"]), ".picture--header"),
                 token=(trace.tokens[-1]["text"], ".picture--token"),
             ),
@@ -378,7 +376,9 @@ class TopTokens(Picture):
             tw = token_column_width(trace, 12)
             shown = range(max(0, T - 1 - 8), T - 1)
             if shown.start > 0:
-                earlier = ngettext("… {n} earlier position", "… {n} earlier positions", shown.start).format(n=shown.start)
+                earlier = ngettext("… {n} earlier position", "… {n} earlier positions", shown.start).format(
+                    n=count(shown.start)
+                )
                 rows.append(Content.styled("  " + earlier, ".picture--dim"))
             for p in shown:
                 guess = positions[p]
@@ -386,7 +386,7 @@ class TopTokens(Picture):
                     Content.assemble(
                         *self.label(trace, p, tw),
                         "  ",
-                        template(
+                        styled(
                             _("guesses {guess} {p}   actual next: {actual}"),
                             ".picture--dim",
                             guess=(fit(guess["tokens"][0], tw), ".picture--token"),
@@ -413,7 +413,7 @@ class LogitLensTable(Picture):
         rows = [
             Content.assemble(
                 (f"{fit(after, block_width)}{fit(top, width)} {'p':>7}   ", ".picture--header"),
-                template(_("{token}: rank and probability"), ".picture--header", token=(fit(final, 16), NEW)),
+                styled(_("{token}: rank and probability"), ".picture--header", token=(fit(final, 16), NEW)),
             )
         ]
         first = lens_first_top(trace)
@@ -465,7 +465,7 @@ class NextTokenView(Picture):
             layers = kv.get("layers") or []
             per_token = kv["bytes_per_position"]
             size = _("{layers} × K and V {shape} = {total}, {per_token} per token").format(
-                layers=ngettext("{n} layer", "{n} layers", len(layers)).format(n=len(layers)),
+                layers=ngettext("{n} layer", "{n} layers", len(layers)).format(n=count(len(layers))),
                 shape=shape(layers[0]["k_shape"]) if layers else "",
                 total=ngettext("{n} byte", "{n} bytes", kv["total_bytes"]).format(n=count(kv["total_bytes"])),
                 per_token=count(per_token),

@@ -16,6 +16,7 @@ from ..formatting import compact_shape, count, fit
 from ..facts import hook_event, stage_shapes
 from ..language import key_name
 from ..stages import Stage
+from ..styled_text import styled
 
 
 @dataclass(frozen=True)
@@ -44,13 +45,6 @@ def shapes_so_far(trace: Trace, stages: list[Stage], index: int) -> list[ShapeRo
 def layers_cached(stages: list[Stage], index: int) -> int:
     """How many layers have written their keys and values by stage `index`."""
     return sum(1 for s in stages[: index + 1] if s.kind == "qkv")
-
-
-def _dim_around(template: str, value: str, style: str = "", **facts: object) -> Content:
-    """`template` with its `{n}` filled by `value` in `style`, its other placeholders by `facts`,
-    and the words around the value dimmed."""
-    before, _n, after = template.format(n="{n}", **facts).partition("{n}")
-    return Content.assemble((before, ".side-panel--dim"), (value, style), (after, ".side-panel--dim"))
 
 
 class SidePanel(VerticalScroll):
@@ -106,19 +100,21 @@ class SidePanel(VerticalScroll):
         k_shape = layers[0]["k_shape"] if layers else []
         # Each line: the number in full ink, its words dimmed; the words are one msgid with the
         # number's place marked by {n}, so a language can put them on either side.
+        dim = ".side-panel--dim"
         rows += [
-            _dim_around(
+            styled(
                 ngettext("{n} layer filled", "{n} layers filled", len(layers)),
-                f"{done}/{len(layers)}",
-                ".side-panel--current" if done < len(layers) else "",
+                dim,
+                n=(f"{count(done)}/{count(len(layers))}", ".side-panel--current" if done < len(layers) else ""),
             ),
-            _dim_around(_("K,V {n} each"), compact_shape(k_shape)),
-            _dim_around(_("{n} per token"), f"{count(kv['bytes_per_position'])} B"),
-            _dim_around(
+            styled(_("K,V {n} each"), dim, n=compact_shape(k_shape)),
+            styled(_("{n} per token"), dim, n=f"{count(kv['bytes_per_position'])} B"),
+            styled(
                 ngettext("{n} for {length} token", "{n} for {length} tokens", kv["length"]),
-                f"{count(kv['total_bytes'])} B",
-                length=count(kv["length"]),
+                dim,
+                n=f"{count(kv['total_bytes'])} B",
+                length=(count(kv["length"]), dim),
             ),
-            _dim_around(_("{n} reserved"), f"{count(kv['allocated_bytes'])} B"),
+            styled(_("{n} reserved"), dim, n=f"{count(kv['allocated_bytes'])} B"),
         ]
         return Content("\n").join(rows)

@@ -12,14 +12,15 @@ from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.widgets import ContentSwitcher, Static
 
-from ...i18n import _
+from ...i18n import _, count
 from ...trace import Trace
-from ...i18n.layout import wrap_wide
 from ..language import key_name
 from ..narration import narrate
 from ..stages import Stage
 from .attention_view import AttentionView, HeadsOverview
+from .before_after import BeforeAfter
 from .embedding_strips import EmbedPicture
+from .strip_widget import Prose
 from .pictures import (
     LayerNormTable,
     LogitLensTable,
@@ -78,7 +79,7 @@ class StageView(VerticalScroll):
     def compose(self) -> ComposeResult:
         yield Static(id="stage-title", markup=False)
         yield Static(id="stage-count", markup=False)
-        yield Static(id="stage-text", markup=False)
+        yield Prose(id="stage-text")
         yield Static(id="stage-formula", markup=False)
         yield Static(id="stage-flow", markup=False)
         with ContentSwitcher(id="pictures", initial="picture-tokens"):
@@ -93,17 +94,9 @@ class StageView(VerticalScroll):
             yield TopTokens(id="picture-logits")
             yield LogitLensTable(id="picture-logit-lens")
             yield NextTokenView(id="picture-next-token")
+        yield BeforeAfter(id="before-after")
 
     _flow: tuple[str, ...] = ()
-    _text = ""
-
-    def _draw_text(self) -> None:
-        # As wide as the text is with the scrollbar shown, so that a scrollbar coming or going
-        # never makes a line too long.
-        width = self.scrollable_content_region.width
-        if not self.show_vertical_scrollbar:
-            width -= self.styles.scrollbar_size_vertical
-        self.query_one("#stage-text", Static).update(Content(wrap_wide(self._text, width)))
 
     def _draw_flow(self) -> None:
         width = self.scrollable_content_region.width
@@ -112,7 +105,6 @@ class StageView(VerticalScroll):
         self.query_one("#stage-flow", Static).update(flow.highlight_regex(SHAPE_RE, style=".stage-view--shape"))
 
     def on_resize(self, event: events.Resize) -> None:
-        self._draw_text()
         self._draw_flow()
         self.call_after_refresh(self.show_more_hint)
 
@@ -120,7 +112,7 @@ class StageView(VerticalScroll):
     def _where(trace: Trace, stages: list[Stage], index: int, head: int) -> str:
         """'stage 5 of 114 · blocks 0–11 · heads 0–11' (blocks and heads count from 0)."""
         stage = stages[index]
-        parts = [_("stage {index} of {total}").format(index=index + 1, total=len(stages))]
+        parts = [_("stage {index} of {total}").format(index=index + 1, total=count(len(stages)))]
         if stage.layer is not None:
             parts.append(_("blocks 0–{last}").format(last=trace.n_layer - 1))
         if stage.is_attention:
@@ -134,8 +126,7 @@ class StageView(VerticalScroll):
         self.query_one("#stage-title", Static).update(Content(words.title))
         self._where_text = self._where(trace, stages, index, head)
         self.query_one("#stage-count", Static).update(Content(self._where_text))
-        self._text = words.text
-        self._draw_text()
+        self.query_one("#stage-text", Prose).update(words.text)
         self.query_one("#stage-formula", Static).update(Content(words.formula))
         self._flow = words.flow
         self._draw_flow()

@@ -1,0 +1,62 @@
+"""What "which parts wrote the answer" says: direct logit attribution and activation patching
+(gpt2viz/tui/attribution_narration.py decides which sentences apply and formats every number)."""
+
+TEXT = {
+    # -- direct logit attribution
+    "attribution.dla.what": (
+        "The logit of {token} at the last position ({position}, {last}) is {logit}: the model's candidate "
+        "number {rank}, with probability {prob}. It splits into one term per part of the network: what that "
+        "part wrote into the residual stream at this position, through the final LayerNorm (its scale "
+        "frozen at this pass's value) and dotted with the row of wte for {token}, which the LM head reads."
+    ),
+    "attribution.dla.grid": (
+        "In the grid each row is a block: columns 0 to {last_head} are its heads, column {mlp} its MLP and "
+        "column {bias} the bias of its attention output (c_proj), added whatever the heads do. Orange adds to "
+        "the logit, blue takes away; the colours run to ±{scale}."
+    ),
+    "attribution.dla.sum": (
+        "The terms add up to {total}; the logit the model computed is {logit}. They differ by {diff}, "
+        "within {tolerance}: with the scale frozen the split is exact, up to rounding."
+    ),
+    "attribution.dla.sum_off": (
+        "The terms add up to {total}; the logit the model computed is {logit}. They differ by {diff}, more "
+        "than {tolerance}: the rounding of this number format ({dtype}) adds up over the terms."
+    ),
+    "attribution.dla.largest": (
+        "The largest terms: {first} ({first_value}), {second} ({second_value}) and {third} "
+        "({third_value}). The most negative: {lowest} ({lowest_value})."
+    ),
+    "attribution.dla.groups": (
+        "All heads together wrote {heads}, all MLPs {mlps}, the token and position embeddings {embeddings}, "
+        "the attention biases {biases} and the final LayerNorm's β {ln_bias}."
+    ),
+    "attribution.dla.direct": (
+        "These are direct effects only: what a part writes and a later block reads and rewrites is "
+        "credited to that later block. A small term does not mean the part does not matter."
+    ),
+    "attribution.dla.choose": "{key} attributes the model's next candidate instead (the top {n} take turns).",
+    # -- activation patching
+    "attribution.patch.idle": (
+        "Activation patching asks where the difference between two prompts lives. The clean prompt is "
+        "this pass's: {clean} ({tokens}). Type a corrupted prompt with the same number of tokens in the "
+        "box, changing a word the answer depends on, and press {enter}. The model then runs the corrupted "
+        "prompt once for every block and position, each time with the residual stream entering that block "
+        "at that position taken from the clean run."
+    ),
+    "attribution.patch.answers": (
+        "The clean prompt predicts {clean}, the corrupted one {corrupted}. The clean answer's lead (its "
+        "logit minus that of {corrupted}) is {clean_diff} in the clean run and {corrupted_diff} in the "
+        "corrupted run."
+    ),
+    "attribution.patch.cells": (
+        "Each cell is the share of that change one patch brings back: 1 means the clean answer's lead is "
+        "fully restored, 0 that nothing changed (a share can fall below 0 or rise above 1). Rows are the "
+        "block the patch enters, columns the positions."
+    ),
+    "attribution.patch.strongest": "The strongest cell is block {block} at position {position} ({token}): {restored}.",
+    "attribution.patch.moves": (
+        "Entering block 0, patching position {position} ({token}), where the prompts differ, brings back "
+        "{first}; entering the last block ({last_block}), patching the last position ({last_token}) brings "
+        "back {last}."
+    ),
+}

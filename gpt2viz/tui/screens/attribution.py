@@ -1,0 +1,479 @@
+"""Which parts wrote the answer: direct logit attribution of the final token, and activation
+patching between this pass's prompt and a corrupted one of the same token length.
+
+Both run on the loaded model in workers that hold MODEL_LOCK and post plain results (an
+`Attribution`, a `PatchingResult` with the token texts it is read with); the screen only draws, so
+no torch work runs on the UI thread. A replay has no model to run: `w` says so in one line.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Callable
+
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Container, Horizontal, Vertical, VerticalScroll
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import Footer, Input, ProgressBar, Static, TabbedContent, TabPane
+from textual.worker import get_current_worker
+
+from ...attribution import Attribution, direct_logit_attribution
+from ...i18n import N_, _, count, ngettext
+from ...patching import PatchingError, PatchingResult, patch_residual_stream, residuals
+from ...trace import Trace
+from ..attribution_narration import (
+    candidates,
+    default_corruption,
+    dla_text,
+    dla_title,
+    grid_columns,
+    grid_scale,
+    grid_values,
+    patch_idle_text,
+    patch_text,
+    strongest,
+    term_lines,
+    tokens_text,
+)
+from ..background import locked, reporting, run_detached
+from ..facts import key_texts
+from ..formatting import quote
+from ..language import key_name
+from ..widgets.contribution_grid import ContributionGrid, GridData
+from ..widgets.heatmap import Heatmap, HeatmapData
+from ..widgets.room_notice import RoomNotice
+from ..widgets.strip_widget import Prose
+from ..widgets.top_bar import TopBar
+from .generation import GenerationScreen
+from .step import StepScreen
+
+TABS = ("dla", "patch")
+TITLES = {"dla": N_("Direct logit attribution"), "patch": N_("Activation patching")}
+
+HELP = N_(
+    "Which parts wrote the answer. Direct logit attribution splits the logit of the final token into one "
+    "term per part of the network (the embeddings, every head, every MLP, the biases), each part's output "
+    "read through the final LayerNorm with its scale frozen and the token's row of wte; the terms add up "
+    "to the logit. {token} attributes the next of the model's top candidates. Activation patching runs a "
+    "corrupted prompt of the same token length with the clean prompt's residual stream put back at one "
+    "block and position at a time, and shows how much of the clean answer's lead each patch brings back. "
+    "Type the corrupted prompt in the box and press {enter} ({patch} outside the box); {stop} stops a run. "
+    "Heatmaps: blue to orange for signed values."
+)
+
+
+@dataclass(frozen=True)
+class PatchRun:
+    """A finished patching run and what it is read with."""
+
+    result: PatchingResult
+    corrupted_ids: list[int]
+    answers: tuple[str, str]  # display texts of the clean and the corrupted answer
+
+
+class SameAnswer(Exception):
+    """Both prompts make the model predict the same token: there is no difference to restore."""
+
+    def __init__(self, token: str) -> None:
+        super().__init__(token)
+        self.token = token
+
+
+def open_attribution(app) -> None:
+    """Opens the screen on the pass on show in the step-through or the generation view; a replay,
+    which has no model to run, says so in one line."""
+    screen = app.screen
+    if not isinstance(screen, (StepScreen, GenerationScreen)):
+        return
+    if app.lm is None:
+        app.notify(
+            _("Which parts wrote the answer needs a model to run: start gpt2viz with --model."),
+            severity="warning",
+            markup=False,
+        )
+        return
+    app.push_screen(AttributionScreen(screen.trace, app.lm, app.replay_path))
+
+
+class AttributionScreen(Screen):
+    """Two tabs over one pass of `lm`: the attribution of its final token, and patching."""
+
+    BINDINGS = [
+        Binding("t", "next_token", N_("token"), id="attribution-token",
+                tooltip=N_("Attribute the model's next candidate token")),
+        Binding("r", "patch", N_("patch"), id="attribution-patch",
+                tooltip=N_("Patch the clean run into the corrupted prompt's")),
+        Binding("space", "stop", N_("stop"), id="attribution-stop", tooltip=N_("Stop the patching run"),
+                key_display="␣"),
+        Binding("1", "show('dla')", N_("attribution"), id="attribution-dla",
+                tooltip=N_("Direct logit attribution of the final token"), show=False),
+        Binding("2", "show('patch')", N_("patching"), id="attribution-patching",
+                tooltip=N_("Activation patching between two prompts"), show=False),
+        Binding("escape", "back", N_("back"), id="attribution-back", tooltip=N_("Back to where this was opened")),
+    ]
+
+    # A screen's CSS applies to the whole app once loaded: every selector names this screen's own ids and classes.
+    CSS = """
+    #attr-tabs { height: 1fr; }
+    #attr-tabs TabPane { padding: 0; }
+    .attr-pane { height: 1fr; padding: 0 1; }
+    .attr-picture, .attr-words { height: auto; }
+    .attr-words { margin-top: 1; }
+    /* Side by side where there is room: the picture left (wide enough for GPT-2 small's 12 heads
+       with their values printed), the words right. */
+    .-roomy .attr-pane, .-wide .attr-pane { layout: horizontal; }
+    .-roomy .attr-picture, .-wide .attr-picture { width: 3fr; }
+    .-roomy .attr-words, .-wide .attr-words { width: 2fr; margin-top: 0; padding-left: 2; }
+    #dla-title { text-style: bold; margin-bottom: 1; }
+    #dla-terms { margin-top: 1; }
+    #patch-row { height: 1; padding: 0 1; }
+    #patch-label { width: auto; color: $text-muted; padding-right: 1; }
+    #patch-input { width: 1fr; }
+    #patch-message { height: auto; padding: 0 1; color: $warning; }
+    #attr-status { height: 1; layout: horizontal; background: $panel; padding: 0 1; }
+    #attr-status-text { width: 1fr; }
+    #attr-progress { width: 30; }
+    """
+
+    def help_text(self) -> str:
+        """How to read the screen, in the current language, naming the keys as they are bound now."""
+        return _(HELP).format(
+            token=key_name(self, "next_token"), patch=key_name(self, "patch"), stop=key_name(self, "stop"), enter=self._enter
+        )
+
+    @dataclass(eq=False)
+    class Attributed(Message):
+        index: int  # of the candidate
+        attribution: Attribution
+
+    @dataclass(eq=False)
+    class Progressed(Message):
+        run: int
+        done: int
+        total: int
+
+    @dataclass(eq=False)
+    class Patched(Message):
+        """Run `run` finished (`patch`), or was stopped (None)."""
+
+        run: int
+        patch: PatchRun | None
+
+    @dataclass(eq=False)
+    class Refused(Message):
+        """Run `run` found nothing to patch: both prompts predict `token`."""
+
+        run: int
+        token: str
+
+    @dataclass(eq=False)
+    class Failed(Message):
+        run: int
+        error: str
+
+    def __init__(self, trace: Trace, lm, replay: str | None = None) -> None:
+        super().__init__()
+        self.trace = trace
+        self.lm = lm
+        self.replay = replay
+        self.ids = trace.all_token_ids
+        self.tokens = key_texts(trace)  # display text of every position
+        self.candidates = candidates(trace)
+        self.attributions: list[Attribution | None] = [None] * len(self.candidates)
+        self.choice = 0  # the candidate on show
+        self.patch: PatchRun | None = None
+        # Why the last patching did not run, in the current language when called.
+        self.refusal: Callable[[], str] | None = None
+        self.running = False
+        self.stopped = False  # the last run was stopped before it finished
+        self.progress: tuple[int, int] | None = None  # patched runs done and to do, once known
+        self._run = 0
+        self._stop = threading.Event()
+
+    def compose(self) -> ComposeResult:
+        yield TopBar(id="top-bar")
+        with TabbedContent(id="attr-tabs", initial="attr-dla"):
+            with TabPane(_(TITLES["dla"]), id="attr-dla"):
+                with VerticalScroll(id="dla-pane", classes="attr-pane"):
+                    with Vertical(classes="attr-picture"):
+                        yield Static(id="dla-title")
+                        yield ContributionGrid(id="dla-grid")
+                        yield Prose(id="dla-terms")
+                    yield Prose(id="dla-words", classes="attr-words")
+            with TabPane(_(TITLES["patch"]), id="attr-patch"):
+                with Horizontal(id="patch-row"):
+                    yield Static(id="patch-label")
+                    yield Input(default_corruption(self.trace.prompt, self.lm.encode_prompt), id="patch-input", compact=True)
+                yield Static(id="patch-message")
+                with VerticalScroll(id="patch-pane", classes="attr-pane"):
+                    with Vertical(classes="attr-picture"):
+                        yield Heatmap(id="patch-map")
+                    yield Prose(id="patch-words", classes="attr-words")
+        with Container(id="attr-status"):
+            yield Static(id="attr-status-text")
+            yield ProgressBar(id="attr-progress", show_eta=False)
+        yield RoomNotice(id="room-notice")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.redraw_language()
+        if self.candidates:
+            self._attribute()
+
+    def redraw_language(self) -> None:
+        """Every text in the current language, from the results held (nothing runs again)."""
+        tabs = self.query_one(TabbedContent)
+        for name in TABS:
+            tabs.get_tab(f"attr-{name}").label = _(TITLES[name])
+        self.query_one(TopBar).draw(self.trace, self.replay)
+        self.query_one("#patch-label", Static).update(_("Corrupted prompt:"))
+        self.query_one(Input).placeholder = _("the clean prompt with a word changed")
+        self._draw_dla()
+        self._draw_patch()
+        self._status()
+
+    @property
+    def shown(self) -> str:
+        return (self.query_one(TabbedContent).active or "attr-dla").removeprefix("attr-")
+
+    @property
+    def _enter(self) -> str:
+        return self.app.get_key_display(Binding("enter", ""))
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "next_token":
+            return self.shown == "dla" and len(self.candidates) > 1
+        if action == "patch":
+            return self.shown == "patch" and not self.running
+        if action == "stop":
+            return self.running
+        return True
+
+    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        self.refresh_bindings()
+        self._status()
+
+    # -- actions -----------------------------------------------------------------------------
+    def action_show(self, name: str) -> None:
+        self.query_one(TabbedContent).active = f"attr-{name}"
+        if name == "patch" and not self.running:
+            self.query_one(Input).focus()  # typing the corrupted prompt comes first
+
+    def action_back(self) -> None:
+        self._stop.set()
+        self.dismiss()
+
+    def action_next_token(self) -> None:
+        self.choice = (self.choice + 1) % len(self.candidates)
+        self._draw_dla()
+        self._status()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if not self.running:
+            self.action_patch()
+
+    def action_patch(self) -> None:
+        """Checks the corrupted prompt here (tokenizing is cheap) and patches in a worker."""
+        text = self.query_one(Input).value
+        corrupted = self.lm.encode_prompt(text) if text.strip() else []
+        clean = self.ids
+        if not corrupted:
+            self._refuse(lambda: _("Type a corrupted prompt first: the clean prompt with a word changed."))
+        elif len(corrupted) != len(clean):
+            self._refuse(
+                lambda: _(
+                    "The corrupted prompt has {corrupted} and the clean one {clean}: patching needs the same "
+                    "number of tokens."
+                ).format(corrupted=tokens_text(len(corrupted)), clean=tokens_text(len(clean)))
+            )
+        elif corrupted == clean:
+            self._refuse(lambda: _("The corrupted prompt is the clean one: change a word the answer depends on."))
+        else:
+            self.refusal, self.patch, self.stopped = None, None, False
+            self._run += 1
+            self._stop = threading.Event()
+            self.running, self.progress = True, None
+            self.query_one(ProgressBar).update(total=None, progress=0)
+            self.query_one("#patch-pane").focus()  # out of the box: keys act on the screen again (␣ stops)
+            self.refresh_bindings()
+            self._draw_patch()
+            self._status()
+            self._patch(self._run, corrupted, self._stop)
+
+    def _refuse(self, why: Callable[[], str]) -> None:
+        self.refusal = why
+        self._draw_patch()
+
+    def action_stop(self) -> None:
+        """The patching run ends before its next patched pass."""
+        self._stop.set()
+
+    # -- the workers ---------------------------------------------------------------------------
+    @work(thread=True, exclusive=True, group="attribution", exit_on_error=False)
+    def _attribute(self) -> None:
+        """Attributes each candidate in turn (the first, the model's own answer, shows first)."""
+        lm, ids = self.lm, self.ids
+        worker = get_current_worker()
+        with reporting(lambda text, code: self.post_message(self.Failed(0, text))):
+            for index, candidate in enumerate(self.candidates):
+                call = lambda token=candidate.token_id: direct_logit_attribution(lm, ids, token)  # noqa: E731
+                self.post_message(self.Attributed(index, run_detached(locked(call), lambda: worker.is_cancelled)))
+
+    @work(thread=True, exclusive=True, group="patching", exit_on_error=False)
+    def _patch(self, run: int, corrupted: list[int], stop: threading.Event) -> None:
+        """Patches the clean residual stream into the corrupted run at every block and position;
+        ␣ sets `stop` and the run ends before its next patched pass."""
+        lm, clean = self.lm, self.ids
+        worker = get_current_worker()
+        stopped = lambda: stop.is_set() or worker.is_cancelled  # noqa: E731
+
+        def progress(done: int, total: int) -> None:
+            self.post_message(self.Progressed(run, done, total))
+
+        def call() -> PatchRun | None:
+            answer = int(residuals(lm, clean)[1].argmax())
+            if int(residuals(lm, corrupted)[1].argmax()) == answer:
+                raise SameAnswer(lm.tokenizer.display(answer))
+            result = patch_residual_stream(lm, clean, corrupted, progress=progress, cancelled=stopped)
+            if result is None:
+                return None
+            answers = (lm.tokenizer.display(result.clean_answer), lm.tokenizer.display(result.corrupted_answer))
+            return PatchRun(result, corrupted, answers)
+
+        with reporting(lambda text, code: self.post_message(self.Failed(run, text))):
+            try:
+                patch = run_detached(locked(call), lambda: worker.is_cancelled)
+            except SameAnswer as same:
+                self.post_message(self.Refused(run, same.token))
+            except PatchingError as err:
+                self.post_message(self.Failed(run, str(err)))
+            else:
+                self.post_message(self.Patched(run, patch))
+
+    def on_attribution_screen_attributed(self, message: Attributed) -> None:
+        self.attributions[message.index] = message.attribution
+        if message.index == self.choice:
+            self._draw_dla()
+            self._status()
+
+    def on_attribution_screen_progressed(self, message: Progressed) -> None:
+        if message.run == self._run:
+            self.progress = (message.done, message.total)
+            self.query_one(ProgressBar).update(total=message.total, progress=message.done)
+            self._status()
+
+    def on_attribution_screen_patched(self, message: Patched) -> None:
+        if message.run == self._run:
+            self.patch = message.patch
+            self.stopped = message.patch is None
+            self._ended()
+
+    def on_attribution_screen_refused(self, message: Refused) -> None:
+        if message.run == self._run:
+            token = quote(message.token)
+            self.refusal = lambda: _(
+                "Both prompts make the model predict {token}: there is no difference to restore. Change a word "
+                "the answer depends on."
+            ).format(token=token)
+            self._ended()
+
+    def on_attribution_screen_failed(self, message: Failed) -> None:
+        self.notify(message.error, title=_("The run failed"), severity="error", markup=False)
+        if message.run == self._run and self.running:
+            self._ended()
+
+    def _ended(self) -> None:
+        self.running = False
+        self.refresh_bindings()
+        self._draw_patch()
+        self._status()
+
+    # -- drawing -------------------------------------------------------------------------------
+    def _status(self) -> None:
+        bar = self.query_one(ProgressBar)
+        bar.display = self.running
+        stop = key_name(self, "stop")
+        if self.running and self.progress is None:
+            text = _("Patching: running both prompts ({stop} stops)").format(stop=stop)
+        elif self.running:
+            done, total = self.progress
+            text = ngettext(
+                "Patching: {done} of {total} patched run ({stop} stops)",
+                "Patching: {done} of {total} patched runs ({stop} stops)",
+                total,
+            ).format(done=count(done), total=count(total), stop=stop)
+        elif self.shown == "patch":
+            if self.stopped:
+                text = _("Patching stopped before it finished: {enter} in the box runs it again.").format(enter=self._enter)
+            else:
+                text = _("Type a corrupted prompt in the box and press {enter}.").format(enter=self._enter)
+        elif not self.candidates:
+            text = ""
+        elif self.attributions[self.choice] is None:
+            text = _("Attributing {token}…").format(token=quote(self.candidates[self.choice].text))
+        elif len(self.candidates) > 1:
+            text = _("{key} attributes the model's next candidate token.").format(key=key_name(self, "next_token"))
+        else:
+            text = ""
+        self.query_one("#attr-status-text", Static).update(text)
+
+    def _draw_dla(self) -> None:
+        title = self.query_one("#dla-title", Static)
+        grid = self.query_one(ContributionGrid)
+        terms = self.query_one("#dla-terms", Prose)
+        words = self.query_one("#dla-words", Prose)
+        a = self.attributions[self.choice] if self.candidates else None
+        if a is None:
+            title.update("" if self.candidates else _("This pass recorded no top tokens to attribute."))
+            grid.show(None)
+            terms.update("")
+            words.update("")
+            return
+        candidate, n = self.candidates[self.choice], len(self.candidates)
+        title.update(dla_title(a, candidate, self.choice + 1, n))
+        grid.show(
+            GridData(
+                values=grid_values(a),
+                row_labels=[_("block {layer}").format(layer=layer) for layer in range(len(a.heads))],
+                col_labels=grid_columns(len(a.heads[0])),
+                rule_before=len(a.heads[0]),
+                scale=grid_scale(a),
+            )
+        )
+        terms.update(term_lines(a))
+        last = len(self.ids) - 1
+        dtype = str(self.trace.model.get("dtype", ""))
+        words.update(dla_text(a, candidate, self.choice + 1, n, self.tokens[last], last, dtype, key_name(self, "next_token")))
+
+    def _draw_patch(self) -> None:
+        message = self.query_one("#patch-message", Static)
+        message.update(self.refusal() if self.refusal else "")
+        message.display = self.refusal is not None
+        heatmap = self.query_one(Heatmap)
+        words = self.query_one("#patch-words", Prose)
+        if self.patch is None:
+            heatmap.show(None)
+            if self.running:
+                words.update("")
+            else:
+                words.update(patch_idle_text(self.trace.prompt, len(self.ids), self._enter))
+            return
+        result = self.patch.result
+        block, _position = strongest(result.restored)
+        heatmap.show(
+            HeatmapData(
+                values=result.restored,
+                row_labels=[],
+                col_labels=self.tokens,
+                signed=True,
+                scale=1.0,
+                highlight_row=block,
+                pool_rows=False,
+                caption=_("Rows: the block the patch enters. Columns: positions. 1: the clean answer's lead restored."),
+            )
+        )
+        words.update(patch_text(result, self.ids, self.patch.corrupted_ids, self.tokens, self.patch.answers))

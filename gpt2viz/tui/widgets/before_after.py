@@ -1,0 +1,50 @@
+"""Before → after: the next-token probabilities of an edited pass against the model's own."""
+
+from __future__ import annotations
+
+from rich.cells import cell_len
+from textual.content import Content
+from textual.widgets import Static
+
+from ...i18n import _, say
+from ...i18n.layout import wrap_wide
+from ..formatting import fit, percent
+from ..language import key_name
+
+
+def change_text(before: float, after: float) -> str:
+    """A change of probability in percentage points, signed: '+3.1 pp', '−19.2 pp'."""
+    points = 100 * (after - before)
+    return ("+" if points >= 0 else "−") + f"{abs(points):.1f} pp"
+
+
+class BeforeAfter(Static):
+    """What switching parts off did to the prediction (hidden for the model's own pass)."""
+
+    def draw(self, interventions: list[str], changes: list[dict] | None) -> None:
+        """`changes`: {text, before, after} per token, the edited run's top tokens first."""
+        self.display = bool(interventions and changes)
+        if not self.display:
+            return
+        width = max(40, self.size.width or self.app.size.width // 2)
+        undo, clear = key_name(self, "undo_intervention"), key_name(self, "clear_interventions")
+        rows = [Content(wrap_wide(say("whatif.edited", parts=", ".join(interventions), undo=undo, clear=clear), width))]
+        top_before = max(changes, key=lambda c: c["before"])
+        top_after = changes[0]
+        if top_before["text"] == top_after["text"]:
+            summary = say("whatif.same", token=top_after["text"], before_p=percent(top_before["before"]), after_p=percent(top_after["after"]))
+        else:
+            summary = say(
+                "whatif.changed", before=top_before["text"], before_p=percent(top_before["before"]),
+                after=top_after["text"], after_p=percent(top_after["after"]),
+            )
+        rows += [Content(wrap_wide(summary, width)), Content("")]
+        token_w = max(12, max(cell_len(c["text"]) for c in changes) + 1)
+        header = "   " + fit(_("token"), token_w) + fit(_("p before"), 9, "right") + "    " + fit(_("p after"), 9, "right") + fit(_("change"), 12, "right")
+        rows.append(Content.styled(header, "bold"))
+        for i, c in enumerate(changes, 1):
+            rows.append(Content(
+                f"{i:>2} " + fit(c["text"], token_w) + fit(percent(c["before"]), 9, "right") + "  → "
+                + fit(percent(c["after"]), 9, "right") + fit(change_text(c["before"], c["after"]), 12, "right")
+            ))
+        self.update(Content("\n").join(rows))

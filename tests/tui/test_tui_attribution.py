@@ -1,0 +1,280 @@
+"""Which parts wrote the answer (`w`): direct logit attribution and activation patching on the
+bundled tiny model, what the screen shows against the core functions, refusals, Chinese, snapshots.
+
+The bundled tiny model is fixed on disk, so its numbers (and the snapshots) are the same on every
+machine; nothing on these screens is a timing.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+
+import pytest
+from textual.widgets import Input, Static
+
+import gpt2viz
+from gpt2viz.attribution import direct_logit_attribution
+from gpt2viz.patching import patch_residual_stream
+from gpt2viz.trace import load
+from gpt2viz.tui.app import make_app
+from gpt2viz.tui.attribution_narration import default_corruption, grid_values, precise
+from gpt2viz.tui.formatting import num
+from gpt2viz.tui.screens import attribution as attribution_screen
+from gpt2viz.tui.screens.attribution import AttributionScreen
+from gpt2viz.tui.screens.generation import GenerationScreen
+from gpt2viz.tui.screens.step import StepScreen
+from gpt2viz.tui.widgets.contribution_grid import ContributionGrid
+from gpt2viz.tui.widgets.heatmap import Heatmap
+from gpt2viz.tui.widgets.strip_widget import Prose, StripWidget
+from tui_helpers import TINY_TRACE, run_async, screen_text
+from zh_words import english_words, run_words
+
+CLEAN = "The meaning of life is"  # the default prompt
+CORRUPTED = "The meaning of love is"  # one word changed: the tiny model answers ',' instead of ' not'
+SIZES = [(80, 24), (120, 40)]
+
+
+@pytest.fixture(scope="module")
+def bundled():
+    """The bundled tiny model: fixed weights, the same numbers everywhere."""
+    return gpt2viz.load_model("tiny")
+
+
+async def wait_for(pilot, condition, tries: int = 1200) -> None:
+    for _ in range(tries):
+        await pilot.pause(0.05)
+        if condition():
+            return
+    raise AssertionError("the app never got there")
+
+
+async def open_attribution(pilot) -> AttributionScreen:
+    """From the step-through, `w`, until the model's own answer is attributed."""
+    app = pilot.app
+    await wait_for(pilot, lambda: isinstance(app.screen, StepScreen))
+    await pilot.press("w")
+    await wait_for(pilot, lambda: isinstance(app.screen, AttributionScreen) and app.screen.attributions[0] is not None)
+    return app.screen
+
+
+async def patch(pilot, screen: AttributionScreen, prompt: str) -> None:
+    """Types `prompt` as the corrupted prompt on the patching tab and runs it to the end."""
+    await pilot.press("2")
+    await pilot.pause()
+    screen.query_one(Input).value = prompt
+    await pilot.press("enter")
+    await wait_for(pilot, lambda: not screen.running)
+    await pilot.pause()
+
+
+def strip_text(widget: StripWidget, width: int) -> str:
+    return "\n".join(strip.text for strip in widget.lines(width))
+
+
+def tab_text(screen: AttributionScreen, tab: str, width: int = 80) -> str:
+    """Everything a tab holds (also what is scrolled out of sight) and the status line."""
+    parts = [str(screen.query_one("#attr-status-text", Static).render())]
+    for widget in screen.query_one(f"#attr-{tab}").query("*"):
+        if isinstance(widget, Static):
+            parts.append(str(widget.render()))
+        elif isinstance(widget, StripWidget):
+            parts.append(strip_text(widget, width))
+    return "\n".join(parts)
+
+
+def flat(rows: list[list[float]]) -> list[float]:
+    return [x for row in rows for x in row]
+
+
+# -- direct logit attribution -----------------------------------------------------------------------
+
+
+@run_async
+async def test_w_attributes_the_answer_with_the_numbers_of_direct_logit_attribution(bundled):
+    app = make_app(lm=bundled)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_attribution(pilot)
+        ids = bundled.encode_prompt(CLEAN)
+        expected = direct_logit_attribution(bundled, ids)  # the model's top token
+        assert screen.candidates[0].token_id == expected.token_id
+        grid = screen.query_one(ContributionGrid).data
+        assert flat(grid.values) == flat(grid_values(expected))
+        assert grid.col_labels[-2:] == ["MLP", "bias"] and len(grid.values) == bundled.config.n_layer
+        # The picture prints the terms, and the words check the sum against the logit.
+        words = screen.query_one("#dla-words", Prose).text
+        assert abs(expected.total - expected.logit) < 1e-3
+        assert f"The terms add up to {precise(expected.total)}; the logit the model computed is {precise(expected.logit)}" in words
+        assert "within 0.001" in words
+        assert "4.27" in strip_text(screen.query_one(ContributionGrid), 116)  # block 0's MLP, the largest term
+        assert "The largest terms: the MLP of block 0 (+4.27)" in words
+
+        # t: the next of the top candidates, attributed in turn.
+        await pilot.press("t")
+        await wait_for(pilot, lambda: screen.attributions[1] is not None and screen.choice == 1)
+        await pilot.pause()
+        second = direct_logit_attribution(bundled, ids, screen.candidates[1].token_id)
+        assert flat(screen.query_one(ContributionGrid).data.values) == flat(grid_values(second))
+        assert f"(candidate 2 of {len(screen.candidates)})" in str(screen.query_one("#dla-title", Static).render())
+
+
+@run_async
+async def test_w_opens_from_the_generation_view_too(bundled):
+    app = make_app(lm=bundled)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, StepScreen))
+        await pilot.press("g")
+        await wait_for(pilot, lambda: isinstance(app.screen, GenerationScreen) and not app.screen.running)
+        generation = app.screen
+        await pilot.press("w")
+        await wait_for(pilot, lambda: isinstance(app.screen, AttributionScreen) and app.screen.attributions[0] is not None)
+        assert app.screen.trace is generation.trace
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: app.screen is generation)
+
+
+@run_async
+async def test_a_replay_says_in_one_line_that_this_needs_a_model():
+    app = make_app(trace=load(TINY_TRACE))
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, StepScreen))
+        await pilot.press("w")
+        await pilot.pause()
+        assert isinstance(app.screen, StepScreen)
+        [note] = [n for n in app._notifications if "needs a model" in n.message]
+        assert "\n" not in note.message and not note.title
+
+
+# -- activation patching --------------------------------------------------------------------------
+
+
+@run_async
+async def test_patching_a_prompt_of_the_same_length_shows_the_restored_shares(bundled):
+    app = make_app(lm=bundled)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_attribution(pilot)
+        await pilot.press("2")
+        assert screen.query_one(Input).value == CORRUPTED  # the default: one word changed
+        await patch(pilot, screen, CORRUPTED)
+        expected = patch_residual_stream(bundled, bundled.encode_prompt(CLEAN), bundled.encode_prompt(CORRUPTED))
+        assert screen.patch is not None and screen.patch.result == expected
+        heatmap = screen.query_one(Heatmap)
+        assert heatmap.data.values == expected.restored
+        assert heatmap.data.col_labels == ["The", "␣meaning", "␣of", "␣life", "␣is"]
+        assert "1.34" in strip_text(heatmap, 60)  # block 4 at ' life', the strongest cell
+        words = screen.query_one("#patch-words", Prose).text
+        assert "The clean prompt predicts '␣not', the corrupted one ','." in words
+        assert f"is {num(expected.clean_diff)} in the clean run and {num(expected.corrupted_diff)} in the corrupted" in words
+        assert "The strongest cell is block 4 at position 3 ('␣life'): 1.34." in words
+        assert not screen.query_one("#attr-progress").display
+
+
+@run_async
+async def test_prompts_of_different_lengths_or_the_same_answer_are_refused(bundled):
+    app = make_app(lm=bundled)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_attribution(pilot)
+        await patch(pilot, screen, "The meaning of life is not")
+        message = str(screen.query_one("#patch-message", Static).render())
+        assert message == "The corrupted prompt has 6 tokens and the clean one 5 tokens: patching needs the same number of tokens."
+        assert screen.patch is None and screen._run == 0  # nothing ran
+        await patch(pilot, screen, "The meaning of death is")  # the tiny model answers ' not' to both
+        message = str(screen.query_one("#patch-message", Static).render())
+        assert message.startswith("Both prompts make the model predict '␣not': there is no difference to restore.")
+        assert screen.patch is None
+        await patch(pilot, screen, CORRUPTED)
+        assert screen.patch is not None and not screen.query_one("#patch-message", Static).display
+
+
+@run_async
+async def test_space_stops_a_patching_run(bundled, monkeypatch):
+    asked_to_stop = threading.Event()
+
+    def endless(lm, clean, corrupted, rival=None, progress=None, cancelled=lambda: False):
+        for done in range(10_000):
+            if cancelled():
+                asked_to_stop.set()
+                return None
+            progress(done, 10_000)
+            threading.Event().wait(0.01)
+        raise AssertionError("never told to stop")
+
+    monkeypatch.setattr(attribution_screen, "patch_residual_stream", endless)
+    app = make_app(lm=bundled)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_attribution(pilot)
+        await pilot.press("2")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: screen.progress is not None)
+        assert screen.check_action("stop", ()) and not screen.check_action("patch", ())
+        assert "Patching:" in str(screen.query_one("#attr-status-text", Static).render())
+        await pilot.press("space")
+        await wait_for(pilot, lambda: not screen.running and asked_to_stop.is_set())
+        assert screen.patch is None and screen.stopped
+        assert "stopped before it finished" in str(screen.query_one("#attr-status-text", Static).render())
+
+
+def test_the_default_corrupted_prompt_changes_one_word_and_keeps_the_length(bundled):
+    encode = bundled.encode_prompt
+    assert default_corruption(CLEAN, encode) == CORRUPTED
+    assert default_corruption("The capital of France is", encode) == "The capital of Germany is"
+    assert default_corruption("Hello there", encode) == ""  # nothing to swap: the user types one
+
+
+# -- Chinese ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("size", SIZES, ids=["80x24", "120x40"])
+@run_async
+async def test_in_chinese_nothing_is_english_and_the_numbers_are_the_same(bundled, size):
+    app = make_app(lm=bundled)
+    async with app.run_test(size=size) as pilot:
+        screen = await open_attribution(pilot)
+        await wait_for(pilot, lambda: all(a is not None for a in screen.attributions))
+        await patch(pilot, screen, CORRUPTED)
+        english = {tab: tab_text(screen, tab, size[0]) for tab in ("dla", "patch")}
+        attributions, result = list(screen.attributions), screen.patch
+        app.switch_language("zh")
+        await pilot.pause()
+        await pilot.pause()
+        # Redrawn from what the screen holds: nothing ran again.
+        assert screen.attributions == attributions and screen.patch is result and not screen.running
+        allowed = run_words(screen.trace) | words_of(CORRUPTED) | {"mlp", "wte", "wpe", "c_proj"}
+        for tab in ("dla", "patch"):
+            chinese = tab_text(screen, tab, size[0])
+            assert english_words(chinese, allowed) == [], tab
+            assert numbers(chinese) == numbers(english[tab]), tab
+        assert english_words(screen.help_text(), allowed) == []
+        await pilot.press("1")
+        await pilot.pause()
+        assert english_words(screen_text(app), allowed) == []
+
+
+def words_of(text: str) -> set[str]:
+    return {w.lower() for w in re.findall(r"[A-Za-z]+", text)}
+
+
+def numbers(text: str) -> list[str]:
+    return sorted(re.findall(r"\d+(?:[.,]\d+)*", text))
+
+
+# -- how it looks -----------------------------------------------------------------------------------
+
+
+def on_tab(tab: str):
+    async def run_before(pilot) -> None:
+        screen = await open_attribution(pilot)
+        if tab == "patch":
+            await patch(pilot, screen, CORRUPTED)
+        await pilot.pause()
+        await pilot.app.workers.wait_for_complete()
+        await pilot.wait_for_scheduled_animations()
+
+    return run_before
+
+
+@pytest.mark.parametrize("size", [(120, 40), (80, 24)], ids=["120x40", "80x24"])
+@pytest.mark.parametrize("tab", ["dla", "patch"])
+def test_attribution_snapshots(snap_compare, bundled, tab, size):
+    app = make_app(lm=bundled)
+    assert snap_compare(app, terminal_size=size, run_before=on_tab(tab))

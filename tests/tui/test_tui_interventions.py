@@ -1,0 +1,99 @@
+"""What if, in the step-through: switch a part off (x), the pass is recorded again with it off,
+the header and the next-token stage say so with before → after numbers, undo (u) brings the
+model's own numbers back, clear (U) removes every change."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import gpt2viz
+from gpt2viz.interventions import Ablation, applied
+from gpt2viz.trace import trace_prompt
+from gpt2viz.tui.app import make_app
+from gpt2viz.tui.facts import final_choice
+from gpt2viz.tui.screens.interventions import InterventionMenu, ablation_choices
+from gpt2viz.tui.screens.step import StepScreen
+from gpt2viz.tui.stages import index_of
+from gpt2viz.tui.widgets.before_after import BeforeAfter
+from tui_helpers import run_async, screen_text
+
+PROMPT = "The meaning of life is"
+
+
+@pytest.fixture(scope="module")
+def bundled():
+    return gpt2viz.load_model("tiny")
+
+
+async def settled(pilot) -> StepScreen:
+    app = pilot.app
+    for _ in range(1200):
+        await app.workers.wait_for_complete()
+        await pilot.pause(0.05)
+        if isinstance(app.screen, StepScreen) and not app.workers:
+            return app.screen
+    raise AssertionError(f"still on {type(app.screen).__name__}")
+
+
+def test_the_menu_offers_what_fits_the_stage(bundled):
+    from gpt2viz.tui.stages import Stage
+
+    trace = trace_prompt(bundled, PROMPT)
+    assert ablation_choices(trace, Stage("embed"), 0) == []
+    heads = [a for _label, a in ablation_choices(trace, Stage("pattern", 2), 3)]
+    assert Ablation("head", 2, head=3) in heads and Ablation("head", 2, head=3, how="mean") in heads
+    mlp = [a for _label, a in ablation_choices(trace, Stage("mlp", 1), 0)]
+    assert any(a.kind == "neurons" and a.layer == 1 and len(a.neurons) == 5 for a in mlp)
+    assert Ablation("mlp", 1) in mlp and Ablation("block", 1) in mlp
+
+
+@run_async
+async def test_switch_off_see_the_change_undo_and_get_the_model_back(bundled):
+    app = make_app(lm=bundled)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await settled(pilot)
+        own = final_choice(screen.trace)
+        screen.go_to(index_of(screen.stages, "next_token"))
+        await pilot.press("x")  # outside the blocks: nothing to switch off there
+        await pilot.pause()
+        assert not isinstance(app.screen, InterventionMenu)
+        screen.go_to(index_of(screen.stages, "mlp", 0))
+        await pilot.press("x")
+        await pilot.pause()
+        assert isinstance(app.screen, InterventionMenu)
+        labels = [label for label, _a in app.screen.choices]
+        await pilot.press(*["down"] * labels.index(next(l for l in labels if "whole" in l)), "enter")
+        screen = await settled(pilot)
+        assert screen.trace.interventions == ["L0"]
+        edited = final_choice(screen.trace)
+        # The edited pass is what the model computes with block 0 off.
+        ids = bundled.tokenizer.encode(PROMPT)
+        with applied(bundled.hooks, [Ablation("block", 0)]):
+            logits, _cache = bundled.model(torch.tensor([ids]))
+        assert edited[0] == int(logits[0, -1].argmax()) != own[0]
+        assert "L0" in screen_text(app).split("\n")[0]  # the header marks the edited pass
+        screen.go_to(index_of(screen.stages, "next_token"))
+        await pilot.pause()
+        before_after = screen.query_one(BeforeAfter)
+        assert before_after.display and "→" in str(before_after.render())
+        await pilot.press("u")
+        screen = await settled(pilot)
+        assert screen.trace.interventions == [] and final_choice(screen.trace) == own
+        assert not screen.query_one(BeforeAfter).display
+        assert "L0" not in screen_text(app).split("\n")[0]
+
+
+@run_async
+async def test_clear_removes_every_change(bundled):
+    app = make_app(lm=bundled)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await settled(pilot)
+        own = final_choice(screen.trace)
+        for layer in (0, 1):
+            app.add_intervention(Ablation("mlp", layer))
+            screen = await settled(pilot)
+        assert screen.trace.interventions == ["L0.mlp", "L1.mlp"]
+        await pilot.press("U")
+        screen = await settled(pilot)
+        assert screen.trace.interventions == [] and final_choice(screen.trace) == own

@@ -219,3 +219,24 @@ def test_lab_snapshots_zh(snap_compare, size, tab):
     set_language("zh")
     app = make_app(trace=load(LAB_TRACE))
     assert snap_compare(app, terminal_size=size, run_before=open_lab_on(tab))
+
+
+def test_the_arrow_keys_scroll_the_words_of_the_shown_experiment():
+    async def run() -> None:
+        from textual.containers import VerticalScroll
+
+        app = make_app(trace=load(LAB_TRACE))
+        async with app.run_test(size=(80, 24)) as pilot:
+            await open_lab(pilot)
+            for tab in ("1", "3"):
+                await pilot.press(tab)
+                await pilot.pause(0.2)  # the pane shows, then its words take the focus
+                words = app.screen.query_one(f"#lab-{app.screen.shown} .lab-words", VerticalScroll)
+                assert words.max_scroll_y > 0  # more words than room at 80 x 24
+                await pilot.press("down", "down")
+                await pilot.pause()
+                assert words.scroll_y > 0
+
+    import asyncio
+
+    asyncio.run(run())

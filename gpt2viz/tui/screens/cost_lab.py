@@ -157,6 +157,14 @@ class CostLabScreen(Screen):
         self.query_one(TopBar).draw_lab(self.trace, self.replay)
         self._draw_all()
         self._status()
+        self.call_after_refresh(self._focus_words)
+
+    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        self.set_timer(0.05, self._focus_words)  # once the pane is shown (a hidden one takes no focus)
+
+    def _focus_words(self) -> None:
+        """The shown experiment's words take the keys: ↑ ↓ and the page keys scroll them."""
+        self.query_one(f"#lab-{self.shown} .lab-words", VerticalScroll).focus()
 
     def redraw_language(self) -> None:
         """Every text of the lab in the current language, from the results it has (nothing runs)."""
@@ -191,6 +199,7 @@ class CostLabScreen(Screen):
     # -- actions -----------------------------------------------------------------------------
     def action_show(self, name: str) -> None:
         self.query_one(TabbedContent).active = f"lab-{name}"
+        self.set_timer(0.05, self._focus_words)  # the keys' way: no TabActivated for a set `active`
 
     def action_back(self) -> None:
         self._stop_run()

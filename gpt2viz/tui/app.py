@@ -262,9 +262,19 @@ class Gpt2VizApp(App[int]):
             )
         yield SystemCommand(_("Theme"), _("Change the current theme"), self.action_change_theme)
         yield SystemCommand(
-            _("Screenshot"), _("Save an SVG picture of the current screen"), lambda: self.set_timer(0.1, self.deliver_screenshot)
+            _("Screenshot"), _("Save an SVG picture of the current screen"), lambda: self.set_timer(0.1, self.screenshot)
         )
         yield SystemCommand(_("Quit"), _("Leave gpt2viz"), self.action_quit)
+
+    def screenshot(self) -> None:
+        """Saves the screen as an SVG in the working directory, and says where in this language
+        (Textual's own delivery says it in English, to a Downloads folder that may not exist)."""
+        try:
+            path = self.save_screenshot(path=os.getcwd())
+        except OSError as err:
+            self.notify(_("Could not save the picture: {error}").format(error=err.strerror or err), severity="error")
+            return
+        self.notify(_("Saved a picture of the screen: {path}").format(path=path), markup=False)
 
     def action_command_palette(self) -> None:
         if self.use_command_palette and not CommandPalette.is_open(self):

@@ -74,3 +74,17 @@ async def test_the_help_and_the_palette_speak_the_language(tiny_trace):
         await pilot.pause()
         assert isinstance(app.screen, CommandPalette)
         assert "搜索命令" in screen_text(app)
+
+
+@run_async
+async def test_the_palettes_screenshot_is_saved_here_and_said_in_the_language(tiny_trace, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    set_language("zh")
+    app = make_app(trace=tiny_trace)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        app.screenshot()
+        await pilot.pause()
+        saved = list(tmp_path.glob("*.svg"))
+        assert len(saved) == 1
+        assert any("已保存屏幕图片" in note.message for note in app._notifications)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import time
 from contextlib import contextmanager
@@ -70,11 +71,19 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(_("{message} (see gpt2viz --help)").format(message=message))
 
 
+HEADING_COLON = re.compile(r"^(\S[^\n]*[^\x00-\x7f]):$", re.M)
+
+
 class _HelpFormatter(argparse.HelpFormatter):
     """argparse lays --help out by characters; a Chinese character takes two terminal cells, so
     this one measures in cells where that shows: wrapped help texts, the usage's indent, and the
     help column after an option whose metavar is Chinese. Text without wide characters is laid
     out by argparse itself, as before."""
+
+    def format_help(self) -> str:
+        # argparse writes a section heading's colon itself, half-width; after a Chinese heading
+        # ("选项") the full-width one belongs.
+        return HEADING_COLON.sub("\\1：", super().format_help())
 
     def add_argument(self, action) -> None:
         super().add_argument(action)  # makes room for the longest option, counted in characters

@@ -321,3 +321,17 @@ def test_errors_a_front_end_words_again_carry_a_whole_msgid():
             is_msgid = isinstance(message, ast.Call) and getattr(message.func, "id", None) == "N_"
             assert is_msgid and CORE_ERRORS[name] in message.args[0].value, f"{path.name}:{node.lineno}"
     assert {"generate.py", "batch.py", "precision.py", "placement.py", "jsonio.py"} <= set(found)
+
+
+def test_chinese_help_headings_end_with_a_full_width_colon(capsys):
+    import re
+
+    from gpt2viz.cli import main
+
+    try:
+        main(["--lang", "zh", "--help"])
+    except SystemExit:
+        pass
+    out = capsys.readouterr().out
+    assert "位置参数：" in out and "选项：" in out
+    assert not re.search(r"[^\x00-\x7f]:$", out, re.M)

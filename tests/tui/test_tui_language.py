@@ -88,3 +88,15 @@ async def test_the_palettes_screenshot_is_saved_here_and_said_in_the_language(ti
         saved = list(tmp_path.glob("*.svg"))
         assert len(saved) == 1
         assert any("已保存屏幕图片" in note.message for note in app._notifications)
+
+
+@run_async
+async def test_the_switch_key_works_on_the_help_too(tiny_trace):
+    app = make_app(trace=tiny_trace)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        await pilot.press("question_mark")
+        await pilot.pause()
+        await pilot.press("L")
+        await pilot.pause()
+        assert language() == "zh" and isinstance(app.screen, HelpScreen) and "按键" in screen_text(app)

@@ -40,6 +40,9 @@ class HelpScreen(ModalScreen[None]):
 
     BINDINGS = [
         Binding("escape,question_mark,q", "close", N_("close"), id="close-help", tooltip=N_("Close the help")),
+        # A modal screen hides the app's keys: the language switch, again, for a screen of words.
+        Binding("L", "app.switch_language", N_("中文"), id="help-switch-language", show=False,
+                tooltip=N_("Show the app in Chinese (again: back to English)")),
     ]
 
     def __init__(self, underneath: Screen) -> None:

@@ -425,23 +425,21 @@ def run_headless(options: RunOptions) -> int:
     freeze_startup_objects()
     for notice in lm.notices:
         tell(notice_text(notice))
-    for ablation in options.ablations:  # against this model's blocks, heads and neurons
-        try:
-            ablation.check(lm.config.n_layer, lm.config.n_head, lm.config.d_mlp)
-        except AblationError as err:
-            raise UsageError(_("--ablate {problem}").format(problem=err)) from None
-    trace = trace_prompt(
-        lm,
-        options.prompt,
-        generate_tokens=options.generate or 0,
-        settings=options.sampling(),
-        use_cache=options.use_cache,
-        topk=options.topk_logits,
-        quality=True,
-        sequences=options.sequences,
-        batch_prompts=list(options.batch_prompts),
-        ablations=options.ablations,
-    )
+    try:  # trace_prompt checks the ablations against this model's blocks, heads and neurons first
+        trace = trace_prompt(
+            lm,
+            options.prompt,
+            generate_tokens=options.generate or 0,
+            settings=options.sampling(),
+            use_cache=options.use_cache,
+            topk=options.topk_logits,
+            quality=True,
+            sequences=options.sequences,
+            batch_prompts=list(options.batch_prompts),
+            ablations=options.ablations,
+        )
+    except AblationError as err:
+        raise UsageError(_("--ablate {problem}").format(problem=err)) from None
     for notice in trace.notices[len(lm.notices) :]:
         tell(notice_text(notice))
     if options.cost_lab:

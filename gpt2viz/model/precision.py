@@ -6,9 +6,11 @@ Measured on this project's 2-core AVX-512 (VNNI, BF16) machines, torch 2.13 CPU:
 
 - **float32**: the checkpoint's own layout, `[in, out]`, and the two-core products of
   `layers.conv1d` / `layers.unembed`. Exact against transformers.
-- **bfloat16**: weights in bfloat16, the same layout and `addmm`; the CPU has bf16 dot products,
-  so a many-row product (the prefill) runs ~4x faster than float32 and a one-row product reads
-  half the bytes. Activations and the KV cache are bfloat16.
+- **bfloat16**: weights in bfloat16, packed once for oneDNN's kernels (model/packed.py: a one-row
+  product reads half of float32's bytes at about the same rate; the CPU has bf16 dot products, so
+  a many-row product, the prefill, runs several times faster than float32). The LM head multiplies
+  by a packed copy of wte (the token lookup keeps the table). Activations and the KV cache are
+  bfloat16. Without oneDNN's bf16 kernels the weights stay plain (`HalfLinear`).
 - **float16**: this CPU has no float16 arithmetic: `addmm` on an `[in, out]` float16 weight takes
   ~20x float32's time. `F.linear` on a weight stored `[out, in]` reaches the oneDNN kernel, fast
   for a few rows (a decode step reads half the bytes) but ~4x slower than float32 for many rows,
@@ -37,7 +39,8 @@ import torch.nn.functional as F
 
 from ..errors import SettingError
 from ..i18n import N_
-from .layers import Conv1D, Layer, TiedLMHead
+from . import packed
+from .layers import Layer, TiedLMHead
 
 FLOAT16_FEW_ROWS = 8  # float16 products of at most this many rows use float16 kernels
 
@@ -190,20 +193,6 @@ class Int8LMHead(Layer):
 # -- switching a loaded model -------------------------------------------------------------------
 
 
-def _conv1d_layers(model) -> list[tuple[object, str, Conv1D]]:
-    found = []
-    for block in model.h:
-        for parent, name in ((block.attn, "c_attn"), (block.attn, "c_proj"), (block.mlp, "c_fc"), (block.mlp, "c_proj")):
-            found.append((parent, name, getattr(parent, name)))
-    return found
-
-
-def _replace(parent, name: str, layer) -> None:
-    # Layers keep sub-layers as plain attributes too (see layers.Layer): replace both.
-    parent._modules[name] = layer
-    object.__setattr__(parent, name, layer)
-
-
 @torch.inference_mode()
 def apply_precision(model, precision: Precision) -> None:
     """Converts a model loaded in float32 to `precision`, once: the matrix products get their
@@ -215,20 +204,27 @@ def apply_precision(model, precision: Precision) -> None:
     if precision.quantized and model.device.type != "cpu":
         raise SettingError("dtype", N_("{setting} int8 runs on the CPU only (fbgemm)"))
     dtype = precision.compute_dtype
-    for parent, name, conv in _conv1d_layers(model):
+    on_cpu = model.device.type == "cpu"
+    pack = on_cpu and not precision.quantized and packed.available(dtype)  # bfloat16 (see packed.py)
+    for parent, name in packed.product_sites(model):
+        conv = getattr(parent, name)
         if precision.quantized:
             layer = Int8Linear(conv.weight, conv.bias)
-        elif model.device.type == "cpu":
+        elif pack:
+            layer = packed.PackedLinear(conv.weight, conv.bias, 1, dtype)
+        elif on_cpu:
             layer = HalfLinear(conv.weight, conv.bias, dtype)
         else:  # GPUs multiply 16-bit floats in the checkpoint's layout well
             conv.weight.data, conv.bias.data = conv.weight.to(dtype), conv.bias.to(dtype)
             continue
-        _replace(parent, name, layer)
+        packed.replace(parent, name, layer)
     if precision.quantized:
         embedding = Int8Embedding(model.wte.weight)
-        _replace(model, "wte", embedding)
+        packed.replace(model, "wte", embedding)
         model.lm_head = Int8LMHead(embedding)
-    elif model.device.type == "cpu":
+    elif pack:
+        model.lm_head = packed.PackedLMHead(model.wte.weight.to(dtype), 1)
+    elif on_cpu:
         model.lm_head = HalfLMHead(model.wte)
     for parameter in model.parameters():  # wpe, LayerNorms (and wte in 16 bits): own copies
         parameter.data = parameter.data.to(dtype, copy=True)
@@ -238,4 +234,16 @@ def weight_bytes(model) -> int:
     """Bytes the model's weights take in memory as they are stored now (int8 layers counted with
     their scales and their packed copies)."""
     total = sum(p.numel() * p.element_size() for p in model.parameters())
-    return total + sum(layer.bytes for layer in model.modules() if isinstance(layer, (HalfLinear, Int8Linear, Int8Embedding)))
+    stored = (HalfLinear, Int8Linear, Int8Embedding, packed.PackedLinear, packed.PackedLMHead)
+    return total + sum(layer.bytes for layer in model.modules() if isinstance(layer, stored))
+
+
+def lookup_only_bytes(model) -> int:
+    """Bytes of weights a decode step reads only a row of: the token table where the LM head reads
+    a copy of its own (int8's packed rows, bfloat16's packed wte). Where the head multiplies by wte
+    itself, the table is read whole every step."""
+    if isinstance(model.lm_head, packed.PackedLMHead):
+        return model.wte.weight.numel() * model.wte.weight.element_size()
+    if isinstance(model.wte, Int8Embedding):
+        return model.wte.values.numel()
+    return 0

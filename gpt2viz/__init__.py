@@ -7,20 +7,29 @@ import warnings
 # start, +10 MB of memory, 73 MB on disk) and silences that one warning before torch loads.
 warnings.filterwarnings("ignore", message="Failed to initialize NumPy", category=UserWarning)
 
-from .generate import GenerationResult, SamplingSettings, generate
+from .errors import Gpt2VizError, InputError, ModelSourceError, SettingError
+from .generate import GenerationResult, SamplingSettings
+from .hooks import Hooks, HookEditError
 from .language_model import LanguageModel, load_model
 from .model import GPT2, GPT2Config, KVCache, Tokenizer
 
 __version__ = "0.1.0"
 
+# `gpt2viz.generate` is the module: the function there works on a bare GPT2; with a loaded model
+# use `lm.generate(...)`.
 __all__ = [
     "GPT2",
     "GPT2Config",
     "GenerationResult",
+    "Gpt2VizError",
+    "HookEditError",
+    "Hooks",
+    "InputError",
     "KVCache",
     "LanguageModel",
+    "ModelSourceError",
     "SamplingSettings",
+    "SettingError",
     "Tokenizer",
-    "generate",
     "load_model",
 ]

@@ -41,12 +41,29 @@ class SettingError(UsageError):
         return _(self.message).format(setting=name, **self.params)
 
 
+class InputError(SettingError, ValueError):
+    """An argument the model cannot run on: token ids outside the vocabulary or not a
+    `[batch, positions]` integer tensor, more positions than the context or the cache holds, an
+    attention mask or a cache of the wrong shape. `setting` names the argument ("input_ids",
+    "attention_mask", "cache"); a ValueError too, as torch and numpy report such arguments."""
+
+
 class ModelSourceError(Gpt2VizError):
     """A model directory, file or hub id that cannot be loaded."""
 
 
 class HubUnreachable(ModelSourceError):
     """The Hugging Face hub did not answer in time."""
+
+
+class DownloadCancelled(Gpt2VizError):
+    """The user stopped a hub download (a cancel key, Ctrl-C). What was fetched stays in the cache,
+    and the next run goes on from there; exit status 130, as for any interruption."""
+
+    exit_code = 130
+
+    def __init__(self) -> None:
+        super().__init__(_("the download was cancelled; the next run goes on from where it stopped"))
 
 
 class ConfigError(ModelSourceError):
@@ -76,6 +93,16 @@ class OutputError(Gpt2VizError):
     def naming(self, where: str) -> str:
         """The sentence in the current language, the file called `where`."""
         return _(self.message).format(path=where, **self.params)
+
+
+class TraceError(Gpt2VizError):
+    """A trace file that cannot be read or is not a gpt2viz trace (`gpt2viz.trace.load`). `field`
+    is the path of the part at fault inside the document (`events[27] (blocks.1.attn.hook_pattern)
+    .heads[2]`, `model.config.n_layer`), '' for the file as a whole; the message names it too."""
+
+    def __init__(self, message: str, field: str = "") -> None:
+        self.field = field
+        super().__init__(message)
 
 
 def notice(code: str, **params: object) -> dict:

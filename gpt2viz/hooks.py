@@ -21,6 +21,11 @@ No hook hands out storage shared with the weights or the KV cache, so an in-plac
 subscriber changes this pass at most, never a later one. `kv_cache` and `sample` carry records,
 not activations: what they return is ignored.
 
+**Whose passes.** `subscribe(...)` (a `with` block) and `run_with_cache` listen to the passes of
+the thread that subscribed only, so passes run at the same time by other threads (a TUI worker, a
+web server's requests) neither reach nor are edited by them. `add` / `remove` subscribe to every
+thread's passes, until removed.
+
 With nobody subscribed a hook site costs one attribute check: `if hooks.active:`.
 """
 
@@ -28,6 +33,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
+import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
@@ -127,37 +133,54 @@ class Hooks:
     """The hook points of one model and their subscribers."""
 
     def __init__(self) -> None:
-        self.active = False  # read on the hot path: True while anyone is subscribed
-        self._subs: list[_Subscription] = []
-        self._by_name: dict[str, tuple[HookFn, ...]] = {}
+        self.active = False  # read on the hot path: True while anyone is subscribed, in any thread
+        self._subs: list[_Subscription] = []  # every thread's passes (add / remove)
+        self._scoped: dict[int, list[_Subscription]] = {}  # thread id -> its own (subscribe)
+        self._by_name: dict[tuple[int, str], tuple[HookFn, ...]] = {}
+        self._lock = threading.Lock()  # subscriptions change from several threads
 
     def add(self, pattern: str, fn: HookFn) -> _Subscription:
-        """Subscribes `fn(name, value)` to every hook whose name matches `pattern` (fnmatch)."""
+        """Subscribes `fn(name, value)` to every hook whose name matches `pattern` (fnmatch), in
+        the passes of every thread, until `remove`."""
         sub = _Subscription(pattern, fn)
-        self._subs.append(sub)
-        self._changed()
+        with self._lock:
+            self._subs.append(sub)
+            self._changed()
         return sub
 
     def remove(self, sub: _Subscription) -> None:
         """Detaches a subscription made with `add`; removing twice is harmless."""
-        if sub in self._subs:
-            self._subs.remove(sub)
-            self._changed()
+        with self._lock:
+            if sub in self._subs:
+                self._subs.remove(sub)
+                self._changed()
 
     @contextmanager
     def subscribe(self, patterns: str | list[str] | tuple[str, ...], fn: HookFn) -> Iterator[None]:
-        """Subscribes `fn` for the duration of a `with` block; it is detached even on error."""
+        """Subscribes `fn` to the passes this thread runs during a `with` block; it is detached
+        even on error."""
         if isinstance(patterns, str):
             patterns = [patterns]
-        subs = [self.add(p, fn) for p in patterns]
+        subs = [_Subscription(p, fn) for p in patterns]
+        thread = threading.get_ident()
+        with self._lock:
+            self._scoped.setdefault(thread, []).extend(subs)
+            self._changed()
         try:
             yield
         finally:
-            for sub in subs:
-                self.remove(sub)
+            with self._lock:
+                mine = self._scoped.get(thread, [])
+                for sub in subs:
+                    if sub in mine:
+                        mine.remove(sub)
+                if not mine:
+                    self._scoped.pop(thread, None)
+                self._changed()
 
     def wants(self, name: str) -> bool:
-        """Whether anyone listens at `name` (lets the core skip work nobody will see)."""
+        """Whether anyone listens at `name` in this thread's pass (lets the core skip work nobody
+        will see)."""
         return bool(self._listeners(name))
 
     def fire(self, name: str, value: Any) -> Any:
@@ -171,12 +194,15 @@ class Hooks:
         return value
 
     def _listeners(self, name: str) -> tuple[HookFn, ...]:
-        found = self._by_name.get(name)
+        key = (threading.get_ident(), name)
+        found = self._by_name.get(key)
         if found is None:
-            found = tuple(sub.fn for sub in self._subs if sub.matches(name))
-            self._by_name[name] = found
+            with self._lock:
+                subs = self._subs + self._scoped.get(key[0], [])
+                found = tuple(sub.fn for sub in subs if sub.matches(name))
+                self._by_name[key] = found
         return found
 
-    def _changed(self) -> None:
-        self._by_name.clear()
-        self.active = bool(self._subs)
+    def _changed(self) -> None:  # under the lock
+        self._by_name = {}  # a new dict: a reader holding the old one finishes with it
+        self.active = bool(self._subs) or bool(self._scoped)

@@ -13,7 +13,7 @@ from typing import Callable
 import torch
 
 from .batch import BatchResult, generate_batch, generate_prompts
-from .errors import SettingError
+from .errors import InputError, SettingError
 from .i18n import N_
 from .generate import GenerationResult, SamplingSettings, generate
 from .hooks import Hooks
@@ -73,13 +73,90 @@ class LanguageModel:
         return self.model.hooks
 
     def encode_prompt(self, prompt: str | list[int]) -> list[int]:
+        """Token ids of a prompt given as text or as ids (ids are checked: integers in the
+        vocabulary)."""
         if isinstance(prompt, str):
             return self.tokenizer.encode(prompt)
-        return [int(i) for i in prompt]
+        if isinstance(prompt, torch.Tensor):
+            prompt = prompt.reshape(-1).tolist() if prompt.dim() <= 1 or prompt.size(0) == 1 else prompt
+        if not isinstance(prompt, (list, tuple)) or not all(
+            isinstance(i, int) and not isinstance(i, bool) for i in prompt
+        ):
+            raise InputError("prompt", N_("{setting} must be a text or a list of token ids, got {value}"),
+                             value=_shown(prompt))
+        vocab = self.config.vocab_size
+        bad = next((i for i in prompt if not 0 <= i < vocab), None)
+        if bad is not None:
+            raise InputError("prompt", N_("{setting}: id {id} is outside the vocabulary (0 to {last})"), id=bad, last=vocab - 1)
+        return list(prompt)
+
+    def pad(self, prompts: list[str | list[int]], side: str = "left") -> tuple[torch.Tensor, torch.Tensor]:
+        """Several prompts as one batch: ids `[B, T]` padded to the longest with end-of-text, and
+        the attention mask `[B, T]` (1 for a real token, 0 for padding) that `model(ids,
+        attention_mask=mask)` needs to compute each row as it would alone. `side` is 'left' (what
+        generation continues from) or 'right'."""
+        if side not in ("left", "right"):
+            raise InputError("side", N_("{setting} must be 'left' or 'right', got {value}"), value=_shown(side))
+        if not isinstance(prompts, list) or not prompts:
+            raise InputError("prompts", N_("{setting} must be a non-empty list of texts or id lists"))
+        rows = [self.encode_prompt(p) for p in prompts]
+        if not all(rows):
+            raise InputError("prompts", N_("{setting}: every prompt needs at least one token"))
+        width = max(map(len, rows))
+        ids, mask = [], []
+        for row in rows:
+            pad = [self.eos_id] * (width - len(row))
+            ones, zeros = [1] * len(row), [0] * len(pad)
+            ids.append(pad + row if side == "left" else row + pad)
+            mask.append(zeros + ones if side == "left" else ones + zeros)
+        device = self.model.device
+        return torch.tensor(ids, device=device), torch.tensor(mask, device=device)
+
+    @torch.inference_mode()
+    def run_with_cache(
+        self,
+        prompt: str | list[int] | list[str] | torch.Tensor,
+        names_filter: str | list[str] | Callable[[str], bool] | None = None,
+        *,
+        attention_mask: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """One forward pass that keeps the activations, as TransformerLens's `run_with_cache`:
+        returns `(logits [B, T, vocab], cache)`, `cache` mapping each hook name that fired to a
+        copy of its tensor, in the order they fired. `prompt`: a text, a list of ids, a list of
+        texts (padded on the right with a mask), or ids `[B, T]` with an optional
+        `attention_mask`. `names_filter`: None (every hook), a name or fnmatch pattern
+        ('blocks.*.attn.hook_pattern'), a list of them, or a function of the name. Only this
+        thread's pass is recorded (hooks.py)."""
+        if isinstance(prompt, torch.Tensor) and prompt.dim() == 2:
+            ids = prompt
+        elif isinstance(prompt, list) and prompt and all(isinstance(p, str) for p in prompt):
+            ids, attention_mask = self.pad(prompt, side="right")
+        else:
+            ids = torch.tensor([self.encode_prompt(prompt)], device=self.model.device)
+        if names_filter is None:
+            patterns, wanted = ["*"], None
+        elif isinstance(names_filter, str):
+            patterns, wanted = [names_filter], None
+        elif isinstance(names_filter, (list, tuple)) and all(isinstance(n, str) for n in names_filter):
+            patterns, wanted = list(names_filter), None
+        elif callable(names_filter):
+            patterns, wanted = ["*"], names_filter
+        else:
+            raise InputError("names_filter", N_("{setting} must be a hook name or pattern, a list of them, or a function, got {value}"),
+                             value=_shown(names_filter))
+        cache: dict[str, torch.Tensor] = {}
+
+        def keep(name: str, value) -> None:
+            if isinstance(value, torch.Tensor) and (wanted is None or wanted(name)):
+                cache[name] = value.detach().clone()
+
+        with self.hooks.subscribe(patterns, keep):
+            logits, _ = self.model(ids, attention_mask=attention_mask)
+        return logits, cache
 
     def generate(
         self,
-        prompt: str | list[int],
+        prompt: str | list[int] | list[str] | list[list[int]],
         max_new_tokens: int,
         use_cache: bool = True,
         temperature: float = 0.0,
@@ -88,8 +165,15 @@ class LanguageModel:
         seed: int | None = None,
         on_step: Callable | None = None,
         should_stop: Callable[[], bool] | None = None,
-    ) -> GenerationResult:
-        """Continues `prompt` (text or ids); see `gpt2viz.generate.generate`."""
+    ) -> GenerationResult | list[GenerationResult]:
+        """Continues `prompt` (text or ids); see `gpt2viz.generate.generate`. A list of prompts
+        (texts or id lists) gives a list of results, one per prompt, decoded together through one
+        cache (`generate_prompts`; row r samples with seed + r)."""
+        if isinstance(prompt, list) and prompt and all(isinstance(p, (str, list)) for p in prompt):
+            if not use_cache:
+                raise InputError("use_cache", N_("{setting}: a list of prompts is decoded through the KV cache"))
+            return self.generate_prompts(prompt, max_new_tokens, temperature, top_k, top_p, seed, on_step,
+                                         should_stop).rows
         return generate(
             self.model,
             self.encode_prompt(prompt),
@@ -184,3 +268,9 @@ def load_model(
     return LanguageModel(
         model, tokenizer, resolved, weights.stored_dtype, weights.file_bytes, notices, n_params, weight_bytes(model)
     )
+
+
+def _shown(value: object) -> str:
+    """A short description of a value for an error message: its type and, if short, its repr."""
+    text = repr(value)
+    return text if len(text) <= 40 else type(value).__name__

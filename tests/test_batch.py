@@ -120,8 +120,8 @@ def test_a_mask_that_does_not_fit_is_refused(tiny_lm):
     ids = torch.tensor([[1, 2, 3]])
     with pytest.raises(ValueError, match="shape"):
         tiny_lm.model(ids, attention_mask=torch.ones(1, 2))
-    with pytest.raises(ValueError, match="pad on the left"):
-        tiny_lm.model(ids, attention_mask=torch.tensor([[1, 1, 0]]))
+    with pytest.raises(ValueError, match="pad on the left"):  # into a cache: the last must be real
+        tiny_lm.model(ids, tiny_lm.model.new_cache(), attention_mask=torch.tensor([[1, 1, 0]]))
     with pytest.raises(SettingError, match="prompts"):
         tiny_lm.generate_prompts("one prompt", 3)
     with pytest.raises(SettingError, match="prompt"):

@@ -5,7 +5,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from ..errors import InputError
 from ..hooks import Hooks
+from ..i18n import N_
 from .config import GPT2Config
 from .kv_cache import KVCache
 from .layers import Block, Embedding, LayerNorm, TiedLMHead, causal_mask
@@ -56,14 +58,15 @@ class GPT2(nn.Module):
 
         `attention_mask` `[B, cache.length + T]` (True or 1 for a real token, False or 0 for
         padding; all positions so far, as in transformers) lets rows of different lengths share
-        a batch, padded on the left: no position attends to a padding key, and each row's
-        positions count its real tokens only, so a padded row computes what it would alone.
+        a batch: no position attends to a padding key, and each row's positions count its real
+        tokens only, so a padded row computes what it would alone at every real position. Pad on
+        the left to continue through a cache or with `last_only`; a whole pass may be padded on
+        either side.
         """
         hooks = self.hooks
+        check_input(input_ids, cache, self.config)
         B, T = input_ids.shape
         past = cache.length if cache is not None else 0
-        if past + T > self.config.n_ctx:
-            raise ValueError(f"{past + T} positions exceed the context length {self.config.n_ctx}")
 
         # Embedding is a table lookup (row `id` of wte), not a matrix product.
         tok = self.wte.lookup(input_ids)  # (B, T, C)
@@ -71,7 +74,7 @@ class GPT2(nn.Module):
             pos = self.wpe.weight[past : past + T]  # (T, C): positions continue after the cache
             keys_seen = None
         else:
-            real = padding_mask(attention_mask, B, past + T)
+            real = padding_mask(attention_mask, B, past + T, ends_real=cache is not None or last_only)
             # A row's position i is its count of real tokens before i (padding stays at 0).
             positions = (real.long().cumsum(1) - 1).clamp_min(0)[:, past:]  # (B, T)
             pos = self.wpe.lookup(positions)  # (B, T, C)
@@ -105,16 +108,48 @@ class GPT2(nn.Module):
         return self.lm_head(self.ln_f.normalize(resid))  # (..., vocab)
 
 
-def padding_mask(attention_mask: torch.Tensor, batch: int, length: int) -> torch.Tensor:
-    """`attention_mask` checked and as bool `[batch, length]`: True for a real token."""
-    if tuple(attention_mask.shape) != (batch, length):
-        raise ValueError(
-            f"attention_mask has shape {list(attention_mask.shape)}; this call needs {[batch, length]} "
-            "(every row, every position so far)"
+def check_input(input_ids: torch.Tensor, cache: KVCache | None, config: GPT2Config) -> None:
+    """Refuses, before any work, what the pass cannot run on (InputError names the argument):
+    ids that are not a `[batch, positions]` integer tensor or lie outside the vocabulary (a
+    negative id would silently read a row from the end of the table), more positions than the
+    context or the cache holds, a cache made for another batch size."""
+    if not isinstance(input_ids, torch.Tensor):
+        raise InputError("input_ids", N_("{setting} must be a tensor of token ids [batch, positions], got {type}"),
+                         type=type(input_ids).__name__)
+    if input_ids.dim() != 2 or input_ids.numel() == 0 or input_ids.dtype.is_floating_point or input_ids.dtype.is_complex \
+            or input_ids.dtype == torch.bool:
+        raise InputError("input_ids", N_("{setting} must be a non-empty integer tensor [batch, positions], got {shape} {dtype}"),
+                         shape=list(input_ids.shape), dtype=str(input_ids.dtype).removeprefix("torch."))
+    low, high = (int(v) for v in torch.aminmax(input_ids))
+    if low < 0 or high >= config.vocab_size:
+        raise InputError("input_ids", N_("{setting}: id {id} is outside the vocabulary (0 to {last})"),
+                         id=low if low < 0 else high, last=config.vocab_size - 1)
+    B, T = input_ids.shape
+    past = cache.length if cache is not None else 0
+    if past + T > config.n_ctx:
+        raise InputError("input_ids", N_("{setting}: {n} positions (cached and new) exceed the context length {n_ctx}"),
+                         n=past + T, n_ctx=config.n_ctx)
+    if cache is not None:
+        if cache.batch_size != B:
+            raise InputError("cache", N_("{setting} holds {rows} rows; these ids have {batch}"), rows=cache.batch_size, batch=B)
+        if past + T > cache.capacity:
+            raise InputError("cache", N_("{setting} is full: {n} positions do not fit in {capacity}"),
+                             n=past + T, capacity=cache.capacity)
+
+
+def padding_mask(attention_mask: torch.Tensor, batch: int, length: int, ends_real: bool = True) -> torch.Tensor:
+    """`attention_mask` checked and as bool `[batch, length]`: True for a real token. With
+    `ends_real` (a pass that continues into a cache, or keeps only the last position's logits)
+    every row's last position must be real: padding on the left. A whole pass may also be padded
+    on the right: the padding positions come after every real one, which never attends to them."""
+    if not isinstance(attention_mask, torch.Tensor) or tuple(attention_mask.shape) != (batch, length):
+        raise InputError(
+            "attention_mask", N_("{setting} has shape {shape}; this call needs {wanted} (every row, every position so far)"),
+            shape=list(getattr(attention_mask, "shape", [])), wanted=[batch, length],
         )
     real = attention_mask.to(torch.bool)
-    if not bool(real[:, -1].all()):
-        raise ValueError("attention_mask: the last position of every row must be a real token (pad on the left)")
+    if ends_real and not bool(real[:, -1].all()):
+        raise InputError("attention_mask", N_("{setting}: the last position of every row must be a real token (pad on the left)"))
     return real
 
 

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import torch
 
+from ..errors import InputError
+from ..i18n import N_
 from .config import GPT2Config
 
 
@@ -59,12 +61,17 @@ class KVCache:
         self.values = [torch.empty(shape, dtype=dtype, device=device) for _ in range(config.n_layer)]
         self.length = 0  # positions filled so far, the same in every layer
 
+    @property
+    def batch_size(self) -> int:
+        """The rows (sequences) the cache holds."""
+        return self.keys[0].size(0) if self.keys else 0
+
     def append(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Writes the new positions' k, v `[B, nh, T, hd]` after the cached ones and returns views
         of everything cached in this layer, `[B, nh, length + T, hd]`. `advance` commits them."""
         start, end = self.length, self.length + k.size(2)
-        if end > self.capacity:
-            raise ValueError(f"KV cache full: {end} positions do not fit in {self.capacity}")
+        if end > self.capacity:  # GPT2.forward checks first; this guards direct use
+            raise InputError("cache", N_("{setting} is full: {n} positions do not fit in {capacity}"), n=end, capacity=self.capacity)
         self.keys[layer][:, :, start:end] = k
         self.values[layer][:, :, start:end] = v
         return self.keys[layer][:, :, :end], self.values[layer][:, :, :end]

@@ -20,6 +20,14 @@ import torch
 
 from .hooks import hook_name
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # annotations only: the model sits beside these modules
+    from .language_model import LanguageModel
+    from .model.gpt2 import GPT2
+
+__all__ = ["Attribution", "direct_logit_attribution", "lm_head_row"]
+
 
 @dataclass(frozen=True)
 class Attribution:
@@ -43,7 +51,7 @@ class Attribution:
 
 
 @torch.inference_mode()
-def direct_logit_attribution(lm, ids: list[int], token_id: int | None = None) -> Attribution:
+def direct_logit_attribution(lm: LanguageModel, ids: list[int], token_id: int | None = None) -> Attribution:
     """Splits the logit of `token_id` (default: the model's top token) at the last position of
     the pass over `ids` into the direct terms of every part of the network."""
     model, config = lm.model, lm.config
@@ -96,7 +104,7 @@ def direct_logit_attribution(lm, ids: list[int], token_id: int | None = None) ->
     )
 
 
-def lm_head_row(model, token_id: int) -> torch.Tensor:
+def lm_head_row(model: GPT2, token_id: int) -> torch.Tensor:
     """The direction in the residual stream that token `token_id`'s logit reads, in float32: its
     row of wte, which the LM head shares (weight tying), as every number format stores it."""
     return model.wte.lookup(torch.tensor([token_id], device=model.device))[0].float()

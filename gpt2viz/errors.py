@@ -9,6 +9,11 @@ file) keeps its msgid and parameters, as a notice does, and is translated where 
 
 from .i18n import _
 
+__all__ = [
+    "ConfigError", "DownloadCancelled", "Gpt2VizError", "HubUnreachable", "InputError", "ModelSourceError",
+    "OutputError", "SettingError", "TraceError", "UsageError", "WeightsError", "notice",
+]
+
 
 class Gpt2VizError(Exception):
     """A problem the user can fix (bad file, bad option); the CLI prints it on one line."""

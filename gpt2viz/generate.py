@@ -46,6 +46,7 @@ class SamplingSettings:
 
     @property
     def greedy(self) -> bool:
+        """Whether these settings always take the most likely token (temperature 0)."""
         return self.temperature == 0
 
 
@@ -126,6 +127,7 @@ class StepTimes:
 
     @property
     def new_tokens(self) -> int:
+        """How many tokens were generated."""
         raise NotImplementedError
 
     @property
@@ -159,6 +161,7 @@ class GenerationResult(StepTimes):
 
     @property
     def new_tokens(self) -> int:
+        """How many tokens were generated."""
         return len(self.token_ids)
 
 

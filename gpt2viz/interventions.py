@@ -27,6 +27,13 @@ from .errors import UsageError
 from .hooks import Hooks, hook_name
 from .i18n import _
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # annotations only: the model sits beside these modules
+    from .language_model import LanguageModel
+
+__all__ = ["Ablation", "AblationError", "PredictionChange", "applied", "parse_ablations", "prediction_changes"]
+
 KINDS = ("head", "heads", "mlp", "block", "neurons")
 HOW = ("zero", "mean")
 _SPEC = re.compile(
@@ -145,7 +152,7 @@ class PredictionChange:
 
 
 @torch.inference_mode()
-def prediction_changes(lm, ids: list[int], ablations, k: int = 5) -> list[PredictionChange]:
+def prediction_changes(lm: LanguageModel, ids: list[int], ablations: list[Ablation], k: int = 5) -> list[PredictionChange]:
     """The next-token probabilities at the last position without and with `ablations`, for the
     top `k` tokens of either run (the edited run's first), so nothing that rose or fell is missed."""
     batch = torch.tensor([ids], device=lm.model.device)

@@ -56,10 +56,12 @@ class LanguageModel:
 
     @property
     def config(self) -> GPT2Config:
+        """The model's hyperparameters (config.json)."""
         return self.model.config
 
     @property
     def name(self) -> str:
+        """The model's name: 'tiny', a hub id, or a directory's name."""
         return self.source.name
 
     @property

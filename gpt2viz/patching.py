@@ -21,6 +21,13 @@ import torch
 from .hooks import hook_name
 from .i18n import _
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # annotations only: the model sits beside these modules
+    from .language_model import LanguageModel
+
+__all__ = ["PatchingError", "PatchingResult", "patch_residual_stream", "patched_logits", "residuals"]
+
 
 class PatchingError(ValueError):
     """Prompts that cannot be patched into each other."""
@@ -36,7 +43,7 @@ class PatchingResult:
 
 
 @torch.inference_mode()
-def residuals(lm, ids: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
+def residuals(lm: LanguageModel, ids: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
     """The residual stream entering every block, `[n_layer, T, C]`, and the last position's logits."""
     seen: list[torch.Tensor] = []
     with lm.hooks.subscribe("blocks.*.hook_resid_pre", lambda name, x: seen.append(x[0].clone())):
@@ -45,7 +52,7 @@ def residuals(lm, ids: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 @torch.inference_mode()
-def patched_logits(lm, ids: list[int], layer: int, positions: list[int], clean: torch.Tensor) -> torch.Tensor:
+def patched_logits(lm: LanguageModel, ids: list[int], layer: int, positions: list[int], clean: torch.Tensor) -> torch.Tensor:
     """The last position's logits of the pass over `ids` with the residual stream entering block
     `layer` at `positions` taken from `clean` (`[n_layer, T, C]`, from `residuals`)."""
 
@@ -60,7 +67,7 @@ def patched_logits(lm, ids: list[int], layer: int, positions: list[int], clean: 
 
 
 def patch_residual_stream(
-    lm,
+    lm: LanguageModel,
     clean_ids: list[int],
     corrupted_ids: list[int],
     rival: int | None = None,

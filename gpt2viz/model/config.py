@@ -142,6 +142,7 @@ class GPT2Config:
         return 2 * self.n_layer * batch_size * self.n_head * self.head_dim * itemsize
 
     def to_dict(self) -> dict[str, Any]:
+        """The hyperparameters as a plain dict (what a trace records as `model.config`)."""
         return asdict(self)
 
     @classmethod
@@ -185,6 +186,7 @@ class GPT2Config:
 
     @classmethod
     def from_file(cls, path: str | Path) -> "GPT2Config":
+        """The config of a checkpoint's config.json (ConfigError says what is wrong with it)."""
         path = Path(path)
         try:
             raw = json.loads(path.read_text(encoding="utf-8"))

@@ -36,6 +36,7 @@ class GPT2(nn.Module):
 
     @property
     def device(self) -> torch.device:
+        """Where the weights live (cpu, cuda, mps)."""
         return self.wpe.weight.device
 
     def new_cache(self, batch_size: int = 1, capacity: int | None = None) -> KVCache:

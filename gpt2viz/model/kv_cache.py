@@ -86,6 +86,7 @@ class KVCache:
 
     @property
     def itemsize(self) -> int:
+        """Bytes of one cached number (4 in float32, 2 in 16-bit formats)."""
         return self.keys[0].element_size()
 
     @property
@@ -100,6 +101,7 @@ class KVCache:
 
     @property
     def allocated_bytes(self) -> int:
+        """Bytes the K and V buffers take, used or not."""
         return sum(t.numel() * t.element_size() for t in self.keys + self.values)
 
     def state(self) -> CacheState:

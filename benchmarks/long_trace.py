@@ -1,6 +1,6 @@
 """A long trace of GPT-2 small, in a fresh process: `python long_trace.py time|memory DIR THREADS [T]`.
 
-T (default 1,024) is the prompt length; 128 is the longest prompt whose attention maps a trace
+T (default 1,024) is the prompt length; 64 is the longest prompt whose attention maps a trace
 keeps whole, 1,024 GPT-2's whole context.
 `time`: the median of plain forward passes over T tokens (every position's logits, as the
 recorded pass computes them) and of recorded passes worked out completely (`trace_prompt(...)
@@ -15,7 +15,9 @@ from __future__ import annotations
 import json
 import statistics
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import torch
 from load_probe import maxrss_bytes  # this folder's: VmHWM, the process's own peak RSS
@@ -27,7 +29,7 @@ def main() -> None:
     torch.set_num_threads(threads)
     import gpt2viz
     from gpt2viz.process import freeze_startup_objects
-    from gpt2viz.trace import trace_prompt
+    from gpt2viz.trace import dump, trace_prompt
 
     lm = gpt2viz.load_model(directory)
     freeze_startup_objects()
@@ -48,7 +50,13 @@ def main() -> None:
         trace_prompt(lm, ids).resolve_all()
         traced.append(time.perf_counter() - start)
     f, t = statistics.median(forward), statistics.median(traced)
-    print(json.dumps({"T": T, "forward_s": f, "trace_s": t, "ratio": t / f}))
+    trace = trace_prompt(lm, ids)
+    with tempfile.TemporaryDirectory() as tmp:  # writing it as --json does: the file's size and time
+        start = time.perf_counter()
+        dump(trace, Path(tmp) / "trace.json")
+        write_s = time.perf_counter() - start
+        size = (Path(tmp) / "trace.json").stat().st_size
+    print(json.dumps({"T": T, "forward_s": f, "trace_s": t, "ratio": t / f, "write_s": write_s, "bytes": size}))
 
 
 if __name__ == "__main__":

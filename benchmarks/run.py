@@ -294,11 +294,12 @@ def bench_load(directory: Path, reps: int, threads: int) -> dict:
 
 
 def bench_long_trace(directory: Path, threads: int) -> list[dict]:
-    """Long traces as the TUI's worker makes them, at 128 positions (the longest with whole
-    attention maps) and 1,024: their time against a plain forward pass in the same fresh
-    process, and the peak RSS of a process that only loads and records one."""
+    """Long traces as the TUI's worker makes them, at 64 positions (the longest with whole
+    attention maps), 65, 255-257 and 1,024: their time against a plain forward pass in the same
+    fresh process, the file's size and write time (`dump`), and the peak RSS of a process that
+    only loads and records one. Sizes must grow smoothly with T (no cliff where maps get pooled)."""
     out = []
-    for T in (128, 1024):
+    for T in (64, 65, 255, 256, 257, 1024):
         timing, stderr = run_script("long_trace.py", "time", directory, threads, T)
         if timing is None:
             raise RuntimeError(f"long trace timing failed:\n{stderr[-2000:]}")
@@ -755,6 +756,11 @@ def goals(results: dict) -> list[dict]:
                 f = pr["formats"][name]
                 add(shape, f"{name} prefill T={pr['prefill_T']}: no slower than float32",
                     f"{f['prefill_vs_float32']:.2f}x ({f['prefill_ms']:.1f} ms)", f["prefill_vs_float32"] <= 1.0)
+        traces = {lt["T"]: lt for lt in r.get("long_trace") or []}
+        for a, b in ((64, 65), (255, 256), (256, 257)):
+            if a in traces and b in traces and "bytes" in traces[a]:
+                ratio = traces[b]["bytes"] / traces[a]["bytes"]
+                add(shape, f"trace file from T={a} to T={b}: no jump (<= 1.1x)", f"{ratio:.3f}x", ratio <= 1.1)
         for lt in r.get("long_trace") or []:
             add(shape, f"a {lt['T']}-token trace, worked out, in <= 4x a plain forward pass",
                 f"{lt['ratio']:.2f}x ({lt['trace_s']:.2f} s against {lt['forward_s']:.2f} s)", lt["ratio"] <= 4)
@@ -867,12 +873,12 @@ def render(results: dict) -> str:
                          f"{h['agreement']['top1_agreement'] * 100:.2f} %"] for n, h in held["formats"].items()]
                 parts.append(fmt_table(rows, [f"bundled model, held-out text ({held['tokens']:,} tokens)", "perplexity",
                                               "float32's", "difference", "top-1 vs f32"]))
-        for lt in r.get("long_trace") or []:
-            parts.append(
-                f"a {lt['T']}-token trace, recorded and worked out (what the TUI's worker does): {lt['trace_s']:.2f} s, "
-                f"{lt['ratio']:.2f}x the plain forward pass ({lt['forward_s']:.2f} s, all logits); peak RSS of a process "
-                f"that loads and records it: {lt['peak_rss'] / MB:.0f} MB ({lt['peak_rss_before_trace'] / MB:.0f} MB before the trace)"
-            )
+        if r.get("long_trace"):
+            rows = [[f"T={lt['T']}", f"{lt['trace_s']:.2f}", f"{lt['ratio']:.2f}x", f"{lt.get('bytes', 0) / 1e6:.1f}",
+                     f"{lt.get('write_s', 0):.2f}", f"{lt['peak_rss'] / MB:.0f}", f"{lt['peak_rss_before_trace'] / MB:.0f}"]
+                    for lt in r["long_trace"]]
+            parts.append(fmt_table(rows, ["trace (recorded, worked out)", "s", "vs forward", "file MB", "write s",
+                                          "peak RSS MB", "before MB"]))
         if r.get("profile"):
             parts.append(r["profile"]["summary"])
     parts.append("\n== goals")

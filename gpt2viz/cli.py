@@ -16,10 +16,15 @@ from rich.cells import cell_len
 from .crash_log import unexpected_error_line
 from .i18n import N_, MissingCatalog, _, check_catalogs, count, language_from_env, ngettext, parse_language, set_language
 from .i18n.layout import wrap_wide
-from .errors import Gpt2VizError, OutputError, SettingError, UsageError
+from .errors import DownloadCancelled, Gpt2VizError, OutputError, SettingError, UsageError
 from .batch import MAX_BATCH
 from .interventions import AblationError, parse_ablations
 from .options import DEFAULT_PROMPT, DEFAULT_TOPK, RunOptions
+from .input_files import MAX_PROMPT_BYTES, FileRefused, read_limited, read_regular, shown
+from .model.config import LIMITS
+from .output_files import check_output
+from .trace.document import MAX_TOPK
+from .text_safety import safe_line
 
 # The flag that sets each setting the core names in its errors (SettingError.setting).
 FLAG_OF_SETTING = {
@@ -134,7 +139,7 @@ def integer(text: str) -> int:
     try:
         return int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(_("invalid int value: {value!r}").format(value=text)) from None
+        raise argparse.ArgumentTypeError(_("invalid int value: {value}").format(value=shown(text))) from None
 
 
 def number(text: str) -> float:
@@ -142,7 +147,7 @@ def number(text: str) -> float:
     try:
         return float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(_("invalid float value: {value!r}").format(value=text)) from None
+        raise argparse.ArgumentTypeError(_("invalid float value: {value}").format(value=shown(text))) from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -237,14 +242,18 @@ def _version() -> str:
 
 
 def read_prompt_file(name: str) -> str:
-    """The text of a prompt file; invalid UTF-8 is an error that says where."""
+    """The text of a prompt file ('-': standard input): a regular file of at most
+    MAX_PROMPT_BYTES (gpt2viz.input_files); invalid UTF-8 is an error that says where."""
     try:
-        data = sys.stdin.buffer.read() if name == "-" else Path(name).read_bytes()
-    except FileNotFoundError:
-        raise UsageError(_("--prompt-file {name}: no such file").format(name=name)) from None
-    except IsADirectoryError:
-        raise UsageError(_("--prompt-file {name}: is a directory").format(name=name)) from None
-    except OSError as err:
+        if name != "-":
+            data = read_regular(name, MAX_PROMPT_BYTES)
+        elif sys.stdin is None:
+            raise FileRefused(_("standard input is closed"))
+        else:
+            data = read_limited(sys.stdin.buffer.read, MAX_PROMPT_BYTES)
+    except FileRefused as err:
+        raise UsageError(_("--prompt-file {name}: {problem}").format(name=name, problem=err.problem)) from None
+    except OSError as err:  # reading standard input
         raise UsageError(_("--prompt-file {name}: cannot read ({error})").format(name=name, error=err.strerror)) from None
     try:
         text = data.decode("utf-8")
@@ -288,6 +297,10 @@ def parse_args(argv: list[str] | None) -> RunOptions:
         prompt = args.prompt if args.prompt is not None else args.prompt_option
     if prompt is None:
         prompt = DEFAULT_PROMPT
+    if args.prompt_file is None:
+        check_argument_text(prompt, _("the prompt") if args.prompt is not None else "--prompt")
+    for text in args.batch_prompts or ():
+        check_argument_text(text, "--batch-prompt")
     if args.replay is not None:
         # Everything else but the language describes a run of a model; a replay has none, so
         # nothing may be ignored.
@@ -302,8 +315,11 @@ def parse_args(argv: list[str] | None) -> RunOptions:
                     options=", ".join(extra)
                 )
             )
-    if args.generate is not None and args.generate < 0:
-        raise UsageError(_("--generate must be >= 0, got {value}").format(value=args.generate))
+    if args.generate is not None and not 0 <= args.generate <= LIMITS["n_ctx"]:
+        # No model gpt2viz loads holds more positions than that.
+        raise UsageError(
+            _("--generate must be from 0 to {max}, got {value}").format(max=count(LIMITS["n_ctx"]), value=shown(args.generate))
+        )
     if args.sequences != 1:
         if not 1 <= args.sequences <= MAX_BATCH:
             raise UsageError(
@@ -346,10 +362,19 @@ def parse_args(argv: list[str] | None) -> RunOptions:
     if args.cost_lab and args.json_path is None:
         # The app's default key: the command line cannot know a key map the app would load.
         raise UsageError(_("--cost-lab works with --json (in the app, {key} opens the cost lab)").format(key="m"))
-    if args.topk_logits < 1:
-        raise UsageError(_("--topk-logits must be >= 1, got {value}").format(value=args.topk_logits))
+    if not 1 <= args.topk_logits <= MAX_TOPK:
+        # A trace holds at most MAX_TOPK tokens a list; a vocabulary smaller than K gives all of it.
+        raise UsageError(
+            _("--topk-logits must be from 1 to {max}, got {value}").format(max=count(MAX_TOPK), value=shown(args.topk_logits))
+        )
+    if args.json_path is not None:  # before any work: never a file the run reads, never a pipe
+        try:
+            check_output(args.json_path, [args.prompt_file] if args.prompt_file not in (None, "-") else [])
+        except OutputError as err:
+            raise OutputError(err.message, f"--json {err.path}", **err.params) from None
     options = RunOptions(
         prompt=prompt,
+        prompt_file=args.prompt_file,
         model=args.model,
         json_path=args.json_path,
         replay=args.replay,
@@ -378,8 +403,99 @@ def parse_args(argv: list[str] | None) -> RunOptions:
 
 
 def tell(message: str) -> None:
-    """One line for the user on stderr, after the program's name."""
-    print(f"gpt2viz: {message}", file=sys.stderr, flush=True)
+    """One line for the user on stderr, after the program's name. Messages quote what the user
+    gave (paths, prompts, model names), so the line is shown by gpt2viz.text_safety's rule: no
+    control character reaches the terminal. With stderr closed nothing is said (print would
+    write to stdout instead, into a trace written there)."""
+    if sys.stderr is None:
+        return
+    print(f"gpt2viz: {safe_line(message)}", file=sys.stderr, flush=True)
+
+
+def check_argument_text(text: str, source: str) -> None:
+    """Refuses a prompt from the command line that is not text: bytes that are not UTF-8 reach
+    Python as lone surrogates (U+DC80 to U+DCFF), which no tokenizer, file or terminal takes."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        code = ord(text[err.start])
+        if 0xDC80 <= code <= 0xDCFF:
+            offset = len(text[: err.start].encode("utf-8", "surrogateescape"))
+            raise UsageError(
+                _("{source}: not valid UTF-8 (byte {byte} at offset {offset})").format(
+                    source=source, byte=f"0x{code - 0xDC00:02x}", offset=offset
+                )
+            ) from None
+        raise UsageError(
+            _("{source}: holds {char}, a lone surrogate, which is not a character").format(source=source, char=f"U+{code:04X}")
+        ) from None
+
+
+def files_read(lm, options: RunOptions) -> list[Path]:
+    """The files a run reads: the checkpoint's config, weights (and shard index) and tokenizer,
+    and the prompt file."""
+    from .model.tokenizer import tokenizer_files
+    from .model.weights import find_weight_files
+
+    directory = lm.source.path
+    files = [directory / "config.json", directory / "model.safetensors.index.json"]
+    files += find_weight_files(directory) + tokenizer_files(directory)
+    if options.prompt_file not in (None, "-"):
+        files.append(Path(options.prompt_file))
+    return files
+
+
+def write_trace(trace, name: str) -> None:
+    """`dump` of the trace to `name`, its failures as OutputError naming --json. Writing to
+    standard output fails as a file does (a full disk, /dev/full): one line, and what could not
+    be written is dropped rather than tried again at exit."""
+    from .trace import dump
+
+    try:
+        dump(trace, name)
+    except OutputError as err:
+        # The flag before the file, as typed: "--json out.json: is a directory".
+        raise OutputError(err.message, f"--json {err.path}", **err.params) from None
+    except (OSError, ValueError) as err:
+        if name != "-":
+            raise
+        _drop_stdout()
+        if isinstance(err, BrokenPipeError):
+            raise
+        raise OutputError(
+            N_("{path}: cannot write to standard output ({error})"), "--json -",
+            error=getattr(err, "strerror", None) or str(err),
+        ) from None
+
+
+def _drop_stdout() -> None:
+    """Points descriptor 1 at /dev/null and lets sys.stdout flush there: what it still holds is
+    dropped, and nothing is tried (and failed) again when Python exits."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)
+        os.close(devnull)
+        sys.stdout.flush()
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def standard_descriptors_opened() -> None:
+    """Opens /dev/null on descriptors 0, 1 and 2 where they were closed when gpt2viz started
+    (Python has already set sys.stdin, sys.stdout or sys.stderr to None for them). Otherwise the
+    next file opened would get that number, and whatever a library writes to stderr would go into
+    it: a model file, or the trace."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            try:
+                opened = os.open(os.devnull, os.O_RDWR)
+            except OSError:
+                return
+            if opened != fd:
+                os.dup2(opened, fd)
+                os.close(opened)
 
 
 def run_verify(options: RunOptions) -> int:
@@ -411,13 +527,18 @@ def run_headless(options: RunOptions) -> int:
     from . import load_model
     from .download_display import DownloadDisplay
     from .process import freeze_startup_objects
-    from .trace import dump, trace_prompt
+    from .trace import trace_prompt
     from .trace.notices import notice_text
 
     start = time.perf_counter()
     shown = DownloadDisplay(tell)
     try:
         lm = load_model(options.model, device=options.device, dtype=options.dtype, progress=shown.report)
+    except KeyboardInterrupt:
+        shown.finish(completed=False)
+        if shown.under_way:  # Ctrl-C stopped a download: its bytes stay in the cache for the next run
+            raise DownloadCancelled() from None
+        raise
     except BaseException:
         shown.finish(completed=False)
         raise
@@ -425,6 +546,7 @@ def run_headless(options: RunOptions) -> int:
     freeze_startup_objects()
     for notice in lm.notices:
         tell(notice_text(notice))
+    check_loaded(lm, options)
     try:  # trace_prompt checks the ablations against this model's blocks, heads and neurons first
         trace = trace_prompt(
             lm,
@@ -444,11 +566,7 @@ def run_headless(options: RunOptions) -> int:
         tell(notice_text(notice))
     if options.cost_lab:
         trace.cost_lab = run_cost_lab(lm, trace.all_token_ids)
-    try:
-        dump(trace, options.json_path)
-    except OutputError as err:
-        # The flag before the file, as typed: "--json out.json: is a directory".
-        raise OutputError(err.message, f"--json {err.path}", **err.params) from None
+    write_trace(trace, options.json_path)
     n = len(trace.tokens)
     if options.json_path == "-":
         wrote = ngettext(
@@ -460,6 +578,20 @@ def run_headless(options: RunOptions) -> int:
         )
     tell(wrote.format(n=count(n), path=options.json_path, seconds=f"{time.perf_counter() - start:.1f}"))
     return 0
+
+
+def check_loaded(lm, options: RunOptions) -> None:
+    """What can be checked only once the model is loaded: --json is none of its files, and
+    --top-k is at most its vocabulary (a trace records no more)."""
+    try:
+        check_output(options.json_path, files_read(lm, options))
+    except OutputError as err:
+        raise OutputError(err.message, f"--json {err.path}", **err.params) from None
+    vocab = lm.config.vocab_size
+    if options.top_k is not None and options.top_k > vocab:
+        raise UsageError(
+            _("--top-k {k}: more than the model's vocabulary of {vocab} tokens").format(k=shown(options.top_k), vocab=count(vocab))
+        )
 
 
 def run_cost_lab(lm, prompt_ids: list[int]) -> dict:
@@ -483,9 +615,11 @@ def run_tui(options: RunOptions) -> int:
     from .tui.background import busy
 
     keys_from_the_terminal()
-    code, error = run_app(options)
+    code, error, note = run_app(options)
     if error:
         tell(_("error: {message}").format(message=error))
+    if note:  # not an error: a download the user cancelled
+        tell(note)
     if busy():  # quit while the model was loading or running: do not wait for it
         sys.stdout.flush()
         sys.stderr.flush()
@@ -514,6 +648,7 @@ def keys_from_the_terminal() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    standard_descriptors_opened()
     try:
         check_catalogs()  # a broken install says so at once, rather than mixing languages
         options = parse_args(argv)
@@ -522,6 +657,9 @@ def main(argv: list[str] | None = None) -> int:
         if options.json_path is not None:
             return run_headless(options)
         return run_tui(options)
+    except DownloadCancelled as err:  # the user's choice, not an error
+        tell(str(err))
+        return err.exit_code
     except Gpt2VizError as err:
         tell(_("error: {message}").format(message=describe(err)))
         return err.exit_code

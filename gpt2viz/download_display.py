@@ -7,6 +7,7 @@ import sys
 import time
 
 from .i18n import ngettext
+from .text_safety import safe_line
 from .model.sources import DownloadProgress
 
 
@@ -22,24 +23,32 @@ class DownloadDisplay:
         self.stream = stream or sys.stderr
         self.started: float | None = None
         self.last: DownloadProgress | None = None
+        self.earlier = 0  # bytes an earlier run had fetched when this one began
         self.bar = None
 
     def report(self, progress: DownloadProgress) -> None:
         if self.started is None:
             self.started = time.perf_counter()
+            self.earlier = progress.done
             if self.stream.isatty():
                 from rich.console import Console
                 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
 
                 self.bar = Progress(
-                    TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
+                    TextColumn("{task.description}", markup=False), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
                     TimeRemainingColumn(), console=Console(file=self.stream), transient=True,
                 )
                 self.bar.start()
-                self.task = self.bar.add_task("", total=progress.total)
+                # Bytes an earlier run left count as done from the start, not as this run's speed.
+                self.task = self.bar.add_task("", total=progress.total, completed=progress.done)
         self.last = progress
         if self.bar is not None:
-            self.bar.update(self.task, completed=progress.done, total=progress.total, description=progress.file)
+            self.bar.update(self.task, completed=progress.done, total=progress.total, description=safe_line(progress.file))
+
+    @property
+    def under_way(self) -> bool:
+        """Whether a download has begun and not all its bytes are there yet."""
+        return self.last is not None and self.last.done < self.last.total
 
     def finish(self, completed: bool) -> None:
         """Ends the bar; says the summary line of a `completed` download (an error says the rest)."""
@@ -48,10 +57,20 @@ class DownloadDisplay:
         if not completed or self.last is None or not self.last.total:
             return  # failed, or nothing was downloaded (all from the cache)
         seconds = time.perf_counter() - (self.started or time.perf_counter())
-        self.say(
-            ngettext(
+        if self.earlier:
+            line = ngettext(
+                "downloaded {n} file ({size}, {earlier} of it by an earlier run) from the Hugging Face hub in {seconds} s",
+                "downloaded {n} files ({size}, {earlier} of them by an earlier run) from the Hugging Face hub in {seconds} s",
+                self.last.files,
+            )
+        else:
+            line = ngettext(
                 "downloaded {n} file ({size}) from the Hugging Face hub in {seconds} s",
                 "downloaded {n} files ({size}) from the Hugging Face hub in {seconds} s",
                 self.last.files,
-            ).format(n=self.last.files, size=megabytes(self.last.total), seconds=f"{seconds:.1f}")
+            )
+        self.say(
+            line.format(
+                n=self.last.files, size=megabytes(self.last.total), earlier=megabytes(self.earlier), seconds=f"{seconds:.1f}"
+            )
         )

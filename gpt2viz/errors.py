@@ -10,8 +10,8 @@ file) keeps its msgid and parameters, as a notice does, and is translated where 
 from .i18n import _
 
 __all__ = [
-    "ConfigError", "DownloadCancelled", "Gpt2VizError", "HubUnreachable", "InputError", "ModelSourceError",
-    "OutputError", "SettingError", "TraceError", "UsageError", "WeightsError", "notice",
+    "ConfigError", "DownloadCancelled", "GenerationError", "Gpt2VizError", "HubUnreachable", "InputError",
+    "ModelSourceError", "OutputError", "SettingError", "TraceError", "UsageError", "WeightsError", "notice",
 ]
 
 
@@ -82,6 +82,12 @@ class ConfigError(ModelSourceError):
 
 class WeightsError(ModelSourceError):
     """A weights file that is missing, broken, or disagrees with the config."""
+
+
+class GenerationError(Gpt2VizError):
+    """Generation cannot go on: the model's next-token scores are not finite numbers (NaN or
+    infinity), so no token can be chosen from them. Generation stops with this error rather than
+    draw from, or take the argmax of, numbers that mean nothing."""
 
 
 class OutputError(Gpt2VizError):

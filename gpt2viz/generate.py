@@ -14,8 +14,9 @@ from typing import Callable
 
 import torch
 
-from .errors import SettingError
-from .i18n import N_, count
+from .errors import GenerationError, SettingError
+from .i18n import N_, _, count
+from .input_files import shown
 from .model.gpt2 import GPT2
 from .model.kv_cache import KVCache
 
@@ -23,6 +24,11 @@ STOP_EOS = "eos"  # the model produced <|endoftext|>
 STOP_CONTEXT = "context"  # the sequence filled the context window
 STOP_MAX_TOKENS = "max_new_tokens"  # as many tokens as asked for
 STOP_CANCELLED = "cancelled"  # the caller asked to stop
+
+# Beyond this temperature every distribution is flat to many digits; a trace records at most 1e15.
+MAX_TEMPERATURE = 1e6
+# torch seeds are 64-bit; a batch samples row r with seed + r, so seeds stay well below the top.
+MAX_SEED = 2**63 - 1
 
 
 @dataclass(frozen=True)
@@ -35,14 +41,20 @@ class SamplingSettings:
     seed: int | None = None
 
     def __post_init__(self) -> None:
+        # Comparisons that are False for NaN, and no float() of an integer too large for one.
         t = self.temperature
-        if isinstance(t, bool) or not isinstance(t, (int, float)) or math.isnan(t) or t < 0 or math.isinf(t):
-            raise SettingError("temperature", N_("{setting} must be a number >= 0, got {value!r}"), value=t)
+        if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 <= t <= MAX_TEMPERATURE:
+            raise SettingError("temperature", N_("{setting} must be a number from 0 to {max}, got {value}"),
+                               max=count(int(MAX_TEMPERATURE)), value=shown(t))
         if self.top_k is not None and (isinstance(self.top_k, bool) or not isinstance(self.top_k, int) or self.top_k < 1):
-            raise SettingError("top_k", N_("{setting} must be an integer >= 1, got {value!r}"), value=self.top_k)
+            raise SettingError("top_k", N_("{setting} must be an integer >= 1, got {value}"), value=shown(self.top_k))
         p = self.top_p
-        if p is not None and (isinstance(p, bool) or not isinstance(p, (int, float)) or math.isnan(p) or not 0 < p <= 1):
-            raise SettingError("top_p", N_("{setting} must be in (0, 1], got {value!r}"), value=p)
+        if p is not None and (isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 < p <= 1):
+            raise SettingError("top_p", N_("{setting} must be in (0, 1], got {value}"), value=shown(p))
+        seed = self.seed
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED):
+            raise SettingError("seed", N_("{setting} must be an integer from 0 to {max}, got {value}"),
+                               max=count(MAX_SEED), value=shown(seed))
 
     @property
     def greedy(self) -> bool:
@@ -54,10 +66,17 @@ def next_token_probs(logits: torch.Tensor, settings: SamplingSettings) -> torch.
     """The distribution a token is drawn from, `[vocab]` float64, after temperature, top-k, top-p.
 
     Greedy decoding has no temperature; its distribution is the plain softmax, shown for context.
+    Scores that are not finite (NaN, +infinity, or all -infinity) are a GenerationError: no
+    distribution can be drawn from them.
     """
     logits = logits.detach().cpu().to(torch.float64)  # on the CPU first: MPS has no float64
+    top = float(logits.max())  # NaN if any score is NaN
+    if not math.isfinite(top):
+        raise non_finite_scores(logits)
     if not settings.greedy:
-        logits = logits / settings.temperature
+        # The best score is subtracted before dividing, so that no temperature, however small,
+        # makes inf - inf: the best token keeps 0, the others go to -inf at worst.
+        logits = (logits - top) / settings.temperature
         if settings.top_k is not None and settings.top_k < logits.numel():
             kth_best = torch.topk(logits, settings.top_k).values[-1]
             logits = logits.masked_fill(logits < kth_best, float("-inf"))
@@ -70,6 +89,7 @@ def next_token_probs(logits: torch.Tensor, settings: SamplingSettings) -> torch.
         # cumsum rounding can leave a mass that reaches top_p (0.5 + 0.3 vs 0.8) a hair below
         # it; the 1e-9 tolerance keeps such a boundary token out, as the definition says.
         outside = mass_before >= settings.top_p - 1e-9
+        outside[0] = False  # the most likely token is always in the nucleus, however small top_p
         probs = probs.clone()
         probs[order[outside]] = 0.0
         probs = probs / probs.sum()
@@ -82,9 +102,26 @@ def choose_token(
     """Picks the next id from one position's logits; returns it with the distribution sampled
     from (None for greedy: an argmax needs no distribution)."""
     if settings.greedy:
-        return int(torch.argmax(logits)), None
+        token = int(torch.argmax(logits))  # argmax takes a NaN as the largest
+        if not math.isfinite(float(logits[token])):
+            raise non_finite_scores(logits)
+        return token, None
     probs = next_token_probs(logits, settings)
     return int(torch.multinomial(probs, 1, generator=generator)), probs
+
+
+def non_finite_scores(logits: torch.Tensor) -> GenerationError:
+    """The error for next-token scores that no token can be chosen from, saying what they hold."""
+    if bool(torch.isnan(logits).any()):
+        what = _("NaN")
+    elif bool(torch.isposinf(logits).any()):
+        what = _("+infinity")
+    else:
+        what = _("-infinity everywhere")
+    return GenerationError(
+        _("the model's next-token scores hold {what}, so no token can be chosen (non-finite weights, an "
+          "overflow in a 16-bit format, or an edit by a hook)").format(what=what)
+    )
 
 
 def new_generator(seed: int | None) -> torch.Generator:
@@ -213,7 +250,8 @@ def generate(
     if generator is None:
         generator = new_generator(settings.seed)
     ids = list(prompt_ids)
-    cache = model.new_cache() if use_cache else None
+    # Room for the prompt and every new token, reserved once: no decode step allocates.
+    cache = model.new_cache(reserve=len(prompt_ids) + max_new_tokens) if use_cache else None
     result = GenerationResult(list(prompt_ids), used_cache=use_cache, settings=settings)
     hooks = model.hooks
 

@@ -256,7 +256,7 @@ def load_model(
     torch_device = parse_device(device)
     resolved = resolve(source, progress)
     config = GPT2Config.from_file(resolved.path / "config.json")
-    tokenizer = Tokenizer.from_dir(resolved.path)
+    tokenizer = Tokenizer.from_dir(resolved.path, vocab_size=config.vocab_size)
     weights = load_weights(resolved.path, config, precision.load_dtype, str(torch_device))
     n_params = sum(t.numel() for t in weights.tensors.values())
     model = GPT2(config)

@@ -18,6 +18,7 @@ class RunOptions:
     """Everything the user asked for, checked."""
 
     prompt: str = DEFAULT_PROMPT
+    prompt_file: str | None = None  # where the prompt was read from (--prompt-file), if anywhere
     model: str | None = None
     json_path: str | None = None
     replay: str | None = None

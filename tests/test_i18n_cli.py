@@ -276,7 +276,7 @@ def test_notices_that_do_not_fit_the_format_are_refused_by_gpt2viz_and_the_schem
         bad = {**doc, "schema": version, "notices": notices}
         path = tmp_path / f"{name}.json"
         path.write_text(json.dumps(bad), encoding="utf-8")
-        with pytest.raises(TraceFileError, match="notice 0"):
+        with pytest.raises(TraceFileError, match=r"notices\[0\]"):
             load(path)
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate(bad, schema)

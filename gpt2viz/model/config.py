@@ -6,17 +6,26 @@ does not implement are refused by name, so a checkpoint never runs silently wron
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from ..i18n import _
+from ..i18n import _, count
+from ..input_files import MAX_CONFIG_BYTES, FileRefused, read_json, shown
 
 # Names Hugging Face uses for the tanh approximation of GELU that GPT-2 was trained with.
 TANH_GELU_NAMES = ("gelu_new", "gelu_pytorch_tanh", "gelu_fast")
+
+# The largest network gpt2viz loads, by setting (GPT-2 xl has 48 blocks of 25 heads, 1,600 wide,
+# 1,024 positions and 50,257 tokens). A config.json beyond one of them is refused before anything
+# is sized from it; gpt2viz.trace reads traces within the same limits.
+LIMITS = {"n_layer": 64, "n_head": 64, "n_embd": 8192, "n_ctx": 4096, "vocab_size": 262_144}
+LIMITS["n_inner"] = 4 * LIMITS["n_embd"]
+# What config.json calls each size (GPT2Config's n_ctx is its n_positions, or old configs' n_ctx).
+_FILE_KEYS = (("n_layer", "n_layer"), ("n_head", "n_head"), ("n_embd", "n_embd"), ("n_positions", "n_ctx"),
+              ("n_ctx", "n_ctx"), ("vocab_size", "vocab_size"), ("n_inner", "n_inner"))
 
 # Settings whose non-default value changes the forward pass; (key, default that we implement).
 _UNSUPPORTED_IF_SET = (
@@ -76,16 +85,8 @@ class GPT2Config:
     eos_token_id: int = 50256
 
     def __post_init__(self) -> None:
-        for key in ("n_layer", "n_head", "n_embd", "n_ctx", "vocab_size"):
-            value = getattr(self, key)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ConfigError(_("{key} must be a positive integer, got {value!r}").format(key=key, value=value))
-        if self.n_inner is not None and (
-            isinstance(self.n_inner, bool) or not isinstance(self.n_inner, int) or self.n_inner < 1
-        ):
-            raise ConfigError(
-                _("{key} must be a positive integer or null, got {value!r}").format(key="n_inner", value=self.n_inner)
-            )
+        for key in ("n_layer", "n_head", "n_embd", "n_ctx", "vocab_size", "n_inner"):
+            check_size(key, getattr(self, key), LIMITS[key], null=key == "n_inner")
         if self.n_embd % self.n_head != 0:
             raise ConfigError(
                 _("n_embd ({n_embd}) is not divisible by n_head ({n_head})").format(n_embd=self.n_embd, n_head=self.n_head)
@@ -93,17 +94,17 @@ class GPT2Config:
         eps = self.layer_norm_epsilon
         if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not (0 < eps < 1) or math.isnan(eps):
             raise ConfigError(
-                _("{key} must be a small positive number, got {value!r}").format(key="layer_norm_epsilon", value=eps)
+                _("{key} must be a small positive number, got {value}").format(key="layer_norm_epsilon", value=shown(eps))
             )
-        if self.activation_function not in TANH_GELU_NAMES:
+        if not isinstance(self.activation_function, str) or self.activation_function not in TANH_GELU_NAMES:
             raise ConfigError(
-                _("activation_function {value!r} is not supported (gpt2viz implements GPT-2's tanh GELU: {names})").format(
-                    value=self.activation_function, names=", ".join(TANH_GELU_NAMES)
+                _("activation_function {value} is not supported (gpt2viz implements GPT-2's tanh GELU: {names})").format(
+                    value=shown(self.activation_function), names=", ".join(TANH_GELU_NAMES)
                 )
             )
         if isinstance(self.eos_token_id, bool) or not isinstance(self.eos_token_id, int):
             raise ConfigError(
-                _("{key} must be an integer, got {value!r}").format(key="eos_token_id", value=self.eos_token_id)
+                _("{key} must be an integer, got {value}").format(key="eos_token_id", value=shown(self.eos_token_id))
             )
 
     @property
@@ -159,10 +160,14 @@ class GPT2Config:
             raise ConfigError(_("expected a JSON object"))
         model_type = raw.get("model_type", "gpt2")
         if model_type != "gpt2":
-            raise ConfigError(_("model_type {value!r} is not GPT-2").format(value=model_type))
+            raise ConfigError(_("model_type {value} is not GPT-2").format(value=shown(model_type)))
         for key, default in _UNSUPPORTED_IF_SET:
             if key in raw and raw[key] != default:
-                raise ConfigError(_("{key}={value!r} is not supported by gpt2viz").format(key=key, value=raw[key]))
+                raise ConfigError(_("{key}={value} is not supported by gpt2viz").format(key=key, value=shown(raw[key])))
+        # The sizes first, by the names the file gives them, before anything is computed from them.
+        for key, field_name in _FILE_KEYS:
+            if key in raw:
+                check_size(key, raw[key], LIMITS[field_name], null=key == "n_inner")
         n_ctx = raw.get("n_positions", raw.get("n_ctx", 1024))
         if "n_ctx" in raw and "n_positions" in raw and raw["n_ctx"] != raw["n_positions"]:
             # Old configs carry both; the position table has n_positions rows.
@@ -186,14 +191,29 @@ class GPT2Config:
 
     @classmethod
     def from_file(cls, path: str | Path) -> "GPT2Config":
-        """The config of a checkpoint's config.json (ConfigError says what is wrong with it)."""
+        """The config of a checkpoint's config.json (ConfigError says what is wrong with it): a
+        regular file of at most MAX_CONFIG_BYTES (gpt2viz.input_files), checked as `from_dict`
+        checks it."""
         path = Path(path)
         try:
-            raw = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise ConfigError(_("no config.json"), where=str(path)) from None
-        except (UnicodeDecodeError, json.JSONDecodeError) as err:
-            raise ConfigError(_("not valid JSON ({error})").format(error=err), where=str(path)) from None
-        except OSError as err:
-            raise ConfigError(_("cannot read ({error})").format(error=err.strerror), where=str(path)) from None
+            raw = read_json(path, MAX_CONFIG_BYTES)
+        except FileRefused as err:
+            raise ConfigError(err.problem, where=str(path)) from None
         return cls.from_dict(raw)
+
+
+def check_size(key: str, value: object, limit: int, null: bool = False) -> None:
+    """Refuses a size that is not an integer from 1 to `limit` (or None, where `null`), naming
+    `key`, before anything is built or counted from it."""
+    if null and value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        sentence = (_("{key} must be a positive integer or null, got {value}") if null
+                    else _("{key} must be a positive integer, got {value}"))
+        raise ConfigError(sentence.format(key=key, value=shown(value)))
+    if value > limit:
+        raise ConfigError(
+            _("{key} is {value}, more than gpt2viz loads (at most {limit})").format(
+                key=key, value=count(value) if value.bit_length() <= 64 else shown(value), limit=count(limit)
+            )
+        )

@@ -39,9 +39,11 @@ class GPT2(nn.Module):
         """Where the weights live (cpu, cuda, mps)."""
         return self.wpe.weight.device
 
-    def new_cache(self, batch_size: int = 1, capacity: int | None = None) -> KVCache:
-        """An empty KV cache for this model, on its device and in its dtype."""
-        return KVCache(self.config, batch_size, capacity, self.dtype, self.device)
+    def new_cache(self, batch_size: int = 1, capacity: int | None = None, reserve: int | None = None) -> KVCache:
+        """An empty KV cache for this model, on its device and in its dtype: `capacity` positions
+        at most (default: the context), `reserve` of them allocated now (default: all of a given
+        capacity, else a first chunk that grows as needed; see kv_cache.py)."""
+        return KVCache(self.config, batch_size, capacity, self.dtype, self.device, reserve)
 
     @torch.inference_mode()
     def forward(

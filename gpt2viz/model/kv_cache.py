@@ -2,8 +2,14 @@
 
 Only K and V are kept. A new token's query attends to the keys and values of all earlier
 positions, and those never change once computed; its own query is used once and thrown away.
-The buffers are allocated once, to the context length, and written in place, so a decode step
-allocates nothing.
+
+The buffers are written in place. How much they hold is decided by what the run needs, never by
+the context length alone (a 1-token prompt on a model of 4,096 positions and 64 blocks would
+otherwise reserve gigabytes): a caller that knows how far it will go reserves that once
+(`reserve`; generation reserves the prompt plus the new tokens, so a decode step allocates
+nothing), and a cache made without a size starts at GROWTH_CHUNK positions and, when a pass
+goes past them, grows to twice its size in whole chunks (copying what it holds), up to
+`capacity`, the most positions it may hold (the context, n_ctx, unless given).
 """
 
 from __future__ import annotations
@@ -15,6 +21,8 @@ import torch
 from ..errors import InputError
 from ..i18n import N_
 from .config import GPT2Config
+
+GROWTH_CHUNK = 64  # positions a cache made without a size starts with; it grows by whole chunks
 
 
 @dataclass(frozen=True)
@@ -42,7 +50,11 @@ class CacheState:
 
 
 class KVCache:
-    """Per-layer K and V buffers of shape `[B, n_head, capacity, head_dim]` and a used length."""
+    """Per-layer K and V buffers of shape `[B, n_head, allocated, head_dim]` and a used length.
+
+    `capacity` is the most positions the cache holds (default: the context, n_ctx); `reserve`
+    the positions allocated now: by default all of a given capacity, else GROWTH_CHUNK, growing
+    as passes need more (see the module's docstring)."""
 
     def __init__(
         self,
@@ -51,15 +63,24 @@ class KVCache:
         capacity: int | None = None,
         dtype: torch.dtype = torch.float32,
         device: torch.device | str = "cpu",
+        reserve: int | None = None,
     ) -> None:
         self.config = config
         self.capacity = capacity or config.n_ctx
-        shape = (batch_size, config.n_head, self.capacity, config.head_dim)
+        if reserve is None:
+            reserve = self.capacity if capacity else GROWTH_CHUNK
+        reserve = max(1, min(reserve, self.capacity))
+        shape = (batch_size, config.n_head, reserve, config.head_dim)
         # Uninitialised on purpose: only the first `length` positions are ever read, and zeroing
         # 72 MiB (GPT-2 small at 1,024 positions) would cost more than a decode step.
         self.keys = [torch.empty(shape, dtype=dtype, device=device) for _ in range(config.n_layer)]
         self.values = [torch.empty(shape, dtype=dtype, device=device) for _ in range(config.n_layer)]
         self.length = 0  # positions filled so far, the same in every layer
+
+    @property
+    def allocated(self) -> int:
+        """Positions the buffers have room for now (at most `capacity`)."""
+        return self.keys[0].size(2) if self.keys else 0
 
     @property
     def batch_size(self) -> int:
@@ -72,16 +93,31 @@ class KVCache:
         start, end = self.length, self.length + k.size(2)
         if end > self.capacity:  # GPT2.forward checks first; this guards direct use
             raise InputError("cache", N_("{setting} is full: {n} positions do not fit in {capacity}"), n=end, capacity=self.capacity)
+        if end > self.keys[layer].size(2):
+            self._grow(layer, end)
         self.keys[layer][:, :, start:end] = k
         self.values[layer][:, :, start:end] = v
         return self.keys[layer][:, :, :end], self.values[layer][:, :, :end]
+
+    def _grow(self, layer: int, needed: int) -> None:
+        """Gives `layer`'s buffers room for `needed` positions: twice their size or `needed`,
+        whichever is more, rounded up to whole chunks and at most `capacity`; what is cached
+        is copied over."""
+        size = max(needed, 2 * self.keys[layer].size(2))
+        size = min(self.capacity, -(-size // GROWTH_CHUNK) * GROWTH_CHUNK)
+        for buffers in (self.keys, self.values):
+            old = buffers[layer]
+            with torch.inference_mode(False):  # an ordinary tensor, as __init__ makes them
+                grown = old.new_empty((old.size(0), old.size(1), size, old.size(3)))
+            grown[:, :, : self.length] = old[:, :, : self.length]
+            buffers[layer] = grown
 
     def advance(self, n_new: int) -> None:
         """Marks `n_new` more positions as filled, once every layer has appended them."""
         self.length += n_new
 
     def reset(self) -> None:
-        """Forgets every cached position (the buffers stay allocated)."""
+        """Forgets every cached position (the buffers stay allocated, grown or not)."""
         self.length = 0
 
     @property

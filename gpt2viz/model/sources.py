@@ -2,18 +2,24 @@
 
 Hub downloads fetch only what gpt2viz reads (config, safetensors, tokenizer files). When the hub
 cannot be reached the answer comes within a few seconds, not after the client's long retry loop.
+A download that is cancelled, killed or cut off leaves its bytes in a partial file beside the blob
+in the hub cache, and the next run goes on from there (`_fetch`); the cache is otherwise laid out
+by `huggingface_hub` itself, so a later run, or any other tool, finds the snapshot without the hub.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 import os
+import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
-from ..errors import HubUnreachable, ModelSourceError, notice
+from ..errors import Gpt2VizError, HubUnreachable, ModelSourceError, notice
 from ..i18n import _
 
 BUNDLED = "tiny"
@@ -71,13 +77,32 @@ def resolve(source: str | None, progress: Callable[[DownloadProgress], None] | N
     if source == BUNDLED:
         return ResolvedSource(BUNDLED, bundled_dir(), "bundled")
     path = Path(source).expanduser()
-    if path.is_dir():
+    try:
+        is_dir, exists = path.is_dir(), path.exists()
+    except OSError as err:  # a name too long for the file system, a directory that cannot be searched
+        raise ModelSourceError(_("{source}: cannot look there ({error})").format(source=source, error=err.strerror)) from None
+    if is_dir:
         return ResolvedSource(source, path, "local")
-    if path.exists():
+    if exists:
         raise ModelSourceError(_("{source}: is a file, not a checkpoint directory").format(source=source))
     if _looks_like_path(source):
         raise ModelSourceError(_("{source}: no such directory").format(source=source))
+    _check_repo_id(source)
     return _from_hub(source, progress)
+
+
+def _check_repo_id(source: str) -> None:
+    """Refuses, without asking the hub, a name that no hub repository can have (`a..b`, spaces):
+    the hub is not to blame for it."""
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+    try:
+        validate_repo_id(source)
+    except HFValidationError:
+        raise ModelSourceError(
+            _("{source}: no such directory, and not a valid hub model id (letters, digits, '-', '_' and '.', "
+              "as in gpt2 or org/name)").format(source=source)
+        ) from None
 
 
 def _cached_snapshot(repo_id: str) -> Path | None:
@@ -148,55 +173,164 @@ def _wanted(files: list[str]) -> list[str]:
     return [f for f in files if any(fnmatch.fnmatch(f, pattern) for pattern in HUB_FILES)]
 
 
+PARTIAL_SUFFIX = ".gpt2viz.incomplete"  # `hf cache ls` counts it as an incomplete download, `hf cache prune` removes it
+
+
+@dataclass(frozen=True)
+class HubFile:
+    """One file of a hub repository: where its bytes are, and where the client's cache keeps them."""
+
+    name: str
+    url: str  # where to fetch the bytes from
+    etag: str  # the hub's ETag: the sha256 of an LFS file, the git sha1 of another
+    size: int | None
+    blob: Path  # <cache>/models--org--name/blobs/<etag>, as the client names it
+    on_hub: bool  # whether `url` is on the hub itself (the token goes along) or a signed CDN address
+
+    @property
+    def partial(self) -> Path:
+        """Where the bytes gather until they are all there and checked; a later run goes on
+        from its size (the client's own partial files die with the process that wrote them)."""
+        return self.blob.with_name(self.blob.name + PARTIAL_SUFFIX)
+
+    def bytes_on_disk(self) -> int:
+        """How much of the file an earlier run left: 0 when none, or when the partial file is longer
+        than the file (then it is removed)."""
+        try:
+            have = self.partial.stat().st_size
+        except FileNotFoundError:
+            return 0
+        if self.size is not None and have > self.size:  # not a prefix of this file
+            self.partial.unlink(missing_ok=True)
+            return 0
+        return have
+
+    def is_whole(self) -> bool:
+        """Whether the partial file is this file: its size, and its sha256 where the ETag is one."""
+        if self.size is not None and self.partial.stat().st_size != self.size:
+            return False
+        if not re.fullmatch(r"[0-9a-f]{64}", self.etag):
+            return True  # a git sha1 of a small file: the size is what we can check
+        digest = hashlib.sha256()
+        with open(self.partial, "rb") as f:
+            while piece := f.read(1 << 20):
+                digest.update(piece)
+        return digest.hexdigest() == self.etag
+
+
+def _hub_file(repo_id: str, name: str, cache: Path) -> HubFile:
+    """Asks the hub where `name` is and what it is (one HEAD request, as the client does)."""
+    from huggingface_hub import get_hf_file_metadata, hf_hub_url
+    from huggingface_hub.file_download import repo_folder_name
+
+    url = hf_hub_url(repo_id, name)
+    meta = get_hf_file_metadata(url)
+    if meta.etag is None:
+        raise ModelSourceError(_("{repo_id}: the hub sent no ETag for {file}").format(repo_id=repo_id, file=name))
+    # As the client does: a Xet file through the hub's address (which redirects), another straight
+    # from where the hub sent us (a CDN for LFS files).
+    where = url if meta.xet_file_data is not None else meta.location
+    blob = cache / repo_folder_name(repo_id=repo_id, repo_type="model") / "blobs" / meta.etag
+    return HubFile(name, where, meta.etag, meta.size, blob, urlsplit(where).netloc == urlsplit(url).netloc)
+
+
+def _progress_bar(report: Callable[[int], None]):
+    """A class the client makes its per-file progress bar from, turning its updates into
+    `report(bytes of the file on disk)`; nothing is drawn."""
+    from tqdm import tqdm
+
+    class Reporter(tqdm):
+        def __init__(self, *args, **kwargs) -> None:
+            kwargs["disable"] = True
+            super().__init__(*args, **kwargs)
+            self.bytes = int(kwargs.get("initial") or 0)  # what is already on disk
+            report(self.bytes)
+
+        def update(self, n: int | float = 1) -> None:
+            self.bytes += int(n)
+            report(self.bytes)
+
+    return Reporter
+
+
+def _fetch(repo_id: str, file: HubFile, report: Callable[[int], None]) -> None:
+    """Fetches `file` into its blob, going on from the bytes an earlier run left in its partial
+    file (a Range request), and checks it before it becomes the blob. A `report` that raises
+    (DownloadCancelled, or Ctrl-C) stops it with the partial file kept for the next run."""
+    from huggingface_hub.file_download import http_get, repo_folder_name
+    from huggingface_hub.utils import WeakFileLock, build_hf_headers
+
+    headers = build_hf_headers(token=None if file.on_hub else False)  # the token never goes to a CDN
+    # The client's own lock for this blob: another process (gpt2viz or not) never writes it meanwhile.
+    locks = file.blob.parents[2] / ".locks" / repo_folder_name(repo_id=repo_id, repo_type="model")
+    locks.mkdir(parents=True, exist_ok=True)
+    file.blob.parent.mkdir(parents=True, exist_ok=True)
+    with WeakFileLock(locks / f"{file.etag}.lock"):
+        if file.blob.exists():  # fetched by another process while we waited
+            return
+        for _attempt in range(2):  # what an earlier run left may not be this file: then once from the start
+            have = file.bytes_on_disk()
+            report(have)
+            with open(file.partial, "ab") as f:
+                http_get(file.url, f, resume_size=have, expected_size=file.size, headers=headers, tqdm_class=_progress_bar(report))
+            if file.is_whole():
+                os.replace(file.partial, file.blob)
+                return
+            file.partial.unlink()
+            if not have:
+                break
+    raise ModelSourceError(
+        _("{repo_id}: {file} does not match the hub's checksum after the download").format(repo_id=repo_id, file=file.name)
+    )
+
+
 def _download(
     repo_id: str, files: list[str], progress: Callable[[DownloadProgress], None] | None
 ) -> Path:
     """Fetches `files` into the Hugging Face cache, one at a time, reporting bytes to `progress`
-    (nothing is drawn here). A file left half-fetched by an earlier run goes on from where it
-    stopped: the client asks for the rest with a Range request."""
-    from huggingface_hub import hf_hub_download
+    (nothing is drawn here). A file that an earlier run left half-fetched (cancelled, killed, cut
+    off) goes on from where it stopped; its bytes count as done from the first report."""
+    from huggingface_hub import constants, hf_hub_download
     from huggingface_hub.utils import logging as hub_logging
-    from tqdm.auto import tqdm
 
     # The client logs each retry ("Trying to resume download...") on stderr; gpt2viz says what
     # happened in one line of its own.
     hub_logging.set_verbosity_error()
     # It reads (and reports, and can resume after a dropped connection from) 10 MB at a time:
     # a bar that moves every few seconds on a slow line. 256 KiB pieces cost nothing measurable.
-    from huggingface_hub import constants
-
     constants.DOWNLOAD_CHUNK_SIZE = min(constants.DOWNLOAD_CHUNK_SIZE, DOWNLOAD_PIECE)
 
     # Sizes first (one metadata request per file), so that the total is known from the start.
-    sizes = {f: hf_hub_download(repo_id, f, dry_run=True) for f in files}
-    fetched = [f for f in files if sizes[f].will_download]
-    total = sum(sizes[f].file_size for f in fetched)
-    done_before = 0
+    cache = Path(constants.HF_HUB_CACHE)
+    hub_files = [_hub_file(repo_id, name, cache) for name in files]
+    fetched = [f for f in hub_files if not f.blob.exists()]
+    _discard_other_partials(hub_files, fetched)
+    on_disk = {f.name: f.bytes_on_disk() for f in fetched}
+    total = sum(f.size or 0 for f in fetched)
+    for file in fetched:
+
+        def report(file_done: int, file: HubFile = file) -> None:
+            on_disk[file.name] = file_done
+            if progress is not None:
+                progress(DownloadProgress(file.name, file_done, file.size or 0, sum(on_disk.values()), total, len(fetched)))
+
+        _fetch(repo_id, file, report)
+    # The blobs are all there: the client only links them into the snapshot of the default revision
+    # ("main") and records which commit main was, so the next run finds it without asking the hub.
     path = None
     for name in files:
-        file_total = sizes[name].file_size
-
-        class Reporter(tqdm):  # the client's per-file progress bar, turned into reports
-            def __init__(self, *args, **kwargs) -> None:
-                kwargs["disable"] = True
-                super().__init__(*args, **kwargs)
-                self.bytes = int(kwargs.get("initial") or 0)  # what an earlier run already fetched
-                self.report()
-
-            def update(self, n: int | float = 1) -> None:
-                self.bytes += int(n)
-                self.report()
-
-            def report(self) -> None:
-                if progress is not None:
-                    progress(DownloadProgress(name, self.bytes, file_total, done_before + self.bytes, total, len(fetched)))
-
-        # The default revision ("main"): the cache then records which commit main was, and the next
-        # run finds the snapshot without asking the hub.
-        path = Path(hf_hub_download(repo_id, name, tqdm_class=Reporter)).parent
-        if name in fetched:
-            done_before += file_total
+        path = Path(hf_hub_download(repo_id, name)).parent
     return path
+
+
+def _discard_other_partials(hub_files: list[HubFile], fetched: list[HubFile]) -> None:
+    """Removes partial files of this repository that none of `fetched` goes on from: files of
+    another revision (another ETag), which would otherwise stay on the disk for good."""
+    keep = {f.partial for f in fetched}
+    for blobs in {f.blob.parent for f in hub_files}:
+        for partial in blobs.glob("*" + PARTIAL_SUFFIX):
+            if partial not in keep:
+                partial.unlink(missing_ok=True)
 
 
 def _from_hub(repo_id: str, progress: Callable[[DownloadProgress], None] | None = None) -> ResolvedSource:
@@ -214,6 +348,8 @@ def _from_hub(repo_id: str, progress: Callable[[DownloadProgress], None] | None 
         )
     try:
         path = _download(repo_id, _wanted(files), progress)
+    except Gpt2VizError:  # cancelled, or a file that does not check out: already said in one line
+        raise
     except Exception as err:
         detail = (str(err).strip().splitlines() or [""])[-1]  # the client's messages run over several lines
         raise ModelSourceError(

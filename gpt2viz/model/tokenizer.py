@@ -7,7 +7,7 @@ made visible and bytes that are not whole UTF-8 characters appear as `\\xNN`.
 
 from __future__ import annotations
 
-import unicodedata
+import os
 from functools import lru_cache
 from pathlib import Path
 
@@ -15,8 +15,10 @@ from tokenizers import AddedToken
 from tokenizers import Tokenizer as HFTokenizer
 from tokenizers import decoders, models, pre_tokenizers, processors
 
-from ..errors import ModelSourceError
-from ..i18n import _
+from ..errors import InputError, ModelSourceError
+from ..i18n import N_, _, count
+from ..input_files import MAX_TOKENIZER_BYTES, FileRefused, checked_size, read_regular
+from ..text_safety import visible_token
 
 EOS_TEXT = "<|endoftext|>"
 
@@ -51,58 +53,91 @@ def build_byte_level_bpe(vocab_path: str | Path, merges_path: str | Path) -> HFT
     return tokenizer
 
 
-_VISIBLE = {" ": "␣", "\n": "↵", "\t": "⇥", "\r": "␍"}
-
-
 def visible_text(text: str) -> str:
     """`text` with whitespace made visible, invisible characters escaped, and a lone combining
-    mark shown on a dotted circle, so no token ever looks blank."""
-    out = []
-    for i, ch in enumerate(text):
-        category = unicodedata.category(ch)
-        if ch in _VISIBLE:
-            out.append(_VISIBLE[ch])
-        elif category in ("Cc", "Cf", "Zl", "Zp", "Zs", "Co", "Cn"):
-            out.append(f"\\x{ord(ch):02x}" if ord(ch) < 256 else f"\\u{ord(ch):04x}")
-        elif category in ("Mn", "Me") and i == 0:
-            out.append("◌" + ch)
-        else:
-            out.append(ch)
-    return "".join(out)
+    mark shown on a dotted circle, so no token ever looks blank (the display rule of
+    gpt2viz.text_safety, for tokens)."""
+    return visible_token(text)
 
 
 class Tokenizer:
     """Text <-> token ids, plus the bytes and a display string of each token."""
 
-    def __init__(self, tokenizer: HFTokenizer) -> None:
+    def __init__(self, tokenizer: HFTokenizer, source: str = "tokenizer") -> None:
         self._tk = tokenizer
+        self.source = source  # the file(s) it came from, as errors name them
         self.vocab_size = tokenizer.get_vocab_size(with_added_tokens=True)
         eos = tokenizer.token_to_id(EOS_TEXT)
         self.eos_id: int | None = eos
         self._special = {t.content for t in tokenizer.get_added_tokens_decoder().values()}
 
     @classmethod
-    def from_dir(cls, directory: str | Path) -> "Tokenizer":
-        """Loads `tokenizer.json`, or else `vocab.json` + `merges.txt`, from a checkpoint directory."""
-        directory = Path(directory)
+    def from_dir(cls, directory: str | Path, vocab_size: int | None = None) -> "Tokenizer":
+        """Loads `tokenizer.json`, or else `vocab.json` + `merges.txt`, from a checkpoint directory:
+        regular files of at most MAX_TOKENIZER_BYTES each (gpt2viz.input_files). With
+        `vocab_size` (the model's), a tokenizer with an id the model has no row for is refused."""
+        files = tokenizer_files(directory)
+        source = " + ".join(map(str, files))
         try:
-            if (directory / "tokenizer.json").is_file():
-                return cls(HFTokenizer.from_file(str(directory / "tokenizer.json")))
-            if (directory / "vocab.json").is_file() and (directory / "merges.txt").is_file():
-                return cls(build_byte_level_bpe(directory / "vocab.json", directory / "merges.txt"))
+            for f in files:
+                checked_size(f, MAX_TOKENIZER_BYTES)
+            if len(files) == 1:
+                text = read_regular(files[0], MAX_TOKENIZER_BYTES).decode("utf-8")
+                tokenizer = cls(HFTokenizer.from_str(text), source)
+            else:
+                tokenizer = cls(build_byte_level_bpe(*files), source)
+        except FileRefused as err:
+            raise ModelSourceError(_("{path}: {problem}").format(path=source, problem=err.problem)) from None
+        except UnicodeDecodeError:
+            raise ModelSourceError(_("{path}: cannot read the tokenizer (not UTF-8 text)").format(path=source)) from None
         except Exception as err:  # the tokenizers library raises plain Exceptions on bad files
             raise ModelSourceError(
-                _("{path}: cannot read the tokenizer ({error})").format(path=directory, error=err)
+                _("{path}: cannot read the tokenizer ({error})").format(path=source, error=_first_line(err))
             ) from None
-        raise ModelSourceError(_("{path}: no tokenizer.json (or vocab.json + merges.txt)").format(path=directory))
+        tokenizer._check_ids(vocab_size)
+        return tokenizer
+
+    def _check_ids(self, vocab_size: int | None) -> None:
+        ids = self._tk.get_vocab(with_added_tokens=True).values()
+        if not ids:
+            raise ModelSourceError(_("{path}: an empty vocabulary (no token to encode text with)").format(path=self.source))
+        top = max(ids)
+        if vocab_size is not None and top >= vocab_size:
+            raise ModelSourceError(
+                _("{path}: token id {id} is beyond the model's vocabulary (config.json's vocab_size is {vocab}): "
+                  "a tokenizer bigger than the model").format(path=self.source, id=count(top), vocab=count(vocab_size))
+            )
 
     def encode(self, text: str) -> list[int]:
         """Token ids of `text`; `<|endoftext|>` written in the text is the special token."""
-        return self._tk.encode(text, add_special_tokens=False).ids
+        _check_text(text)
+        try:
+            return self._tk.encode(text, add_special_tokens=False).ids
+        except Exception as err:  # e.g. a WordLevel vocabulary without [UNK] meeting an unknown word
+            raise ModelSourceError(
+                _("{path}: the tokenizer cannot encode this text ({error})").format(path=self.source, error=_first_line(err))
+            ) from None
 
     def decode(self, ids: list[int]) -> str:
         """The text of a list of ids (incomplete UTF-8 at the edges becomes U+FFFD)."""
         return self._tk.decode(list(ids), skip_special_tokens=False)
+
+    def encode_batch(self, texts: list[str]) -> list[list[int]]:
+        """Token ids of each text (lists of different lengths: pad them with an attention mask,
+        as `LanguageModel.pad` does)."""
+        texts = list(texts)
+        for text in texts:
+            _check_text(text)
+        try:
+            return [e.ids for e in self._tk.encode_batch(texts, add_special_tokens=False)]
+        except Exception as err:
+            raise ModelSourceError(
+                _("{path}: the tokenizer cannot encode this text ({error})").format(path=self.source, error=_first_line(err))
+            ) from None
+
+    def decode_batch(self, rows: list[list[int]]) -> list[str]:
+        """The text of each list of ids."""
+        return self._tk.decode_batch([list(r) for r in rows], skip_special_tokens=False)
 
     def token_text(self, token_id: int) -> str:
         """The vocabulary entry as stored, e.g. 'Ġnot' for ' not'."""
@@ -124,3 +159,35 @@ class Tokenizer:
         """The token as a person should see it: '␣not', '↵', 'caf\\xc3' for half a character."""
         raw = self.token_bytes(token_id)
         return visible_text(raw.decode("utf-8", errors="backslashreplace"))
+
+
+def tokenizer_files(directory: str | Path) -> list[Path]:
+    """The file(s) `Tokenizer.from_dir` reads in `directory`: `[tokenizer.json]`, or else
+    `[vocab.json, merges.txt]`. Anything by that name counts (a directory named tokenizer.json is
+    then refused as one, not passed over)."""
+    directory = Path(directory)
+    single = directory / "tokenizer.json"
+    pair = [directory / "vocab.json", directory / "merges.txt"]
+    if os.path.lexists(single):
+        return [single]
+    if all(os.path.lexists(f) for f in pair):
+        return pair
+    raise ModelSourceError(_("{path}: no tokenizer.json (or vocab.json + merges.txt)").format(path=directory))
+
+
+def _check_text(text: object) -> None:
+    """Refuses a text that is not a str, or holds a lone surrogate: not a character, it has no
+    UTF-8 bytes to tokenize (Python lets such strings exist; a file or a terminal cannot hold one)."""
+    if not isinstance(text, str):
+        raise InputError("text", N_("{setting} must be a str, got {type}"), type=type(text).__name__)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        raise InputError(
+            "text", N_("{setting} holds {char} at character {offset}, a lone surrogate: not a character, so it "
+                       "cannot be tokenized"), char=f"U+{ord(text[err.start]):04X}", offset=err.start,
+        ) from None
+
+
+def _first_line(err: BaseException) -> str:
+    return (str(err).strip().splitlines() or [type(err).__name__])[0]

@@ -2,11 +2,18 @@
 
 The file is memory-mapped: a tensor stored in the compute dtype is used in place, not copied.
 Pickle-based files (`pytorch_model.bin`) are never opened, because unpickling runs code.
+
+Nothing is read or built from what config.json claims before the files agree with it: first
+each file's header (a regular file, a header of at most MAX_SAFETENSORS_HEADER_BYTES), then
+every tensor's name, dtype and shape against the config, and only then the tensors' bytes. So
+the memory a checkpoint takes is what its files hold, whatever its config.json says.
 """
 
 from __future__ import annotations
 
-import json
+import os
+import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -14,8 +21,11 @@ import torch
 from safetensors import SafetensorError, safe_open
 
 from ..errors import WeightsError, notice
-from ..i18n import _
-from .config import GPT2Config
+from ..i18n import _, count
+from ..input_files import (
+    MAX_INDEX_BYTES, MAX_SAFETENSORS_HEADER_BYTES, FileRefused, checked_size, open_regular, read_json, shown,
+)
+from .config import LIMITS, GPT2Config
 
 FLOAT_DTYPES = {
     "F32": torch.float32,
@@ -26,6 +36,10 @@ FLOAT_DTYPES = {
 
 # Buffers some checkpoints carry (the causal mask, a masking constant): not parameters.
 _IGNORED_SUFFIXES = (".attn.bias", ".attn.masked_bias")
+# The most tensors a GPT-2 within config.LIMITS stores: 12 a block and 2 mask buffers, wte, wpe,
+# ln_f's two and a tied lm_head.
+MAX_TENSORS = 14 * LIMITS["n_layer"] + 5
+_BLOCK = re.compile(r"h\.(\d+)\.")
 
 
 def expected_shapes(config: GPT2Config) -> dict[str, tuple[int, ...]]:
@@ -68,21 +82,19 @@ class LoadedWeights:
 def find_weight_files(directory: Path) -> list[Path]:
     """The safetensors file(s) of a checkpoint directory, following a shard index if present."""
     single = directory / "model.safetensors"
-    if single.is_file():
+    if _present(single):  # whatever it is: a directory or a pipe by that name is said to be one
+        _check_file(single)
         return [single]
     index = directory / "model.safetensors.index.json"
-    if index.is_file():
-        try:
-            weight_map = json.loads(index.read_text(encoding="utf-8"))["weight_map"]
-            names = sorted(set(weight_map.values()))
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
-            raise WeightsError(_("{path}: not a valid shard index ({error})").format(path=index, error=err)) from None
-        files = [directory / n for n in names]
-        missing = [str(f) for f in files if not f.is_file()]
+    if _present(index):
+        files = [directory / name for name in shard_names(index)]
+        missing = [str(f) for f in files if not _present(f)]
         if missing:
             raise WeightsError(_("{path}: shard {shard} is missing").format(path=index, shard=missing[0]))
+        for f in files:
+            _check_file(f)
         return files
-    if (directory / "pytorch_model.bin").exists():
+    if _present(directory / "pytorch_model.bin"):
         raise WeightsError(
             _(
                 "{path}: only pytorch_model.bin found; gpt2viz reads safetensors only and never unpickles "
@@ -92,82 +104,221 @@ def find_weight_files(directory: Path) -> list[Path]:
     raise WeightsError(_("{path}: no model.safetensors").format(path=directory))
 
 
+def shard_names(index: Path) -> list[str]:
+    """The shard files a `model.safetensors.index.json` names: a regular file of at most
+    MAX_INDEX_BYTES whose `weight_map` maps tensor names to file names in its own directory."""
+    try:
+        doc = read_json(index, MAX_INDEX_BYTES)
+    except FileRefused as err:
+        raise WeightsError(_("{path}: {problem}").format(path=index, problem=err.problem)) from None
+    weight_map = doc.get("weight_map") if isinstance(doc, dict) else None
+    if not isinstance(weight_map, dict) or not weight_map:
+        raise WeightsError(
+            _("{path}: not a valid shard index (no weight_map object naming the files)").format(path=index)
+        )
+    if len(weight_map) > MAX_TENSORS:
+        raise WeightsError(
+            _("{path}: lists {n} tensors; a GPT-2 that gpt2viz loads has at most {max}").format(
+                path=index, n=count(len(weight_map)), max=count(MAX_TENSORS)
+            )
+        )
+    names = set()
+    for value in weight_map.values():
+        if not _is_file_name(value):
+            raise WeightsError(
+                _("{path}: weight_map names {value}, not the name of a file beside the index").format(
+                    path=index, value=shown(value)
+                )
+            )
+        names.add(value)
+    return sorted(names)
+
+
+def _is_file_name(value: object) -> bool:
+    """Whether `value` names a file in the index's own directory (no path, no parent)."""
+    if not isinstance(value, str) or value in ("", ".", "..") or "/" in value or "\\" in value or "\0" in value:
+        return False
+    try:
+        return len(value.encode("utf-8")) <= 255
+    except UnicodeEncodeError:  # a lone surrogate
+        return False
+
+
+def _present(path: Path) -> bool:
+    """Whether anything is at `path` (a dangling link counts: reading it says what is wrong)."""
+    try:
+        path.lstat()
+    except OSError:
+        return False
+    return True
+
+
+def _check_file(path: Path) -> None:
+    """Refuses a weights file that is not a regular file (a directory, a pipe, a device)."""
+    try:
+        checked_size(path, sys.maxsize)
+    except FileRefused as err:
+        raise WeightsError(_("{path}: {problem}").format(path=path, problem=err.problem)) from None
+
+
 def _bare_name(name: str) -> str:
     return name[len("transformer.") :] if name.startswith("transformer.") else name
 
 
-def _read_raw(files: list[Path]) -> tuple[dict[str, torch.Tensor], set[str], int]:
-    tensors: dict[str, torch.Tensor] = {}
-    stored: set[str] = set()
+@dataclass(frozen=True)
+class StoredTensor:
+    """A tensor as a safetensors header describes it: where, its dtype and its shape."""
+
+    file: Path
+    name: str  # as stored, with a `transformer.` prefix if the file has one
+    dtype: str
+    shape: tuple[int, ...]
+
+
+def _check_header_size(path: Path) -> int:
+    """The file's size, once its first 8 bytes (the header's length) promise a header of at most
+    MAX_SAFETENSORS_HEADER_BYTES that ends inside the file. safetensors itself allows 100 MB."""
+    try:
+        fd = open_regular(path, sys.maxsize)
+    except FileRefused as err:
+        raise WeightsError(_("{path}: {problem}").format(path=path, problem=err.problem)) from None
+    try:
+        size = os.fstat(fd).st_size
+        head = os.read(fd, 8)
+    except OSError as err:
+        raise WeightsError(_("{path}: cannot read weights ({error})").format(path=path, error=err.strerror)) from None
+    finally:
+        os.close(fd)
+    if len(head) < 8:
+        raise WeightsError(_("{path}: not a valid safetensors file (shorter than its 8-byte header length)").format(path=path))
+    n = int.from_bytes(head, "little")
+    if n > MAX_SAFETENSORS_HEADER_BYTES:
+        raise WeightsError(
+            _("{path}: a header of {n} bytes, more than gpt2viz reads ({limit} bytes)").format(
+                path=path, n=count(n), limit=count(MAX_SAFETENSORS_HEADER_BYTES)
+            )
+        )
+    if 8 + n > size:
+        raise WeightsError(_("{path}: not a valid safetensors file (its header runs past the end of the file)").format(path=path))
+    return size
+
+
+def read_headers(files: list[Path]) -> tuple[list[StoredTensor], int]:
+    """Every parameter tensor the files store (mask buffers left out), from their headers alone,
+    and the files' total size. No tensor's bytes are read."""
+    stored: list[StoredTensor] = []
     total = 0
     for path in files:
-        total += path.stat().st_size
+        total += _check_header_size(path)
         try:
             with safe_open(str(path), framework="pt", device="cpu") as f:
-                for name in f.keys():
+                names = f.keys()
+                if len(names) > MAX_TENSORS:
+                    raise WeightsError(
+                        _("{path}: holds {n} tensors; a GPT-2 that gpt2viz loads has at most {max}").format(
+                            path=path, n=count(len(names)), max=count(MAX_TENSORS)
+                        )
+                    )
+                for name in names:
                     if _bare_name(name).endswith(_IGNORED_SUFFIXES):
                         continue  # mask buffers, not parameters: never read, whatever their dtype
                     info = f.get_slice(name)
-                    dtype = info.get_dtype()
-                    if dtype not in FLOAT_DTYPES:
-                        raise WeightsError(
-                            _("{file}: tensor {name} has dtype {dtype}; expected floating point").format(
-                                file=path.name, name=name, dtype=dtype
-                            )
-                        )
-                    stored.add(dtype)
-                    tensors[name] = f.get_tensor(name)
+                    stored.append(StoredTensor(path, name, info.get_dtype(), tuple(info.get_shape())))
         except SafetensorError as err:
             raise WeightsError(_("{path}: not a valid safetensors file ({error})").format(path=path, error=err)) from None
         except (OSError, ValueError, RuntimeError) as err:
             raise WeightsError(_("{path}: cannot read weights ({error})").format(path=path, error=err)) from None
-    return tensors, stored, total
+    return stored, total
+
+
+def check_against_config(stored: list[StoredTensor], config: GPT2Config) -> tuple[dict[str, StoredTensor], StoredTensor | None]:
+    """The stored parameters by bare name, and the stored lm_head if any, once every one has a
+    floating-point dtype and the shape config.json implies, and none is missing, extra or stored
+    twice. WeightsError names the first that does not."""
+    blocks = {int(m.group(1)) for t in stored if (m := _BLOCK.match(_bare_name(t.name)))}
+    if blocks and config.n_layer > max(blocks) + 1:  # (a block too many is an unexpected tensor, named below)
+        raise WeightsError(
+            _("{file}: config.json says n_layer {n_layer}, but the weights hold {blocks} blocks").format(
+                file=stored[0].file.name, n_layer=count(config.n_layer), blocks=count(max(blocks) + 1)
+            )
+        )
+    expected = expected_shapes(config)  # at most 12 x LIMITS["n_layer"] + 4 entries
+    by_name: dict[str, StoredTensor] = {}
+    lm_head = None
+    for t in stored:
+        bare = _bare_name(t.name)
+        if t.dtype not in FLOAT_DTYPES:
+            raise WeightsError(
+                _("{file}: tensor {name} has dtype {dtype}; expected floating point").format(
+                    file=t.file.name, name=t.name, dtype=t.dtype
+                )
+            )
+        if bare == "lm_head.weight":
+            lm_head = t
+            continue
+        if bare not in expected:
+            raise WeightsError(_("{file}: unexpected tensor {name} (not part of GPT-2)").format(file=t.file.name, name=t.name))
+        if bare in by_name:
+            raise WeightsError(_("{file}: tensor {name} is stored twice").format(file=t.file.name, name=bare))
+        by_name[bare] = t
+    first = stored[0].file.name if stored else "model.safetensors"
+    for name, shape in expected.items():
+        if name not in by_name:
+            raise WeightsError(_("{file}: tensor {name} is missing").format(file=first, name=name))
+        got = by_name[name].shape
+        if got != shape:
+            raise WeightsError(
+                _("{file}: tensor {name} has shape {shape} but config.json implies {expected}").format(
+                    file=by_name[name].file.name, name=name, shape=list(got), expected=list(shape)
+                )
+            )
+    if lm_head is not None and lm_head.shape != expected["wte.weight"]:
+        raise _untied(lm_head)
+    return by_name, lm_head
+
+
+def _untied(lm_head: StoredTensor) -> WeightsError:
+    return WeightsError(
+        _("{file}: {name} differs from wte.weight; gpt2viz supports only the tied LM head").format(
+            file=lm_head.file.name, name=lm_head.name
+        )
+    )
+
+
+def _read_tensors(wanted: list[StoredTensor]) -> list[torch.Tensor]:
+    """The bytes of the checked tensors, file by file."""
+    out: dict[int, torch.Tensor] = {}
+    for path in dict.fromkeys(t.file for t in wanted):
+        try:
+            with safe_open(str(path), framework="pt", device="cpu") as f:
+                for i, t in enumerate(wanted):
+                    if t.file == path:
+                        out[i] = f.get_tensor(t.name)
+        except SafetensorError as err:
+            raise WeightsError(_("{path}: not a valid safetensors file ({error})").format(path=path, error=err)) from None
+        except (OSError, ValueError, RuntimeError) as err:
+            raise WeightsError(_("{path}: cannot read weights ({error})").format(path=path, error=err)) from None
+    return [out[i] for i in range(len(wanted))]
 
 
 def load_weights(
     directory: Path, config: GPT2Config, dtype: torch.dtype = torch.float32, device: str = "cpu"
 ) -> LoadedWeights:
-    """Reads, checks and converts the weights of the checkpoint in `directory`."""
+    """Reads, checks and converts the weights of the checkpoint in `directory`: the headers are
+    checked against `config` before any tensor's bytes are read."""
     files = find_weight_files(directory)
-    raw, stored, file_bytes = _read_raw(files)
-    expected = expected_shapes(config)
+    stored, file_bytes = read_headers(files)
+    by_name, lm_head_info = check_against_config(stored, config)
+    names = list(by_name)
+    wanted = [by_name[n] for n in names] + ([lm_head_info] if lm_head_info is not None else [])
+    loaded = _read_tensors(wanted)
+    tensors = dict(zip(names, loaded))
+    stored_dtypes = {t.dtype for t in wanted}
 
-    tensors: dict[str, torch.Tensor] = {}
-    lm_head = None
-    for name, tensor in raw.items():
-        bare = _bare_name(name)
-        if bare.endswith(_IGNORED_SUFFIXES):
-            continue
-        if bare == "lm_head.weight":
-            lm_head = (name, tensor)
-            continue
-        if bare not in expected:
-            raise WeightsError(
-                _("{file}: unexpected tensor {name} (not part of GPT-2)").format(file=files[0].name, name=name)
-            )
-        if bare in tensors:
-            raise WeightsError(_("{file}: tensor {name} is stored twice").format(file=files[0].name, name=bare))
-        tensors[bare] = tensor
-
-    for name, shape in expected.items():
-        if name not in tensors:
-            raise WeightsError(_("{file}: tensor {name} is missing").format(file=files[0].name, name=name))
-        got = tuple(tensors[name].shape)
-        if got != shape:
-            raise WeightsError(
-                _("{file}: tensor {name} has shape {shape} but config.json implies {expected}").format(
-                    file=files[0].name, name=name, shape=list(got), expected=list(shape)
-                )
-            )
-
-    if lm_head is not None:
-        name, head = lm_head
-        if tuple(head.shape) != expected["wte.weight"] or not torch.equal(head, tensors["wte.weight"]):
-            raise WeightsError(
-                _("{file}: {name} differs from wte.weight; gpt2viz supports only the tied LM head").format(
-                    file=files[0].name, name=name
-                )
-            )
+    if lm_head_info is not None:
+        head = loaded[-1]
+        if not torch.equal(head, tensors["wte.weight"]):
+            raise _untied(lm_head_info)
 
     converted = {name: t.to(device=device, dtype=dtype) for name, t in tensors.items()}
     notices = []
@@ -175,5 +326,5 @@ def load_weights(
         # A sum is one pass with no temporary; only if it is not finite look element by element.
         if not torch.isfinite(tensor.sum()) and not torch.isfinite(tensor).all():
             notices.append(notice("non_finite_weights", tensor=name))
-    stored_name = "+".join(sorted(stored)) if stored else "none"
+    stored_name = "+".join(sorted(stored_dtypes)) if stored_dtypes else "none"
     return LoadedWeights(converted, stored_name, file_bytes, notices)

@@ -4,12 +4,35 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..model.config import LIMITS
 from .events import is_deferred, resolve
 
 SCHEMA = "gpt2viz.trace/2"
 # The format before notices had codes: the same but for `notices`, which held English sentences.
 # Still read (a replay shows those sentences as they are); a trace read in it keeps it.
 SCHEMA_V1 = "gpt2viz.trace/1"
+
+# What a trace may hold at most (docs/trace.md, "Limits"); a file beyond them is refused when it is
+# read. Chosen from real traces: GPT-2 xl (48 blocks, 25 heads, n_embd 1600) over 128 positions,
+# the longest prompt whose attention maps are kept whole, is a 296 MB file (with 1,000 candidates
+# per position and step, at most ~360 MB); GPT-2's vocabulary is 50,257 tokens and its context
+# 1,024 positions.
+MAX_FILE_BYTES = 384 * 1024**2
+# Lists and objects ('[' and '{'), and strings ('"' counted, two a string), counted in the file
+# before it is parsed: an empty object costs 24 times its 3 bytes once parsed, a short string 12
+# times, a float at most 8. Real traces hold at most ~1 million lists and objects and ~4 million
+# strings.
+MAX_CONTAINERS = 4_000_000
+MAX_QUOTES = 16_000_000
+CONFIG_LIMITS = {key: LIMITS[key] for key in ("n_layer", "n_head", "n_embd", "n_ctx", "vocab_size")}  # config.json's
+MAX_TOPK = 1000  # entries of a top-k list (--topk-logits), of top neurons and of the tokens they promote
+MAX_GRID = 256  # rows or columns of a long prompt's averaged attention map
+# Rows of a batch, and batch sizes the cost lab tried: gpt2viz.batch.MAX_BATCH.
+MAX_NOTICES = 1000
+MAX_INTERVENTIONS = 1000
+# Every number's magnitude: a count, a time, a norm, a logit. Far beyond any real run, and small
+# enough that sums and products of such numbers stay finite and print in a few characters.
+MAX_MAGNITUDE = 1e15
 
 
 @dataclass(eq=False)  # a trace is one run: compared by identity, and usable as a dictionary key

@@ -22,11 +22,13 @@ from ..model.layers import causal_mask
 SIG_DIGITS = 6
 # Attention maps are kept whole up to this many positions; beyond it, each head keeps its last
 # query row in full and the map averaged down to DOWNSAMPLED_SIZE x DOWNSAMPLED_SIZE cells. Whole
-# maps are 2 kinds x n_layer x n_head x T^2 numbers: at 128 positions on GPT-2 small 4.7 million,
-# about 130 MB as Python lists; at 256, four times that. (A terminal shows at most ~100 columns
-# of a map anyway.)
-FULL_ATTENTION_MAX = 128
-DOWNSAMPLED_SIZE = 64
+# maps are 2 kinds x n_layer x n_head x T^2 numbers. The two sizes are equal, so a map never has
+# more cells than at the threshold and a trace grows smoothly with T: GPT-2 small, measured
+# (JSON bytes): 64 positions 8.8 MB, 65 9.1 MB, 129 9.7 MB, 256 10.7 MB, 1,024 16.4 MB. (With
+# whole maps up to 128 positions, 128 took 34.9 MB and 129 9.7 MB: a cliff.) A terminal shows
+# at most ~100 columns of a map anyway.
+FULL_ATTENTION_MAX = 64
+DOWNSAMPLED_SIZE = FULL_ATTENTION_MAX
 PROMOTED_TOKENS = 3  # tokens listed per neuron: the ones its value vector raises most
 TOP_NEURONS = 10
 # Positions worked on at once in float64: 64 rows of GPT-2's 50,257 logits are 26 MB, where all

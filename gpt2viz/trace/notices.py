@@ -15,6 +15,7 @@ from __future__ import annotations
 from ..errors import notice
 from ..i18n import count, placeholders, say, table
 from ..i18n.language import DEFAULT
+from ..text_safety import safe_line
 
 # What docs/trace.schema.json allows a notice to hold: these keys, and scalar parameters.
 NOTICE_KEYS = {"code", "params"}
@@ -24,9 +25,10 @@ __all__ = ["is_notice", "notice", "notice_text"]
 
 
 def notice_text(item: dict | str) -> str:
-    """The notice as one clause in the current language."""
+    """The notice as one clause in the current language, safe to show (a replayed trace's notice
+    may hold any text: gpt2viz.text_safety)."""
     if isinstance(item, str):
-        return item
+        return safe_line(item)
     params = {name: _shown(name, value) for name, value in item["params"].items()}
     return say(f"notice.{item['code']}", **params)
 
@@ -34,7 +36,7 @@ def notice_text(item: dict | str) -> str:
 def _shown(name: str, value: object) -> object:
     if isinstance(value, int) and not isinstance(value, bool) and not name.endswith("_id"):
         return count(value)
-    return value
+    return safe_line(value) if isinstance(value, str) else value
 
 
 def is_notice(item: object) -> bool:

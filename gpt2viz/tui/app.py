@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import os
+import threading
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -21,12 +22,16 @@ from textual.theme import ThemeProvider
 from textual.binding import Binding
 from textual.worker import get_current_worker
 
+from ..crash_log import unexpected_error_line
+from ..errors import DownloadCancelled
 from ..i18n import LANGUAGES, N_, _, language, set_language
 from ..options import RunOptions
 from ..process import freeze_startup_objects
+from ..text_safety import safe_line, safe_text
 from ..trace import Trace
 from ..interventions import Ablation, parse_ablations
 from .background import locked, measure_changes, record_pass, reporting, run_detached
+from .commands import Palette
 from .generation import GenerationSettings
 from .language import translate_bindings
 from .messages import DownloadProgressed, LoadFailed, LoadProgressed, TraceRecorded
@@ -88,6 +93,8 @@ class Gpt2VizApp(App[int]):
         self.prompt = trace.prompt if trace is not None else self.options.prompt
         self.error: str | None = None
         self.exit_code = 0
+        self.farewell: str | None = None  # a line to say on leaving that is no error (a cancelled download)
+        self._stop_download = threading.Event()  # set: the loading worker's download stops at its next piece
         self.generation_settings = GenerationSettings.from_options(self.options)
         self._generate_after_load = False  # a reload for another number format returns to generation
         self.ablations: list[Ablation] = []  # parts of the model switched off (what if), in order
@@ -140,7 +147,13 @@ class Gpt2VizApp(App[int]):
                 from .. import load_model
 
                 source = reload_from if reload_from is not None else options.model
-                report = throttled(lambda p: self.post_message(DownloadProgressed(p)))
+                show = throttled(lambda p: self.post_message(DownloadProgressed(p)))
+
+                def report(progress) -> None:  # called in the model thread for each piece of a download
+                    if self._stop_download.is_set():
+                        raise DownloadCancelled()
+                    show(progress)
+
                 lm = run_detached(
                     lambda: load_model(source, device=options.device, dtype=options.dtype, progress=report), cancelled
                 )
@@ -184,6 +197,14 @@ class Gpt2VizApp(App[int]):
             if isinstance(self.screen, LoadingScreen):
                 self.pop_screen()
             self.notify(message.text, title=_("The run failed"), severity="error", markup=False)
+
+    def cancel_download(self) -> None:
+        """Stops the hub download and leaves, saying so: the bytes fetched so far stay in the cache
+        and the next run goes on from them. The download stops at its next piece; the app does not
+        wait for it (a stalled connection sends no piece)."""
+        self._stop_download.set()
+        self.farewell = str(DownloadCancelled())
+        self.exit(DownloadCancelled.exit_code, return_code=DownloadCancelled.exit_code)
 
     def cancel_run(self) -> None:
         """Stops a re-run and goes back to the trace on screen (and the parts switched off in it)."""
@@ -240,8 +261,33 @@ class Gpt2VizApp(App[int]):
         self.push_screen(LoadingScreen(self.lm.name, self.prompt, can_cancel=True))
         self.run_forward(self.prompt)
 
+    def notify(self, message: str, *, title: str = "", severity="information", timeout=None, markup: bool = True) -> None:
+        """Textual's notification (every screen's and widget's comes here), its text shown by
+        gpt2viz.text_safety's rule and never read as markup: messages quote paths, prompts, model
+        names and errors, which may hold anything. (`markup` is taken and ignored.)"""
+        super().notify(safe_text(str(message)), title=safe_line(str(title)), severity=severity, timeout=timeout, markup=False)
+
+    # -- an error nobody expected -------------------------------------------------------------
+    def _handle_exception(self, error: Exception) -> None:
+        """A bug in a screen, a widget or a worker (or a replayed trace that passes the loader's
+        checks and still breaks a screen): the app ends with exit status 1 and the CLI prints one
+        line naming the log that holds the traceback (gpt2viz.crash_log), never exit status 0.
+        Textual's own handling still runs, so a Pilot test sees the exception."""
+        if self.error is None:
+            self.error = unexpected_error_line(error)
+        self.exit_code = 1
+        super()._handle_exception(error)
+
+    def _fatal_error(self) -> None:
+        """Ends the app without Textual's traceback on the terminal: the line in `error` says it."""
+        self.bell()
+        self._close_messages_no_wait()
+
     # -- actions ---------------------------------------------------------------------------
     def action_quit(self) -> None:
+        if isinstance(self.screen, LoadingScreen) and self.screen.downloading:
+            self.cancel_download()  # leaving during a download is cancelling it
+            return
         self.exit(self.exit_code, return_code=self.exit_code)
 
     # -- the command palette, in the current language ----------------------------------------
@@ -278,10 +324,10 @@ class Gpt2VizApp(App[int]):
 
     def action_command_palette(self) -> None:
         if self.use_command_palette and not CommandPalette.is_open(self):
-            self.push_screen(CommandPalette(id="--command-palette", placeholder=_("Search for commands…")))
+            self.push_screen(Palette(id="--command-palette", placeholder=_("Search for commands…")))
 
     def search_themes(self) -> None:
-        self.push_screen(CommandPalette(providers=[ThemeProvider], placeholder=_("Search for themes…")))
+        self.push_screen(Palette(providers=[ThemeProvider], placeholder=_("Search for themes…")))
 
     def action_switch_language(self) -> None:
         """Shows everything in the other language, redrawn from what is on screen (nothing is run
@@ -415,8 +461,9 @@ def make_app(lm=None, trace: Trace | None = None, options: RunOptions | None = N
     return Gpt2VizApp(lm=lm, trace=trace, options=options)
 
 
-def run_app(options: RunOptions) -> tuple[int, str | None]:
-    """Runs the TUI for the CLI's options; returns the exit code and the error to report, if any."""
+def run_app(options: RunOptions) -> tuple[int, str | None, str | None]:
+    """Runs the TUI for the CLI's options; returns the exit code, the error to report, if any, and
+    a line to say that is no error (a cancelled download), if any."""
     trace = None
     if options.replay is not None:
         from ..trace import load
@@ -427,4 +474,4 @@ def run_app(options: RunOptions) -> tuple[int, str | None]:
     freeze_startup_objects()
     app = make_app(trace=trace, options=options)
     code = app.run()
-    return (code if isinstance(code, int) else app.exit_code), app.error
+    return (code if isinstance(code, int) else app.exit_code), app.error, app.farewell

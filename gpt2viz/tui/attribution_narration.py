@@ -17,6 +17,7 @@ from rich.cells import cell_len
 from ..attribution import Attribution
 from ..i18n import _, count, ngettext, say
 from ..patching import PatchingResult
+from ..text_safety import safe_line
 from ..trace import Trace
 from .facts import hook_event
 from .formatting import fit, num, percent, quote
@@ -161,7 +162,7 @@ def tokens_text(n: int) -> str:
 
 
 def patch_idle_text(clean_prompt: str, n_tokens: int, enter: str) -> str:
-    return say("attribution.patch.idle", clean=f'"{clean_prompt}"', tokens=tokens_text(n_tokens), enter=enter)
+    return say("attribution.patch.idle", clean=f'"{safe_line(clean_prompt)}"', tokens=tokens_text(n_tokens), enter=enter)
 
 
 def strongest(restored: list[list[float]]) -> tuple[int, int]:

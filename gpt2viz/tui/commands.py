@@ -1,12 +1,37 @@
-"""Command palette entries: every stage of the pipeline, to jump to by name."""
+"""The command palette in the reader's language, and its entries: every stage of the pipeline, to
+jump to by name."""
 
 from __future__ import annotations
 
 from functools import partial
 
-from textual.command import DiscoveryHit, Hit, Hits, Provider
+from rich.align import Align
+from rich.text import Text
+from textual.command import CommandList, CommandPalette, DiscoveryHit, Hit, Hits, Provider
+from textual.widgets.option_list import Option
 
 from ..i18n import _, count
+
+
+class Palette(CommandPalette):
+    """Textual's command palette, its own message ("No matches found") in the reader's language."""
+
+    def _start_no_matches_countdown(self, search_value: str) -> None:
+        # Textual 8.2.8's method (the pinned version), its message through the catalog: Textual
+        # writes it into the list as a literal. As there, it shows only for a search (not in
+        # discovery, the empty search) that found nothing for _NO_MATCHES_COUNTDOWN seconds.
+        self._stop_no_matches_countdown()
+
+        def show_no_matches() -> None:
+            if search_value:
+                self.query_one(CommandList).add_option(
+                    Option(Align.center(Text(_("No matches found"), style="not bold")), disabled=True, id=self._NO_MATCHES)
+                )
+                self._list_visible = True
+            else:
+                self._list_visible = False
+
+        self._no_matches_timer = self.set_timer(self._NO_MATCHES_COUNTDOWN, show_no_matches)
 
 
 class StageCommands(Provider):

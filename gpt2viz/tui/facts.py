@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from ..hooks import hook_name
 from ..i18n import _
 from ..model.config import GPT2Config, ParamCounts
+from ..text_safety import token_label
 from ..trace import Trace
 from ..trace.events import LOGIT_LENS
 from .formatting import DTYPE_BYTES
@@ -138,16 +139,18 @@ def shape_of(trace: Trace, name: str, layer: int | None, fallback: list[int]) ->
 
 
 def token_text(trace: Trace, position: int) -> str:
-    """The display text of the token at absolute `position`, cached or computed ('?' outside)."""
+    """The display text of the token at absolute `position`, cached or computed ('?' outside),
+    safe to show (gpt2viz.text_safety.token_label: a replayed trace may hold any text)."""
     if 0 <= position < trace.past:
-        return trace.context[position]["text"]
+        return token_label(trace.context[position]["text"])
     index = position - trace.past
-    return trace.tokens[index]["text"] if 0 <= index < len(trace.tokens) else "?"
+    return token_label(trace.tokens[index]["text"]) if 0 <= index < len(trace.tokens) else "?"
 
 
 def key_texts(trace: Trace) -> list[str]:
-    """The display text of every position a query can see: the cached ones, then the computed ones."""
-    return [t["text"] for t in trace.context + trace.tokens]
+    """The display text of every position a query can see: the cached ones, then the computed
+    ones (safe to show, as `token_text`)."""
+    return [token_label(t["text"]) for t in trace.context + trace.tokens]
 
 
 def value_at(values: list | None, position: int):
@@ -233,13 +236,13 @@ def head_focus(trace: Trace, layer: int) -> list[tuple[int, float]]:
 
 
 def final_choice(trace: Trace) -> tuple[int | None, str, float | None]:
-    """The predicted next token: id, display text and probability."""
+    """The predicted next token: id, display text (safe to show) and probability."""
     out = hook_event(trace, "unembed.hook_out").get("positions") or []
     if out:
         last = out[-1]
-        return last["ids"][0], last["tokens"][0], last["probs"][0]
+        return last["ids"][0], token_label(last["tokens"][0]), last["probs"][0]
     lens = lens_event(trace)
-    return lens.get("final_id"), lens.get("final_token", "?"), None
+    return lens.get("final_id"), token_label(lens.get("final_token", "?")), None
 
 
 def lens_first_top(trace: Trace) -> int | None:

@@ -10,6 +10,7 @@ import math
 from rich.cells import cell_len, chop_cells, set_cell_size
 
 from ..i18n.numbers import count
+from ..text_safety import safe_line, token_label
 
 # What a number that is not known (yet) shows: a dash, the same in every language.
 UNKNOWN = "–"
@@ -112,9 +113,11 @@ def _candidates(x: float):
 
 
 def fit(text: str, width: int, align: str = "left") -> str:
-    """`text` cut or padded to exactly `width` terminal cells ('…' where it was cut)."""
+    """`text` cut or padded to exactly `width` terminal cells ('…' where it was cut), shown by
+    gpt2viz.text_safety's rule (no control character reaches the screen)."""
     if width <= 0:
         return ""
+    text = safe_line(text)
     if cell_len(text) > width:
         return set_cell_size(text, width - 1) + "…" if width > 1 else "…"
     pad = width - cell_len(text)
@@ -126,9 +129,10 @@ def fit(text: str, width: int, align: str = "left") -> str:
 
 
 def clip(text: str, limit: int) -> str:
-    """`text` on one line (line breaks and tabs drawn as ↵ and ⇥, as in token texts), shortened
-    to `limit` terminal cells with '…' in the middle, for quoting prompts."""
-    text = text.replace("\r\n", "↵").replace("\n", "↵").replace("\r", "↵").replace("\t", "⇥")
+    """`text` on one line (line breaks and tabs drawn as ↵ and ⇥, as in token texts, other control
+    characters escaped: gpt2viz.text_safety), shortened to `limit` terminal cells with '…' in the
+    middle, for quoting prompts."""
+    text = safe_line(text)
     if cell_len(text) <= limit:
         return text
     head_cells = (limit - 1) * 2 // 3
@@ -153,16 +157,17 @@ def shown_positions(n: int, edge: int = EDGE_ROWS) -> list[int | None]:
 
 
 def quote(text: str) -> str:
-    """A token text quoted inside a sentence: 'the'."""
-    return f"'{text}'"
+    """A token text quoted inside a sentence: 'the' (never '': a token that shows as nothing is
+    quoted as '∅'; gpt2viz.text_safety.token_label)."""
+    return f"'{token_label(text)}'"
 
 
 def prose_line(displays: list[str]) -> str:
     """Token display texts read as one line of running text: '␣' back to a space, line breaks kept
     as '↵'."""
-    return "".join(displays).replace("␣", " ")
+    return "".join(token_label(d) for d in displays).replace("␣", " ")
 
 
 def prose(display: str) -> str:
     """A token's display text read as running text: '␣' back to a space, a line break after '↵'."""
-    return display.replace("␣", " ").replace("↵", "↵\n")
+    return token_label(display).replace("␣", " ").replace("↵", "↵\n")

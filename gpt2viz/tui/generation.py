@@ -52,8 +52,9 @@ class GenerationSettings:
         return replace(self, sampling=replace(self.sampling, seed=seed))
 
 
-def decoding_label(sampling: SamplingSettings) -> str:
-    """'greedy' or 'sampling: T 0.8 · top-k 40 · top-p 0.95 · seed 1'."""
+def decoding_label(sampling: SamplingSettings, short: bool = False) -> str:
+    """'greedy' or 'sampling: T 0.8 · top-k 40 · top-p 0.95 · seed 1' (short: without 'sampling: ',
+    for a line with little room)."""
     if sampling.greedy:
         return _("greedy")
     parts = [f"T {sampling.temperature:g}"]
@@ -62,19 +63,23 @@ def decoding_label(sampling: SamplingSettings) -> str:
     if sampling.top_p is not None:
         parts.append(f"top-p {sampling.top_p:g}")
     parts.append(_("seed {seed}").format(seed=sampling.seed) if sampling.seed is not None else _("no seed"))
-    return _("sampling: {settings}").format(settings=" · ".join(parts))
+    settings = " · ".join(parts)
+    return settings if short else _("sampling: {settings}").format(settings=settings)
+
+
+def settings_fields(settings: GenerationSettings, short: bool = False) -> list[str]:
+    """'40 new tokens', 'greedy', 'KV cache on' (short: the sampling settings without 'sampling: ')."""
+    n = settings.max_new_tokens
+    return [
+        ngettext("{n} new token", "{n} new tokens", n).format(n=count(n)),
+        decoding_label(settings.sampling, short),
+        _("KV cache on") if settings.use_cache else _("KV cache off"),
+    ]
 
 
 def settings_label(settings: GenerationSettings) -> str:
     """One line: '40 new tokens · greedy · KV cache on'."""
-    n = settings.max_new_tokens
-    return " · ".join(
-        [
-            ngettext("{n} new token", "{n} new tokens", n).format(n=count(n)),
-            decoding_label(settings.sampling),
-            _("KV cache on") if settings.use_cache else _("KV cache off"),
-        ]
-    )
+    return " · ".join(settings_fields(settings))
 
 
 @dataclass

@@ -96,13 +96,16 @@ def _tokenize(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key: 
         tokens = ngettext("{n} token", "{n} tokens", f.T).format(n=count(f.T))
         cut = say("stage.tokenize.cut", bytes=the_bytes, tokens=tokens)
     paragraphs = [sentences(say("stage.tokenize.lead"), cut, say("stage.tokenize.vocab", vocab=count(f.vocab)))]
-    if spaced:
+    # The example pair needs a token with something after its space: '␣the' and 'the', never
+    # '␣' and '' (a token that is a space alone has no bare twin to name).
+    example = next((text for text in spaced if len(text) > 1), None)
+    if example is not None:
         paragraphs.append(
             say(
                 plural("stage.tokenize.spaces", len(spaced)),
                 n=count(len(spaced)),
-                spaced=quote(spaced[0]),
-                bare=quote(spaced[0][1:]),
+                spaced=quote(example),
+                bare=quote(example[1:]),
             )
         )
     paragraphs += [say("stage.note", notice=notice_text(notice)) for notice in trace.notices]

@@ -11,6 +11,8 @@ from string import Formatter
 
 from textual.content import Content
 
+from ..text_safety import safe_line
+
 # A fact: a text in the default style, a (text, style) pair, or Content styled already.
 Part = str | tuple[str, str] | Content
 
@@ -20,7 +22,8 @@ _FORMATTER = Formatter()
 def styled(template: str, style: str = "", **values: Part) -> Content:
     """`template` (translated already) with its literal words in `style` and each placeholder
     filled with its value from `values`; a placeholder's conversion and format spec ({value!r},
-    {n:>5}) apply to the value's text."""
+    {n:>5}) apply to the value's text. A value's text is shown by gpt2viz.text_safety's rule (a
+    token or a name from a trace may hold control characters), and never read as markup."""
     parts: list[Content] = []
     for literal, name, spec, conversion in _FORMATTER.parse(template):
         if literal:
@@ -34,5 +37,6 @@ def styled(template: str, style: str = "", **values: Part) -> Content:
         text, value_style = value if isinstance(value, tuple) else (value, "")
         if conversion or spec:
             text = _FORMATTER.format_field(_FORMATTER.convert_field(text, conversion), spec or "")
+        text = safe_line(str(text))
         parts.append(Content.styled(text, value_style) if value_style else Content(text))
     return Content.assemble(*parts)

@@ -163,7 +163,7 @@ def test_settings_come_from_the_command_line_and_the_form():
     assert settings is None
     assert errors == {
         "new-tokens": "new tokens must be an integer >= 1, got 'x'",
-        "temperature": "temperature must be a number >= 0, got -1.0",
+        "temperature": "temperature must be a number from 0 to 1,000,000, got -1.0",
         "top-k": "top-k must be an integer, got '2.5'",
         "top-p": "top-p must be in (0, 1], got 0.0",
     }

@@ -191,7 +191,7 @@ async def test_the_settings_form_in_chinese_and_switched_live(ckpts):
         text = form_content(form)
         assert app.screen is form and "top-k 必须是 >= 1 的整数，实际为 0" in text and "开：随机抽取 token" in text
         assert english_words(text, allowed_words(screen.trace, screen.gen) | SWITCH | {"q"}) == [], text
-        app.action_switch_language()  # (L itself would be typed into the field): back to English
+        app.action_switch_language()  # as L does (test_tui_layout_fits presses it): back to English
         await pilot.pause()
         text = form_content(form)
         assert "Generation settings" in text and "on: the token is drawn at random" in text and "⏎: generate" in text

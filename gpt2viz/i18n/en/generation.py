@@ -84,8 +84,9 @@ TEXT = {
         "computed they never change, and every later token reads them again. A query is used once, by its "
         "own position, to ask which earlier positions matter; no later step needs it. So each layer keeps K "
         "and V and drops q. One more token adds {per_token} bytes (2 × {layers} × {heads} × {head_dim} × "
-        "{value_bytes} B, {dtype}); the buffers are allocated once for the whole context of {n_ctx} "
-        "positions, {full}, and filled in place, so a decode step allocates nothing."
+        "{value_bytes} B, {dtype}); the buffers are allocated once, for the prompt and the new tokens this "
+        "run asks for (at most the whole context of {n_ctx} positions, {full}), and filled in place, so a "
+        "decode step allocates nothing."
         "\n\nThe cache changes the path, not the result: the keys and values it holds are the very numbers "
         "a full pass would compute again, so the same tokens come out. {compare_key} runs both and compares."
     ),

@@ -46,6 +46,7 @@ from ..language import key_name
 from ..widgets.contribution_grid import ContributionGrid, GridData
 from ..widgets.heatmap import Heatmap, HeatmapData
 from ..widgets.room_notice import RoomNotice
+from ..widgets.safe_input import SafeInput
 from ..widgets.strip_widget import Prose
 from ..widgets.top_bar import TopBar
 from .generation import GenerationScreen
@@ -200,21 +201,21 @@ class AttributionScreen(Screen):
             with TabPane(_(TITLES["dla"]), id="attr-dla"):
                 with VerticalScroll(id="dla-pane", classes="attr-pane"):
                     with Vertical(classes="attr-picture"):
-                        yield Static(id="dla-title")
+                        yield Static(id="dla-title", markup=False)  # it quotes a token
                         yield ContributionGrid(id="dla-grid")
                         yield Prose(id="dla-terms")
                     yield Prose(id="dla-words", classes="attr-words")
             with TabPane(_(TITLES["patch"]), id="attr-patch"):
                 with Horizontal(id="patch-row"):
                     yield Static(id="patch-label")
-                    yield Input(default_corruption(self.trace.prompt, self.lm.encode_prompt), id="patch-input", compact=True)
-                yield Static(id="patch-message")
+                    yield SafeInput(default_corruption(self.trace.prompt, self.lm.encode_prompt), id="patch-input", compact=True)
+                yield Static(id="patch-message", markup=False)
                 with VerticalScroll(id="patch-pane", classes="attr-pane"):
                     with Vertical(classes="attr-picture"):
                         yield Heatmap(id="patch-map")
                     yield Prose(id="patch-words", classes="attr-words")
         with Container(id="attr-status"):
-            yield Static(id="attr-status-text")
+            yield Static(id="attr-status-text", markup=False)
             yield ProgressBar(id="attr-progress", show_eta=False)
         yield RoomNotice(id="room-notice")
         yield Footer()

@@ -13,8 +13,10 @@ from ...errors import SettingError
 from ...generate import SamplingSettings
 from ...i18n import N_, _
 from ...model.precision import PRECISIONS
+from ...text_safety import safe_text
 from ..generation import GenerationSettings
 from ..language import key_name
+from ..table_layout import chip_lines
 
 SAMPLING_FIELDS = ("temperature", "top-k", "top-p", "seed")
 # Each row's label (msgids, translated where shown; top-k and top-p stay as they are).
@@ -107,6 +109,16 @@ def parse_settings(
     return GenerationSettings(max_new, sampling_settings, use_cache, precision), {}
 
 
+class NumberInput(Input):
+    """A field of the form. Each takes a number, so a letter that is no part of one (any but the
+    exponent's e) is not the field's key: it is left to the form's bindings (L, the language)."""
+
+    def check_consume_key(self, key: str, character: str | None) -> bool:
+        if character is not None and character.isalpha() and character not in "eE":
+            return False
+        return super().check_consume_key(key, character)
+
+
 class FormSwitch(Switch, inherit_bindings=False):
     """A switch that only Space (or a click) flips: in this form Enter means "generate"."""
 
@@ -125,6 +137,10 @@ class SettingsScreen(ModalScreen[GenerationSettings | None]):
     BINDINGS = [
         Binding("escape", "cancel", N_("cancel"), id="cancel-settings", tooltip=N_("Keep the current settings")),
         Binding("enter", "apply", N_("generate"), id="apply-settings", tooltip=N_("Apply these settings and generate")),
+        # A modal screen hides the app's keys: the language switch, again; before the focused
+        # field (priority), which takes a number and leaves L alone (NumberInput).
+        Binding("L", "app.switch_language", N_("中文"), id="settings-switch-language", show=False, priority=True,
+                tooltip=N_("Show the app in Chinese (again: back to English)")),
     ]
 
     def __init__(self, settings: GenerationSettings) -> None:
@@ -134,7 +150,7 @@ class SettingsScreen(ModalScreen[GenerationSettings | None]):
     def _row(self, name: str, value: str, kind: str = "text") -> ComposeResult:
         with Horizontal(classes="settings-row"):
             yield Label(id=f"{name}-label", classes="settings-label")
-            yield Input(value=value, id=name, type=kind, classes="settings-input", compact=True)
+            yield NumberInput(value=value, id=name, type=kind, classes="settings-input", compact=True)
             yield Label(id=f"{name}-hint", classes="settings-hint")
         yield Static(id=f"{name}-error", classes="settings-error", markup=False)
 
@@ -172,6 +188,7 @@ class SettingsScreen(ModalScreen[GenerationSettings | None]):
         for error in self.query(".settings-error"):
             error.display = False
         self.redraw_language()
+        self.call_after_refresh(self._draw_keys)  # again, for the width the hint is given
 
     def redraw_language(self) -> None:
         """Every text of the form in the current language; what the user typed stays."""
@@ -184,15 +201,30 @@ class SettingsScreen(ModalScreen[GenerationSettings | None]):
             self._show_switch_hint(name, self.query_one(f"#{name}", Switch).value)
         self.query_one("#apply", Button).label = _("Generate")
         self.query_one("#cancel", Button).label = _("Cancel")
-        keys = _("{apply}: generate   {cancel}: cancel   {next}: next field   {flip}: flip a switch or open a list").format(
+        self._draw_keys()
+        if any(error.display for error in self.query(".settings-error")):
+            self._check()  # the messages on show, said again
+
+    def _draw_keys(self) -> None:
+        """The form's keys under it, in lines that break only between two keys."""
+        keys = _(
+            "{apply}: generate   {cancel}: cancel   {next}: next field   {flip}: flip a switch or open a list   "
+            "{language}: {other}"
+        ).format(
             apply=key_name(self, "apply"),  # Enter is the focused field's own key too: not always active
             cancel=key_name(self, "cancel"),
             next=key_name(self, "focus_next"),
             flip=self.app.get_key_display(FormSwitch.BINDINGS[0]),
+            language=key_name(self, "switch_language"),
+            other=_("中文"),  # the other language, named in it (as the key's own description)
         )
-        self.query_one("#settings-hint", Static).update(Content.styled(keys, "$foreground 60%"))
-        if any(error.display for error in self.query(".settings-error")):
-            self._check()  # the messages on show, said again
+        hint = self.query_one("#settings-hint", Static)
+        width = hint.size.width or self.app.size.width
+        items = [(item.strip(), "$foreground 60%") for item in keys.split("   ") if item.strip()]
+        hint.update(Content("\n").join(chip_lines(items, width, gap="   ")))
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self._draw_keys)  # laid out for the hint's new width
 
     def _show_switch_hint(self, name: str, on: bool) -> None:
         self.query_one(f"#{name}-hint", Label).update(_(SWITCH_HINTS[name][on]))
@@ -219,7 +251,7 @@ class SettingsScreen(ModalScreen[GenerationSettings | None]):
         for inp in self.query(Input):
             error = self.query_one(f"#{inp.id}-error", Static)
             message = errors.get(inp.id or "", "")
-            error.update(message)
+            error.update(safe_text(message))
             error.display = bool(message)
             inp.set_class(bool(message), "-invalid")
         return settings, errors

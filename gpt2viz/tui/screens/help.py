@@ -14,9 +14,11 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Static
 
 from ...i18n import N_, _
+from ..table_layout import wrapped
 from ..widgets.strip_widget import Prose
 
 PALETTE_TEXT = N_("Command palette: theme, keys, screenshot")
+KEY_COLUMN = 14  # cells for the keys of a row of the key list
 
 
 def key_rows(screen: Screen) -> list[tuple[str, str]]:
@@ -57,12 +59,24 @@ class HelpScreen(ModalScreen[None]):
 
     def on_mount(self) -> None:
         self.redraw_language()
+        self.call_after_refresh(self._draw_keys)  # again, for the width the list is given
 
-    def redraw_language(self) -> None:
+    def on_resize(self) -> None:
+        self.call_after_refresh(self._draw_keys)
+
+    def _draw_keys(self) -> None:
+        """The key list: keys right-aligned in their column, what they do wrapped under itself."""
+        shown = self.query_one("#help-text", Static)
+        room = max(8, (shown.size.width or self.app.size.width) - KEY_COLUMN - 2)
         rows = [Content.styled(_("Keys"), "bold $accent")]
         for keys, text in key_rows(self.underneath):
-            rows.append(Content.assemble((f"{keys:>14}", "bold"), "  ", text))
-        self.query_one("#help-text", Static).update(Content("\n").join(rows))
+            first, *more = wrapped(text, room)
+            rows.append(Content.assemble((f"{keys:>{KEY_COLUMN}}", "bold"), "  ", first))
+            rows += [Content.assemble(" " * (KEY_COLUMN + 2), line) for line in more]
+        shown.update(Content("\n").join(rows))
+
+    def redraw_language(self) -> None:
+        self._draw_keys()
         help_text = getattr(self.underneath, "help_text", None)
         self.query_one(Prose).update(help_text() if help_text is not None else "")
 

@@ -13,6 +13,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, LoadingIndicator, ProgressBar, Static
 
 from ...i18n import N_, _
+from ...text_safety import safe_line, safe_text
 from ..formatting import clip, fit
 from ..language import key_name
 from ..widgets.room_notice import RoomNotice
@@ -23,6 +24,8 @@ class LoadingScreen(Screen):
 
     BINDINGS = [
         Binding("escape", "cancel", N_("back to the last trace"), id="cancel-run", tooltip=N_("Stop this run and go back")),
+        Binding("c", "cancel_download", N_("cancel download"), id="cancel-download",
+                tooltip=N_("Stop the download and leave; the next run goes on from where it stopped")),
     ]
 
     def __init__(self, model: str, prompt: str, can_cancel: bool = False) -> None:
@@ -31,6 +34,7 @@ class LoadingScreen(Screen):
         self.prompt = prompt
         self.can_cancel = can_cancel
         self.failed = False
+        self.downloading = False  # whether a hub download is under way (the cancel key is offered)
         # What the app last reported (already in the language of the moment it was sent): kept
         # so that a switch of language redraws the screen around it.
         self._step: tuple[int, int, str] | None = None
@@ -55,12 +59,14 @@ class LoadingScreen(Screen):
         width = max(cell_len(label) for label in labels) + 2
         model, prompt = (fit(label, width) for label in labels)
         return Content.assemble(
-            (model, "$foreground 60%"), self.model, "\n", (prompt, "$foreground 60%"), f'"{clip(self.prompt, 60)}"'
+            (model, "$foreground 60%"), safe_line(self.model), "\n", (prompt, "$foreground 60%"), f'"{clip(self.prompt, 60)}"'
         )
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "cancel":
             return self.can_cancel and not self.failed
+        if action == "cancel_download":
+            return self.downloading and not self.failed
         return True
 
     def progress(self, step: int, total: int, text: str) -> None:
@@ -68,7 +74,7 @@ class LoadingScreen(Screen):
         self._step = (step, total, text)
         bar = self.query_one(ProgressBar)
         bar.update(total=total, progress=step - 1)
-        self.query_one("#loading-step", Static).update(Content(f"{step}/{total}  {text}"))
+        self.query_one("#loading-step", Static).update(Content(f"{step}/{total}  {safe_line(text)}"))
 
     def download(self, progress) -> None:
         """Shows how far a hub download has come: the file, the bytes of all files, rate and time left."""
@@ -83,22 +89,27 @@ class LoadingScreen(Screen):
         bar.display = True
         bar.update(total=max(progress.total, 1), progress=progress.done)
         text = _("{file}: {done} of {total} MB · {rate} MB/s · {left} left").format(
-            file=progress.file, done=f"{progress.done / 1e6:,.1f}", total=f"{progress.total / 1e6:,.1f}",
+            file=safe_line(progress.file), done=f"{progress.done / 1e6:,.1f}", total=f"{progress.total / 1e6:,.1f}",
             rate=f"{rate / 1e6:,.1f}" if measured else "…", left="…" if left is None else _("{seconds} s").format(seconds=f"{left:,.0f}"),
         )
         self.query_one("#download-text", Static).update(Content(text))
+        downloading = progress.done < progress.total
+        if downloading != self.downloading:
+            self.downloading = downloading
+            self.refresh_bindings()
 
     _download_start: tuple[float, int] | None = None
 
     def fail(self, text: str) -> None:
         """Shows why loading failed; the only way on is q."""
         self.failed = True
+        self.downloading = False
         self._failure = text
         self.query_one(LoadingIndicator).display = False
         self.query_one("#loading-step", Static).update(Content.styled(_("Loading failed."), "bold $error"))
         quit_key = _("Press {key} to quit.").format(key=key_name(self, "quit"))
         self.query_one("#loading-error", Static).update(
-            Content.assemble((text, "$error"), "\n\n", (quit_key, "$foreground 60%"))
+            Content.assemble((safe_text(text), "$error"), "\n\n", (quit_key, "$foreground 60%"))
         )
         self.refresh_bindings()
 
@@ -115,3 +126,6 @@ class LoadingScreen(Screen):
 
     def action_cancel(self) -> None:
         self.app.cancel_run()
+
+    def action_cancel_download(self) -> None:
+        self.app.cancel_download()

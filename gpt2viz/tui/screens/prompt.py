@@ -11,6 +11,7 @@ from textual.widgets import Input, Static
 
 from ...i18n import N_, _
 from ..language import key_name
+from ..widgets.safe_input import SafeInput
 
 
 class PromptScreen(ModalScreen[str | None]):
@@ -25,7 +26,7 @@ class PromptScreen(ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="prompt-box"):
             yield Static(id="prompt-title")
-            yield Input(value=self.prompt, id="prompt-input")
+            yield SafeInput(value=self.prompt, id="prompt-input")
             yield Static(id="prompt-hint")
 
     def on_mount(self) -> None:

@@ -6,6 +6,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 
 from ...i18n import _, count, ngettext
+from ...text_safety import token_label
 from ...trace import Trace
 from ...trace.events import pool_bins
 from ..facts import attention_event, head_focus, key_texts, last_row, masked_pattern
@@ -23,7 +24,7 @@ def attention_data(trace: Trace, stage: Stage, head: int) -> tuple[HeatmapData |
         return None, None
     head = min(head, len(heads) - 1)
     values = heads[head] if which == "scores" else masked_pattern(trace, stage.layer, head)
-    tokens = [t["text"] for t in trace.tokens]  # the queries: the positions this pass computed
+    tokens = [token_label(t["text"]) for t in trace.tokens]  # the queries: the positions this pass computed
     keys = key_texts(trace)  # the keys: cached positions too, in a decode step
     T, L = len(tokens), len(keys)
     signed = which == "scores"

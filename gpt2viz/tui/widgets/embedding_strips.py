@@ -10,9 +10,11 @@ from rich.style import Style
 from textual.strip import Strip
 
 from ...i18n import _
+from ...text_safety import token_label
 from ..facts import hook_event
 from ..formatting import count, fit, num, shown_positions
 from ..palette import LEVELS, diverging
+from ..table_layout import Column, header_lines
 from .strip_widget import StripWidget, fit_strip
 
 NORM_WIDTH = 7
@@ -61,13 +63,24 @@ class EmbeddingStrips(StripWidget):
         room = width - label_width - 1 - 6 - NORM_WIDTH
         n = max(1, min(available, room // 3))
         scale = max(
-            (abs(v) for rows in (d.token_vectors, d.position_vectors, d.sums) for row in rows for v in row[:n]),
+            (abs(v) for rows in (d.token_vectors, d.position_vectors, d.sums) for row in rows for v in row[:n] if v is not None),
             default=1.0,
         ) or 1.0
 
         pad = " " * (label_width + 1)
-        head = "   ".join(fit(name, n) for name in (_("token"), _("position"), _("hidden state"))) + fit("|x|", NORM_WIDTH, "right")
-        lines = [Strip([Segment(pad, base), Segment(head, header_style)])]
+        x = label_width + 1
+        # Each name over its strip, running on over the operator after it (whole: on a second
+        # line where the first has no room).
+        head = header_lines(
+            [
+                (Column(x, n), _("token")),
+                (Column(x + n + 3, n), _("position")),
+                (Column(x + 2 * n + 6, n), _("hidden state")),
+                (Column(x + 3 * n + 6, NORM_WIDTH, "right"), "|x|"),
+            ],
+            width,
+        )
+        lines = [Strip([Segment(line.plain, header_style)]) for line in head]
         shown = shown_positions(len(d.tokens))
         for p in shown:
             if p is None:
@@ -79,17 +92,23 @@ class EmbeddingStrips(StripWidget):
             segs = [Segment(f"{d.first_position + p:>{digits}} " + fit(token, label_width - digits - 1) + " ", label_style)]
             for group, op in ((d.token_vectors, " + "), (d.position_vectors, " = "), (d.sums, "")):
                 for v in group[p][:n]:
-                    segs.append(Segment(" ", Style(bgcolor=palette.colors[palette.level(v, scale)])))
+                    if v is None:  # not a number (a model with NaN weights): a mark, not a colour
+                        segs.append(Segment("?", label_style))
+                    else:
+                        segs.append(Segment(" ", Style(bgcolor=palette.colors[palette.level(v, scale)])))
                 if op:
                     segs.append(Segment(op, op_style))
-            segs.append(Segment(fit(num(d.sum_norms[p]), NORM_WIDTH, "right"), label_style))
+            norm = d.sum_norms[p]
+            segs.append(Segment(fit("NaN" if norm is None else num(norm), NORM_WIDTH, "right"), label_style))
             lines.append(Strip(segs).simplify())
         lines.append(Strip.blank(1, base))
         dims = _("dims 0–{last} of {n_embd}").format(last=n - 1, n_embd=count(d.n_embd))
-        legend = [Segment(pad, base), Segment(f"{dims}   {num(-scale, 2)} ", header_style)]
+        legend = [Segment(f"{dims}   {num(-scale, 2)} ", header_style)]
         for i in range(16):
             legend.append(Segment(" ", Style(bgcolor=palette.colors[round(i / 15 * (LEVELS - 1))])))
         legend.append(Segment(f" +{num(scale, 2)}", header_style))
+        if len(pad) + sum(segment.cell_length for segment in legend) <= width:  # under the strips if it fits there
+            legend.insert(0, Segment(pad, base))
         lines.extend(fit_strip(legend, width))
         return lines
 
@@ -106,7 +125,7 @@ class EmbedPicture(EmbeddingStrips):
             return
         self.show(
             EmbeddingData(
-                tokens=[t["text"] for t in trace.tokens],
+                tokens=[token_label(t["text"]) for t in trace.tokens],
                 token_vectors=tok["preview"],
                 position_vectors=pos["preview"],
                 sums=pos.get("sum_preview") or [],

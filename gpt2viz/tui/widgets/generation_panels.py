@@ -6,6 +6,7 @@ a comparison if one was run, the selected step), so a live run and a replayed tr
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from rich.cells import cell_len
@@ -16,8 +17,10 @@ from textual.content import Content
 from textual.widgets import Static
 
 from ...i18n import N_, _, ngettext
+from ...text_safety import token_label
 from ..formatting import clip, compact_shape, count, fit, nbytes, num, percent, prose, prose_line, shape
 from ..generation import Comparison, Generation
+from ..table_layout import wrapped
 from ..generation_narration import (
     bandwidth_text,
     choice_text,
@@ -81,7 +84,7 @@ class GeneratedText(Static):
         parts: list[tuple[str, str] | str] = []
         for i, text in enumerate(state.gen.prompt_tokens):
             if boundaries:
-                parts += [(text, PROMPT_CHIP_A if i % 2 == 0 else PROMPT_CHIP_B), " "]
+                parts += [(token_label(text), PROMPT_CHIP_A if i % 2 == 0 else PROMPT_CHIP_B), " "]
             else:
                 parts.append((prose(text), ".gen-panel--prompt"))
         if not boundaries:
@@ -95,12 +98,23 @@ class GeneratedText(Static):
                 style = CHIP_A if i % 2 == 0 else CHIP_B
             else:
                 style = ".gen-panel--new"
-            parts.append((text if boundaries else prose(text), style))
+            parts.append((token_label(text) if boundaries else prose(text), style))
             if boundaries:
                 parts.append(" ")
         if state.running:
             parts.append(("▌", ".gen-panel--cursor"))
         self.update(Content.assemble(*parts))
+
+
+SHAPE = re.compile(r"\[[0-9][0-9, ]*\]")  # a shape in a line of text: '[1, 8, 44, 14]'
+
+
+def legend_lines(entries: list[tuple[str, str, str]], room: int) -> Content:
+    """A legend's entries (mark, its style, words) side by side, or one a line where they do not
+    fit side by side: a mark is never parted from its words."""
+    items = [Content.assemble((mark, style), " " + words) for mark, style, words in entries]
+    joined = Content("   ").join(items)
+    return joined if joined.cell_length <= room else Content("\n").join(items)
 
 
 class Panel(VerticalScroll, inherit_bindings=False):
@@ -135,8 +149,12 @@ class Panel(VerticalScroll, inherit_bindings=False):
 
     @property
     def room(self) -> int:
-        """Cells per line inside the panel."""
-        return max(24, self.scrollable_content_region.width or 36)
+        """Cells per line inside the panel, the vertical scrollbar's kept free before it shows:
+        a line as wide as the panel without it would wrap once more lines bring it."""
+        width = self.scrollable_content_region.width
+        if width and not self.show_vertical_scrollbar:
+            width -= self.styles.scrollbar_size_vertical
+        return max(24, width or 36)
 
     def watch_scroll_y(self, old: float, new: float) -> None:
         super().watch_scroll_y(old, new)
@@ -174,7 +192,8 @@ class TextPanel(Panel):
     def draw(self, state: ViewState, boundaries: bool) -> None:
         """Shows the text and keeps its end (or the step on show) in sight."""
         # With little room the prompt scrolls out of sight: the title keeps it.
-        self.border_title = _('Text · prompt "{prompt}"').format(prompt=clip(prose_line(state.gen.prompt_tokens), 40))
+        # Content, not a str: Textual reads a str border title as markup, and the prompt is the user's.
+        self.border_title = Content(_('Text · prompt "{prompt}"').format(prompt=clip(prose_line(state.gen.prompt_tokens), 40)))
         self.border_subtitle = _("{key}: token boundaries").format(key=key_name(self, "boundaries"))
         self.query_one(GeneratedText).draw(state, boundaries)
         if state.selected is None:
@@ -203,8 +222,9 @@ class ChoicePanel(Panel):
         self.border_title = step_heading(gen, i)
         self.query_one("#choice-table", Static).update(self._table(gen, i))
         self.query_one("#choice-text", Prose).update(choice_text(gen, i))
-        flow = lines([Content(line) for line in step_flow(state.facts, gen, i)])
-        self.query_one("#choice-flow", Static).update(flow.highlight_regex(r"\[[0-9][0-9, ]*\]", style=".gen-panel--shape"))
+        room = self.room
+        flow = lines([part for line in step_flow(state.facts, gen, i) for part in wrapped(Content(line), room, 2, keep=SHAPE)])
+        self.query_one("#choice-flow", Static).update(flow.highlight_regex(SHAPE, style=".gen-panel--shape"))
         self.query_one("#choice-step-text", Prose).update(step_text(state.facts, gen, i))
 
     def _table(self, gen: Generation, i: int) -> Content:
@@ -218,7 +238,7 @@ class ChoicePanel(Panel):
             styled(
                 _("chose {token}  id {id}  p {p}"),
                 ".gen-panel--dim",
-                token=(step["text"], NEW),
+                token=(token_label(step["text"]), NEW),
                 id=str(step["id"]),
                 p=percent(step.get("chosen_prob")),
             )
@@ -245,7 +265,7 @@ class ChoicePanel(Panel):
                 rows.append(
                     Content.assemble(
                         (rank, ".gen-panel--dim"),
-                        (fit(tok, width), style),
+                        (fit(token_label(tok), width), style),
                         f" {percent(p):>7} ",
                         (bar((p or 0) / top, max(4, room - width - 15)), ".gen-panel--bar"),
                         mark,
@@ -259,7 +279,7 @@ class ChoicePanel(Panel):
                 rows.append(
                     Content.assemble(
                         (rank, ".gen-panel--dim"),
-                        (fit(tok, width), style),
+                        (fit(token_label(tok), width), style),
                         " " + fit(percent(p) if p is not None else _("< top"), 7, "right"),
                         (" → ", ".gen-panel--dim"),
                         (f"{q_text:>7}", "bold" if q else ".gen-panel--dim"),
@@ -268,7 +288,7 @@ class ChoicePanel(Panel):
                 )
         if not greedy:
             legend = _("plain: softmax of the logits; sampled: after temperature, top-k, top-p")
-            rows.append(Content.styled(legend, ".gen-panel--dim"))
+            rows += wrapped(Content.styled(legend, ".gen-panel--dim"), room)  # by cells: Chinese too
         rows.append(Content(""))
         return lines(rows)
 
@@ -295,16 +315,14 @@ class CostPanel(Panel):
                 Series(comparison.naive.step_ms, ["latency-chart--naive"] * len(comparison.naive.steps)),
                 Series(comparison.cached.step_ms, ["latency-chart--cached"] * len(comparison.cached.steps)),
             ]
-            legend = Content.assemble(
-                ("■", ".gen-panel--naive"), " " + _("no cache") + "   ", ("■", ".gen-panel--cached"), " " + _("cached")
-            )
+            legend = legend_lines([("■", ".gen-panel--naive", _("no cache")), ("■", ".gen-panel--cached", _("cached"))], self.room)
         else:
             self.border_title = _("Cost · {key}: cost lab").format(key=key_name(self, "cost_lab"))
             kinds = ["latency-chart--first" if gen.is_first(i) else "latency-chart--decode" for i in range(len(gen.steps))]
             series = [Series(gen.step_ms, kinds)]
             first = _("prefill") if gen.settings.use_cache else _("first full pass")
             later = _("decode step") if gen.settings.use_cache else _("later full passes")
-            legend = Content.assemble(("■", ".gen-panel--first"), f" {first}   ", ("■", ".gen-panel--decode"), f" {later}")
+            legend = legend_lines([("■", ".gen-panel--first", first), ("■", ".gen-panel--decode", later)], self.room)
         chart.show(series, state.index)
         self.query_one("#cost-legend", Static).update(legend)
         self.query_one("#cost-numbers", Static).update(self._numbers(state.facts, gen))
@@ -416,8 +434,10 @@ class KVPanel(Panel):
             return lines(
                 [
                     Content.styled(_("The cache is off: nothing is kept."), ".gen-panel--bad"),
-                    styled(
-                        _("each step recomputes K, V {shape}"), ".gen-panel--dim", shape=shape([1, f.n_head, L, f.head_dim])
+                    *wrapped(
+                        styled(_("each step recomputes K, V {shape}"), ".gen-panel--dim", shape=shape([1, f.n_head, L, f.head_dim])),
+                        self.room,
+                        keep=SHAPE,  # a shape is never broken over two lines
                     ),
                     styled(
                         ngettext("in each of {n} layer", "in each of {n} layers", f.n_layer),

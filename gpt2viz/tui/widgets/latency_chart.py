@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
 from textual.strip import Strip
@@ -128,14 +129,18 @@ class LatencyChart(StripWidget):
             kinds = [s.kind(i * size, "latency-chart--decode") for i in range(len(values))]
             bars.append((values, kinds))
         facts = {"top": num(scale), "clipped": clipped, "tallest": num(tallest), "size": size}
+        # The fullest header the width holds, never one cut short: the steps per bar go first,
+        # then the note on the bars cut off (the '↑' on such a bar still marks it).
+        headers = []
         if clipped and size > 1:
-            header = _("ms/step · top {top} · ↑{clipped} up to {tallest} · {size} steps/bar").format(**facts)
-        elif clipped:
-            header = _("ms/step · top {top} · ↑{clipped} up to {tallest}").format(**facts)
-        elif size > 1:
-            header = _("ms/step · top {top} ms · {size} steps/bar").format(**facts)
-        else:
-            header = _("ms/step · top {top} ms").format(**facts)
+            headers.append(_("ms/step · top {top} · ↑{clipped} up to {tallest} · {size} steps/bar"))
+        if clipped:
+            headers.append(_("ms/step · top {top} · ↑{clipped} up to {tallest}"))
+        if size > 1:
+            headers.append(_("ms/step · top {top} ms · {size} steps/bar"))
+        headers.append(_("ms/step · top {top} ms"))
+        texts = [header.format(**facts) for header in headers]
+        header = next((text for text in texts if cell_len(text) <= width), texts[-1])
         lines = [Strip([Segment(fit(header, width), axis)])]
         for row in range(self.rows):
             segments = []

@@ -8,15 +8,18 @@ from __future__ import annotations
 
 from rich.cells import cell_len
 from textual.content import Content
+from textual.widget import Widget
 from textual.widgets import Static
 
 from ...i18n import _, ngettext
+from ...text_safety import token_label
 from ...trace import Trace
 from ..formatting import clip, count, fit, num, num_in, percent, shape, shown_positions
 from ...trace.events import LAYER_NORM_STATS
 from ..facts import RunFacts, final_choice, hook_event, layer_norm_event, lens_event, lens_first_top, shape_of
 from ..stages import Stage
 from ..styled_text import styled
+from ..table_layout import Column, chip_lines, header_lines, wrapped
 
 EIGHTHS = " ▏▎▍▌▋▊▉█"
 
@@ -27,6 +30,7 @@ CHIP_B = "on $secondary 30%"
 NEW = "bold $foreground on $success 45%"
 CURRENT = "bold $background on $accent"
 TOKEN_COLUMN = 16
+PROMPT_MIN = 8  # cells of the prompt a line quotes at least
 
 
 def bar(fraction: float | None, width: int) -> str:
@@ -41,7 +45,7 @@ def bar(fraction: float | None, width: int) -> str:
 
 def token_column_width(trace: Trace, limit: int = TOKEN_COLUMN) -> int:
     """Cells for a column of this run's token texts (and its header)."""
-    return min(limit, max([cell_len(_("token"))] + [cell_len(t["text"]) for t in trace.tokens]))
+    return min(limit, max([cell_len(_("token"))] + [cell_len(token_label(t["text"])) for t in trace.tokens]))
 
 
 class Picture(Static):
@@ -62,11 +66,26 @@ class Picture(Static):
     }
     """
 
+    _drawn: tuple[Trace, Stage, int] | None = None
+    _drawn_width = 0
+
     def draw(self, trace: Trace, stage: Stage, head: int = 0) -> None:
-        """Redraws the picture for `stage` of `trace`."""
+        """Redraws the picture for `stage` of `trace`, every line laid out for `room` cells."""
+        self._drawn = (trace, stage, head)
+        self._drawn_width = self.room
         self.update(self.build(trace, stage, head))
 
+    @property
+    def room(self) -> int:
+        """Cells a line of the picture has: its width, or before it is laid out, its container's."""
+        return self.size.width or (self.parent.size.width if isinstance(self.parent, Widget) else 0) or 80
+
+    def on_resize(self) -> None:
+        if self._drawn is not None and self.room != self._drawn_width:
+            self.draw(*self._drawn)
+
     def build(self, trace: Trace, stage: Stage, head: int) -> Content:
+        """The picture's lines, none wider than `room` (so that none wraps)."""
         raise NotImplementedError
 
     def label(self, trace: Trace, index: int, width: int) -> list[tuple[str, str]]:
@@ -76,7 +95,7 @@ class Picture(Static):
         token = trace.tokens[index]
         return [
             (f"{token['position']:>{digits}} ", ".picture--dim"),
-            (fit(token["text"], width), ".picture--token"),
+            (fit(token_label(token["text"]), width), ".picture--token"),
         ]
 
 
@@ -88,6 +107,17 @@ def gap_row(trace: Trace, shown: list[int | None]) -> Content:
     return Content.styled("   " + text, ".picture--dim")
 
 
+def whole_tokens(texts: list[str], width: int) -> str:
+    """Token texts with a space between, as many whole ones as `width` cells hold (the first one
+    cut when not even it fits)."""
+    shown = texts[:1]
+    for text in texts[1:]:
+        if cell_len(" ".join([*shown, text])) > width:
+            break
+        shown.append(text)
+    return fit(" ".join(shown), width).rstrip() if shown else ""
+
+
 def lines(rows: list[Content]) -> Content:
     """Rows joined with line breaks."""
     return Content("\n").join(rows)
@@ -97,25 +127,23 @@ class TokenTable(Picture):
     """The prompt as token chips, then a table of position, token, id and bytes."""
 
     def build(self, trace: Trace, stage: Stage, head: int) -> Content:
-        chips: list[tuple[str, str] | str] = []
-        for i, tok in enumerate(trace.context):  # a decode step's cached positions: dimmed
-            chips += [(tok["text"], ".picture--dim"), " "]
+        chips = [(token_label(tok["text"]), ".picture--dim") for tok in trace.context]  # a decode step's cached positions: dimmed
         for i, tok in enumerate(trace.tokens):
-            chips.append((tok["text"], CHIP_A if (trace.past + i) % 2 == 0 else CHIP_B))
-            chips.append(" ")
+            chips.append((token_label(tok["text"]), CHIP_A if (trace.past + i) % 2 == 0 else CHIP_B))
         width = token_column_width(trace, 24)
         pos = _("pos")
         digits = max(3, len(str(trace.past + len(trace.tokens) - 1)), cell_len(pos))
         rows = [
-            Content.assemble(*chips),
+            *chip_lines(chips, self.room),
             Content(""),
             *(
-                [
+                wrapped(
                     Content.styled(
                         _("positions 0–{last}: in the KV cache, not run again (dimmed above)").format(last=trace.past - 1),
                         ".picture--dim",
-                    )
-                ]
+                    ),
+                    self.room,
+                )
                 if trace.past
                 else []
             ),
@@ -128,7 +156,7 @@ class TokenTable(Picture):
             rows.append(
                 Content.assemble(
                     (f"{tok['position']:>{digits}}  ", ".picture--dim"),
-                    (fit(tok["text"], width), ".picture--token"),
+                    (fit(token_label(tok["text"]), width), ".picture--token"),
                     f"  {tok['id']:>6}  {tok['bytes']:>5}",
                 )
             )
@@ -145,9 +173,16 @@ class LayerNormTable(Picture):
         ev = layer_norm_event(trace, stage)
         width = token_column_width(trace)
         digits = len(str(trace.past + len(trace.tokens) - 1))
+        # Three groups of mean and std (17 cells each, an arrow between); where they do not fit,
+        # the normalized one goes (always mean 0 and std 1: the text says so), then token room.
+        groups = [0, 1, 2]
+        if digits + 1 + width + 2 + 3 * 17 + 2 * 3 > self.room:
+            groups = [0, 2]
+            width = max(4, min(width, self.room - (2 * 17 + 3) - 2 - digits - 1))
         pad = " " * (digits + 1 + width)
-        stages = "   ".join(fit(name, 17, "center") for name in (_("going in"), _("normalized"), _("after γ, β")))
-        stats = "   ".join([fit(_("mean"), 8, "right") + " " + fit(_("std"), 8, "right")] * 3)
+        names = (_("going in"), _("normalized"), _("after γ, β"))
+        stages = "   ".join(fit(names[g], 17, "center") for g in groups)
+        stats = "   ".join([fit(_("mean"), 8, "right") + " " + fit(_("std"), 8, "right")] * len(groups))
         rows = [Content.styled(f"{pad}  {stages}", ".picture--header"), Content.styled(f"{pad}  {stats}", ".picture--header")]
         columns = [ev.get(k) or [] for k in LAYER_NORM_STATS]
         shown = shown_positions(len(trace.tokens))
@@ -163,7 +198,7 @@ class LayerNormTable(Picture):
             rows.append(
                 Content.assemble(
                     *self.label(trace, p, width),
-                    "  " + " ".join(cells[0:2]) + " → " + " ".join(cells[2:4]) + " → " + " ".join(cells[4:6]),
+                    "  " + " → ".join(" ".join(cells[2 * g : 2 * g + 2]) for g in groups),
                 )
             )
         return lines(rows)
@@ -176,7 +211,7 @@ class QKVDiagram(Picture):
         f = RunFacts.of(trace)
         C, H, D, T = f.n_embd, f.n_head, f.head_dim, f.T
         head_shape = shape_of(trace, "attn.hook_q", stage.layer, [1, H, T, D])
-        span = 14
+        span = max(len(f" q {C}") + 1, min(14, (self.room - len(shape([1, T, 3 * C])) - 3) // 3))
         rows = [
             Content.assemble("ln_1(x) ", (shape([1, T, C]), ".picture--header")),
             Content.styled(f"   │  @ W_attn [{C} × {3 * C}] + b_attn", ".picture--dim"),
@@ -189,18 +224,20 @@ class QKVDiagram(Picture):
                 (fit(f" v {C}", span), NEW),
             ),
             Content(""),
-            styled(
-                _("each of q, k, v {qkv} → view {split} → transpose → {heads}"),
-                qkv=(shape([1, T, C]), ".picture--header"),
-                split=(shape([1, T, H, D]), ".picture--header"),
-                heads=(shape(head_shape), ".picture--header"),
+            *wrapped(
+                styled(
+                    _("each of q, k, v {qkv} → view {split} → transpose → {heads}"),
+                    qkv=(shape([1, T, C]), ".picture--header"),
+                    split=(shape([1, T, H, D]), ".picture--header"),
+                    heads=(shape(head_shape), ".picture--header"),
+                ),
+                self.room,
+                indent=2,
             ),
             Content(""),
         ]
-        chips: list[tuple[str, str] | str] = []
-        for h in range(H):
-            chips.append((f" h{h} ", CURRENT if h == head else (CHIP_A if h % 2 == 0 else CHIP_B)))
-        rows.append(Content.assemble(*chips))
+        chips = [(f" h{h} ", CURRENT if h == head else (CHIP_A if h % 2 == 0 else CHIP_B)) for h in range(H)]
+        rows += chip_lines(chips, self.room, gap="")
         split = _("{heads} × {numbers} = {n_embd}; head h uses dims {head_dim}·h … {head_dim}·h+{last} of q, k and v").format(
             heads=ngettext("{n} head", "{n} heads", H).format(n=count(H)),
             numbers=ngettext("{n} number", "{n} numbers", D).format(n=count(D)),
@@ -208,7 +245,7 @@ class QKVDiagram(Picture):
             head_dim=D,
             last=D - 1,
         )
-        rows.append(Content.styled(split, ".picture--dim"))
+        rows += wrapped(Content.styled(split, ".picture--dim"), self.room)
         return lines(rows)
 
 
@@ -230,15 +267,22 @@ class ResidualBars(Picture):
             names = (_("|x| before"), _("|MLP update|"), _("|x| after"))
         width = token_column_width(trace)
         digits = len(str(trace.past + len(trace.tokens) - 1))
-        bar_width = 14
+        # Per row: label, two bars with their numbers and the length after: the bars take the room
+        # left (4 to 14 cells), then the token column gives some up.
+        numbers = 2 + 8 + 2 + 8 + 2 + 8
+        bar_width = max(4, min(14, (self.room - (digits + 1 + width) - numbers) // 2))
+        width = max(4, min(width, self.room - numbers - 2 * bar_width - digits - 1))
         top = max([v for v in before + update if v is not None] or [1.0]) or 1.0
-        pad = " " * (digits + 1 + width)
-        rows = [
-            Content.styled(
-                f"{pad}  {fit(names[0], bar_width + 8)}  {fit(names[1], bar_width + 8)}  {fit(names[2], 10, 'right')}",
-                ".picture--header",
-            )
-        ]
+        x = digits + 1 + width + 2
+        rows = header_lines(
+            [
+                (Column(x, bar_width + 8), names[0]),
+                (Column(x + bar_width + 10, bar_width + 8), names[1]),
+                (Column(x + 2 * bar_width + 20, 8, "right"), names[2]),
+            ],
+            self.room,
+            ".picture--header",
+        )
         shown = shown_positions(len(trace.tokens))
         for p in shown:
             if p is None:
@@ -255,18 +299,19 @@ class ResidualBars(Picture):
                     f"{num(b):>8}  ",
                     (bar(None if u is None else u / top, bar_width), ".picture--bar"),
                     f"{num(u):>8}  ",
-                    f"{num(a):>10}",
+                    f"{num(a):>8}",
                 )
             )
         rows.append(Content(""))
-        rows.append(
+        rows += wrapped(
             Content.styled(
                 _(
                     "Lengths are L2 norms over the hidden dimensions. x + update is shorter than |x| + |update| "
                     "unless the two point the same way."
                 ),
                 ".picture--dim",
-            )
+            ),
+            self.room,
         )
         return lines(rows)
 
@@ -280,8 +325,9 @@ class MLPActivity(Picture):
         frac = post.get("frac_active") or []
         width = token_column_width(trace)
         digits = len(str(trace.past + len(trace.tokens) - 1))
-        pad = " " * (digits + 1 + width)
-        rows = [Content.styled(f"{pad}  " + _("neurons > 0 after GELU (of {n})").format(n=count(f.d_mlp)), ".picture--header")]
+        header = _("neurons > 0 after GELU (of {n})").format(n=count(f.d_mlp))
+        pad = " " * min(digits + 1 + width + 2, max(0, self.room - cell_len(header)))
+        rows = wrapped(Content.styled(pad + header, ".picture--header"), self.room)
         shown = shown_positions(len(trace.tokens))
         for p in shown:
             if p is None:
@@ -296,28 +342,42 @@ class MLPActivity(Picture):
             last = len(trace.tokens) - 1
             rows += [
                 Content(""),
-                styled(
-                    _("Strongest neurons at position {position} {token} (GELU output)"),
-                    ".picture--header",
-                    position=(str(trace.tokens[last]["position"]), ".picture--header"),
-                    token=(trace.tokens[last]["text"], ".picture--token"),
+                *wrapped(
+                    styled(
+                        _("Strongest neurons at position {position} {token} (GELU output)"),
+                        ".picture--header",
+                        position=(str(trace.tokens[last]["position"]), ".picture--header"),
+                        token=(token_label(trace.tokens[last]["text"]), ".picture--token"),
+                    ),
+                    self.room,
                 ),
             ]
             memory = top[0].get("promotes") is not None  # the key-value view (not in older traces)
+            # Columns: neuron, key match, GELU bar and value, then the tokens its value raises, as
+            # many whole ones as the room left holds (the bar gives up cells for the header).
+            index_width = max([6, *(len(str(n["index"])) for n in top)])
+            raises = _("its value raises")
+            bar_width = max(4, min(8, self.room - (2 + index_width + 10 + 2 + 8 + 2) - cell_len(raises)))
+            x = 2 + index_width + 10 + 2
             if memory:
-                rows.append(Content.styled(
-                    "  " + fit(_("neuron"), 8, "right") + fit(_("key match"), 10, "right") + "  "
-                    + fit(_("GELU"), 8 + 1 + 8, "right") + "  " + _("its value raises"),
+                rows += header_lines(
+                    [
+                        (Column(2, index_width, "right"), _("neuron")),
+                        (Column(2 + index_width, 10, "right"), _("key match")),
+                        (Column(x, bar_width + 8, "right"), _("GELU")),
+                        (Column(x + bar_width + 10, self.room), raises),
+                    ],
+                    self.room,
                     ".picture--dim",
-                ))
+                )
             peak = max(abs(n["value"] or 0) for n in top) or 1.0
             for n in top:
                 if memory:
                     rows.append(Content.assemble(
-                        ("  " + fit(str(n["index"]), 8, "right"), ".picture--dim"),
+                        ("  " + fit(str(n["index"]), index_width, "right"), ".picture--dim"),
                         fit(num(n.get("pre")), 10, "right"), "  ",
-                        (bar((n["value"] or 0) / peak, 8), ".picture--bar"), fit(num(n["value"]), 9, "right"), "  ",
-                        (" ".join(t["text"] for t in n["promotes"]), ".picture--token"),
+                        (bar((n["value"] or 0) / peak, bar_width), ".picture--bar"), fit(num(n["value"]), 8, "right"), "  ",
+                        (whole_tokens([token_label(t["text"]) for t in n["promotes"]], self.room - x - bar_width - 10), ".picture--token"),
                     ))
                     continue
                 rows.append(
@@ -345,35 +405,63 @@ class TopTokens(Picture):
         header = ngettext(
             "Top {n} next token after position {position} {token}", "Top {n} next tokens after position {position} {token}", n
         )
+        # Rank, token, bar and percentage, logit, id: the bar takes the room left (up to 24 cells);
+        # where it would be shorter than 16, the id column goes to give it more.
+        fixed = 4 + width + 2 + 1 + 7 + 2 + 8
+        show_id = self.room - fixed - 8 >= 16
+        bar_width = max(4, min(24, self.room - fixed - (8 if show_id else 0)))
+        width = max(4, min(width, self.room - fixed + width - bar_width - (8 if show_id else 0)))
+        x = 4 + width + 2
+        columns = [
+            (Column(4, width), _("token")),
+            (Column(x, bar_width + 1 + 7), _("probability")),  # over the bars and the percentages
+            (Column(x + bar_width + 10, 8, "right"), _("logit")),
+        ]
+        if show_id:
+            columns.append((Column(x + bar_width + 20, 6, "right"), _("id")))
         rows = [
-            styled(
-                header,
-                ".picture--header",
-                n=(count(n), ".picture--header"),
-                position=(str(trace.tokens[-1]["position"]), ".picture--header"),
-                token=(trace.tokens[-1]["text"], ".picture--token"),
+            *wrapped(
+                styled(
+                    header,
+                    ".picture--header",
+                    n=(count(n), ".picture--header"),
+                    position=(str(trace.tokens[-1]["position"]), ".picture--header"),
+                    token=(token_label(trace.tokens[-1]["text"]), ".picture--token"),
+                ),
+                self.room,
             ),
-            Content.styled(  # "probability" stands over the bars (24 cells) and the percentages (7)
-                " " * 4 + fit(_("token"), width) + "  " + fit(_("probability"), 24 + 1 + 7) + "  "
-                + fit(_("logit"), 8, "right") + "  " + fit(_("id"), 6, "right"),
-                ".picture--dim",
-            ),
+            *header_lines(columns, self.room, ".picture--dim"),
         ]
         top_p = last["probs"][0] or 1.0
         for r, (tid, tok, prob, logit) in enumerate(zip(last["ids"], last["tokens"], last["probs"], last["logits"]), 1):
             rows.append(
                 Content.assemble(
                     (f"{r:>3} ", ".picture--dim"),
-                    (fit(tok, width), NEW if r == 1 else ".picture--token"),
+                    (fit(token_label(tok), width), NEW if r == 1 else ".picture--token"),
                     "  ",
-                    (bar((prob or 0) / top_p, 24), ".picture--bar"),
-                    f" {percent(prob):>7}  {num(logit):>8}  {tid:>6}",
+                    (bar((prob or 0) / top_p, bar_width), ".picture--bar"),
+                    f" {percent(prob):>7}  {num(logit):>8}" + (f"  {tid:>6}" if show_id else ""),
                 )
             )
-        rows.append(Content.styled(_("bars are scaled to the top probability"), ".picture--dim"))
+        rows += wrapped(Content.styled(_("bars are scaled to the top probability"), ".picture--dim"), self.room)
         if T > 1:
-            rows += [Content(""), Content.styled(_("The other positions predict tokens already in the prompt:"), ".picture--header")]
-            tw = token_column_width(trace, 12)
+            rows += [
+                Content(""),
+                *wrapped(Content.styled(_("The other positions predict tokens already in the prompt:"), ".picture--header"), self.room),
+            ]
+            digits = len(str(trace.past + T - 1))
+            # Position and token, its guess and the guess's probability, the actual next token.
+            tw = max(4, min(token_column_width(trace, 12), (self.room - digits - 1 - 2 - 1 - 7 - 3) // 3))
+            x = digits + 1 + tw + 2
+            rows += header_lines(
+                [
+                    (Column(x, tw), _("guess")),
+                    (Column(x + tw + 1, 7, "right"), "p"),
+                    (Column(x + tw + 11, tw), _("actual next")),
+                ],
+                self.room,
+                ".picture--dim",
+            )
             shown = range(max(0, T - 1 - 8), T - 1)
             if shown.start > 0:
                 earlier = ngettext("… {n} earlier position", "… {n} earlier positions", shown.start).format(
@@ -386,13 +474,9 @@ class TopTokens(Picture):
                     Content.assemble(
                         *self.label(trace, p, tw),
                         "  ",
-                        styled(
-                            _("guesses {guess} {p}   actual next: {actual}"),
-                            ".picture--dim",
-                            guess=(fit(guess["tokens"][0], tw), ".picture--token"),
-                            p=f"{percent(guess['probs'][0]):>7}",
-                            actual=(trace.tokens[p + 1]["text"], ".picture--token"),
-                        ),
+                        (fit(token_label(guess["tokens"][0]), tw), ".picture--token"),
+                        f" {percent(guess['probs'][0]):>7}   ",
+                        (fit(token_label(trace.tokens[p + 1]["text"]), max(1, self.room - x - tw - 11)).rstrip(), ".picture--token"),
                     )
                 )
         return lines(rows)
@@ -404,34 +488,47 @@ class LogitLensTable(Picture):
     def build(self, trace: Trace, stage: Stage, head: int) -> Content:
         ev = lens_event(trace)
         layers = ev.get("layers") or []
-        final = ev.get("final_token", "?")
+        final = token_label(ev.get("final_token", "?"))
         top = _("top token")
         width = max(9, cell_len(top), min(16, max((cell_len(e["tokens"][0]) for e in layers), default=9)))
         blocks = [_("block {layer}").format(layer=e["layer"]) for e in layers]
         after = _("after")
         block_width = max(9, *(cell_len(text) + 1 for text in [after, *blocks]))
-        rows = [
-            Content.assemble(
-                (f"{fit(after, block_width)}{fit(top, width)} {'p':>7}   ", ".picture--header"),
-                styled(_("{token}: rank and probability"), ".picture--header", token=(fit(final, 16), NEW)),
-            )
-        ]
+        # Block, the lens's top token and its p, then the final choice's rank, bar and p: the bar
+        # takes the room left (4 to 16 cells), then the token column gives some up.
+        rank_width = max([2, *(len("#" + count(e["final_rank"])) for e in layers if e.get("final_rank") is not None)])
+        fixed = block_width + width + 1 + 7 + 2 + rank_width + 1 + 1 + 7
+        bar_width = max(4, min(16, self.room - fixed))
+        width = max(4, min(width, self.room - (fixed - width) - bar_width))
+        x = block_width + width + 10
+        token = final if cell_len(final) <= 16 else fit(final, 16)
+        rows = header_lines(
+            [
+                (Column(0, block_width), after),
+                (Column(block_width, width), top),
+                (Column(block_width + width + 1, 7, "right"), "p"),
+                (Column(x, self.room - x), styled(_("{token}: rank and probability"), token=(token, NEW))),
+            ],
+            self.room,
+            ".picture--header",
+        )
         first = lens_first_top(trace)
         for e, block in zip(layers, blocks):
             rank, prob = e.get("final_rank"), e.get("final_prob")
             rows.append(
                 Content.assemble(
                     (fit(block, block_width), CURRENT if e["layer"] == first else ".picture--dim"),
-                    (fit(e["tokens"][0], width), NEW if e["ids"][0] == ev.get("final_id") else ".picture--token"),
-                    f" {percent(e['probs'][0]):>7}   ",
-                    f"#{count(rank):<7} " if rank is not None else " " * 9,
-                    (bar(prob, 16), ".picture--bar"),
+                    (fit(token_label(e["tokens"][0]), width), NEW if e["ids"][0] == ev.get("final_id") else ".picture--token"),
+                    f" {percent(e['probs'][0]):>7}  ",
+                    fit(f"#{count(rank)}" if rank is not None else "", rank_width) + " ",
+                    (bar(prob, bar_width), ".picture--bar"),
                     f" {percent(prob):>7}",
                 )
             )
         rows.append(Content(""))
-        rows.append(
-            Content.styled(_("p: the lens's probability for its top token; bars: the final choice's probability"), ".picture--dim")
+        rows += wrapped(
+            Content.styled(_("p: the lens's probability for its top token; bars: the final choice's probability"), ".picture--dim"),
+            self.room,
         )
         return lines(rows)
 
@@ -441,12 +538,9 @@ class NextTokenView(Picture):
 
     def build(self, trace: Trace, stage: Stage, head: int) -> Content:
         token_id, token, prob = final_choice(trace)
-        chips: list[tuple[str, str] | str] = []
-        for i, tok in enumerate((trace.context + trace.tokens)[-40:]):
-            chips.append((tok["text"], CHIP_A if i % 2 == 0 else CHIP_B))
-            chips.append(" ")
+        chips = [(token_label(tok["text"]), CHIP_A if i % 2 == 0 else CHIP_B) for i, tok in enumerate((trace.context + trace.tokens)[-40:])]
         chips.append((f"{token}", NEW))
-        rows = [Content.assemble(*chips), Content("")]
+        rows = [*chip_lines(chips, self.room), Content("")]
         rows.append(
             Content.assemble(
                 (_("next token") + " ", ".picture--header"),
@@ -459,7 +553,7 @@ class NextTokenView(Picture):
             rows.append(Content(""))
             rows.append(Content.styled(_("runners-up"), ".picture--dim"))
             for tok, p in list(zip(last["tokens"], last["probs"]))[1:4]:
-                rows.append(Content.assemble("  ", (fit(tok, 16), ".picture--token"), f" {percent(p):>7}"))
+                rows.append(Content.assemble("  ", (fit(token_label(tok), 16), ".picture--token"), f" {percent(p):>7}"))
         kv = hook_event(trace, "kv_cache")
         if kv:
             layers = kv.get("layers") or []
@@ -475,7 +569,10 @@ class NextTokenView(Picture):
                 positions=ngettext("{n} position", "{n} positions", kv["capacity"]).format(n=count(kv["capacity"])),
             )
             after = _("KV cache after this decode step") if trace.past else _("KV cache after this prefill")
-            rows += [Content(""), Content.styled(after, ".picture--header"), Content("  " + size), Content("  " + room)]
+            rows += [Content(""), Content.styled(after, ".picture--header")]
+            rows += wrapped(Content("  " + size), self.room, indent=2) + wrapped(Content("  " + room), self.room, indent=2)
         rows.append(Content(""))
-        rows.append(Content.styled(_('prompt: "{prompt}"').format(prompt=clip(trace.prompt, 60)), ".picture--dim"))
+        said = _('prompt: "{prompt}"')
+        limit = max(PROMPT_MIN, min(60, self.room - cell_len(said.format(prompt=""))))
+        rows += wrapped(Content.styled(said.format(prompt=clip(trace.prompt, limit)), ".picture--dim"), self.room)
         return lines(rows)

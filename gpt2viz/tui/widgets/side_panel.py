@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import textwrap
 from dataclasses import dataclass
 
 from textual.app import ComposeResult
@@ -11,6 +10,7 @@ from textual.content import Content
 from textual.widgets import Static
 
 from ...i18n import _, ngettext
+from ...i18n.layout import wrap_lines
 from ...trace import Trace
 from ..formatting import compact_shape, count, fit
 from ..facts import hook_event, stage_shapes
@@ -81,8 +81,9 @@ class SidePanel(VerticalScroll):
         name_width = max(1, width - shape_width - 1)
         for entry in entries:
             style = ".side-panel--current" if entry.current else ""
-            # Names wrap under each other rather than being cut: every name met stays readable.
-            lines = textwrap.wrap(", ".join(entry.names), name_width, break_on_hyphens=False) or [""]
+            # Names wrap under each other rather than being cut: every name met stays readable
+            # (by terminal cells: a Chinese name takes two a character).
+            lines = wrap_lines(", ".join(entry.names), name_width)
             for n, line in enumerate(lines):
                 shape_cell = fit(compact_shape(entry.dims) if n == 0 else "", shape_width)
                 rows.append(Content.assemble((shape_cell, style), " ", (fit(line, name_width), style or ".side-panel--dim")))

@@ -13,10 +13,12 @@ from textual.content import Content
 from textual.widgets import ContentSwitcher, Static
 
 from ...i18n import _, count
+from ...i18n.layout import wrap_lines
 from ...trace import Trace
 from ..language import key_name
 from ..narration import narrate
 from ..stages import Stage
+from ..table_layout import wrapped
 from .attention_view import AttentionView, HeadsOverview
 from .before_after import BeforeAfter
 from .embedding_strips import EmbedPicture
@@ -69,6 +71,39 @@ def pack_flow(line: str, width: int) -> list[str]:
     return out
 
 
+FORMULA_GAP = re.compile(r" {3,}")  # between a formula and its note: "... where j > i   (the causal mask)"
+# Where a formula may break, best first: after a comma ("H = 8 heads, D = 14"), before an operator.
+FORMULA_BREAKS = (re.compile(r"(?<=, )|(?<=，)"), re.compile(r" (?=[=+−·@×/] )"))
+FORMULA_INDENT = "    "
+
+
+def pack_formula(line: str, width: int) -> list[str]:
+    """A formula line folded to fit `width`: first at the wide gaps before its notes, then after
+    a comma, then before an operator, then at a space; each further line indented."""
+    if width <= 0 or cell_len(line) <= width:
+        return [line]
+    indent = FORMULA_INDENT if width > 3 * len(FORMULA_INDENT) else ""
+    out: list[str] = []
+    for part in FORMULA_GAP.split(line):
+        if out and cell_len(out[-1] + "   " + part) <= width:
+            out[-1] += "   " + part
+            continue
+        text = indent + part if out else part
+        while cell_len(text) > width:
+            breaks = [
+                [m.start() for m in where.finditer(text) if text[: m.start()].strip() and cell_len(text[: m.start()].rstrip()) <= width]
+                for where in FORMULA_BREAKS
+            ]
+            cut = next((found[-1] for found in breaks if found), None)
+            first = text[:cut] if cut is not None else wrap_lines(text, width)[0]
+            if not first.strip() or len(first) >= len(text):
+                break
+            out.append(first.rstrip())
+            text = indent + text[len(first) :].lstrip()
+        out.append(text)
+    return out
+
+
 class StageView(VerticalScroll):
     """Everything about the current stage, scrolled as one column."""
 
@@ -97,14 +132,25 @@ class StageView(VerticalScroll):
         yield BeforeAfter(id="before-after")
 
     _flow: tuple[str, ...] = ()
+    _formula = ""
+
+    def _draw_formula(self) -> None:
+        width = self.scrollable_content_region.width - 2  # the formula's padding
+        lines = [packed for line in self._formula.split("\n") for packed in pack_formula(line, width)]
+        self.query_one("#stage-formula", Static).update(Content("\n".join(lines)))
 
     def _draw_flow(self) -> None:
         width = self.scrollable_content_region.width
-        lines = [packed for line in self._flow for packed in pack_flow(line, width)]
-        flow = Content("\n").join(Content(line) for line in lines)
+        # Folded at the arrows; a piece still too wide (a long prompt quoted) wrapped by cells,
+        # never inside a shape.
+        lines = [
+            piece for line in self._flow for packed in pack_flow(line, width) for piece in wrapped(packed, width, 5, keep=SHAPE_RE)
+        ]
+        flow = Content("\n").join(lines)
         self.query_one("#stage-flow", Static).update(flow.highlight_regex(SHAPE_RE, style=".stage-view--shape"))
 
     def on_resize(self, event: events.Resize) -> None:
+        self._draw_formula()
         self._draw_flow()
         self.call_after_refresh(self.show_more_hint)
 
@@ -127,7 +173,8 @@ class StageView(VerticalScroll):
         self._where_text = self._where(trace, stages, index, head)
         self.query_one("#stage-count", Static).update(Content(self._where_text))
         self.query_one("#stage-text", Prose).update(words.text)
-        self.query_one("#stage-formula", Static).update(Content(words.formula))
+        self._formula = words.formula
+        self._draw_formula()
         self._flow = words.flow
         self._draw_flow()
         picture_id = PICTURE_FOR_KIND[stage.kind]

@@ -9,6 +9,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from ...i18n.layout import wrap_lines
+from ...text_safety import safe_text
 
 
 class StripWidget(Widget):
@@ -97,11 +98,12 @@ class Prose(StripWidget):
 
     def __init__(self, text: str = "", *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
-        self.text = text
+        self.text = safe_text(text)
 
     def update(self, text: str) -> None:
-        """Shows `text` (paragraphs separated by line breaks)."""
-        self.text = text
+        """Shows `text` (paragraphs separated by line breaks), by gpt2viz.text_safety's rule: the
+        paragraphs quote prompts, tokens and names, and their Segments go to the terminal as they are."""
+        self.text = safe_text(text)
         self.invalidate()
 
     def build_lines(self, width: int) -> list[Strip]:

@@ -8,19 +8,20 @@ from textual.content import Content
 from textual.widgets import Static
 
 from ...i18n import _
+from ...text_safety import safe_line, token_label
 from ...trace import Trace
 from ..formatting import clip, millions
-from ..generation import GenerationSettings, settings_label
+from ..generation import GenerationSettings, settings_fields
 from ..facts import final_choice
 from ..styled_text import styled
 
 
 def model_label(trace: Trace) -> str:
     """A short name for the trace's model: the hub id, 'tiny', or a checkpoint folder's name (a
-    trace that names none: 'model', in the current language)."""
+    trace that names none: 'model', in the current language), safe to show (gpt2viz.text_safety)."""
     name = str(trace.model.get("name") or _("model"))
     kind = (trace.model.get("source") or {}).get("kind")
-    return Path(name).name or name if kind == "local" else name
+    return safe_line(Path(name).name or name if kind == "local" else name)
 
 
 PROMPT_MIN, PROMPT_MAX = 8, 60  # characters of the prompt the top line quotes
@@ -43,27 +44,41 @@ class TopBar(Static):
         fields: list[Content | str] = [
             model_label(trace),
             Content.styled(_("{params} params").format(params=millions(params)), dim),
-            Content.styled(str(trace.model.get("dtype", "")), dim),
+            Content.styled(safe_line(str(trace.model.get("dtype", ""))), dim),
         ]
         if replay:
-            fields.append(Content.styled(_("replay of {file}").format(file=Path(replay).name), dim))
+            fields.append(Content.styled(_("replay of {file}").format(file=safe_line(Path(replay).name)), dim))
         checked = getattr(self.app, "verification", None)
         if checked is not None:  # the palette's check against transformers
             mark = _("✓ = transformers") if checked.ok else _("✗ ≠ transformers")
             fields.append(Content.styled(mark, "$success" if checked.ok else "bold $error"))
         if trace.interventions:  # so nobody takes an edited pass for the model's own answer
-            edited = _("edited: {parts} off").format(parts=", ".join(trace.interventions))
+            edited = _("edited: {parts} off").format(parts=safe_line(", ".join(trace.interventions)))
             fields.append(Content.styled(edited, "bold $warning"))
         return fields
+
+    def _model_choices(self, trace: Trace, replay: str | None) -> list[list[Content | str]]:
+        """The model's fields, then shorter for a narrow line: without the parameter count, then
+        without the number format too (the name, a replay, a check and parts switched off stay)."""
+        fields = self._model_fields(trace, replay)
+        return [fields, [fields[0], *fields[2:]], [fields[0], *fields[3:]]]
+
+    def _fitting(self, choices: list[list[Content | str]]) -> Content:
+        """The line of the first of `choices` (the fullest first) that the bar has room for, else
+        of the last: a field is left out whole, never cut."""
+        width = self.size.width or self.app.size.width
+        lines = [self._line(fields) for fields in choices]
+        return next((line for line in lines if line.cell_length <= width), lines[-1])
 
     def draw(self, trace: Trace, replay: str | None = None, step: int | None = None, chosen: str | None = None) -> None:
         """Shows the facts of `trace` (and the file it was replayed from, or the generation step it is
         and the token that step actually chose, when sampling picked another than the most likely).
         The prompt is shortened to what the line has room for: the predicted token always shows."""
         token = final_choice(trace)[1]
-        fields = self._model_fields(trace, replay)
+        chosen = None if chosen is None else token_label(chosen)
+        extra = []
         if step is not None:
-            fields.append(Content.styled(_("generation step {step}").format(step=step), ".top-bar--dim"))
+            extra.append(Content.styled(_("generation step {step}").format(step=step), ".top-bar--dim"))
         if chosen is not None and chosen != token:
             said = _("→ {token} · sampled instead {chosen}")
         else:
@@ -71,7 +86,11 @@ class TopBar(Static):
         tokens = {"token": (token, ".top-bar--token"), "chosen": (chosen or "", ".top-bar--token")}
         answer = Content.assemble(" ", styled(said, ".top-bar--dim", **tokens))
         width = self.size.width or self.app.size.width
-        used = Content.assemble(self._line([*fields, '""']), answer).cell_length
+        for model in self._model_choices(trace, replay):  # the fullest that leaves the prompt some room
+            fields = [*model, *extra]
+            used = Content.assemble(self._line([*fields, '""']), answer).cell_length
+            if width - used >= PROMPT_MIN:
+                break
         room = max(PROMPT_MIN, min(PROMPT_MAX, width - used))
         self.update(Content.assemble(self._line([*fields, f'"{clip(trace.prompt, room)}"']), answer))
         self._redraw = lambda: self.draw(trace, replay, step, chosen)
@@ -83,9 +102,16 @@ class TopBar(Static):
     _redraw = None
 
     def draw_generation(self, trace: Trace, settings: GenerationSettings, replay: str | None = None) -> None:
-        """Shows the model and the settings of the generation on screen."""
-        self.update(self._line([*self._model_fields(trace, replay), settings_label(settings)]))
+        """Shows the model and the settings of the generation on screen; where the line is short,
+        the model's size and format go first, then the word 'sampling', then the token count (the
+        status line under the text says it too)."""
+        models = self._model_choices(trace, replay)
+        wide, short = settings_fields(settings), settings_fields(settings, short=True)
+        self.update(self._fitting([*(model + wide for model in models), models[-1] + short, models[-1] + short[1:]]))
+        self._redraw = lambda: self.draw_generation(trace, settings, replay)
 
     def draw_lab(self, trace: Trace, replay: str | None = None) -> None:
         """Shows the model the cost lab measures."""
-        self.update(self._line([*self._model_fields(trace, replay), Content.styled(_("cost lab"), "bold")]))
+        lab = Content.styled(_("cost lab"), "bold")
+        self.update(self._fitting([model + [lab] for model in self._model_choices(trace, replay)]))
+        self._redraw = lambda: self.draw_lab(trace, replay)

@@ -1,0 +1,101 @@
+"""Where gpt2viz may write a file it is asked to write (`--json PATH`), checked before any work.
+
+The rules, as a person expects them from shell redirection (`> PATH`):
+- `-` is standard output, which must be open.
+- A symbolic link is followed: the file it points to is written, the link stays a link (a
+  dangling link creates its target, as `>` does). A loop of links is refused, never replaced.
+- The file written is a regular file, new or replaced whole (the trace goes to a temporary file
+  beside it, then is renamed over it). A directory, a pipe (FIFO), a device or a socket is refused:
+  nothing could be renamed over it, and writing into a FIFO that nobody reads blocks forever. To
+  send a trace into a pipe, write it to standard output (`--json - | ...`).
+- A path ending in `/` names a directory, never a file; the directory a new file goes into must
+  exist.
+- A file the run reads (the model's weights, config and tokenizer, the prompt file) is never
+  written over, whatever name reaches it: the same file is the same device and inode, through
+  symbolic or hard links alike.
+
+Errors are OutputError with `{path}` where the file goes; the CLI puts its flag before it.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+import sys
+from pathlib import Path
+
+from .errors import OutputError
+from .i18n import N_
+
+# A file name has at most 255 bytes (NAME_MAX); gpt2viz.trace.jsonio's temporary name beside it
+# keeps only the first 100 characters of the name.
+MAX_NAME_BYTES = 255
+
+
+def check_output(name: str, inputs: list[str | Path] = ()) -> None:
+    """Refuses `name` as the file a trace is written to (OutputError), by the rules above; the
+    files in `inputs` are what the run reads."""
+    if name == "-":
+        if sys.stdout is None or getattr(sys.stdout, "closed", False):  # None: closed when Python started
+            raise OutputError(N_("{path}: standard output is closed"), name)
+        return
+    if not name:
+        raise OutputError(N_("{path}: an empty file name"), '""')
+    if name.endswith(("/", os.sep)):
+        raise OutputError(N_("{path}: ends with '/', so it names a directory, not a file"), name)
+    target = _target(name)
+    try:
+        info = os.stat(target)
+    except FileNotFoundError:
+        info = None
+    except OSError as err:
+        raise _os_error(name, err) from None
+    if len(os.fsencode(target.name)) > MAX_NAME_BYTES:
+        raise OutputError(N_("{path}: the file name is longer than {max} bytes"), name, max=MAX_NAME_BYTES)
+    if info is None:
+        parent = target.parent
+        if not parent.is_dir():
+            raise OutputError(N_("{path}: no such directory: {directory}"), name, directory=str(parent))
+        return
+    if stat.S_ISDIR(info.st_mode):
+        raise OutputError(N_("{path}: is a directory"), name)
+    if not stat.S_ISREG(info.st_mode):
+        raise OutputError(
+            N_("{path}: not a regular file (a pipe, a device or a socket); a trace is written to a file, or "
+               "to standard output with '-'"),
+            name,
+        )
+    for source in inputs:
+        if _same_file(info, source):
+            raise OutputError(N_("{path}: this run reads that file ({input}), so it is never written over"), name,
+                              input=str(source))
+
+
+def _target(name: str) -> Path:
+    """The file `name` leads to: a symbolic link followed to its end (a loop is an error)."""
+    path = Path(name)
+    try:
+        if not path.is_symlink():
+            return path
+        return Path(os.path.realpath(path, strict=True))
+    except FileNotFoundError:  # a dangling link: its target is created, as `>` does
+        return Path(os.path.realpath(path))
+    except OSError as err:
+        raise _os_error(name, err) from None
+
+
+def _same_file(info: os.stat_result, source: str | Path) -> bool:
+    try:
+        other = os.stat(source)
+    except OSError:
+        return False
+    return (info.st_dev, info.st_ino) == (other.st_dev, other.st_ino)
+
+
+def _os_error(name: str, err: OSError) -> OutputError:
+    if err.errno == errno.ELOOP:
+        return OutputError(N_("{path}: a loop of symbolic links"), name)
+    if err.errno == errno.ENAMETOOLONG:
+        return OutputError(N_("{path}: the file name is too long for the file system"), name)
+    return OutputError(N_("{path}: cannot write there ({error})"), name, error=err.strerror or str(err))

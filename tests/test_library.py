@@ -1,0 +1,140 @@
+"""gpt2viz as a library, the way a TransformerLens user works: run with cache, subscriptions
+scoped to the calling thread, batches padded on either side with a mask, ids checked, errors
+from gpt2viz.errors that name the argument."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+import torch
+
+import gpt2viz
+from gpt2viz.errors import InputError
+from gpt2viz.hooks import all_hook_names
+
+PROMPTS = ["The capital of France is", "Once upon a time, in a land far away, there lived a", "Hello"]
+
+
+def test_run_with_cache_keeps_what_a_subscription_sees(tiny_lm):
+    seen = {}
+
+    def keep(name, value) -> None:  # returns None: a returned tensor would stand in for the value
+        if isinstance(value, torch.Tensor):
+            seen[name] = value.clone()
+
+    with tiny_lm.hooks.subscribe("*", keep):
+        want, _ = tiny_lm.model(torch.tensor([tiny_lm.tokenizer.encode(PROMPTS[0])]))
+    logits, cache = tiny_lm.run_with_cache(PROMPTS[0])
+    assert torch.equal(logits, want)
+    n_layer = tiny_lm.config.n_layer
+    tensor_hooks = [n for n in all_hook_names(n_layer) if n not in ("kv_cache", "sample")]
+    assert list(cache) == tensor_hooks == list(seen)  # every hook, in the order they fired
+    assert all(torch.equal(cache[n], seen[n]) for n in cache)
+    # names_filter as TransformerLens takes it: a name, a pattern, a list, a function.
+    assert list(tiny_lm.run_with_cache(PROMPTS[0], "hook_embed")[1]) == ["hook_embed"]
+    assert list(tiny_lm.run_with_cache(PROMPTS[0], "blocks.*.attn.hook_pattern")[1]) == [
+        f"blocks.{i}.attn.hook_pattern" for i in range(n_layer)
+    ]
+    assert list(tiny_lm.run_with_cache(PROMPTS[0], ["hook_pos_embed", "ln_final.hook_scale"])[1]) == [
+        "hook_pos_embed", "ln_final.hook_scale"
+    ]
+    assert list(tiny_lm.run_with_cache(PROMPTS[0], lambda n: n.endswith("hook_mlp_out"))[1]) == [
+        f"blocks.{i}.hook_mlp_out" for i in range(n_layer)
+    ]
+    assert not tiny_lm.hooks.active  # nothing left subscribed
+    with pytest.raises(InputError, match="names_filter"):
+        tiny_lm.run_with_cache(PROMPTS[0], 5)
+
+
+def test_two_threads_each_receive_only_their_own_passes(tiny_lm):
+    ids = torch.tensor([tiny_lm.tokenizer.encode(PROMPTS[1])])
+    per_pass = len(all_hook_names(tiny_lm.config.n_layer)) - 2  # no cache, no sampling
+    passes, start = 6, threading.Barrier(2)
+    got = {"a": [], "b": []}
+
+    def worker(key: str) -> None:
+        mine = got[key]
+        with tiny_lm.hooks.subscribe("*", lambda n, v: mine.append(threading.get_ident())):
+            start.wait()
+            for _ in range(passes):
+                tiny_lm.model(ids)
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in got]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for key in got:
+        assert len(got[key]) == passes * per_pass and len(set(got[key])) == 1
+    assert got["a"][0] != got["b"][0]
+    # `add` listens to every thread's passes, until removed.
+    heard = []
+    sub = tiny_lm.hooks.add("hook_embed", lambda n, v: heard.append(threading.get_ident()))
+    try:
+        t = threading.Thread(target=lambda: tiny_lm.model(ids))
+        t.start()
+        t.join()
+        tiny_lm.model(ids)
+    finally:
+        tiny_lm.hooks.remove(sub)
+    assert len(heard) == 2 and len(set(heard)) == 2 and not tiny_lm.hooks.active
+
+
+@pytest.mark.parametrize("side", ["left", "right"])
+def test_a_padded_batch_equals_each_prompt_alone_and_transformers(ckpts, side):
+    lm, hf = ckpts.lm("tiny"), ckpts.hf("tiny")
+    ids, mask = lm.pad(PROMPTS, side=side)
+    assert ids.shape[0] == 3 and torch.equal(mask.sum(1), torch.tensor([len(lm.tokenizer.encode(p)) for p in PROMPTS]))
+    logits, _ = lm.model(ids, attention_mask=mask)
+    positions = (mask.cumsum(1) - 1).clamp_min(0)  # as transformers' generation computes them for GPT-2
+    with torch.no_grad():
+        theirs = hf(ids, attention_mask=mask, position_ids=positions).logits
+    for r, prompt in enumerate(PROMPTS):
+        real = mask[r].bool()
+        alone, _ = lm.model(torch.tensor([lm.tokenizer.encode(prompt)]))
+        assert float((logits[r, real] - alone[0]).abs().max()) <= 1e-5
+        assert float((logits[r, real] - theirs[r, real]).abs().max()) <= 1e-4
+    # run_with_cache takes a list of texts the same way (padded on the right).
+    batched, cache = lm.run_with_cache(PROMPTS, "hook_embed")
+    assert batched.shape[:2] == ids.shape and cache["hook_embed"].shape[:2] == ids.shape
+
+
+def test_generate_on_a_list_of_prompts_gives_one_result_per_prompt(tiny_lm):
+    rows = tiny_lm.generate(PROMPTS, 6)
+    assert [r.token_ids for r in rows] == [tiny_lm.generate(p, 6).token_ids for p in PROMPTS]
+    assert tiny_lm.tokenizer.encode_batch(PROMPTS) == [tiny_lm.tokenizer.encode(p) for p in PROMPTS]
+    assert tiny_lm.tokenizer.decode_batch([r.token_ids for r in rows]) == [tiny_lm.tokenizer.decode(r.token_ids) for r in rows]
+    with pytest.raises(InputError, match="use_cache"):
+        tiny_lm.generate(PROMPTS, 2, use_cache=False)
+
+
+@pytest.mark.parametrize(
+    "call, argument",
+    [
+        (lambda lm: lm.model(torch.tensor([[-1, 5]])), "input_ids"),
+        (lambda lm: lm.model(torch.tensor([[lm.config.vocab_size]])), "input_ids"),
+        (lambda lm: lm.model(torch.tensor([[1.0, 2.0]])), "input_ids"),
+        (lambda lm: lm.model([[1, 2]]), "input_ids"),
+        (lambda lm: lm.model(torch.zeros(1, lm.config.n_ctx + 1, dtype=torch.long)), "input_ids"),
+        (lambda lm: lm.model(torch.tensor([[1]]), lm.model.new_cache(2)), "cache"),
+        (lambda lm: lm.model(torch.tensor([[1, 2, 3]]), lm.model.new_cache(1, capacity=2)), "cache"),
+        (lambda lm: lm.model(torch.tensor([[1, 2]]), attention_mask=torch.ones(1, 3)), "attention_mask"),
+        (lambda lm: lm.generate([-3, 5], 2), "prompt"),
+        (lambda lm: lm.generate([1.5], 2), "prompt"),
+        (lambda lm: lm.pad(["a"], side="middle"), "side"),
+    ],
+)
+def test_bad_arguments_raise_input_error_naming_the_argument(tiny_lm, call, argument):
+    with pytest.raises(InputError) as caught:
+        call(tiny_lm)
+    assert caught.value.setting == argument and str(caught.value).startswith(argument)
+    assert isinstance(caught.value, (ValueError, gpt2viz.Gpt2VizError))
+
+
+def test_the_package_exports_what_its_docs_name():
+    for name in gpt2viz.__all__:
+        assert getattr(gpt2viz, name) is not None
+    import types
+
+    assert isinstance(gpt2viz.generate, types.ModuleType)  # the function works on a bare GPT2: lm.generate

@@ -1,0 +1,226 @@
+"""Nothing wraps or is cut at 80x24, in English and in Chinese: every table row of every stage's
+picture is one line (the picture's rendered lines are its rows), no header ends in '…', the
+formula folds at its own places, and the top bar, the settings form, the cost chart, the help and
+the palette say their whole words."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from rich.cells import cell_len
+from textual.widgets import Label, Static
+
+from gpt2viz.i18n import _, language, set_language
+from gpt2viz.tui.app import make_app
+from gpt2viz.tui.screens.generation_settings import SettingsScreen
+from gpt2viz.tui.screens.help import KEY_COLUMN, HelpScreen
+from gpt2viz.tui.stages import build_stages
+from gpt2viz.tui.table_layout import Column, header_lines
+from gpt2viz.tui.widgets.embedding_strips import EmbedPicture
+from gpt2viz.tui.widgets.latency_chart import LatencyChart, Series
+from gpt2viz.tui.widgets.pictures import Picture
+from gpt2viz.tui.widgets.side_panel import SidePanel
+from gpt2viz.tui.widgets.stage_view import pack_formula
+from gpt2viz.tui.widgets.top_bar import TopBar
+from test_tui_generation import finished, live_app, open_generation, wait_for
+from test_tui_zh_stages import step_screen
+from tui_helpers import GENERATION_TRACE, run_async, screen_text
+
+LANGUAGES = ["en", "zh"]
+CUT = re.compile(r"\S…\s*$")  # a line that ends in a word cut short by `fit`
+
+
+def shown_lines(app, widget) -> list[str]:
+    """The lines of the screen inside `widget`'s region, as drawn."""
+    region = widget.region
+    strips = app.screen._compositor.render_strips()
+    return [strip.crop(region.x, region.right).text for strip in strips[region.y : region.bottom]]
+
+
+def assert_rows_are_lines(widget, what) -> None:
+    """A Static's content is drawn line for line: none wider than the widget (Textual would wrap
+    it onto a second line), none ending in a word cut short ('hidden s…'; a range's '16·h …' or
+    a gap's 'not listed …' is no cut)."""
+    rows = widget.content.plain.split("\n")
+    width = widget.size.width
+    assert widget.size.height == len(rows), (what, width, rows)
+    for row in rows:
+        assert cell_len(row) <= width, (what, width, row)
+        assert not CUT.search(row), (what, row)
+
+
+@pytest.mark.parametrize("which, size", [("tiny_trace", (80, 24)), ("tiny_trace", (120, 40)), ("small_trace", (80, 24))])
+@pytest.mark.parametrize("lang", LANGUAGES)
+@run_async
+async def test_every_stage_s_picture_and_formula_fit_their_width(lang, which, size, request):
+    trace = request.getfixturevalue(which)
+    set_language(lang)
+    app = make_app(trace=trace)
+    async with app.run_test(size=size) as pilot:
+        screen = await step_screen(app, pilot)
+        stages = build_stages(trace.n_layer)
+        for i, stage in enumerate(stages):
+            if stage.layer not in (None, 0, trace.n_layer - 1):
+                continue  # the other blocks are drawn the same way
+            screen.go_to(i)
+            await pilot.pause()
+            await pilot.pause()  # a picture laid out again for the width it got
+            view = screen.query_one("#stage-view")
+            picture = next(w for w in view.query("#pictures > *") if w.display)
+            if isinstance(picture, Picture):
+                assert_rows_are_lines(picture, stage.key)
+            if isinstance(picture, EmbedPicture):
+                strips = picture.lines(picture.size.width)
+                head = strips[0].text + strips[1].text
+                assert _("hidden state") in head and "|x|" in head, head
+                assert "+" in strips[-1].text and "–" in strips[-1].text, [s.text for s in strips]  # the scale on one line
+            for part in ("#stage-formula", "#stage-flow"):
+                assert_rows_are_lines(screen.query_one(part, Static), (stage.key, part))
+            shapes = screen.query_one(SidePanel).query_one("#shapes", Static)
+            assert "…" not in shapes.content.plain, (stage.key, shapes.content.plain)
+
+
+def test_a_long_formula_folds_at_its_gaps_commas_and_operators():
+    assert pack_formula("scores[h, i, j] = −∞ where j > i   (the causal mask)", 40) == [
+        "scores[h, i, j] = −∞ where j > i",
+        "    (the causal mask)",
+    ]
+    assert pack_formula("T = 5 个位置，H = 8 个头，D = 每个头 14 个数", 30) == ["T = 5 个位置，H = 8 个头，", "    D = 每个头 14 个数"]
+    assert pack_formula("ln_1(x) = (x − mean(x)) / √(var(x) + 1e-05) · γ + β", 50) == [
+        "ln_1(x) = (x − mean(x)) / √(var(x) + 1e-05) · γ",
+        "    + β",
+    ]
+    assert pack_formula("x = y + z", 3) == ["x", "= y", "+ z"]  # no room for an indent: still ends
+
+
+def test_headers_run_on_into_free_cells_or_take_a_second_line_never_cut():
+    # The residual table at 80 columns: bars of 6 cells, each with its number (8).
+    columns = [(Column(12, 14), "|x| before"), (Column(28, 14), "|attention update|"), (Column(44, 8, "right"), "|x| after")]
+    assert [line.plain for line in header_lines(columns, 52)] == [
+        " " * 12 + "|x| before" + " " * 6 + "|attention update|",
+        " " * 43 + "|x| after",
+    ]
+    # Where all fit: one line. Past the right edge: moved left, within the line.
+    assert [line.plain for line in header_lines([(Column(0, 5), "mean"), (Column(6, 5, "right"), "std")], 20)] == ["mean    std"]
+    assert [line.plain for line in header_lines([(Column(0, 3), "a"), (Column(10, 10), "rank and p")], 15)] == ["a    rank and p"]
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+@run_async
+async def test_the_settings_form_shows_every_hint_whole_and_l_switches_the_language(ckpts, lang):
+    app = live_app(ckpts, "--lang", lang, "--generate", "2")
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_generation(app, pilot)
+        await finished(pilot, screen)
+        await pilot.press("s")
+        await wait_for(pilot, lambda: isinstance(app.screen, SettingsScreen))
+        form = app.screen
+        form.query_one("#sampling").value = True  # every field on show and enabled
+        await pilot.pause()
+        await pilot.pause()
+        for hint in form.query(".settings-hint").results(Label):
+            text = hint.content.plain if hasattr(hint.content, "plain") else str(hint.content)
+            shown = "".join(line.strip() for line in shown_lines(app, hint))
+            assert text.replace(" ", "") == shown.replace(" ", ""), (hint.id, text, shown_lines(app, hint))
+        keys = form.query_one("#settings-hint", Static)
+        for line in keys.content.plain.split("\n"):
+            assert cell_len(line) <= keys.size.width, line
+        assert keys.size.height == len(keys.content.plain.split("\n"))
+        other = "English" if lang == "zh" else "中文"
+        assert f"L{'：' if lang == 'zh' else ': '}{other}" in keys.content.plain
+        # L switches the language with the focus in a number field, whose value stays as it was.
+        field = form.query_one("#new-tokens")
+        assert form.focused is field
+        await pilot.press("L")
+        await pilot.pause()
+        assert language() == ("en" if lang == "zh" else "zh") and app.screen is form
+        assert field.value == "2"
+        assert ("Generation settings" if lang == "zh" else "生成设置") in form.query_one("#settings-title", Static).content.plain
+        await pilot.press("L")
+        await pilot.pause()
+        assert language() == lang
+        await pilot.press("end", "5")  # digits are still the field's
+        assert field.value == "25"
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+@run_async
+async def test_the_top_bar_keeps_the_sampling_settings_whole_and_the_panels_fit(ckpts, lang):
+    app = live_app(
+        ckpts, "--lang", lang, "--generate", "2", "--temperature", "0.8", "--top-k", "40", "--top-p", "0.95", "--seed", "1",
+        "--no-cache",
+    )
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_generation(app, pilot)
+        await finished(pilot, screen)
+        bar = screen.query_one(TopBar)
+        line = bar.content.plain
+        assert cell_len(line) <= bar.size.width, line
+        seed = "种子 1" if lang == "zh" else "seed 1"
+        for part in ("T 0.8", "top-k 40", "top-p 0.95", seed, "KV cache"):
+            assert part in line, (part, line)
+        # The sampled legend, the no-cache recompute line, the step's shapes, the chart's legend.
+        for panel in ("#choice-table", "#kv-table", "#choice-flow", "#cost-legend"):
+            assert_rows_are_lines(screen.query_one(panel, Static), panel)
+        assert "top-p" in screen.query_one("#choice-table", Static).content.plain
+        for panel in ("#kv-table", "#choice-flow"):  # a shape is never broken over two lines
+            for row in screen.query_one(panel, Static).content.plain.split("\n"):
+                assert row.count("[") == row.count("]"), (panel, row)
+        for row in screen.query_one("#cost-legend", Static).content.plain.split("\n"):
+            assert row.startswith("■") and len(row) > 2, row  # a colour's mark with its words
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+@run_async
+async def test_the_cost_chart_s_header_is_never_cut(lang):
+    from gpt2viz.trace import load
+
+    set_language(lang)
+    app = make_app(trace=load(GENERATION_TRACE))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await step_screen(app, pilot)
+        await pilot.press("g")
+        await wait_for(pilot, lambda: app.screen.query(LatencyChart))
+        await pilot.pause()
+        chart = app.screen.query_one(LatencyChart)
+        # A spike cut off and more steps than columns: the header has two notes to make.
+        chart.show([Series([10.0] * 40 + [100.0] + [10.0] * 40)], None)
+        await pilot.pause()
+        header = chart.lines(chart.size.width)[0].text.rstrip()
+        assert "…" not in header and cell_len(header) <= chart.size.width, header
+        assert "↑1" in header, header
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+@run_async
+async def test_the_help_wraps_what_a_key_does_under_itself(tiny_trace, lang):
+    set_language(lang)
+    app = make_app(trace=tiny_trace)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await step_screen(app, pilot)
+        await pilot.press("question_mark")
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
+        await pilot.pause()
+        keys = app.screen.query_one("#help-text", Static)
+        rows = keys.content.plain.split("\n")[1:]  # under the title
+        assert keys.size.height == len(rows) + 1
+        continued = [row for row in rows if not row[:KEY_COLUMN].strip()]
+        assert continued, rows  # at 80 columns some key's words take two lines
+        for row in rows:
+            assert cell_len(row) <= keys.size.width and row[KEY_COLUMN : KEY_COLUMN + 2] == "  ", row
+            assert row[KEY_COLUMN + 2 : KEY_COLUMN + 3].strip(), row  # the words start in their column
+
+
+@pytest.mark.parametrize("lang, said", [("en", "No matches found"), ("zh", "没有找到匹配项")])
+@run_async
+async def test_the_palette_says_no_matches_in_the_language(tiny_trace, lang, said):
+    set_language(lang)
+    app = make_app(trace=tiny_trace)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await step_screen(app, pilot)
+        app.action_command_palette()
+        await pilot.pause()
+        await pilot.press(*"zzqx")
+        await wait_for(pilot, lambda: said in screen_text(app), timeout=10, what="the no-matches line")
+        assert (lang == "en") == ("No matches found" in screen_text(app))

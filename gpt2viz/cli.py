@@ -614,8 +614,7 @@ def run_tui(options: RunOptions) -> int:
     from .tui.app import run_app
     from .tui.background import busy
 
-    keys_from_the_terminal()
-    code, error, note = run_app(options)
+    code, error, note = run_app(options, before_run=keys_from_the_terminal)
     if error:
         tell(_("error: {message}").format(message=error))
     if note:  # not an error: a download the user cancelled

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from typing import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -461,14 +462,18 @@ def make_app(lm=None, trace: Trace | None = None, options: RunOptions | None = N
     return Gpt2VizApp(lm=lm, trace=trace, options=options)
 
 
-def run_app(options: RunOptions) -> tuple[int, str | None, str | None]:
+def run_app(options: RunOptions, before_run: Callable[[], None] | None = None) -> tuple[int, str | None, str | None]:
     """Runs the TUI for the CLI's options; returns the exit code, the error to report, if any, and
-    a line to say that is no error (a cancelled download), if any."""
+    a line to say that is no error (a cancelled download), if any. A replayed trace is read and
+    checked first, so a bad file is reported as such; then `before_run()` (the CLI's terminal
+    check), then the app."""
     trace = None
     if options.replay is not None:
         from ..trace import load
 
         trace = load(options.replay)
+    if before_run is not None:
+        before_run()
     # Progress bars of a download would draw over the app.
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     freeze_startup_objects()

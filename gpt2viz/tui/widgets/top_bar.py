@@ -16,12 +16,16 @@ from ..facts import final_choice
 from ..styled_text import styled
 
 
+MODEL_NAME_MAX = 40  # cells of the model's name on the top line: a hub id fits, a trace's junk is cut
+
+
 def model_label(trace: Trace) -> str:
     """A short name for the trace's model: the hub id, 'tiny', or a checkpoint folder's name (a
-    trace that names none: 'model', in the current language), safe to show (gpt2viz.text_safety)."""
+    trace that names none: 'model', in the current language), safe to show (gpt2viz.text_safety)
+    and cut to MODEL_NAME_MAX cells, so the rest of the line keeps its room."""
     name = str(trace.model.get("name") or _("model"))
     kind = (trace.model.get("source") or {}).get("kind")
-    return safe_line(Path(name).name or name if kind == "local" else name)
+    return clip(safe_line(Path(name).name or name if kind == "local" else name), MODEL_NAME_MAX)
 
 
 PROMPT_MIN, PROMPT_MAX = 8, 60  # characters of the prompt the top line quotes

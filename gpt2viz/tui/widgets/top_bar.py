@@ -25,7 +25,7 @@ def model_label(trace: Trace) -> str:
     and cut to MODEL_NAME_MAX cells, so the rest of the line keeps its room."""
     name = str(trace.model.get("name") or _("model"))
     kind = (trace.model.get("source") or {}).get("kind")
-    return clip(safe_line(Path(name).name or name if kind == "local" else name), MODEL_NAME_MAX)
+    return clip(Path(name).name or name if kind == "local" else name, MODEL_NAME_MAX)  # clip applies safe_line
 
 
 PROMPT_MIN, PROMPT_MAX = 8, 60  # characters of the prompt the top line quotes

@@ -15,6 +15,7 @@ import torch
 from .batch import BatchResult, generate_batch, generate_prompts
 from .errors import InputError, SettingError
 from .i18n import N_
+from .input_files import shown as _shown
 from .generate import GenerationResult, SamplingSettings, generate
 from .hooks import Hooks
 from .model.config import GPT2Config
@@ -270,9 +271,3 @@ def load_model(
     return LanguageModel(
         model, tokenizer, resolved, weights.stored_dtype, weights.file_bytes, notices, n_params, weight_bytes(model)
     )
-
-
-def _shown(value: object) -> str:
-    """A short description of a value for an error message: its type and, if short, its repr."""
-    text = repr(value)
-    return text if len(text) <= 40 else type(value).__name__

@@ -25,6 +25,7 @@ from ..errors import ConfigError, SettingError, TraceError
 from ..generate import SamplingSettings
 from ..hooks import all_hook_names, layer_of
 from ..i18n import _, ngettext
+from ..input_files import shown as _shown
 from ..interventions import Ablation, AblationError
 from ..model.config import LIMITS, GPT2Config
 from .document import (
@@ -50,12 +51,6 @@ MIN_POSITIVE = 1e-6  # a measured time (ms) or rate (GB/s) is at least this
 
 _NUMBER_TYPES = {float, int}
 _NULLABLE_TYPES = {float, int, type(None)}
-
-
-def _shown(value: object) -> str:
-    """A value as an error message quotes it: its repr, cut short."""
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _fail(field: str, message: str) -> NoReturn:

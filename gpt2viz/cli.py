@@ -498,12 +498,31 @@ def standard_descriptors_opened() -> None:
                 os.close(opened)
 
 
+def load_with_progress(options: RunOptions):
+    """Loads the model for a run without the TUI, a download's progress on one stderr line."""
+    from . import load_model
+    from .download_display import DownloadDisplay
+
+    shown = DownloadDisplay(tell)
+    try:
+        lm = load_model(options.model, device=options.device, dtype=options.dtype, progress=shown.report)
+    except KeyboardInterrupt:
+        shown.finish(completed=False)
+        if shown.under_way:  # Ctrl-C stopped a download: its bytes stay in the cache for the next run
+            raise DownloadCancelled() from None
+        raise
+    except BaseException:
+        shown.finish(completed=False)
+        raise
+    shown.finish(completed=True)
+    return lm
+
+
 def run_verify(options: RunOptions) -> int:
     """Loads the model and compares it with transformers on the prompt; 0 when they agree."""
-    from . import load_model
     from .verify import BOUND, verify
 
-    lm = load_model(options.model, device=options.device, dtype=options.dtype)
+    lm = load_with_progress(options)
     ids = lm.encode_prompt(options.prompt) or [lm.eos_id]
     result = verify(lm, ids)
     lines = [
@@ -524,25 +543,12 @@ def run_verify(options: RunOptions) -> int:
 
 def run_headless(options: RunOptions) -> int:
     """Loads the model, records the trace, writes the JSON."""
-    from . import load_model
-    from .download_display import DownloadDisplay
     from .process import freeze_startup_objects
     from .trace import trace_prompt
     from .trace.notices import notice_text
 
     start = time.perf_counter()
-    shown = DownloadDisplay(tell)
-    try:
-        lm = load_model(options.model, device=options.device, dtype=options.dtype, progress=shown.report)
-    except KeyboardInterrupt:
-        shown.finish(completed=False)
-        if shown.under_way:  # Ctrl-C stopped a download: its bytes stay in the cache for the next run
-            raise DownloadCancelled() from None
-        raise
-    except BaseException:
-        shown.finish(completed=False)
-        raise
-    shown.finish(completed=True)
+    lm = load_with_progress(options)
     freeze_startup_objects()
     for notice in lm.notices:
         tell(notice_text(notice))

@@ -127,6 +127,15 @@ def test_an_interrupted_download_goes_on_from_where_it_stopped(tmp_path, tiny_re
     assert "downloaded 3 files" in result.stderr
 
 
+def test_verify_shows_its_download_as_a_trace_run_does(tmp_path, tiny_repo):
+    """`--verify` on a hub model the cache does not hold yet says what it downloaded."""
+    with HubServer({"org/tiny": tiny_repo}) as hub:
+        result = run(["--model", "org/tiny", "--verify", "--prompt", "Hello"], hub.url, tmp_path / "hf")
+    assert result.returncode == 0, result.stderr
+    assert "downloaded 3 files" in result.stderr
+    assert "verify: the same model" in result.stderr
+
+
 def test_a_repo_without_safetensors_is_refused(tmp_path, tiny_repo):
     files = {"config.json": tiny_repo.files["config.json"], "pytorch_model.bin": b"\x80\x02pickle", "tokenizer.json": b"{}"}
     with HubServer({"org/pickled": Repo(files)}) as hub:

@@ -183,7 +183,12 @@ async def test_a_hostile_prompt_through_the_live_screens(bundled):
         await pilot.press("home")  # the field shows the prompt's start
         await pilot.pause()
         assert_clean(app, "prompt editor, its start")
-        assert "Hello ␛]0;PWNED␇ ␛[31mred" in app.screen.query_one("#prompt-input").render_line(0).text
+        field = app.screen.query_one("#prompt-input")
+        assert "Hello ␛]0;PWNED␇ ␛[31mred" in field.render_line(0).text
+        red = PROMPT.index("red")  # a click on the drawn "r" puts the cursor on it, marks counted as cells
+        left, top = field.content_region.x - field.region.x, field.content_region.y - field.region.y
+        await pilot.click(field, offset=(left + red, top))
+        assert field.cursor_position == red
         await pilot.press("escape")
         await settle(pilot, StepScreen)
         app.screen.go_to(app.screen.stages.index(Stage("pattern", 0)))

@@ -36,8 +36,11 @@ __all__ = ["Ablation", "AblationError", "PredictionChange", "applied", "parse_ab
 
 KINDS = ("head", "heads", "mlp", "block", "neurons")
 HOW = ("zero", "mean")
+# Numbers of at most 9 digits: far beyond any model's blocks, heads or neurons (what `check` says),
+# and never more digits than int() converts (a 5,000-digit block number raised ValueError).
 _SPEC = re.compile(
-    r"^L(?P<layer>\d+)(?:H(?P<head>\d+)|\.(?P<part>heads|mlp)|\.n(?P<neurons>\d+(?:,\d+)*))?(?::(?P<how>zero|mean))?$"
+    r"^L(?P<layer>\d{1,9})(?:H(?P<head>\d{1,9})|\.(?P<part>heads|mlp)|\.n(?P<neurons>\d{1,9}(?:,\d{1,9})*))?"
+    r"(?::(?P<how>zero|mean))?$"
 )
 
 

@@ -18,13 +18,14 @@ from .i18n import N_
 from .input_files import shown as _shown
 from .generate import GenerationResult, SamplingSettings, generate
 from .hooks import Hooks
-from .model.config import GPT2Config
+from .model.config import GPT2Config, read_config
+from .model.files import ModelFiles
 from .model.gpt2 import GPT2
 from .model.placement import parse_device
 from .model.precision import Precision, apply_precision, parse_precision, weight_bytes
 from .model.sources import DownloadProgress, ResolvedSource, resolve
 from .model.tokenizer import Tokenizer
-from .model.weights import load_weights
+from .model.weights import load_weights, record_use
 
 
 @dataclass
@@ -39,6 +40,7 @@ class LanguageModel:
     notices: list[dict] = field(default_factory=list)  # gpt2viz.errors.notice: language-neutral
     n_params: int = 0  # counted from the checkpoint's tensors (the tied LM head once)
     weight_bytes: int = 0  # what the weights take in memory in this precision
+    files: ModelFiles | None = None  # what the checkpoint's files held, as the loader saw them
     _twin: "LanguageModel | None" = field(default=None, init=False, repr=False)
 
     @property
@@ -256,7 +258,7 @@ def load_model(
     precision = parse_precision(dtype)
     torch_device = parse_device(device)
     resolved = resolve(source, progress)
-    config = GPT2Config.from_file(resolved.path / "config.json")
+    config, config_file = read_config(resolved.path / "config.json")
     tokenizer = Tokenizer.from_dir(resolved.path, vocab_size=config.vocab_size)
     weights = load_weights(resolved.path, config, precision.load_dtype, str(torch_device))
     n_params = sum(t.numel() for t in weights.tensors.values())
@@ -267,7 +269,8 @@ def load_model(
     del state
     model.eval()
     apply_precision(model, precision)
+    files = ModelFiles(config_file, record_use(weights, model), tokenizer.record)
     notices = ([resolved.notice] if resolved.notice else []) + weights.notices
     return LanguageModel(
-        model, tokenizer, resolved, weights.stored_dtype, weights.file_bytes, notices, n_params, weight_bytes(model)
+        model, tokenizer, resolved, weights.stored_dtype, weights.file_bytes, notices, n_params, weight_bytes(model), files
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -83,3 +84,39 @@ def assert_same_logits(a: torch.Tensor, b: torch.Tensor) -> None:
     wrongly (a mask buffer taken for a weight, a shard missed) changes them by far more."""
     assert a.shape == b.shape
     torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-6)
+
+
+def random_checkpoint(directory: Path, n_layer: int, n_head: int, n_embd: int, n_positions: int) -> Path:
+    """A GPT-2 of random float16 weights and the bundled tokenizer: a few MB, whatever its heads."""
+    generator = torch.Generator().manual_seed(0)
+
+    def weights(*shape: int) -> torch.Tensor:
+        return (torch.randn(*shape, generator=generator) * 0.02).half()
+
+    ones, zeros = torch.ones(n_embd).half(), torch.zeros(n_embd).half()
+    bundled = Path(__file__).resolve().parent.parent / "assets" / "tiny"
+    config = json.loads((bundled / "config.json").read_text(encoding="utf-8"))
+    tensors = {
+        "transformer.wte.weight": weights(config["vocab_size"], n_embd), "transformer.wpe.weight": weights(n_positions, n_embd),
+        "transformer.ln_f.weight": ones, "transformer.ln_f.bias": zeros,
+    }
+    for i in range(n_layer):
+        block = f"transformer.h.{i}."
+        tensors.update({
+            block + "ln_1.weight": ones, block + "ln_1.bias": zeros, block + "ln_2.weight": ones, block + "ln_2.bias": zeros,
+            block + "attn.c_attn.weight": weights(n_embd, 3 * n_embd), block + "attn.c_attn.bias": weights(3 * n_embd),
+            block + "attn.c_proj.weight": weights(n_embd, n_embd), block + "attn.c_proj.bias": weights(n_embd),
+            block + "mlp.c_fc.weight": weights(n_embd, 4 * n_embd), block + "mlp.c_fc.bias": weights(4 * n_embd),
+            block + "mlp.c_proj.weight": weights(4 * n_embd, n_embd), block + "mlp.c_proj.bias": weights(n_embd),
+        })
+    directory.mkdir()
+    save_file({k: v.clone() for k, v in tensors.items()}, str(directory / "model.safetensors"))
+    config.update(n_layer=n_layer, n_head=n_head, n_embd=n_embd, n_positions=n_positions)
+    (directory / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    os.symlink(bundled / "tokenizer.json", directory / "tokenizer.json")
+    return directory
+
+
+def words(n: int) -> str:
+    """A prompt of exactly `n` tokens ("the", then " the" n - 1 times)."""
+    return "the" + " the" * (n - 1)

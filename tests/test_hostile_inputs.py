@@ -2,10 +2,12 @@
 one line on stderr and a non-zero exit, within bounded memory and time, with every input file
 unchanged, or, where the input is legal after all, in a clean run.
 
-Each case runs `python -m gpt2viz` in a child process under a small launcher that measures the
-child's own peak memory (os.wait4) and caps its address space, so that a regression fails the
-test instead of exhausting the machine. The bounds are generous: a plain run of the bundled model
-peaks near 300 MB; the cases below used to take 2.5 to 17 GB, or to hang.
+Each case runs the command line in a process of its own, forked from a server that imported torch
+once (tests/fuzz_runner.py; with a standard descriptor closed, a real `python -m gpt2viz`), which
+measures the child's own peak memory (os.wait4), caps its address space and kills it past a time
+bound, so that a regression fails the test instead of exhausting the machine. The bounds are
+generous: a plain run of the bundled model peaks near 300 MB; the cases below used to take 2.5 to
+17 GB, or to hang. tests/test_fuzz_cli.py generates many more of each class from a seed.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import os
 import resource
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -27,11 +30,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from safetensors.torch import load_file, save_file
 
+from fuzz_runner import ADDRESS_SPACE, PEAK_BOUND, TIME_BOUND, Server
+from helpers import random_checkpoint, words
+
 REPO = Path(__file__).resolve().parent.parent
 TINY = REPO / "assets" / "tiny"
-PEAK_BOUND = 1536 * 1024**2  # bytes of resident memory a refused (or legal) case may reach
-ADDRESS_SPACE = 8 * 1024**3  # what the child may map at all: a runaway fails fast, not the machine
-TIME_BOUND = 120  # seconds: far above the few a case takes; only a hang reaches it
 
 LAUNCHER = """
 import os, sys
@@ -43,6 +46,18 @@ with open(sys.argv[1], "w") as f:
     f.write(str(usage.ru_maxrss * 1024))
 sys.exit(os.waitstatus_to_exitcode(status) % 256)
 """
+_runner: Server | None = None
+
+
+@pytest.fixture(scope="module", autouse=True)
+def runner(tmp_path_factory):
+    """The fork server that runs each case (tests/fuzz_runner.py): a fresh process per run,
+    without a Python start and a torch import each."""
+    global _runner
+    _runner = Server(tmp_path_factory.mktemp("gpt2viz-runs"))
+    yield _runner
+    _runner.close()
+    _runner = None
 
 
 class Run:
@@ -58,8 +73,20 @@ class Run:
 
 
 def gpt2viz(*args: str | bytes, tmp_path: Path, stdin: bytes | None = b"", close: tuple[int, ...] = (),
-            stdout=subprocess.PIPE, cwd: Path | None = None) -> Run:
-    """Runs the CLI in a child; `close` lists descriptors (1, 2) closed before it starts."""
+            stdout=None, cwd: Path | None = None) -> Run:
+    """Runs the CLI in a process of its own; `stdout` a file it writes to instead of a capture
+    (/dev/full); `close` lists descriptors (1, 2) closed before it starts: then it is a real
+    `python -m gpt2viz`, since what Python makes of a closed descriptor at its start is the point."""
+    if close:
+        return _launched(args, tmp_path, stdin, close)
+    result = _runner.run(list(args), cwd=cwd, stdin=stdin, stdout_to=None if stdout is None else stdout.name)
+    if result.timed_out:
+        pytest.fail(f"gpt2viz {args!r} did not finish within {TIME_BOUND} s")
+    assert result.peak < PEAK_BOUND, f"{result.peak / 2**20:.0f} MiB resident for {args!r}"
+    return Run(result.code, result.stderr, result.stdout, result.peak)
+
+
+def _launched(args, tmp_path: Path, stdin: bytes | None, close: tuple[int, ...]) -> Run:
     peak_file = tmp_path / ".peak"
 
     def limits() -> None:
@@ -72,8 +99,9 @@ def gpt2viz(*args: str | bytes, tmp_path: Path, stdin: bytes | None = b"", close
         proc = subprocess.Popen(
             [sys.executable, "-c", LAUNCHER, str(peak_file), *args],
             stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-            stdout=stdout, stderr=err, preexec_fn=limits, start_new_session=True, cwd=cwd,
-            env={**os.environ, "HF_HUB_OFFLINE": "1", "LANG": "C.UTF-8", "LC_ALL": "", "LC_MESSAGES": ""},
+            stdout=subprocess.PIPE, stderr=err, preexec_fn=limits, start_new_session=True,
+            env={**os.environ, "HF_HUB_OFFLINE": "1", "LANG": "C.UTF-8", "LC_ALL": "", "LC_MESSAGES": "",
+                 "OMP_NUM_THREADS": "1"},  # errors, memory and hangs are asserted here, not speed
         )
         try:
             out, _ = proc.communicate(stdin, timeout=TIME_BOUND)
@@ -354,6 +382,7 @@ def test_a_tokenizer_that_cannot_encode_the_prompt_is_one_line(tmp_path):
         (["--temperature", "1e400"], "--temperature"),  # inf
         (["--temperature", "1e300"], "--temperature"),  # beyond what a trace records
         ([b"caf\xff"], "not valid UTF-8 (byte 0xff at offset 3)"),  # a prompt that is not UTF-8
+        ([b"a\xed\xa0\x80"], "not valid UTF-8 (byte 0xed at offset 1)"),  # a lone surrogate, U+D800 in CESU-8
         (["--prompt", b"\xc3"], "--prompt: not valid UTF-8"),
         (["--batch-prompt", b"a\x80", "--generate", "1"], "--batch-prompt: not valid UTF-8"),
     ],
@@ -483,3 +512,163 @@ def test_any_scores_give_a_distribution_or_a_generation_error(logits, temperatur
     if probs is not None:
         assert torch.isfinite(probs).all() and (probs >= 0).all()
         assert abs(float(probs.sum()) - 1) < 1e-9 and probs[token] > 0
+
+
+def test_a_lone_surrogate_in_the_prompt_is_one_line(tmp_path, tiny_lm):
+    """U+D800 alone is no character: from a file it is bytes that are not UTF-8; given to the
+    library as a Python string, an error that names it, before the tokenizer sees it."""
+    from gpt2viz.errors import InputError
+    from gpt2viz.trace import trace_prompt
+
+    prompt = tmp_path / "surrogate.txt"
+    prompt.write_bytes(b"Hello \xed\xa0\x80 world")
+    run = gpt2viz("--model", "tiny", "--prompt-file", str(prompt), "--json", "-", tmp_path=tmp_path)
+    assert run.code == 2 and "not valid UTF-8 (byte 0xed at offset 6)" in run.error_line()
+    with pytest.raises(InputError, match="U\\+D800 at character 6, a lone surrogate"):
+        trace_prompt(tiny_lm, "Hello \ud800 world")
+
+
+# -- 6. the TUI's traces: a hostile --replay is refused before the app starts -------------------
+
+def _dump_of_the_bundled_model(tmp_path: Path) -> dict:
+    data = REPO / "tests" / "data" / "tiny-lab-trace.json"  # a generation, a cost-lab result, a decode step
+    return json.loads(data.read_text(encoding="utf-8"))
+
+
+def _event(doc: dict, stage: str) -> dict:
+    return next(e for e in doc["events"] if e["stage"] == stage)
+
+
+# Each used to crash the app with a traceback, and exit status 0 (issue 19).
+HOSTILE_REPLAYS = {
+    "wrong types in notices": (lambda d: d.update(notices=[5, None]), "notices[0]"),
+    "model.source a number": (lambda d: d["model"].update(source=5), "model.source"),
+    "model.source a list": (lambda d: d["model"].update(source=["local", "/x"]), "model.source"),
+    "a config field a string": (lambda d: d["model"]["config"].update(n_head="8"), "model.config.n_head"),
+    "a config field null": (lambda d: d["model"]["config"].update(n_embd=None), "model.config.n_embd"),
+    "an empty top-k list": (lambda d: _event(d, "unembed.hook_out")["positions"][0].update(ids=[], tokens=[], probs=[], logits=[]),
+                            "positions[0].ids must not be empty"),
+    "an empty logit lens list": (lambda d: _event(d, "logit_lens")["layers"][0].update(ids=[], tokens=[], probs=[], logits=[]),
+                                 "layers[0].ids must not be empty"),
+    "a ragged attention map": (lambda d: _event(d, "blocks.2.attn.hook_pattern")["heads"][1][3].append(0.0), "heads[1][3]"),
+    "a head missing from a map": (lambda d: _event(d, "blocks.2.attn.hook_attn_scores")["heads"].pop(), "heads"),
+    "NaN": ("NaN", "NaN is not a JSON number"),
+    "Infinity": ("Infinity", "Infinity is not a JSON number"),
+    "-Infinity": ("-Infinity", "-Infinity is not a JSON number"),
+    "1e308": (lambda d: d["timings"].update(forward_ms=1e308), "timings.forward_ms"),
+    "1e999": ("1e999", "got inf"),
+    "n_layer ten million in a few KB": (lambda d: d["model"]["config"].update(n_layer=10**7), "model.config.n_layer"),
+}
+
+
+@pytest.mark.parametrize("case", list(HOSTILE_REPLAYS))
+def test_a_hostile_replay_is_one_line_and_exit_status_1(tmp_path, capsys, case):
+    """`--replay` reads and checks the whole trace before the app starts (tests/tui/test_tui_fuzz_replay.py
+    drives the app itself on the traces that pass), so each of these is one line, exit status 1."""
+    from gpt2viz.cli import main
+
+    edit, says = HOSTILE_REPLAYS[case]
+    doc = _dump_of_the_bundled_model(tmp_path)
+    if isinstance(edit, str):  # a literal Python reads and JSON does not have
+        doc["timings"]["forward_ms"] = 12345.678
+        text = json.dumps(doc).replace("12345.678", edit, 1)
+    else:
+        edit(doc)
+        text = json.dumps(doc)
+    path = tmp_path / "hostile.json"
+    path.write_text(text, encoding="utf-8")
+    assert main(["--replay", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"gpt2viz: error: {path}: ") and says in err, err
+    assert path.read_text(encoding="utf-8") == text
+
+
+def test_replay_of_a_fifo_or_a_directory_is_one_line_without_blocking(tmp_path):
+    fifo = _fifo(tmp_path / "trace.json")
+    run = gpt2viz("--replay", str(fifo), tmp_path=tmp_path)  # blocking on the FIFO would reach TIME_BOUND
+    assert run.code == 1 and f"{fifo}: " in run.error_line() and "not a regular file" in run.error_line()
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+
+
+# -- 7. attention maps grow with n_layer x n_head, not with the checkpoint's bytes ---------------
+
+
+def test_a_3_9_mb_checkpoint_of_24_blocks_of_32_heads_traces_256_tokens_in_bounded_memory(tmp_path):
+    """It took 7.4 GB and wrote a 785 MB trace: every map was kept whole. Now maps past 64
+    positions are averaged down, and a trace of it is tens of MB."""
+    directory = random_checkpoint(tmp_path / "many-heads", 24, 32, 32, 256)
+    assert (directory / "model.safetensors").stat().st_size < 4e6
+    prompt = tmp_path / "prompt.txt"
+    prompt.write_text(words(300), encoding="utf-8")  # kept: the last 256 tokens
+    before = digests(directory, prompt)
+    out = tmp_path / "t.json"
+    run = gpt2viz("--model", str(directory), "--prompt-file", str(prompt), "--json", str(out), tmp_path=tmp_path)
+    assert run.code == 0, run.stderr
+    assert out.stat().st_size < 100e6, out.stat().st_size  # measured: 56 MB
+    doc = json.loads(out.read_bytes())
+    assert len(doc["tokens"]) == 256 and _event(doc, "blocks.23.attn.hook_pattern")["reduced"] is True
+    assert digests(directory, prompt) == before
+
+
+def test_a_model_at_the_config_limits_is_traced_within_the_bounds_or_refused_first(tmp_path):
+    """64 blocks of 64 heads (the most config.json may say) and 4,096 positions in a 13 MB file: a
+    pass of P positions keeps 2 x 4,096 maps of P x P numbers, so a trace of 45 positions holds
+    16.6 million (127 MB of JSON, 1.1 GB while written) and one of 46 would pass the bound of
+    2**24 (gpt2viz.trace.recorder.MAX_ATTENTION_NUMBERS): refused before the pass, in one line,
+    as is a prompt of the whole context (which would also hold 4 GiB maps while it runs)."""
+    from gpt2viz.model.config import LIMITS
+
+    directory = random_checkpoint(tmp_path / "limits", LIMITS["n_layer"], LIMITS["n_head"], 64, LIMITS["n_ctx"])
+    prompt = tmp_path / "prompt.txt"
+    before = digests(directory)
+    for positions in (46, LIMITS["n_ctx"]):
+        prompt.write_text(words(positions), encoding="utf-8")
+        run = gpt2viz("--model", str(directory), "--prompt-file", str(prompt), "--json", str(tmp_path / "t.json"),
+                      tmp_path=tmp_path)
+        assert run.code == 2, run.stderr
+        line = run.error_line()
+        assert f"{positions:,} positions" in line and "n_layer 64 × n_head 64" in line and "at most 45 positions" in line
+        assert not (tmp_path / "t.json").exists()
+    # Within the bound it runs, a generation too (the KV cache of 64 blocks holds what it needs).
+    run = gpt2viz("--model", str(directory), "--json", str(tmp_path / "t.json"), "--generate", "2", words(8),
+                  tmp_path=tmp_path)
+    assert run.code == 0, run.stderr
+    assert (tmp_path / "t.json").stat().st_size < 20e6
+    assert digests(directory) == before
+
+
+@pytest.mark.parametrize("positions, past", [(5, 0), (64, 0), (65, 0), (70, 0), (1, 70)])
+def test_the_attention_numbers_a_pass_keeps_are_what_the_bound_counts(tiny_lm, positions, past):
+    """The bound is checked from the config before the pass: its count of the numbers the maps
+    keep (whole maps, or averaged ones with their last rows; a decode step's one row) is the
+    count a recorded pass has."""
+    from gpt2viz.trace import trace_decode_step, trace_prompt
+    from gpt2viz.trace.recorder import map_numbers
+
+    ids = tiny_lm.tokenizer.encode(words(positions + past))
+    trace = trace_decode_step(tiny_lm, ids) if past else trace_prompt(tiny_lm, ids)
+
+    def numbers(value) -> int:
+        return sum(numbers(v) for v in value) if isinstance(value, list) else 1
+
+    config = tiny_lm.config
+    for stage in ("attn.hook_attn_scores", "attn.hook_pattern"):
+        event = trace.event(f"blocks.1.{stage}")
+        kept = numbers(event["heads"]) + numbers(event.get("last_row", []))
+        assert kept == config.n_head * map_numbers(positions, past + positions)
+
+
+def test_a_generation_that_would_record_too_many_candidates_is_refused_before_it_runs(tmp_path):
+    """Issue 19's open case: `--generate 4095 --topk-logits 1000` on a model with a 4,096-token
+    context would record 4 million candidates (~3 GB). Refused up front, naming both flags' values."""
+    directory = random_checkpoint(tmp_path / "long", 1, 2, 16, 4096)
+    out = tmp_path / "t.json"
+    run = gpt2viz("--model", str(directory), "--json", str(out), "--generate", "4095", "--topk-logits", "1000",
+                  tmp_path=tmp_path)
+    assert run.code == 2
+    line = run.error_line()
+    assert "--generate 4,095" in line and "1,000 candidates" in line and "at most 1,048 tokens" in line
+    assert not out.exists()
+    fits = gpt2viz("--model", str(directory), "--json", str(out), "--generate", "1048", "--topk-logits", "1000",
+                   "--prompt", "Hi", tmp_path=tmp_path)
+    assert fits.code == 0, fits.error_line()

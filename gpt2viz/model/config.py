@@ -13,7 +13,8 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..i18n import _, count
-from ..input_files import MAX_CONFIG_BYTES, FileRefused, read_json, shown
+from ..input_files import MAX_CONFIG_BYTES, FileRefused, parse_json, read_regular, shown
+from .files import ConfigRecord, config_record
 
 # Names Hugging Face uses for the tanh approximation of GELU that GPT-2 was trained with.
 TANH_GELU_NAMES = ("gelu_new", "gelu_pytorch_tanh", "gelu_fast")
@@ -194,12 +195,19 @@ class GPT2Config:
         """The config of a checkpoint's config.json (ConfigError says what is wrong with it): a
         regular file of at most MAX_CONFIG_BYTES (gpt2viz.input_files), checked as `from_dict`
         checks it."""
-        path = Path(path)
-        try:
-            raw = read_json(path, MAX_CONFIG_BYTES)
-        except FileRefused as err:
-            raise ConfigError(err.problem, where=str(path)) from None
-        return cls.from_dict(raw)
+        return read_config(path)[0]
+
+
+def read_config(path: str | Path) -> tuple[GPT2Config, ConfigRecord]:
+    """`GPT2Config.from_file`, and what the file says as it says it (model/files.py)."""
+    path = Path(path)
+    try:
+        data = read_regular(path, MAX_CONFIG_BYTES)
+        raw = parse_json(data)
+    except FileRefused as err:
+        raise ConfigError(err.problem, where=str(path)) from None
+    config = GPT2Config.from_dict(raw)  # refuses anything but a JSON object
+    return config, config_record(path, len(data), raw)
 
 
 def check_size(key: str, value: object, limit: int, null: bool = False) -> None:

@@ -19,6 +19,7 @@ from ..errors import InputError, ModelSourceError
 from ..i18n import N_, _, count
 from ..input_files import MAX_TOKENIZER_BYTES, FileRefused, checked_size, read_regular
 from ..text_safety import visible_token
+from .files import TokenizerRecord, tokenizer_record
 
 EOS_TEXT = "<|endoftext|>"
 
@@ -70,6 +71,7 @@ class Tokenizer:
         eos = tokenizer.token_to_id(EOS_TEXT)
         self.eos_id: int | None = eos
         self._special = {t.content for t in tokenizer.get_added_tokens_decoder().values()}
+        self.record: TokenizerRecord | None = None  # what its files held (model/files.py), once loaded from them
 
     @classmethod
     def from_dir(cls, directory: str | Path, vocab_size: int | None = None) -> "Tokenizer":
@@ -79,8 +81,7 @@ class Tokenizer:
         files = tokenizer_files(directory)
         source = " + ".join(map(str, files))
         try:
-            for f in files:
-                checked_size(f, MAX_TOKENIZER_BYTES)
+            sizes = [checked_size(f, MAX_TOKENIZER_BYTES) for f in files]
             if len(files) == 1:
                 text = read_regular(files[0], MAX_TOKENIZER_BYTES).decode("utf-8")
                 tokenizer = cls(HFTokenizer.from_str(text), source)
@@ -95,6 +96,7 @@ class Tokenizer:
                 _("{path}: cannot read the tokenizer ({error})").format(path=source, error=_first_line(err))
             ) from None
         tokenizer._check_ids(vocab_size)
+        tokenizer.record = tokenizer_record(files, sizes, tokenizer._tk)
         return tokenizer
 
     def _check_ids(self, vocab_size: int | None) -> None:

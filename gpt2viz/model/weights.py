@@ -11,6 +11,7 @@ the memory a checkpoint takes is what its files hold, whatever its config.json s
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import sys
@@ -26,6 +27,9 @@ from ..input_files import (
     MAX_INDEX_BYTES, MAX_SAFETENSORS_HEADER_BYTES, FileRefused, checked_size, open_regular, read_json, shown,
 )
 from .config import LIMITS, GPT2Config
+from .files import (
+    BUFFER, LM_HEAD, PARAMETER, STORED, TIED, FileRecord, TensorRecord, WeightsRecord, in_file_mappings, tensor_bytes,
+)
 
 FLOAT_DTYPES = {
     "F32": torch.float32,
@@ -77,6 +81,11 @@ class LoadedWeights:
     stored_dtype: str
     file_bytes: int
     notices: list[dict] = field(default_factory=list)  # gpt2viz.errors.notice
+    record: WeightsRecord | None = None  # every tensor the files store, as the loader saw it
+    # The parameters as safetensors handed them over, before any conversion: kept until the model
+    # holds its weights, to tell which it uses in place (LanguageModel counts them, then drops these).
+    as_read: list[torch.Tensor] = field(default_factory=list)
+    files: list[Path] = field(default_factory=list)
 
 
 def find_weight_files(directory: Path) -> list[Path]:
@@ -175,8 +184,8 @@ class StoredTensor:
     shape: tuple[int, ...]
 
 
-def _check_header_size(path: Path) -> int:
-    """The file's size, once its first 8 bytes (the header's length) promise a header of at most
+def _check_header_size(path: Path) -> tuple[int, int]:
+    """The file's size and its header's (8 bytes and the JSON), once its first 8 bytes (the header's length) promise a header of at most
     MAX_SAFETENSORS_HEADER_BYTES that ends inside the file. safetensors itself allows 100 MB."""
     try:
         fd = open_regular(path, sys.maxsize)
@@ -200,16 +209,21 @@ def _check_header_size(path: Path) -> int:
         )
     if 8 + n > size:
         raise WeightsError(_("{path}: not a valid safetensors file (its header runs past the end of the file)").format(path=path))
-    return size
+    return size, 8 + n
 
 
-def read_headers(files: list[Path]) -> tuple[list[StoredTensor], int]:
-    """Every parameter tensor the files store (mask buffers left out), from their headers alone,
-    and the files' total size. No tensor's bytes are read."""
+def is_buffer(tensor: StoredTensor) -> bool:
+    """Whether a stored tensor is a mask buffer, not a parameter: never read, whatever its dtype."""
+    return _bare_name(tensor.name).endswith(_IGNORED_SUFFIXES)
+
+
+def read_headers(files: list[Path]) -> tuple[list[StoredTensor], list[tuple[int, int]]]:
+    """Every tensor the files store (mask buffers included: `is_buffer`), from their headers
+    alone, and each file's size and header size. No tensor's bytes are read."""
     stored: list[StoredTensor] = []
-    total = 0
+    sizes = []
     for path in files:
-        total += _check_header_size(path)
+        sizes.append(_check_header_size(path))
         try:
             with safe_open(str(path), framework="pt", device="cpu") as f:
                 names = f.keys()
@@ -220,15 +234,13 @@ def read_headers(files: list[Path]) -> tuple[list[StoredTensor], int]:
                         )
                     )
                 for name in names:
-                    if _bare_name(name).endswith(_IGNORED_SUFFIXES):
-                        continue  # mask buffers, not parameters: never read, whatever their dtype
-                    info = f.get_slice(name)
+                    info = f.get_slice(name)  # the header's entry (dtype, shape): no bytes read
                     stored.append(StoredTensor(path, name, info.get_dtype(), tuple(info.get_shape())))
         except SafetensorError as err:
             raise WeightsError(_("{path}: not a valid safetensors file ({error})").format(path=path, error=err)) from None
         except (OSError, ValueError, RuntimeError) as err:
             raise WeightsError(_("{path}: cannot read weights ({error})").format(path=path, error=err)) from None
-    return stored, total
+    return stored, sizes
 
 
 def check_against_config(stored: list[StoredTensor], config: GPT2Config) -> tuple[dict[str, StoredTensor], StoredTensor | None]:
@@ -307,7 +319,8 @@ def load_weights(
     """Reads, checks and converts the weights of the checkpoint in `directory`: the headers are
     checked against `config` before any tensor's bytes are read."""
     files = find_weight_files(directory)
-    stored, file_bytes = read_headers(files)
+    every, sizes = read_headers(files)
+    stored = [t for t in every if not is_buffer(t)]
     by_name, lm_head_info = check_against_config(stored, config)
     names = list(by_name)
     wanted = [by_name[n] for n in names] + ([lm_head_info] if lm_head_info is not None else [])
@@ -327,4 +340,33 @@ def load_weights(
         if not torch.isfinite(tensor.sum()) and not torch.isfinite(tensor).all():
             notices.append(notice("non_finite_weights", tensor=name))
     stored_name = "+".join(sorted(stored_dtypes)) if stored_dtypes else "none"
-    return LoadedWeights(converted, stored_name, file_bytes, notices)
+    record = _record(files, sizes, every, lm_head_info)
+    file_bytes = sum(size for size, _header in sizes)
+    return LoadedWeights(converted, stored_name, file_bytes, notices, record, list(tensors.values()), files)
+
+
+def record_use(weights: LoadedWeights, model: torch.nn.Module) -> WeightsRecord:
+    """`weights.record` once `model` holds its weights: whether safetensors handed the tensors over
+    from a memory mapping of their file, and how many of them the model uses in place (the others
+    were copied: converted to another number format, or moved to another device). Lets go of the
+    tensors as read."""
+    read = [t for t in weights.as_read if t.numel()]
+    mapped = in_file_mappings(weights.files, [t.data_ptr() for t in read])
+    held = {t.data_ptr() for t in itertools.chain(model.parameters(), model.buffers()) if t.numel()}
+    in_place = sum(1 for t in read if t.data_ptr() in held)
+    weights.as_read.clear()
+    return weights.record.with_use(mapped, in_place)
+
+
+def _record(files: list[Path], sizes: list[tuple[int, int]], every: list[StoredTensor], lm_head: StoredTensor | None) -> WeightsRecord:
+    """The files and every tensor they store, each with its role, as the loader saw them."""
+    index = {path: i for i, path in enumerate(files)}
+    tensors = tuple(
+        TensorRecord(
+            t.name, index[t.file], t.dtype, t.shape, tensor_bytes(t.dtype, t.shape),
+            BUFFER if is_buffer(t) else LM_HEAD if _bare_name(t.name) == "lm_head.weight" else PARAMETER,
+        )
+        for t in every
+    )
+    records = tuple(FileRecord(path.name, size, header) for path, (size, header) in zip(files, sizes))
+    return WeightsRecord(records, tensors, TIED if lm_head is None else STORED)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..model.config import LIMITS
-from .events import is_deferred, resolve
+from .events import is_deferred, resolve, rounded
 
 SCHEMA = "gpt2viz.trace/2"
 # The format before notices had codes: the same but for `notices`, which held English sentences.
@@ -26,6 +26,10 @@ MAX_CONTAINERS = 4_000_000
 MAX_QUOTES = 16_000_000
 CONFIG_LIMITS = {key: LIMITS[key] for key in ("n_layer", "n_head", "n_embd", "n_ctx", "vocab_size")}  # config.json's
 MAX_TOPK = 1000  # entries of a top-k list (--topk-logits), of top neurons and of the tokens they promote
+# Top-k entries a generation's steps record in all (steps × top-k; each step keeps the raw and the
+# sampled distribution's top k): 1,024 steps of 1,000 candidates write a ~56 MB trace with a peak of
+# ~1 GB; any run up to GPT-2's 1,024-token context with the default top-k fits many times over.
+MAX_GENERATION_TOPK = 2**20
 MAX_GRID = 256  # rows or columns of a long prompt's averaged attention map
 # Rows of a batch, and batch sizes the cost lab tried: gpt2viz.batch.MAX_BATCH.
 MAX_NOTICES = 1000
@@ -56,6 +60,9 @@ class Trace:
     # A decode step's pass: the positions already in the KV cache (same fields as `tokens`), which
     # the recorded pass did not compute; `tokens` holds the new position(s). [] for a full pass.
     context: list[dict] = field(default_factory=list)
+    # What the checkpoint's files held, as the loader saw them (gpt2viz.model.files.ModelFiles);
+    # None in a trace recorded before gpt2viz kept it.
+    model_files: dict | None = None
     schema: str = SCHEMA
 
     def __post_init__(self) -> None:
@@ -108,9 +115,10 @@ class Trace:
             "timings": self.timings,
             "quality": self.quality,
             "batch": self.batch,
-            "cost_lab": self.cost_lab,
+            "cost_lab": rounded(self.cost_lab),  # measured outside the recorder: rounded here
             "interventions": self.interventions,
             "context": self.context,
+            "model_files": self.model_files,
             "events": self.events,
             "generation": self.generation,
         }
@@ -130,5 +138,6 @@ class Trace:
             interventions=doc.get("interventions") or [],
             cost_lab=doc.get("cost_lab"),
             context=doc.get("context") or [],
+            model_files=doc.get("model_files"),
             schema=doc["schema"],
         )

@@ -79,6 +79,18 @@ def rnd(x: float) -> float | None:
     return float(f"{x:.{SIG_DIGITS}g}")
 
 
+def rounded(value):
+    """Plain data (dicts, lists, numbers, text) with every float rounded as `rnd` rounds it: for a
+    part of a trace made outside the recorder (the cost lab's result)."""
+    if type(value) is float:
+        return rnd(value)
+    if type(value) is dict:
+        return {key: rounded(v) for key, v in value.items()}
+    if type(value) is list:
+        return [rounded(v) for v in value]
+    return value
+
+
 def round_sig(t: torch.Tensor) -> torch.Tensor:
     """`t` in float64, each element rounded to SIG_DIGITS significant digits (vectorised `rnd`)."""
     t = float64(t)
@@ -163,6 +175,84 @@ def _layer_norm_stats_rows(x: torch.Tensor, out: torch.Tensor, eps: float) -> to
     scale = (std[0].square() + eps).sqrt()  # the normalized input is centered[0] / scale
     # Its mean is 0 up to rounding, and its std std / sqrt(var + eps).
     return torch.stack([mean[0], std[0], centered[0].mean(dim=-1) / scale, std[0] / scale, mean[1], std[1]])
+
+
+# Histograms of one position's values (a LayerNorm's input, normalized input and output; the MLP's
+# pre-activations): HISTOGRAM_BINS equal bins over [-R, R], what lies beyond counted apart. R is the
+# smallest power of two that holds HISTOGRAM_SHARE of the values, so that a few huge dimensions
+# (GPT-2's residual stream has some) do not squeeze the rest into one bin; 0 is always an edge.
+HISTOGRAM_BINS = 16
+HISTOGRAM_SHARE = 0.99
+_HALF_WIDTH_RANGE = (2.0**-10, 2.0**40)
+
+
+def histogram_half_width(*vectors: torch.Tensor) -> float:
+    """R for `vectors` together: the smallest power of two holding HISTOGRAM_SHARE of their finite
+    values within [-R, R] (1 when none is finite or all are 0)."""
+    values = torch.cat([float64(v).reshape(-1) for v in vectors]).abs()
+    values = values[torch.isfinite(values)]
+    if values.numel() == 0:
+        return 1.0
+    reach = float(torch.quantile(values, HISTOGRAM_SHARE))
+    if reach <= 0:
+        return 1.0
+    low, high = _HALF_WIDTH_RANGE
+    return min(high, max(low, 2.0 ** math.ceil(math.log2(reach))))
+
+
+def histogram_edges(half_width: float, bins: int = HISTOGRAM_BINS) -> torch.Tensor:
+    """`bins` + 1 equal steps from -half_width to half_width (float64; `bins` even, so 0 is one)."""
+    return torch.linspace(-half_width, half_width, bins + 1, dtype=torch.float64)
+
+
+def histogram(values: torch.Tensor, edges: torch.Tensor) -> dict:
+    """Counts of `values` in the bins between `edges`: `below` (x <= edges[0]), `counts[b]`
+    (edges[b] < x <= edges[b + 1]) and `above` (x > edges[-1]). A NaN is in none of them."""
+    x = float64(values).reshape(-1)
+    x = x[~torch.isnan(x)]
+    tally = torch.bincount(torch.bucketize(x, edges), minlength=edges.numel() + 1).tolist()
+    return {"below": tally[0], "counts": tally[1:-1], "above": tally[-1]}
+
+
+def layer_norm_histogram(x: torch.Tensor, normalized: torch.Tensor, out: torch.Tensor, eps: float, position: int) -> dict:
+    """One position's `n_embd` values going into a LayerNorm (`x`), normalized (before γ and β)
+    and coming out (`out`), counted in bins. The normalized and output values share `edges`; the
+    input is counted between `input_edges`, the same edges mapped back through the normalization
+    (mean + edge · sqrt(var + eps)), so its counts equal the normalized ones up to rounding at an
+    edge: normalizing moves and rescales the values, it does not change their shape."""
+    edges = histogram_edges(histogram_half_width(normalized, out))
+    x64 = float64(x).reshape(-1)
+    x64 = x64[torch.isfinite(x64)]  # (all of it, unless the run's numbers were not finite)
+    mean, scale = (x64.mean(), (x64.var(unbiased=False) + eps).sqrt()) if x64.numel() else (0.0, 1.0)
+    input_edges = mean + edges * scale
+    return {
+        "position": position,
+        "edges": rnd_list(edges),
+        "input_edges": rnd_list(input_edges),
+        "input": histogram(x, input_edges),
+        "normalized": histogram(normalized, edges),
+        "output": histogram(out, edges),
+    }
+
+
+def pre_activation_histogram(pre: torch.Tensor, position: int) -> dict:
+    """One position's MLP pre-activations (c_fc's output, what GELU is applied to) counted in bins,
+    and `cut`: how many are <= 0, where GELU gives back a value between -0.17 and 0. The others
+    (> 0) pass: GELU gives back more than half of each."""
+    edges = histogram_edges(histogram_half_width(pre))
+    x = float64(pre).reshape(-1)
+    return {"position": position, "edges": rnd_list(edges), **histogram(x, edges), "cut": int((x <= 0).sum())}
+
+
+def attention_entropy_bits(rows: torch.Tensor, position: int) -> dict:
+    """Per head, the entropy in bits of one query's attention weights `rows` `[n_head, L]`:
+    -sum p log2 p over the keys it sees (0 when all weight is on one key, log2 of the number of
+    keys when it is spread evenly)."""
+    p = float64(rows)
+    terms = torch.where(p > 0, p * torch.log2(p.clamp_min(1e-300)), torch.zeros((), dtype=p.dtype))
+    bits = (-terms.sum(dim=-1)).clamp_min(0.0)
+    bits[~torch.isfinite(p).all(dim=-1)] = math.nan  # a row that is not finite has no entropy (null)
+    return {"position": position, "bits": rnd_list(bits)}
 
 
 def pool_bins(length: int, n_bins: int) -> list[tuple[int, int]]:

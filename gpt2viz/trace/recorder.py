@@ -11,12 +11,15 @@ from typing import Callable
 
 import torch
 
+from ..errors import InputError, SettingError
 from ..generate import STOP_CANCELLED, STOP_CONTEXT, SamplingSettings, SampleEvent, generate
 from ..hooks import layer_of
+from ..i18n import N_, count
 from ..interventions import Ablation, applied
 from ..language_model import LanguageModel
+from ..model.weights import FLOAT_DTYPES
 from . import events as ev
-from .document import Trace
+from .document import MAX_GENERATION_TOPK, Trace
 from .notices import notice
 
 EMBED_PREVIEW_DIMS = 32
@@ -25,9 +28,10 @@ EMBED_PREVIEW_DIMS = 32
 class Recorder:
     """A hook subscriber that turns one forward pass into a list of events."""
 
-    def __init__(self, lm: LanguageModel, topk: int = 10) -> None:
+    def __init__(self, lm: LanguageModel, topk: int = 10, past: int = 0) -> None:
         self.lm = lm
         self.topk = topk
+        self.past = past  # positions in the KV cache before the recorded pass
         self._display = lm.tokenizer.display
         self.events: list[dict] = []
         self._to_round: list[tuple[dict, str]] = []  # event fields still holding a tensor
@@ -106,7 +110,18 @@ class Recorder:
         # comes out after them too, worked out the same way the layer does.
         ln = self._layer_norm(name)
         out = normalized * ln.weight + ln.bias
-        return ev.layer_norm_stats(self._residual, out, self.lm.config.layer_norm_epsilon)
+        eps = self.lm.config.layer_norm_epsilon
+        # The last position's values, counted in bins once the trace is read (copies of one row each).
+        rows = (self._residual[0, -1].clone(), normalized[0, -1].clone(), out[0, -1].clone())
+        position = self._last_position(normalized)
+        return {
+            **ev.layer_norm_stats(self._residual, out, eps),
+            "histogram": ev.Later(lambda: ev.layer_norm_histogram(*rows, eps, position)),
+        }
+
+    def _last_position(self, t: torch.Tensor) -> int:
+        """The absolute position of the last of `t`'s `[1, T, ...]` positions."""
+        return self.past + t.size(1) - 1
 
     def _layer_norm(self, name: str):
         """The LayerNorm whose hook is `name` ('blocks.3.ln2.hook_normalized', 'ln_final...')."""
@@ -120,11 +135,18 @@ class Recorder:
         return ev.attention_maps(scores, masked_as_none=True)
 
     def _on_hook_pattern(self, name, pattern):
-        return ev.attention_maps(pattern, masked_as_none=False)
+        last = pattern[0, :, -1].clone()  # the last query's weights per head: (nh, L)
+        position = pattern.size(-1) - 1
+        return {
+            **ev.attention_maps(pattern, masked_as_none=False),
+            "entropy": ev.Later(lambda: ev.attention_entropy_bits(last, position)),
+        }
 
     # -- MLP --------------------------------------------------------------------------------
     def _on_hook_pre(self, name, pre):
         self._mlp_pre = pre
+        last, position = pre[0, -1].clone(), self._last_position(pre)
+        return {"histogram": ev.Later(lambda: ev.pre_activation_histogram(last, position))}
 
     def _on_hook_post(self, name, post):
         c_proj, lm_head = self.lm.model.h[layer_of(name)].mlp.c_proj, self.lm.model.lm_head
@@ -198,6 +220,51 @@ def token_table(lm: LanguageModel, ids: list[int]) -> list[dict]:
     ]
 
 
+# A recorded pass keeps two maps (scores and pattern) of each of n_layer x n_head heads, of
+# `map_numbers` numbers each, and while it runs holds one block's maps whole, [n_head, T, L]. Both
+# grow with the config's sizes, not the checkpoint's bytes (a 13 MB checkpoint may have 64 blocks
+# of 64 heads), so a pass beyond these bounds is refused before it runs. GPT-2 xl over its whole
+# context (48 x 25 heads, 1,024 positions) keeps 12,288,000 numbers and holds 26 million cells; a
+# model at the config's limits (64 x 64 heads) over 45 positions keeps 16.6 million, measured: a
+# 127 MB trace, 1.1 GB of memory while it is written (46 positions would be over the bound).
+MAX_ATTENTION_NUMBERS = 2**24
+MAX_LIVE_MAP_CELLS = 2**26  # 256 MiB of float32
+
+
+def map_numbers(T: int, L: int) -> int:
+    """How many numbers `ev.attention_maps` keeps of one head's `[T, L]` map: all of them, or the
+    averaged grid and the last row."""
+    if T <= ev.FULL_ATTENTION_MAX:
+        return T * L
+    return min(T, ev.DOWNSAMPLED_SIZE) * min(L, ev.DOWNSAMPLED_SIZE) + L
+
+
+def _recordable(config, T: int, L: int) -> bool:
+    """Whether a pass of `T` new positions over `L` in all stays within both bounds."""
+    heads = config.n_layer * config.n_head
+    return 2 * heads * map_numbers(T, L) <= MAX_ATTENTION_NUMBERS and config.n_head * T * L <= MAX_LIVE_MAP_CELLS
+
+
+def check_recordable(config, T: int, past: int = 0) -> None:
+    """Refuses (InputError) a recorded pass over `T` new positions after `past` cached ones whose
+    attention maps would pass the bounds above, saying how many positions such a pass may have."""
+    if _recordable(config, T, past + T):
+        return
+    # The most positions in all that a pass of the same kind may reach (a full pass: T = L; a
+    # decode step: T new ones). At the config's limits a full pass may have 45, so "positions" is
+    # always plural.
+    if past:
+        longest = max((n for n in range(T, past + T) if _recordable(config, T, n)), default=0)
+    else:
+        longest = max((n for n in range(1, T) if _recordable(config, n, n)), default=0)
+    raise InputError(
+        "input_ids",
+        N_("a recorded pass over {positions} positions would make larger attention maps than gpt2viz records "
+           "(n_layer {n_layer} × n_head {n_head} heads); this model records at most {max} positions"),
+        positions=count(past + T), n_layer=config.n_layer, n_head=config.n_head, max=count(longest),
+    )
+
+
 def record_forward(
     lm: LanguageModel, ids: list[int], use_cache: bool = True, topk: int = 10, past: int = 0
 ) -> tuple[list[dict], float]:
@@ -210,7 +277,8 @@ def record_forward(
     where generation wrote them a step at a time, and attention kernels sum in another order."""
     if past and not use_cache:
         raise ValueError("a pass after cached positions needs the cache")
-    recorder = Recorder(lm, topk)
+    check_recordable(lm.config, len(ids) - past, past)
+    recorder = Recorder(lm, topk, past)
     cache = lm.model.new_cache() if use_cache else None
     if past:
         lm.model(torch.tensor([ids[:past]], device=lm.model.device), cache, last_only=True)
@@ -236,8 +304,9 @@ def trace_decode_step(lm: LanguageModel, ids: list[int], *, topk: int = 10, qual
         context=table[:past],
         events=events,
         notices=list(lm.notices),
-        timings={"forward_ms": round(forward_ms, 3)},
+        timings={"forward_ms": ev.rnd(forward_ms)},
         quality=_measure_quality(lm, ids) if quality else None,
+        model_files=files_info(lm),
     )
 
 
@@ -288,6 +357,21 @@ class GenerationRecorder:
         return step
 
 
+def check_generation_size(room: int, max_new_tokens: int, topk: int) -> None:
+    """Refuses (SettingError on max_new_tokens) a generation whose steps would record more top-k
+    entries than a trace keeps: the steps it can make (`room` positions left in the context) times
+    `topk`."""
+    steps = max(0, min(max_new_tokens, room))
+    if steps * topk > MAX_GENERATION_TOPK:
+        raise SettingError(
+            "max_new_tokens",
+            N_("{setting} {value} would record {topk} candidates at each of {steps} steps, more than a trace "
+               "keeps ({max} in all): ask for at most {most} tokens, or fewer candidates"),
+            value=count(max_new_tokens), topk=count(topk), steps=count(steps), max=count(MAX_GENERATION_TOPK),
+            most=count(MAX_GENERATION_TOPK // topk),
+        )
+
+
 def record_generation(
     lm: LanguageModel,
     prompt_ids: list[int],
@@ -303,12 +387,13 @@ def record_generation(
     `generator` carries sampling on from an earlier call (see `gpt2viz.generate.generate`)."""
     from ..costs import stream_bandwidth
 
+    check_generation_size(lm.config.n_ctx - len(prompt_ids), max_new_tokens, topk)
     recorder = GenerationRecorder(lm, topk)
     stream_gb_s = stream_bandwidth() if lm.model.device.type == "cpu" else None  # once a process
 
     def step_done(info) -> None:
         step = recorder.steps[-1]
-        step["ms"] = round(info.ms, 3)
+        step["ms"] = ev.rnd(info.ms)
         step["context_length"] = info.context_length
         if on_step is not None:
             on_step(step)
@@ -339,7 +424,7 @@ def record_generation(
         "mean_decode_ms": _ms(result.mean_decode_ms),
         "tokens_per_s": _ms(result.tokens_per_s),
         # What this machine streams a large weight matrix at: what the step times compare with.
-        "stream_gb_s": None if stream_gb_s is None else round(stream_gb_s, 2),
+        "stream_gb_s": None if stream_gb_s is None else ev.rnd(stream_gb_s),
     }
 
 
@@ -378,7 +463,7 @@ def _batch_record(lm: LanguageModel, result, settings: SamplingSettings, max_new
             {"row": b, "seed": seed, "ids": list(row.token_ids), "text": lm.tokenizer.decode(row.token_ids), "stop_reason": row.stop_reason}
             for b, (row, seed) in enumerate(zip(result.rows, result.seeds))
         ],
-        "step_ms": [round(ms, 3) for ms in result.step_ms],
+        "step_ms": [ev.rnd(ms) for ms in result.step_ms],
         "ttft_ms": _ms(result.ttft_ms),
         "mean_decode_ms": _ms(result.mean_decode_ms),
         "tokens_per_s": _ms(result.tokens_per_s),
@@ -396,7 +481,13 @@ def _settings_record(settings: SamplingSettings) -> dict:
 
 
 def _ms(value: float | None) -> float | None:
-    return None if value is None else round(value, 3)
+    return None if value is None else ev.rnd(value)
+
+
+def stored_formats(names: str) -> str:
+    """The number formats a checkpoint's files hold, safetensors' names ('BF16+F32') in dtype's
+    ('bfloat16+float32')."""
+    return "+".join(sorted(str(FLOAT_DTYPES[name]).removeprefix("torch.") for name in names.split("+")))
 
 
 def model_info(lm: LanguageModel) -> dict:
@@ -409,9 +500,14 @@ def model_info(lm: LanguageModel) -> dict:
         "dtype": lm.precision,  # the number format of the weights (int8 computes in float32)
         "compute_dtype": str(lm.model.dtype).removeprefix("torch."),
         "weight_bytes": lm.weight_bytes,
-        "stored_dtype": lm.stored_dtype,
+        "stored_dtype": stored_formats(lm.stored_dtype),
         "device": str(lm.model.device),
     }
+
+
+def files_info(lm: LanguageModel) -> dict | None:
+    """What a trace says about the model's files (docs/trace.md, `model_files`), if they were kept."""
+    return lm.files.to_dict() if lm.files is not None else None
 
 
 def trace_prompt(
@@ -440,6 +536,8 @@ def trace_prompt(
         ablation.check(config.n_layer, config.n_head, config.d_mlp)
     with applied(lm.hooks, ablations):  # every pass below runs with the parts switched off
         ids, notices = prepare_prompt(lm, prompt)
+        if generate_tokens > 0 and sequences == 1 and not batch_prompts:  # refused before any pass runs
+            check_generation_size(config.n_ctx - len(ids), generate_tokens, topk)
         events, forward_ms = record_forward(lm, ids, use_cache=use_cache, topk=topk)
         measured = _measure_quality(lm, ids, ablations) if quality else None
         generation = batch = None
@@ -468,8 +566,9 @@ def trace_prompt(
         events=events,
         generation=generation,
         notices=list(lm.notices) + notices,
-        timings={"forward_ms": round(forward_ms, 3)},
+        timings={"forward_ms": ev.rnd(forward_ms)},
         quality=measured,
         batch=batch,
         interventions=[ablation.spec for ablation in ablations],
+        model_files=files_info(lm),
     )

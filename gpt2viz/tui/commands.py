@@ -1,5 +1,5 @@
 """The command palette in the reader's language, and its entries: every stage of the pipeline, to
-jump to by name."""
+jump to by name, and the map of the model."""
 
 from __future__ import annotations
 
@@ -63,3 +63,30 @@ class StageCommands(Provider):
             score = matcher.match(text)
             if score > 0:
                 yield Hit(score, matcher.highlight(text), command, text=text, help=help_text)
+
+
+class MapCommands(Provider):
+    """'Map of the model': where the stage on screen sits in the whole data flow."""
+
+    def _entry(self):
+        from .screens.step import StepScreen  # that screen registers this provider: imported late
+
+        screen = self.screen
+        if not isinstance(screen, StepScreen):
+            return None
+        return _("Map of the model"), screen.action_show_map, _("where this stage sits in the whole data flow")
+
+    async def discover(self) -> Hits:
+        entry = self._entry()
+        if entry is not None:
+            text, command, help_text = entry
+            yield DiscoveryHit(text, command, help=help_text)
+
+    async def search(self, query: str) -> Hits:
+        entry = self._entry()
+        if entry is None:
+            return
+        text, command, help_text = entry
+        score = self.matcher(query).match(text)
+        if score > 0:
+            yield Hit(score, self.matcher(query).highlight(text), command, text=text, help=help_text)

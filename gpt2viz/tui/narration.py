@@ -33,6 +33,7 @@ from .facts import (
     value_at,
 )
 from .formatting import clip, count, millions, nbytes, num, percent, quote, shape
+from .model_files_narration import model_files_words
 from .stages import Stage
 
 ARROW = " → "
@@ -488,6 +489,7 @@ def _next_token(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key
 
 
 _WRITERS = {
+    "model_files": model_files_words,
     "tokenize": _tokenize,
     "embed": _embed,
     "ln1": _layer_norm,

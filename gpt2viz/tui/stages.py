@@ -12,12 +12,13 @@ from ..i18n import N_, _
 
 # Sub-stages of one transformer block, in forward order.
 BLOCK_KINDS = ("ln1", "qkv", "scores", "pattern", "heads", "attn_out", "ln2", "mlp", "mlp_out")
-BEFORE_BLOCKS = ("tokenize", "embed")
+BEFORE_BLOCKS = ("model_files", "tokenize", "embed")
 AFTER_BLOCKS = ("ln_final", "lm_head", "logit_lens", "next_token")
 ATTENTION_KINDS = ("scores", "pattern", "heads")
 
 # kind -> (title in the stage view, short label in the navigator), translated where shown
 TITLES = {
+    "model_files": (N_("Model files: config, weights, tokenizer"), N_("Model files")),
     "tokenize": (N_("Tokenize"), N_("Tokenize")),
     "embed": (N_("Embed: token + position"), N_("Embed")),
     "ln1": (N_("LayerNorm before attention (ln_1)"), "ln_1"),

@@ -323,7 +323,7 @@ async def test_enter_opens_a_steps_forward_pass_and_escape_comes_back(ckpts):
         assert step.trace.event("unembed.hook_out")["positions"][-1]["ids"][0] == screen.gen.ids[3]  # greedy: its choice
         assert step.stage == Stage("next_token")
         assert "generation step 3" in screen_text(app)
-        step.go_to(0)
+        step.go_to(1)  # Tokenize, after the model's files
         await pilot.pause()
         assert "This is the forward pass of a decode step" in screen_text(app)
         await pilot.press("e")  # no prompt editing in a step's pass

@@ -68,8 +68,9 @@ async def test_every_stage_s_picture_and_formula_fit_their_width(lang, which, si
             await pilot.pause()  # a picture laid out again for the width it got
             view = screen.query_one("#stage-view")
             picture = next(w for w in view.query("#pictures > *") if w.display)
-            if isinstance(picture, Picture):
-                assert_rows_are_lines(picture, stage.key)
+            for part in [picture, *picture.query(Picture)]:  # a stack of pictures: each of them
+                if isinstance(part, Picture):
+                    assert_rows_are_lines(part, stage.key)
             if isinstance(picture, EmbedPicture):
                 strips = picture.lines(picture.size.width)
                 head = strips[0].text + strips[1].text

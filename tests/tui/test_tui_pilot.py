@@ -59,9 +59,13 @@ async def test_steps_through_every_stage_of_a_random_checkpoint(ckpts):
         screen = await step_screen(app, pilot)
         trace = screen.trace
         assert [t["text"] for t in trace.tokens] == ["The", "␣meaning", "␣of", "␣life", "␣is"]
+        screen.go_to(index_of(screen.stages, "tokenize"))
+        await pilot.pause()
         text = stage_text(app)
         for token in trace.tokens:
             assert token["text"] in text and str(token["id"]) in text
+        screen.go_to(0)  # the model's files, where the walk starts
+        await pilot.pause()
         for i, stage in enumerate(screen.stages):
             if i:
                 await pilot.press("right")
@@ -82,7 +86,7 @@ async def test_gpt2_small_shapes_heads_and_blocks(small_trace):
     app = make_app(trace=small_trace)
     async with app.run_test(size=SIZE) as pilot:
         screen = await step_screen(app, pilot)
-        await pilot.press("right")
+        await pilot.press("right", "right")
         assert "[1, 12, 768]" in stage_text(app)
         # ] from outside the blocks goes to block 0; then the same sub-stage a block later
         await pilot.press("right_square_bracket")
@@ -112,7 +116,7 @@ async def test_gpt2_small_shapes_heads_and_blocks(small_trace):
         await pilot.press("end")
         assert screen.stage == Stage("next_token")
         await pilot.press("home")
-        assert screen.stage == Stage("tokenize")
+        assert screen.stage == Stage("model_files")
         # every stage fits 120 x 40 without horizontal scrolling
         for i in range(len(screen.stages)):
             screen.go_to(i)
@@ -303,11 +307,13 @@ async def test_the_bundled_model_steps_through_every_stage():
     async with app.run_test(size=SIZE) as pilot:
         screen = await step_screen(app, pilot)
         assert screen.trace.token_ids == [464, 3616, 286, 1204, 318]  # GPT-2's own ids
-        assert "␣meaning" in stage_text(app)
+        assert screen.stage == Stage("model_files") and "tokenizer.json" in stage_text(app)
         for i in range(1, len(screen.stages)):
             await pilot.press("right")
             assert screen.index == i
             assert narrate(screen.trace, screen.stage, screen.head, generate_key="g").title in stage_text(app)
+            if screen.stage == Stage("tokenize"):
+                assert "␣meaning" in stage_text(app)
         # The trained model continues "The meaning of life is" with " not", as GPT-2 does.
         assert screen.stage.kind == "next_token"
         assert "'␣not' (id 407" in stage_text(app)
@@ -336,8 +342,8 @@ async def test_navigator_clicks_unfold_blocks_and_choose_stages(tiny_trace):
         screen = await step_screen(app, pilot)
         nav = screen.query_one(PipelineNavigator)
         rows = [row.text for row in nav.rows]
-        assert rows[:4] == ["Tokenize", "Embed", "▸ Block 0", "▸ Block 1"]
-        await pilot.click(PipelineNavigator, offset=(2, 2))  # unfold block 0
+        assert rows[:5] == ["Model files", "Tokenize", "Embed", "▸ Block 0", "▸ Block 1"]
+        await pilot.click(PipelineNavigator, offset=(2, 3))  # unfold block 0
         await pilot.pause()
         assert "  Scores" in [row.text for row in nav.rows]
         scores_row = [row.text for row in nav.rows].index("  Scores")

@@ -188,7 +188,7 @@ def test_facts_come_from_the_trace(tiny_trace):
     f = RunFacts.of(tiny_trace)
     assert f.params.total == tiny_trace.model["n_params"]
     assert f.kv_bytes(f.T) == (tiny_trace.event("kv_cache") or {})["total_bytes"]
-    assert len(build_stages(f.n_layer)) == 2 + 9 * f.n_layer + 4
+    assert len(build_stages(f.n_layer)) == 3 + 9 * f.n_layer + 4
 
 
 def test_shape_rows_never_change_what_they_stand_for(tiny_trace):
@@ -223,9 +223,9 @@ async def test_a_long_stage_says_there_is_more_below(tiny_trace):
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: isinstance(app.screen, StepScreen), what="the step-through")
         await pilot.pause(0.2)
-        assert "stage 1 of 24 · ↓ more below" in screen_text(app)
-        for _ in range(30):
-            await pilot.press("down")
+        assert "stage 1 of 25 · ↓ more below" in screen_text(app)
+        for _ in range(10):
+            await pilot.press("pagedown")
         await pilot.pause(0.2)
         from gpt2viz.tui.widgets.stage_view import StageView
 

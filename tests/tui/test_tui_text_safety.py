@@ -128,7 +128,10 @@ async def test_a_hostile_trace_replayed_through_every_screen(hostile_replay):
     async with app.run_test(size=SIZE, notifications=True) as pilot:
         await settle(pilot, StepScreen)
         screen = app.screen
-        text = assert_clean(app, "first stage")
+        assert_clean(app, "first stage")
+        screen.go_to(1)  # Tokenize, after the model's files: the prompt's tokens
+        await pilot.pause()
+        text = assert_clean(app, "tokenize")
         # The hostile text is there, shown: escaped, markup as written.
         assert "\\x1b]0;PWNED" in text and "[red]x[/red]" in text, text
         for i in range(len(screen.stages)):
@@ -234,5 +237,7 @@ async def test_an_empty_token_shows_as_a_mark_in_the_token_table(bundled):
     app = make_app(trace=trace)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot, StepScreen)
+        app.screen.go_to(1)  # Tokenize, after the model's files
+        await pilot.pause()
         table = app.screen.query_one("#picture-tokens").content.plain
         assert "∅" in table and "''" not in screen_text(app)

@@ -13,7 +13,7 @@ from textual.widgets import Footer
 
 from ...i18n import N_, _, count
 from ...trace import Trace
-from ..commands import StageCommands
+from ..commands import MapCommands, StageCommands
 from ..language import key_name
 from ..stages import Stage, block_jump, build_stages, index_by_key, index_of
 from ..widgets.before_after import BeforeAfter
@@ -42,7 +42,7 @@ WIDE = 150  # columns from which the side panel has a column of its own (see the
 class StepScreen(Screen):
     """Steps through the stages of one forward pass; every step re-renders from the Trace."""
 
-    COMMANDS = {StageCommands}
+    COMMANDS = {MapCommands, StageCommands}
     PALETTE_TEXT = N_("Command palette: jump to any stage by name")
 
     BINDINGS = [
@@ -55,6 +55,9 @@ class StepScreen(Screen):
         Binding("comma", "previous_head", N_("head"), id="previous-head", tooltip=N_("Show the previous attention head"), group=HEAD),
         Binding("full_stop", "next_head", N_("head"), id="next-head", tooltip=N_("Show the next attention head"), group=HEAD),
         Binding("a", "all_heads", N_("heads"), id="all-heads", tooltip=N_("All heads of this block (again: back to one head)")),
+        # Out of the footer (no room at 80 columns): the side panel's border and the help name it.
+        Binding("o", "show_map", N_("map"), id="show-map", show=False,
+                tooltip=N_("The map of the model: where this stage sits in the whole data flow, with this model's sizes")),
         Binding("home", "first_stage", N_("first stage"), id="first-stage", tooltip=N_("Go to the first stage"), show=False),
         Binding("end", "last_stage", N_("last stage"), id="last-stage", tooltip=N_("Go to the last stage"), show=False),
         # Not in the footer (at 80 columns it has no room for them); the stage view says when there
@@ -250,6 +253,12 @@ class StepScreen(Screen):
             InterventionMenu(self.trace, self.stage, self.head),
             lambda ablation: ablation is not None and self.app.add_intervention(ablation),
         )
+
+    def action_show_map(self) -> None:
+        """Shows the map of the model with the stage on screen highlighted."""
+        from .model_map import ModelMapScreen
+
+        self.app.push_screen(ModelMapScreen(self.trace, self.stage))
 
     def action_scroll_up(self) -> None:
         self.query_one(StageView).scroll_up(animate=False)

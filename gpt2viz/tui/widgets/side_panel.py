@@ -59,8 +59,11 @@ class SidePanel(VerticalScroll):
         self.name_the_lab()
 
     def name_the_lab(self) -> None:
-        """The border names the key of the cost lab: what the cache and the rest cost, measured."""
-        self.border_title = _("{key}: cost lab").format(key=key_name(self, "cost_lab"))
+        """The border names the keys of the map of the model and of the cost lab (what the cache and
+        the rest cost, measured): neither has room in the footer at 80 columns."""
+        self.border_title = _("{map_key}: map · {lab_key}: cost lab").format(
+            map_key=key_name(self, "show_map"), lab_key=key_name(self, "cost_lab")
+        )
 
     def compose(self) -> ComposeResult:
         yield Static(id="shapes")
@@ -77,6 +80,9 @@ class SidePanel(VerticalScroll):
     def _shapes(self, trace: Trace, stages: list[Stage], index: int, width: int) -> Content:
         rows = [Content.styled(_("Shapes so far"), ".side-panel--title")]
         entries = shapes_so_far(trace, stages, index)
+        if not entries:  # before the pass (the model's files): nothing computed yet
+            rows += [Content.styled(line, ".side-panel--dim") for line in wrap_lines(_("none yet: the pass starts at Tokenize"), width)]
+            return Content("\n").join(rows)
         shape_width = min(max(len(compact_shape(e.dims)) for e in entries), width - 4)
         name_width = max(1, width - shape_width - 1)
         for entry in entries:

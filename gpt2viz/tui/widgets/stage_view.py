@@ -21,7 +21,10 @@ from ..stages import Stage
 from ..table_layout import wrapped
 from .attention_view import AttentionView, HeadsOverview
 from .before_after import BeforeAfter
+from .distribution_pictures import GeluCurve, HeadEntropyBars, LayerNormHistograms
 from .embedding_strips import EmbedPicture
+from .model_files_view import ModelFilesPicture
+from .picture_stack import PictureStack
 from .strip_widget import Prose
 from .pictures import (
     LayerNormTable,
@@ -36,6 +39,7 @@ from .pictures import (
 
 # stage kind -> id of the picture that draws it
 PICTURE_FOR_KIND = {
+    "model_files": "picture-model-files",
     "tokenize": "picture-tokens",
     "embed": "picture-embed",
     "ln1": "picture-layer-norm",
@@ -118,14 +122,15 @@ class StageView(VerticalScroll):
         yield Static(id="stage-formula", markup=False)
         yield Static(id="stage-flow", markup=False)
         with ContentSwitcher(id="pictures", initial="picture-tokens"):
+            yield ModelFilesPicture(id="picture-model-files")
             yield TokenTable(id="picture-tokens")
             yield EmbedPicture(id="picture-embed")
-            yield LayerNormTable(id="picture-layer-norm")
+            yield PictureStack(LayerNormHistograms(id="layer-norm-histograms"), LayerNormTable(), id="picture-layer-norm")
             yield QKVDiagram(id="picture-qkv")
             yield AttentionView(id="picture-attention")
-            yield HeadsOverview(id="picture-heads")
+            yield PictureStack(HeadsOverview(), HeadEntropyBars(id="head-entropy"), id="picture-heads")
             yield ResidualBars(id="picture-residual")
-            yield MLPActivity(id="picture-mlp")
+            yield PictureStack(GeluCurve(id="gelu-curve"), MLPActivity(), id="picture-mlp")
             yield TopTokens(id="picture-logits")
             yield LogitLensTable(id="picture-logit-lens")
             yield NextTokenView(id="picture-next-token")

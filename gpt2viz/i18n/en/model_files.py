@@ -1,0 +1,85 @@
+"""The Model files stage: what the checkpoint's files hold, as the loader saw them
+(gpt2viz/tui/model_files_narration.py decides which paragraphs apply and formats every fact)."""
+
+TEXT = {
+    "stage.model_files.lead": (
+        "Before the model reads a single token, gpt2viz loads three kinds of files from {directory}: "
+        "config.json gives the sizes, {weights} holds the weights as named tensors, and {tokenizer} turns "
+        "text into token ids and back."
+    ),
+    "stage.model_files.lead_unrecorded": (
+        "Before the model reads a single token, gpt2viz loads three kinds of files from {directory}: "
+        "config.json gives the sizes, model.safetensors holds the weights as named tensors, and the "
+        "tokenizer turns text into token ids and back."
+    ),
+    "stage.model_files.config": (
+        "config.json holds sizes, not weights: {n_layer} blocks of {n_head} attention heads, vectors "
+        "{n_embd} wide, a context of {n_ctx} positions and a vocabulary of {vocab} tokens. Every tensor's "
+        "shape follows from these numbers, and gpt2viz checks each one against them before it reads a byte "
+        "of the weights."
+    ),
+    # One of these two, by the number ({n}) of safetensors files.
+    "stage.model_files.weights.one": (
+        "{files} starts with a JSON header of {header} that names each tensor with its dtype and shape; "
+        "then come their numbers, one tensor after another: {tensors}, {data} in all, this model's "
+        "{n_params} parameters."
+    ),
+    "stage.model_files.weights.other": (
+        "The {n} files {files} each start with a JSON header, {header} together, that names each tensor "
+        "with its dtype and shape; then come their numbers, one tensor after another: {tensors}, {data} "
+        "in all, this model's {n_params} parameters."
+    ),
+    # How the model came to hold its weights: one of these.
+    "stage.model_files.in_place": (
+        "safetensors memory-mapped {file}, and the model uses all {n} tensors where they lie: stored "
+        "in {stored}, computed in {dtype}, nothing copied. The weights in memory are the file's own pages."
+    ),
+    "stage.model_files.copied": (
+        "safetensors memory-mapped {file}, and the loader copied every tensor into {dtype} on {device} "
+        "(the file stores {stored}): the model holds {weight_bytes} of its own."
+    ),
+    "stage.model_files.partly": (
+        "safetensors memory-mapped {file}; the model uses {in_place} of the {n} tensors where they "
+        "lie and copied the others into {dtype} on {device}."
+    ),
+    "stage.model_files.read": (
+        "safetensors read {file} into memory; the model uses {in_place} of the {n} tensors as read and copied the "
+        "others into {dtype} on {device}."
+    ),
+    "stage.model_files.tied": (
+        "The file stores no LM head: GPT-2 scores the next token with wte itself (weight tying), so its "
+        "{wte} numbers serve twice, to look tokens up and to score them."
+    ),
+    "stage.model_files.stored_head": (
+        "The file also stores lm_head.weight, a copy of wte: gpt2viz checked that the two are equal and "
+        "keeps wte alone, which serves twice (weight tying)."
+    ),
+    # One of these two, by the number ({n}) of mask buffers the file stores.
+    "stage.model_files.buffers.one": (
+        "{n} tensor is a causal mask that older versions of transformers saved with the weights: not a "
+        "weight, never read."
+    ),
+    "stage.model_files.buffers.other": (
+        "{n} tensors are causal masks that older versions of transformers saved with the weights: not "
+        "weights, never read."
+    ),
+    "stage.model_files.tokenizer": (
+        "The tokenizer ({model}) has {vocab} tokens: {base} to start from (for GPT-2, the 256 byte "
+        "values), {merges} merges learned from text, each gluing a frequent pair into one longer token, "
+        "and {added}."
+    ),
+    "stage.model_files.tokenizer_plain": "The tokenizer ({model}) has {vocab} tokens, {added} among them.",
+    "stage.model_files.special": "A special token is never cut or merged: {tokens}.",
+    "stage.model_files.unrecorded": (
+        "This trace was recorded before gpt2viz kept what the files hold, so below are only the sizes "
+        "from its config. Record the run again to see the tensors and the tokenizer."
+    ),
+    "stage.model_files.formula": (
+        "parameters = wte + wpe + n_layer × block + ln_f\n"
+        "= {wte} + {wpe} + {n_layer} × {block} + {ln_f} = {total}"
+    ),
+    "stage.model_files.flow_config": "config.json, {bytes} → the sizes",
+    "stage.model_files.flow_config_unrecorded": "the trace's config → the sizes",
+    "stage.model_files.flow_weights": "{files}, {bytes} → {tensors} → weights in {dtype} on {device}",
+    "stage.model_files.flow_tokenizer": "{files}, {bytes} → {vocab} tokens",
+}

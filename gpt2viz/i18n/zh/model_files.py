@@ -1,0 +1,78 @@
+"""“模型文件”阶段：检查点的文件里有什么，按加载器看到的样子
+（gpt2viz/tui/model_files_narration.py 决定用哪些段落，并格式化好每个数字）。"""
+
+TEXT = {
+    "stage.model_files.lead": (
+        "在模型读入第一个 token 之前，gpt2viz 先从 {directory} 加载三类文件：config.json 给出各项尺寸，"
+        "{weights} 以命名张量的形式存放权重，{tokenizer} 负责把文本转成 token id，也把 id 解码回文本。"
+    ),
+    "stage.model_files.lead_unrecorded": (
+        "在模型读入第一个 token 之前，gpt2viz 先从 {directory} 加载三类文件：config.json 给出各项尺寸，"
+        "model.safetensors 以命名张量的形式存放权重，分词器负责把文本转成 token id，也把 id 解码回文本。"
+    ),
+    "stage.model_files.config": (
+        "config.json 里只有尺寸，没有权重：{n_layer} 层，每层 {n_head} 个注意力头，向量宽 {n_embd}，"
+        "上下文 {n_ctx} 个位置，词表 {vocab} 个 token。每个张量的形状都由这些数字决定；gpt2viz "
+        "在读入任何一个权重字节之前，先逐个核对张量的形状。"
+    ),
+    # 按 safetensors 文件数（{n}）选用其一。
+    "stage.model_files.weights.one": (
+        "{files} 开头是一段 {header} 的 JSON 文件头，写明每个张量的名字、数值类型和形状；后面是它们的数值，"
+        "一个张量接一个张量：{tensors}，共 {data}，也就是这个模型的 {n_params} 个参数。"
+    ),
+    "stage.model_files.weights.other": (
+        "这 {n} 个文件 {files} 各自以一段 JSON 文件头开头（合计 {header}），写明每个张量的名字、数值类型"
+        "和形状；后面是它们的数值，一个张量接一个张量：{tensors}，共 {data}，也就是这个模型的 "
+        "{n_params} 个参数。"
+    ),
+    # 模型的权重是怎样到手的：选用其一。
+    "stage.model_files.in_place": (
+        "{file} 被映射到内存，模型就地使用全部 {n} 个张量：文件里存的是 {stored}，"
+        "计算用 {dtype}，一个也没有复制。内存里的权重就是文件本身的内存页。"
+    ),
+    "stage.model_files.copied": (
+        "{file} 被映射到内存，加载器把每个张量都复制并转换成 {device} 上的 {dtype}"
+        "（文件里存的是 {stored}）：模型自己持有 {weight_bytes}。"
+    ),
+    "stage.model_files.partly": (
+        "{file} 被映射到内存；{n} 个张量中，模型就地使用 {in_place} 个，"
+        "其余的复制并转换成 {device} 上的 {dtype}。"
+    ),
+    "stage.model_files.read": (
+        "{file} 被读入内存；{n} 个张量中，模型按读入的样子使用 {in_place} 个，"
+        "其余的复制并转换成 {device} 上的 {dtype}。"
+    ),
+    "stage.model_files.tied": (
+        "文件里没有单独的 LM head：GPT-2 直接用 wte 给下一个 token 打分（权重共享），"
+        "所以 wte 的 {wte} 个数用了两次：一次查表，一次打分。"
+    ),
+    "stage.model_files.stored_head": (
+        "文件里还存了 lm_head.weight，它是 wte 的一份副本：gpt2viz 核对两者完全相同后只保留 wte，"
+        "让它用两次（权重共享）。"
+    ),
+    # 按文件里存的掩码缓冲区数（{n}）选用其一（中文两种写法相同）。
+    "stage.model_files.buffers.one": (
+        "其中 {n} 个张量是旧版 transformers 随权重一起保存的因果掩码：不是权重，从不读取。"
+    ),
+    "stage.model_files.buffers.other": (
+        "其中 {n} 个张量是旧版 transformers 随权重一起保存的因果掩码：不是权重，从不读取。"
+    ),
+    "stage.model_files.tokenizer": (
+        "分词器（{model}）共有 {vocab} 个 token：起步的 {base} 个（对 GPT-2 来说就是 256 个字节值），"
+        "从文本中学到的 {merges} 条合并规则（每条把一对常见的相邻片段合成一个更长的 token），以及 {added}。"
+    ),
+    "stage.model_files.tokenizer_plain": "分词器（{model}）共有 {vocab} 个 token，其中有 {added}。",
+    "stage.model_files.special": "特殊 token 从不被切开或合并：{tokens}。",
+    "stage.model_files.unrecorded": (
+        "这份 trace 录制时，gpt2viz 还没有保存这些文件的内容，所以下面只有 trace 配置里的尺寸。"
+        "重新录制一次，就能看到张量和分词器。"
+    ),
+    "stage.model_files.formula": (
+        "参数量 = wte + wpe + n_layer × 每层 + ln_f\n"
+        "= {wte} + {wpe} + {n_layer} × {block} + {ln_f} = {total}"
+    ),
+    "stage.model_files.flow_config": "config.json，{bytes} → 各项尺寸",
+    "stage.model_files.flow_config_unrecorded": "trace 的配置 → 各项尺寸",
+    "stage.model_files.flow_weights": "{files}，{bytes} → {tensors} → {device} 上的 {dtype} 权重",
+    "stage.model_files.flow_tokenizer": "{files}，{bytes} → {vocab} 个 token",
+}

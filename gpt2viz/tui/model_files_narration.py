@@ -1,0 +1,158 @@
+"""What the Model files stage says: the files the model came from, what each of config.json's
+settings controls, and how the weights were read.
+
+The paragraphs are templates (`stage.model_files.*` in gpt2viz/i18n/<lang>/model_files.py); the
+short labels of the picture are msgids here. Every fact comes from the trace (file_facts.py).
+"""
+
+from __future__ import annotations
+
+from ..i18n import N_, _, ngettext, plural, say, sentences
+from ..trace import Trace
+from ..trace.notices import notice_text
+from .facts import RunFacts
+from .file_facts import FileFacts, Setting, StoredFile, TokenizerFacts, WeightFacts
+from .formatting import clip, count, nbytes
+from .stages import Stage
+
+DIRECTORY_CELLS = 60  # of a checkpoint's directory quoted in the text
+
+# What each of config.json's settings controls (model.files.CONFIG_KEYS; GPT2Config's n_ctx too).
+MEANINGS = {
+    "model_type": N_("the architecture: GPT-2"),
+    "n_layer": N_("blocks, one after another"),
+    "n_head": N_("attention heads in each block"),
+    "n_embd": N_("width of every token's vector: the residual stream"),
+    "n_positions": N_("the longest context: rows of wpe"),
+    "n_ctx": N_("the longest context: rows of wpe"),
+    "vocab_size": N_("tokens the model knows: rows of wte, logits per position"),
+    "n_inner": N_("width of the MLP's hidden layer"),
+    "layer_norm_epsilon": N_("added to the variance in every LayerNorm"),
+    "activation_function": N_("the MLP's activation (gelu_new: GELU's tanh form)"),
+    "attn_pdrop": N_("dropout on the attention weights: training only"),
+    "embd_pdrop": N_("dropout on the embeddings: training only"),
+    "resid_pdrop": N_("dropout on each update to the residual stream: training only"),
+    "tie_word_embeddings": N_("the LM head reuses wte"),
+    "bos_token_id": N_("the id a text starts with"),
+    "eos_token_id": N_("the id of the token that ends a text"),
+}
+
+
+def meaning(setting: Setting, d_mlp: int) -> str:
+    """What `setting` controls, in the current language."""
+    if setting.key == "n_inner" and setting.value is None:
+        return _("width of the MLP's hidden layer; not set, so 4 × n_embd = {width}").format(width=count(d_mlp))
+    return _(MEANINGS[setting.key]) if setting.key in MEANINGS else ""
+
+
+def value_text(setting: Setting) -> str:
+    """A setting's value as config.json writes it ('–' for null; true and false in words)."""
+    value = setting.value
+    if value is None:
+        return "–"
+    if isinstance(value, bool):
+        return _("true") if value else _("false")
+    if isinstance(value, int):
+        return str(value) if setting.key.endswith("_id") else count(value)
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+def file_names(files: tuple[StoredFile, ...]) -> str:
+    """File names as a list in a sentence."""
+    return _(", ").join(f.name for f in files)
+
+
+def files_bytes(files: tuple[StoredFile, ...]) -> int:
+    return sum(f.bytes for f in files)
+
+
+def model_files_words(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key: str):
+    """The Model files stage's paragraphs, formula and shape flow."""
+    facts = FileFacts.of(trace)
+    source = trace.model.get("source") or {}
+    directory = clip(str(source.get("path") or trace.model.get("name") or "?"), DIRECTORY_CELLS)
+    w, t = facts.weights, facts.tokenizer
+    if facts.recorded:
+        paragraphs = [say("stage.model_files.lead", directory=directory, weights=file_names(w.files), tokenizer=file_names(t.files))]
+    else:
+        paragraphs = [say("stage.model_files.lead_unrecorded", directory=directory), say("stage.model_files.unrecorded")]
+    paragraphs.append(
+        say("stage.model_files.config", n_layer=count(f.n_layer), n_head=count(f.n_head), n_embd=count(f.n_embd),
+            n_ctx=count(f.n_ctx), vocab=count(f.vocab))
+    )
+    if w is not None:
+        paragraphs += [_weights(trace, f, w), _head(f, w)]
+    if t is not None:
+        paragraphs.append(_tokenizer(t))
+    # What the user was told (the hub, the weights, the prompt), on the stage the walk starts at.
+    paragraphs += [say("stage.note", notice=notice_text(notice)) for notice in trace.notices]
+    p = f.params
+    formula = say("stage.model_files.formula", wte=count(p.wte), wpe=count(p.wpe), n_layer=count(f.n_layer),
+                  block=count(p.block), ln_f=count(p.layer_norm), total=count(p.total))
+    if facts.recorded:
+        flow = [
+            say("stage.model_files.flow_config", bytes=nbytes(facts.config_file.bytes)),
+            say("stage.model_files.flow_weights", files=file_names(w.files), bytes=nbytes(files_bytes(w.files)),
+                tensors=ngettext("{n} tensor", "{n} tensors", w.count).format(n=count(w.count)),
+                dtype=f.dtype, device=_device(trace)),
+            say("stage.model_files.flow_tokenizer", files=file_names(t.files), bytes=nbytes(files_bytes(t.files)),
+                vocab=count(t.vocab_size)),
+        ]
+    else:
+        flow = [say("stage.model_files.flow_config_unrecorded")]
+    return "\n\n".join(paragraphs), formula, flow
+
+
+def _device(trace: Trace) -> str:
+    return str(trace.model.get("device") or "cpu")
+
+
+def _weights(trace: Trace, f: RunFacts, w: WeightFacts) -> str:
+    """What the safetensors file holds, and how the model came to hold it."""
+    header = sum(s.header_bytes or 0 for s in w.files)
+    what = say(
+        plural("stage.model_files.weights", len(w.files)), n=count(len(w.files)), files=file_names(w.files),
+        header=nbytes(header), tensors=ngettext("{n} tensor", "{n} tensors", w.count).format(n=count(w.count)),
+        data=nbytes(w.data_bytes or 0), n_params=count(f.n_params),
+    )
+    n, in_place = w.parameters, w.in_place or 0
+    facts = {"file": file_names(w.files), "n": count(n), "in_place": count(in_place), "dtype": f.dtype,
+             "device": _device(trace), "stored": "+".join(w.dtypes), "weight_bytes": nbytes(f.weight_bytes)}
+    if w.mapped is not True or w.in_place is None:
+        how = "read"
+    elif in_place == n:
+        how = "in_place"
+    elif in_place == 0:
+        how = "copied"
+    else:
+        how = "partly"
+    return sentences(what, say(f"stage.model_files.{how}", **facts))
+
+
+def _head(f: RunFacts, w: WeightFacts) -> str:
+    """The tied LM head, and the mask buffers a file may carry."""
+    head = say("stage.model_files.stored_head") if w.stores_lm_head else say("stage.model_files.tied", wte=count(f.params.wte))
+    if not w.buffers:
+        return head
+    return sentences(head, say(plural("stage.model_files.buffers", w.buffers), n=count(w.buffers)))
+
+
+def _tokenizer(t: TokenizerFacts) -> str:
+    added = ngettext("{n} added token", "{n} added tokens", t.added).format(n=count(t.added))
+    if t.merges is not None:
+        text = say("stage.model_files.tokenizer", model=t.model, vocab=count(t.vocab_size), base=count(t.base),
+                   merges=count(t.merges), added=added)
+    else:
+        text = say("stage.model_files.tokenizer_plain", model=t.model, vocab=count(t.vocab_size), added=added)
+    if not t.special:
+        return text
+    tokens = _(", ").join(special_token(i, token) for i, token in t.special)
+    return sentences(text, say("stage.model_files.special", tokens=tokens))
+
+
+def special_token(token_id: int, text: str) -> str:
+    """A special token and its id: '<|endoftext|> (id 50256)'."""
+    return _("{text} (id {id})").format(text=text, id=token_id)
+

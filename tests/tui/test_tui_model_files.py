@@ -1,0 +1,222 @@
+"""The Model files stage and the map of the model, driven as a person would: the walk starts at the
+model's files, whose tensor count and bytes are what the `safetensors` library reports; `o` shows the
+map from every stage with that stage highlighted; both read at 80 x 24 and 120 x 40, in English and
+Chinese, on the bundled `tiny` and on a GPT-2-small-shaped checkpoint."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+import pytest
+from rich.cells import cell_len
+from safetensors import safe_open
+
+import gpt2viz
+from tui_helpers import TINY_TRACE, run_async, stage_text
+from zh_words import english_words, run_words
+from gpt2viz.i18n import count, set_language
+from gpt2viz.model.sources import bundled_dir
+from gpt2viz.trace import load, trace_prompt
+from gpt2viz.tui.app import make_app
+from gpt2viz.tui.commands import MapCommands
+from gpt2viz.tui.screens.help import HelpScreen, key_rows
+from gpt2viz.tui.screens.model_map import ModelMapScreen
+from gpt2viz.tui.screens.step import StepScreen
+from gpt2viz.tui.stages import Stage, index_of
+from gpt2viz.tui.widgets.model_files_view import ModelFilesPicture
+from gpt2viz.tui.narration import narrate
+from gpt2viz.tui.widgets.model_map import ModelMap, map_lines
+
+NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+SIZES = [(80, 24), (120, 40)]
+
+
+def safetensors_report(path) -> tuple[int, int]:
+    """How many tensors the file holds and their bytes together, as the library says."""
+    with safe_open(str(path), framework="pt") as f:
+        names = list(f.keys())
+        return len(names), sum(f.get_tensor(name).nbytes for name in names)
+
+
+@pytest.fixture(scope="module")
+def bundled_trace():
+    return trace_prompt(gpt2viz.load_model("tiny"), "The meaning of life is")
+
+
+async def step_screen(app, pilot) -> StepScreen:
+    for _ in range(200):
+        await pilot.pause()
+        if isinstance(app.screen, StepScreen):
+            return app.screen
+    raise AssertionError(f"still on {type(app.screen).__name__}")
+
+
+def picture_lines(app, widget_type) -> list[str]:
+    picture = app.screen.query_one(widget_type)
+    return picture.content.plain.split("\n")
+
+
+@pytest.mark.parametrize("size", SIZES, ids=["80x24", "120x40"])
+@pytest.mark.parametrize("which", ["bundled", "gpt2-small"])
+@run_async
+async def test_the_walk_starts_at_the_model_files_with_what_safetensors_reports(which, size, bundled_trace, small_trace, ckpts):
+    trace, path = (bundled_trace, bundled_dir()) if which == "bundled" else (small_trace, ckpts.path("gpt2-small"))
+    n, data = safetensors_report(path / "model.safetensors")
+    n_layer = trace.n_layer
+    app = make_app(trace=trace)
+    async with app.run_test(size=size) as pilot:
+        screen = await step_screen(app, pilot)
+        assert screen.stage == Stage("model_files") and screen.index == 0
+        text = stage_text(app)
+        flat = " ".join(text.split())  # lines wrapped at 80 columns read as one
+        assert f"{count(n)} tensors in all" in text and f"data {count(data)} B" in flat
+        assert re.search(rf"{count(n)} tensors in all +{count(data)}\n", text)  # the total row
+        assert f"h.0 … h.{n_layer - 1}: {n_layer} blocks of 12 tensors each" in flat
+        assert re.search(rf"^  n_layer +{n_layer}\b", text, re.M)  # config.json's row
+        assert "LM head: not stored; the logits use wte (tied)" in flat
+        assert "merges        50,000" in text and "<|endoftext|> (id 50256)" in text
+        parameters = 12 * n_layer + 4
+        in_place = 0 if which == "bundled" else parameters  # F16 copied into float32; F32 used where it lies
+        assert f"memory-mapped: {in_place} of {parameters} used in place" in flat
+        width = app.screen.query_one(ModelFilesPicture).size.width
+        assert all(cell_len(line) <= width for line in picture_lines(app, ModelFilesPicture))
+
+
+@run_async
+async def test_an_older_trace_shows_its_config_and_says_the_files_were_not_recorded():
+    trace = load(TINY_TRACE)  # recorded before gpt2viz kept the files' facts
+    assert trace.model_files is None
+    for language, said in (("en", "recorded before gpt2viz kept what the files hold"), ("zh", "还没有保存这些文件的内容")):
+        set_language(language)
+        app = make_app(trace=trace)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await step_screen(app, pilot)
+            text = stage_text(app)
+            assert said in text and "n_ctx" in text and "128" in text
+            assert "h.0 …" not in text and "wte.weight" not in text  # no tensor table
+            assert "config.json · model.safetensors · " in text  # the map still names the files
+
+
+# Stage kind -> the words of the map's highlighted rows (English).
+HIGHLIGHTED = {
+    "model_files": ["config.json"],
+    "tokenize": ["Tokenize"],
+    "embed": ["Embed"],
+    "ln1": ["block", "ln_1", "× "],
+    "qkv": ["block", "attention:", "× "],
+    "pattern": ["block", "attention:", "× "],
+    "attn_out": ["block", "+ attention output", "× "],
+    "mlp": ["block", "MLP:", "× "],
+    "mlp_out": ["block", "+ MLP output", "× "],
+    "ln_final": ["ln_f"],
+    "lm_head": ["LM head"],
+    "logit_lens": ["ln_f", "LM head"],
+    "next_token": ["Next token"],
+}
+
+
+@pytest.mark.parametrize("size", SIZES, ids=["80x24", "120x40"])
+@run_async
+async def test_the_map_opens_from_every_stage_with_its_stage_highlighted(size, bundled_trace):
+    app = make_app(trace=bundled_trace)
+    async with app.run_test(size=size) as pilot:
+        screen = await step_screen(app, pilot)
+        for i, stage in enumerate(screen.stages):
+            if stage.layer not in (None, 3):
+                continue
+            screen.go_to(i)
+            await pilot.pause()
+            await pilot.press("o")
+            await pilot.pause()
+            assert isinstance(app.screen, ModelMapScreen)
+            lines = picture_lines(app, ModelMap)
+            marked = [line for line in lines if line.startswith("›")]
+            for words in HIGHLIGHTED.get(stage.kind, []):
+                assert any(words in line for line in marked), (stage.key, words, marked)
+            if stage.layer is not None:
+                assert "block 3 of 7 blocks (0–6), each the same:" in marked[0]
+            box = app.screen.query_one("#map-box")
+            width = app.screen.query_one(ModelMap).size.width
+            assert all(cell_len(line) <= width for line in lines), lines
+            assert box.max_scroll_y == 0, (size, stage.key)  # the whole map in sight
+            await pilot.press("o")  # the same key closes it
+            await pilot.pause()
+            assert app.screen is screen and screen.index == i
+
+
+def test_the_map_has_this_model_s_sizes(bundled_trace, small_trace):
+    for trace, n_layer, C, T in ((bundled_trace, 7, 112, 5), (small_trace, 12, 768, 12)):
+        text = "\n".join(line.plain for line in map_lines(trace, Stage("mlp", 2), 100))
+        assert f"x [1, {T}, {C}]" in text and f"logits [1, {T}, 50257]" in text
+        assert f"block 2 of {n_layer} blocks (0–{n_layer - 1})" in text and f"× {n_layer} blocks" in text
+        assert f"MLP: {C} → {4 * C} → {C}" in text
+
+
+@run_async
+async def test_the_map_key_is_in_the_help_the_side_panel_and_the_palette(bundled_trace):
+    app = make_app(trace=bundled_trace)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await step_screen(app, pilot)
+        rows = dict(key_rows(screen))
+        assert rows["o"].startswith("The map of the model")
+        assert str(screen.query_one("#side-panel").border_title) == "o: map · m: cost lab"
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        assert "The map of the model" in app.screen.query_one("#help-text").content.plain
+        await pilot.press("escape")
+        await pilot.pause()
+        hits = [hit async for hit in MapCommands(screen).discover()]
+        assert [hit.text for hit in hits] == ["Map of the model"]
+        hits[0].command()
+        await pilot.pause()
+        assert isinstance(app.screen, ModelMapScreen)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=["80x24", "120x40"])
+@run_async
+async def test_the_stage_and_the_map_in_chinese_have_no_english_and_the_same_numbers(size, small_trace):
+    allowed = run_words(small_trace)
+    shown = {}
+    for language in ("en", "zh"):
+        set_language(language)
+        app = make_app(trace=small_trace)
+        async with app.run_test(size=size) as pilot:
+            screen = await step_screen(app, pilot)
+            stage = stage_text(app)
+            screen.go_to(index_of(screen.stages, "heads", 4))
+            await pilot.pause()
+            await pilot.press("o")
+            await pilot.pause()
+            box = app.screen.query_one("#map-box")
+            the_map = "\n".join([str(box.border_title), *picture_lines(app, ModelMap)])
+            assert box.max_scroll_y == 0, language
+            shown[language] = (stage, the_map)
+    for english, chinese in zip(shown["en"], shown["zh"]):
+        assert english_words(chinese, allowed) == [], chinese
+        assert Counter(NUMBER.findall(chinese)) == Counter(NUMBER.findall(english))
+
+
+def test_a_stored_lm_head_and_mask_buffers_are_said_in_both_languages(ckpts, tmp_path):
+    import shutil
+
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    directory = tmp_path / "with-extras"
+    shutil.copytree(ckpts.path("tiny"), directory)
+    tensors = load_file(str(directory / "model.safetensors"))
+    prefix = "transformer." if any(k.startswith("transformer.") for k in tensors) else ""
+    tensors["lm_head.weight"] = tensors[prefix + "wte.weight"].clone()
+    for layer in range(2):
+        tensors[f"{prefix}h.{layer}.attn.bias"] = torch.tril(torch.ones(1, 1, 8, 8, dtype=torch.bool))
+    save_file(tensors, str(directory / "model.safetensors"))
+    trace = trace_prompt(gpt2viz.load_model(str(directory)), "Hello")
+    english = narrate(trace, Stage("model_files"), generate_key="g").text
+    assert "also stores lm_head.weight, a copy of wte" in english and "2 tensors are causal masks" in english
+    set_language("zh")
+    chinese = narrate(trace, Stage("model_files"), generate_key="g").text
+    assert "lm_head.weight" in chinese and "因果掩码" in chinese
+    assert english_words(chinese, run_words(trace)) == []
+    assert Counter(NUMBER.findall(chinese)) == Counter(NUMBER.findall(english))

@@ -54,7 +54,9 @@ def test_gpt2_small_traces_grow_smoothly_from_64_to_1024_tokens(ckpts):
     # From 65 to 1,024 positions only the per-position parts grow: far less than T.
     assert result[1024]["bytes"] < 2.5 * result[65]["bytes"], result
     assert max(r["growth_mb"] for T, r in result.items() if T < 1024) < 400, result
-    assert result[1024]["growth_mb"] < 600, result  # the float64 copy of every position's logits was 1.6 GB
+    # Measured 300-690 MB from run to run (where the allocator's peak falls varies); the float64
+    # copy of every position's logits this guards against was 1.6 GB more.
+    assert result[1024]["growth_mb"] < 900, result
     assert result[1024]["bytes"] < 40e6, result
 
 

@@ -56,7 +56,7 @@ FULL = {
     "hook_reps": {5: 40, 128: 11},
     "bw_reps": 9,
     "profile_steps": 20,
-    "precision": {"ctx": 256, "steps": 20, "warmup": 2, "prefill_T": 128, "prefill_reps": 5},
+    "precision": {"ctx": 256, "steps": 20, "warmup": 2, "prefill_T": 128, "prefill_reps": 9},
     "batch": {"ctx": 64, "sizes": [1, 2, 4, 8, 16, 32], "steps": 9},
     "heldout_tokens": None,  # the whole text
 }

@@ -219,28 +219,14 @@ class GeluCurve(Picture):
         rows += histogram_lines(h, cells, lambda b: CUT if h.edges[b + 1] <= 0 else BAR, self.room, gutter)
         rows.append(Content(""))
         share = (lambda k: percent(k / total)) if total else (lambda k: percent(None))
-        rows += wrapped(
-            styled(
-                _("cut: {n} of {total} ({share}); x ≤ 0, where GELU(x) is between about −0.17 and 0"),
-                "",
-                n=(count(pre.cut), CUT),
-                total=count(total),
-                share=share(pre.cut),
-            ),
-            self.room,
-            2,
+        shares = (
+            (_("cut: {n} of {total} ({share}); x ≤ 0, where GELU(x) is between about −0.17 and 0"), pre.cut, CUT),
+            (_("passes: {n} of {total} ({share}); x > 0, where GELU(x) is more than x/2"), pre.passed, BAR),
         )
-        rows += wrapped(
-            styled(
-                _("passes: {n} of {total} ({share}); x > 0, where GELU(x) is more than x/2"),
-                "",
-                n=(count(pre.passed), BAR),
-                total=count(total),
-                share=share(pre.passed),
-            ),
-            self.room,
-            2,
-        )
+        for sentence, n, style in shares:
+            rows += wrapped(
+                styled(sentence, "", n=(count(n), style), total=count(total), share=share(n)), self.room, 2
+            )
         return lines(rows)
 
 

@@ -30,7 +30,7 @@ import torch
 from .costs import compute_rate, gb_per_s, stream_bandwidth
 from .language_model import LanguageModel, load_model
 from .model.packed import for_batches
-from .model.precision import PRECISIONS, lookup_only_bytes
+from .model.precision import PRECISIONS, unread_bytes
 from .quality import compare_logits
 
 Progress = Callable[[int, int], None]
@@ -138,9 +138,9 @@ def _filled_ids(prompt_ids: list[int], length: int) -> list[int]:
 class StepCosts:
     """What one decode step of a model reads and computes, from its shapes and its weights' bytes:
     every weight read once a step (whatever the batch; of the position table only the rows in
-    use, and of the token table only the rows looked up where the LM head has a copy of its own),
-    each row's KV cache read, and per row two FLOPs per weight of every product and the LM
-    head plus attention's over the cached positions."""
+    use, of the token table only the rows looked up where the LM head has a copy of its own, and
+    none of the padding of float16's packs), each row's KV cache read, and per row two FLOPs per
+    weight of every product and the LM head plus attention's over the cached positions."""
 
     weight_bytes: int  # the weights one step reads
     kv_bytes_per_position: int  # one row
@@ -155,7 +155,7 @@ class StepCosts:
         itemsize = lm.model.dtype.itemsize  # activations, the KV cache and the position table
         unused_positions = (config.n_ctx - 1) * config.n_embd * itemsize
         return cls(
-            lm.weight_bytes - unused_positions - lookup_only_bytes(lm.model),
+            lm.weight_bytes - unused_positions - unread_bytes(lm.model),
             config.kv_bytes_per_position(itemsize),
             2 * (products + config.vocab_size * config.n_embd),
             4 * config.n_layer * config.n_embd,

@@ -151,6 +151,7 @@ class Float16Linear(Layer):
         n_in, n_out = weight_in_out.shape
         self.packed = pack_float16(weight_in_out.t(), bias)
         self.bytes = fbgemm_rows(n_in) * n_out * 2 + n_out * 4  # float16 weights padded, float32 bias
+        self.padding_bytes = (fbgemm_rows(n_in) - n_in) * n_out * 2  # held, never read: a product reads n_in rows
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return float16_linear(x, self.packed)
@@ -310,12 +311,14 @@ def weight_bytes(model) -> int:
     return total + sum(layer.bytes for layer in model.modules() if isinstance(layer, stored))
 
 
-def lookup_only_bytes(model) -> int:
-    """Bytes of weights a decode step reads only a row of: the token table where the LM head reads
-    a copy of its own (int8's packed rows, bfloat16's packed wte). Where the head multiplies by wte
-    itself, the table is read whole every step."""
+def unread_bytes(model) -> int:
+    """Bytes of the weights in memory that a decode step does not read: the token table where the
+    LM head reads a copy of its own (int8's packed rows, bfloat16's packed wte), of which a step
+    looks up one row; and the padding of fbgemm's float16 packs, which a product skips. Where the
+    head multiplies by wte itself, the table is read whole every step."""
+    padding = sum(layer.padding_bytes for layer in model.modules() if isinstance(layer, Float16Linear))
     if isinstance(model.lm_head, packed.PackedLMHead):
-        return model.wte.weight.numel() * model.wte.weight.element_size()
+        return padding + model.wte.weight.numel() * model.wte.weight.element_size()
     if isinstance(model.wte, Int8Embedding):
-        return model.wte.values.numel()
-    return 0
+        return padding + model.wte.values.numel()
+    return padding

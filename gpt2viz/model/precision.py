@@ -43,7 +43,9 @@ Measured on this project's 2-core AVX-512 (VNNI, BF16) machines, torch 2.13 CPU:
 
 from __future__ import annotations
 
+import ctypes
 import functools
+import sys
 import warnings
 from dataclasses import dataclass
 
@@ -301,6 +303,21 @@ def apply_precision(model, precision: Precision) -> None:
         model.lm_head = HalfLMHead(model.wte)
     for parameter in model.parameters():  # wpe, LayerNorms (and wte in 16 bits): own copies
         parameter.data = parameter.data.to(dtype, copy=True)
+    give_back_freed_heap()
+
+
+def give_back_freed_heap() -> None:
+    """Returns to the system the heap pages a conversion's temporaries freed. They lie between the
+    converted weights' allocations, so the C allocator keeps them resident (GPT-2 small in float16:
+    648 MB resident after loading, 535 MB after this). glibc only (`malloc_trim`); elsewhere a no-op."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        libc = ctypes.CDLL(None)
+        trim = libc.malloc_trim
+    except (OSError, AttributeError):  # musl and other C libraries have no malloc_trim
+        return
+    trim(0)
 
 
 def weight_bytes(model) -> int:

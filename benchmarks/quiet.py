@@ -13,21 +13,11 @@ from __future__ import annotations
 import os
 import time
 
+from gpt2viz.cpu_share import CpuTicks, cpu_ticks, others_ticks
 
 
-def _snapshot() -> tuple[int, int, int]:
-    """(busy ticks of all CPUs, all ticks, ticks of this process and its waited-for children)."""
-    try:
-        with open("/proc/stat", encoding="ascii") as f:
-            vals = [int(v) for v in f.readline().split()[1:9]]
-        with open("/proc/self/stat", encoding="ascii") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0, 0, 0
-    user, nice, system, idle, iowait, irq, softirq, steal = vals
-    busy = user + nice + system + irq + softirq + steal
-    mine = int(fields[11]) + int(fields[12]) + int(fields[13]) + int(fields[14])  # utime stime cutime cstime
-    return busy, busy + idle + iowait, mine
+def _snapshot() -> CpuTicks:
+    return cpu_ticks() or CpuTicks(0, 0, 0)
 
 
 class QuietGate:
@@ -41,8 +31,8 @@ class QuietGate:
         self.kept_noisy = 0
         self.measured = 0
 
-    def _others(self, a, b) -> tuple[int, int]:
-        return (b[0] - a[0]) - (b[2] - a[2]), b[1] - a[1]
+    def _others(self, a: CpuTicks, b: CpuTicks) -> tuple[int, int]:
+        return others_ticks(a, b)
 
     def _noisy(self, a, b) -> bool:
         others, total = self._others(a, b)

@@ -28,6 +28,7 @@ from typing import Callable
 import torch
 
 from .costs import compute_rate, gb_per_s, stream_bandwidth
+from .cpu_share import CpuTicks, cpu_ticks, others_share
 from .language_model import LanguageModel, load_model
 from .model.packed import for_batches
 from .model.precision import PRECISIONS, unread_bytes
@@ -42,6 +43,10 @@ PRECISION_CONTEXT = 256  # cached positions of the number-format experiment's st
 CONTEXT_POINTS = 16  # positions measured between the prompt and the chosen length
 FLAT_WITHIN = 1.25  # a batched step is "flat" while it costs at most this times one sequence's
 MEMORY_SHARE_FOR_CACHES = 0.25  # the batch sweep's KV caches may take this share of free memory
+# Above this share of the CPUs used by other processes during an experiment, its times are theirs
+# as much as the model's, and the lab claims nothing about what bounds a step (measured: 0.4 % with
+# the TUI in tmux on a quiet machine, the tmux server being the other process).
+BUSY_SHARE = 0.2
 
 
 def _never() -> bool:
@@ -116,6 +121,17 @@ def rewind_to(cache, length: int) -> Callable[[], None]:
 
 def _median(xs: list[float]) -> float | None:
     return statistics.median(xs) if xs else None
+
+
+def _share(before: CpuTicks | None) -> float | None:
+    """Other processes' share of the CPUs since `before`, to three decimals (None: unknown)."""
+    share = others_share(before, cpu_ticks())
+    return None if share is None else round(share, 3)
+
+
+def disturbed(sweep) -> bool:
+    """Whether other processes used more than BUSY_SHARE of the CPUs while `sweep` ran."""
+    return sweep.others_cpu is not None and sweep.others_cpu > BUSY_SHARE
 
 
 def cached_positions(wanted: int, n_ctx: int) -> int:
@@ -194,6 +210,7 @@ class ContextSweep:
     start: int = 0  # the prompt's length: where generation would start
     end: int = 0  # the chosen length
     complete: bool = True
+    others_cpu: float | None = None  # the share of the CPUs other processes used meanwhile (cpu_share)
 
     @property
     def crossover(self) -> int | None:
@@ -263,6 +280,7 @@ def context_sweep(
     ids = torch.tensor([_filled_ids(prompt_ids, length)], device=model.device)
     positions = context_positions(start, length, points)
     sweep = ContextSweep(start=start, end=length)
+    started = cpu_ticks()
     cache = model.new_cache(capacity=length)
     for done, p in enumerate(positions):
         if should_stop():
@@ -283,6 +301,7 @@ def context_sweep(
         sweep.naive_ms.append(_median(times["naive"]))
         sweep.cached_ms.append(_median(times["cached"]))
         on_progress(done + 1, len(positions))
+    sweep.others_cpu = _share(started)
     return sweep
 
 
@@ -317,6 +336,7 @@ class BatchSweep:
     rows: list[BatchRow] = field(default_factory=list)
     skipped: list[int] = field(default_factory=list)  # sizes whose caches would not fit in memory
     complete: bool = True
+    others_cpu: float | None = None  # the share of the CPUs other processes used meanwhile (cpu_share)
 
     @property
     def flat_until(self) -> int | None:
@@ -377,6 +397,7 @@ def batch_sweep(
             fits.append(b)
             rows_so_far += b
     sweep = BatchSweep(context, skipped=[b for b in sizes if b not in fits])
+    started = cpu_ticks()
     ids = torch.tensor([_filled_ids(prompt_ids, context + 1)], device=model.device)
     caches, tokens = {}, {}
     for b in fits:
@@ -405,6 +426,7 @@ def batch_sweep(
         if ms is None:
             continue
         sweep.rows.append(BatchRow(b, ms, costs.flops(b, context), costs.bytes_read(b, context)))
+    sweep.others_cpu = _share(started)
     on_progress(steps, steps)
     return sweep
 
@@ -436,6 +458,7 @@ class PrecisionSweep:
     context: int
     rows: list[PrecisionRow] = field(default_factory=list)
     complete: bool = True
+    others_cpu: float | None = None  # the share of the CPUs other processes used meanwhile (cpu_share)
 
     def to_dict(self) -> dict:
         return {**asdict(self), "rows": [r.to_dict() for r in self.rows]}
@@ -464,6 +487,7 @@ def precision_sweep(
     total = len(formats) + steps + 1
     models: dict[str, LanguageModel] = {}
     sweep = PrecisionSweep(context)
+    started = cpu_ticks()
     for i, name in enumerate(formats):
         if should_stop():
             sweep.complete = False
@@ -503,6 +527,7 @@ def precision_sweep(
         nbytes = StepCosts.of(m).bytes_read(1, context)
         quality = compare_logits(m, reference, quality_ids).to_dict()
         sweep.rows.append(PrecisionRow(name, ms, nbytes, m.weight_bytes, quality))
+    sweep.others_cpu = _share(started)
     on_progress(total, total)
     return sweep
 
@@ -548,10 +573,14 @@ class LabResult:
             context = _known(ContextSweep, doc["context"])
         if doc.get("batch") is not None:
             b = doc["batch"]
-            batch = BatchSweep(b["context"], [_known(BatchRow, r) for r in b["rows"]], list(b["skipped"]), b["complete"])
+            batch = BatchSweep(
+                b["context"], [_known(BatchRow, r) for r in b["rows"]], list(b["skipped"]), b["complete"], b.get("others_cpu")
+            )
         if doc.get("precision_formats") is not None:
             p = doc["precision_formats"]
-            formats = PrecisionSweep(p["context"], [_known(PrecisionRow, r) for r in p["rows"]], p["complete"])
+            formats = PrecisionSweep(
+                p["context"], [_known(PrecisionRow, r) for r in p["rows"]], p["complete"], p.get("others_cpu")
+            )
         return cls(
             doc["model"], doc["precision"], doc["n_params"], _known(Machine, doc["machine"]),
             _known(StepCosts, doc["costs"]), doc["n_ctx"], doc["vocab_size"], context, batch, formats,
@@ -559,8 +588,9 @@ class LabResult:
 
 
 def _known(cls, doc: dict):
-    """`cls` from the fields of `doc` it has (a later version's extra fields are left out)."""
-    return cls(**{f.name: doc[f.name] for f in fields(cls)})
+    """`cls` from the fields of `doc` it has (a later version's extra fields are left out; a field
+    an earlier version did not write takes its default)."""
+    return cls(**{f.name: doc[f.name] for f in fields(cls) if f.name in doc})
 
 
 def new_result(lm: LanguageModel) -> LabResult:

@@ -5,6 +5,7 @@ was measured, where, and how the numbers derived from it follow."""
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -69,6 +70,8 @@ def test_context_sweep_times_both_ways_at_every_position(tiny_lm):
     assert all(ms > 0 for ms in sweep.naive_ms + sweep.cached_ms)
     assert (sweep.start, sweep.end, sweep.complete) == (len(ids), 40, True)
     assert seen[-1] == (4, 4)
+    if os.path.exists("/proc/stat"):  # other processes' share of the CPUs meanwhile (gpt2viz.cpu_share)
+        assert 0 <= sweep.others_cpu <= 1
     # Longer than the context: cut to it.
     n_ctx = tiny_lm.config.n_ctx
     assert cost_lab.context_sweep(tiny_lm, ids, 10 * n_ctx, points=2, reps=1).end == n_ctx
@@ -115,6 +118,7 @@ def test_crossover_and_totals_follow_the_curve():
 def test_batch_sweep_rows_carry_their_arithmetic(tiny_lm):
     sweep = cost_lab.batch_sweep(tiny_lm, [1, 2, 3], context=16, sizes=(1, 2, 4), steps=1)
     assert [r.batch for r in sweep.rows] == [1, 2, 4] and sweep.complete and sweep.skipped == []
+    assert sweep.others_cpu is None or 0 <= sweep.others_cpu <= 1
     costs = cost_lab.StepCosts.of(tiny_lm)
     for r in sweep.rows:
         assert r.flops == costs.flops(r.batch, 16) and r.bytes_read == costs.bytes_read(r.batch, 16)
@@ -148,6 +152,7 @@ def test_precision_sweep_measures_each_format_against_float32(tiny_lm):
     sweep = cost_lab.precision_sweep(tiny_lm, ids, context=16, formats=("float32", "int8"), steps=1)
     rows = {r.format: r for r in sweep.rows}
     assert set(rows) == {"float32", "int8"} and sweep.context == 16
+    assert sweep.others_cpu is None or 0 <= sweep.others_cpu <= 1
     assert rows["float32"].quality["max_abs_dlogit"] == 0 and rows["float32"].quality["top1_agreement"] == 1
     assert rows["int8"].quality["max_abs_dlogit"] > 0 and rows["int8"].quality["positions"] == len(ids)
     assert rows["int8"].weight_bytes < 0.6 * rows["float32"].weight_bytes  # position embeddings stay float32
@@ -182,6 +187,12 @@ def test_a_lab_result_survives_the_trace_file(tiny_lm, tmp_path):
     assert again.context.positions == result.context.positions
     assert again.batch.rows[1].batch == 2 and again.precision_formats is None
     assert again.costs == result.costs
+    assert again.context.others_cpu == result.context.others_cpu and again.batch.others_cpu == result.batch.others_cpu
+    # A trace written before other processes' share was measured: unknown, not a crash.
+    for sweep in (doc["context"], doc["batch"]):
+        sweep.pop("others_cpu", None)
+    older = cost_lab.LabResult.from_dict(doc)
+    assert older.context.others_cpu is None and older.batch.others_cpu is None
 
 
 @pytest.mark.parametrize(
@@ -196,6 +207,8 @@ def test_a_lab_result_survives_the_trace_file(tiny_lm, tmp_path):
         lambda lab: lab["context"].update(positions=list(reversed(lab["context"]["positions"]))),
         lambda lab: lab["context"].update(end=10**9),  # beyond the context
         lambda lab: lab["batch"]["rows"].reverse(),  # sizes must rise from 1
+        lambda lab: lab["context"].update(others_cpu=1.5),  # a share of the CPUs: at most all of them
+        lambda lab: lab["batch"].update(others_cpu="busy"),
     ],
 )
 def test_a_damaged_lab_result_is_refused(tiny_lm, tmp_path, damage):

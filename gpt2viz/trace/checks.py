@@ -345,8 +345,15 @@ def _check_cost_lab(lab: object, s: Sizes) -> None:
         _check_precision_sweep(lab["precision_formats"], f"{field}.precision_formats", s)
 
 
+def _others_cpu(sweep: dict, field: str) -> None:
+    """An experiment's `others_cpu`: a share of the CPUs, 0 to 1, or null (unknown); optional."""
+    if "others_cpu" in sweep:
+        _num(sweep["others_cpu"], f"{field}.others_cpu", 0.0, 1.0, null=True)
+
+
 def _check_context_sweep(sweep: object, field: str, s: Sizes) -> None:
-    sweep = _fields(sweep, field, ("positions", "naive_ms", "cached_ms", "start", "end", "complete"))
+    sweep = _fields(sweep, field, ("positions", "naive_ms", "cached_ms", "start", "end", "complete"), ("others_cpu",))
+    _others_cpu(sweep, field)
     start = _int(sweep["start"], f"{field}.start", 0, MAX_POSITIONS)
     end = _int(sweep["end"], f"{field}.end", 0, MAX_POSITIONS)
     _bool(sweep["complete"], f"{field}.complete")
@@ -366,7 +373,8 @@ _LAB_BATCH_ROW = ("batch", "step_ms", "flops", "bytes_read")
 
 
 def _check_batch_sweep(sweep: object, field: str, s: Sizes) -> None:
-    sweep = _fields(sweep, field, ("context", "rows", "skipped", "complete"))
+    sweep = _fields(sweep, field, ("context", "rows", "skipped", "complete"), ("others_cpu",))
+    _others_cpu(sweep, field)
     context = _int(sweep["context"], f"{field}.context", 0, MAX_POSITIONS)
     _bool(sweep["complete"], f"{field}.complete")
     sizes = []
@@ -390,7 +398,8 @@ _FORMAT_ROW = ("format", "step_ms", "bytes_read", "weight_bytes", "quality")
 
 
 def _check_precision_sweep(sweep: object, field: str, s: Sizes) -> None:
-    sweep = _fields(sweep, field, ("context", "rows", "complete"))
+    sweep = _fields(sweep, field, ("context", "rows", "complete"), ("others_cpu",))
+    _others_cpu(sweep, field)
     context = _int(sweep["context"], f"{field}.context", 0, MAX_POSITIONS)
     _bool(sweep["complete"], f"{field}.complete")
     names = []

@@ -9,7 +9,7 @@ in a sentence come in as parameters (the screen passes its keys as they are boun
 
 from __future__ import annotations
 
-from ..cost_lab import FLAT_WITHIN, BatchSweep, ContextSweep, LabResult, PrecisionSweep
+from ..cost_lab import FLAT_WITHIN, BatchSweep, ContextSweep, LabResult, PrecisionSweep, disturbed
 from ..costs import step_bound
 from ..i18n import ngettext, say
 from .formatting import count, nbytes, num, percent
@@ -34,6 +34,12 @@ def machine_text(result: LabResult) -> str:
     m = result.machine
     threads = ngettext("{n} thread", "{n} threads", m.threads).format(n=count(m.threads))
     return say("lab.machine", stream=num(m.stream_gb_s), compute=num(m.compute_gflop_s), threads=threads)
+
+
+def busy_sentence(sweep) -> str | None:
+    """The warning that other processes used the CPUs while `sweep` ran (None: they did not, or
+    nobody knows); where it applies, no sentence says what bounds a step."""
+    return say("lab.busy", share=percent(sweep.others_cpu)) if disturbed(sweep) else None
 
 
 def bound_sentence(result: LabResult, what: str, n_bytes: float, flops: float, ms: float) -> str:
@@ -100,10 +106,14 @@ def context_text(
             ))
     else:
         parts.append(say("lab.context.partial", done=count(len(p)), last=p[-1]))
-    mid = len(p) // 2
-    costs = result.costs
-    what = say("lab.what.cached", position=p[mid])
-    parts.append(bound_sentence(result, what, costs.bytes_read(1, p[mid]), costs.flops(1, p[mid]), cached[mid]))
+    busy = busy_sentence(sweep)
+    if busy:
+        parts.insert(1, busy)
+    else:
+        mid = len(p) // 2
+        costs = result.costs
+        what = say("lab.what.cached", position=p[mid])
+        parts.append(bound_sentence(result, what, costs.bytes_read(1, p[mid]), costs.flops(1, p[mid]), cached[mid]))
     parts.append(machine_text(result))
     return "\n\n".join(parts)
 
@@ -115,11 +125,12 @@ def batch_text(
     if result is None or sweep is None or not sweep.rows:
         return say("lab.batch.idle", sizes=_sizes(sizes), context=count(context), run=run_key)
     one, big = sweep.rows[0], sweep.rows[-1]
+    busy = busy_sentence(sweep)
     if len(sweep.rows) == 1:
         what = say("lab.what.batch", batch=count(one.batch))
         return "\n\n".join([
             say("lab.batch.one_row", context=count(sweep.context), ms=num(one.step_ms), batch=count(one.batch)),
-            bound_sentence(result, what, one.bytes_read, one.flops, one.step_ms),
+            busy or bound_sentence(result, what, one.bytes_read, one.flops, one.step_ms),
             machine_text(result),
         ])
     parts = [say(
@@ -127,6 +138,8 @@ def batch_text(
         big=count(big.batch),
         ratio=num(big.step_ms / one.step_ms), one_tps=num(one.tokens_per_s), big_tps=num(big.tokens_per_s),
     )]
+    if busy:
+        parts.append(busy)
     flat = sweep.flat_until
     if flat == one.batch:
         second = sweep.rows[1]
@@ -141,7 +154,7 @@ def batch_text(
         "lab.batch.intensity", one_i=num(one.intensity), big_i=num(big.intensity), big=count(big.batch),
         ridge=num(m.compute_gflop_s / m.stream_gb_s),
     ))
-    for row in (one, big):
+    for row in () if busy else (one, big):
         what = say("lab.what.batch", batch=count(row.batch))
         parts.append(bound_sentence(result, what, row.bytes_read, row.flops, row.step_ms))
     if sweep.skipped:
@@ -158,7 +171,8 @@ def precision_text(
         return say("lab.precision.idle", formats=", ".join(formats), context=count(context), run=run_key)
     rows = {r.format: r for r in sweep.rows}
     base = rows.get("float32")
-    parts = []
+    busy = busy_sentence(sweep)
+    parts = [busy] if busy else []
     for r in sweep.rows:
         facts = {"format": r.format, "ms": num(r.step_ms), "read": nbytes(r.bytes_read), "gb_s": num(r.gb_s)}
         if base is None or r is base:  # nothing to compare with
@@ -176,7 +190,7 @@ def precision_text(
     flops = result.costs.flops(1, sweep.context)
     shown = [base] if base is not None else []
     shown += [fastest] if fastest is not base else []
-    for r in shown:
+    for r in () if busy else shown:
         what = say("lab.what.format", format=r.format)
         parts.append(bound_sentence(result, what, r.bytes_read, flops, r.step_ms))
     for r in sweep.rows:

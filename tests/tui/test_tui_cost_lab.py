@@ -6,6 +6,8 @@ Snapshots replay tests/data/tiny-lab-trace.json, whose lab numbers are fixed (ma
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from textual.widgets import Static
 from textual_plotext import PlotextPlot
@@ -14,7 +16,7 @@ from gpt2viz import cost_lab
 from gpt2viz.costs import step_bound
 from gpt2viz.trace import load
 from gpt2viz.tui.app import make_app
-from gpt2viz.tui.formatting import num
+from gpt2viz.tui.formatting import num, percent
 from gpt2viz.i18n import say, set_language
 from gpt2viz.tui.lab_narration import batch_text, context_text, precision_text
 from gpt2viz.tui.screens.cost_lab import CostLabScreen
@@ -191,6 +193,26 @@ def test_no_speed_up_is_claimed_that_the_numbers_contradict():
     wins = result.context
     text = context_text(result, wins, wins.start, wins.end, "r", "n")
     assert f"{num(wins.naive_total_s / wins.cached_total_s)}x faster" in text
+
+
+def test_no_bound_is_claimed_while_other_processes_kept_the_cpus_busy():
+    """Above cost_lab.BUSY_SHARE of the CPUs used by other processes, every experiment says so and
+    names no bound; at or below it (or unknown, as in older traces), the bounds are named."""
+    result = _result()
+    sweeps = {
+        "context": lambda s: context_text(result, s, s.start, s.end, "r", "n"),
+        "batch": lambda s: batch_text(result, s, cost_lab.BATCH_SIZES, 64, "r"),
+        "precision_formats": lambda s: precision_text(result, s, (), s.context, "r"),
+    }
+    whats = {"context": "A cached step at position", "batch": "The step of B = ", "precision_formats": "The float32 step"}
+    for name, text_of in sweeps.items():
+        sweep = getattr(result, name)
+        assert sweep.others_cpu is None  # the fixed trace predates the measurement
+        for share, busy in ((None, False), (0.2, False), (0.21, True), (0.6, True)):
+            text = text_of(dataclasses.replace(sweep, others_cpu=share))
+            warning = say("lab.busy", share=percent(share)) if share is not None else None
+            assert (warning in text) if busy else (warning is None or warning not in text), (name, share)
+            assert (whats[name] in text) is not busy, (name, share)
 
 
 # -- how it looks ---------------------------------------------------------------------------------

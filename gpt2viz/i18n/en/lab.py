@@ -96,6 +96,11 @@ TEXT = {
     "lab.what.batch": "The step of B = {batch}",
     "lab.what.format": "The {format} step",
     "lab.bound.unmeasured": "This machine's rates were not measured, so no bound is claimed.",
+    "lab.busy": (
+        "While this ran, other processes used {share} of this machine's CPU time: these times are slower than "
+        "the model runs here on its own, so the lab claims nothing about what bounds its steps. Run it again "
+        "when the machine is quiet."
+    ),
     "lab.bound.memory": (
         "{what}: reading its {read} at {stream} GB/s takes {memory_ms} ms, {share} of its {ms} ms: bound by "
         "memory bandwidth."

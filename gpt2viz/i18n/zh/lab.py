@@ -91,6 +91,10 @@ TEXT = {
     "lab.what.batch": "B = {batch} 的一步",
     "lab.what.format": "{format} 的一步",
     "lab.bound.unmeasured": "本机的速度没有测量，所以不判断它受什么限制。",
+    "lab.busy": (
+        "这个实验运行时，其他进程占用了本机 {share} 的 CPU 时间：这些耗时比模型在本机单独运行时要慢，"
+        "所以实验室不判断它的每一步受什么限制。请等机器空闲时再运行一次。"
+    ),
     "lab.bound.memory": (
         "{what}：以 {stream} GB/s 读取它的 {read} 需要 {memory_ms} ms，占它 {ms} ms 的 {share}："
         "受内存带宽限制。"

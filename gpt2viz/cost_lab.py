@@ -31,7 +31,7 @@ from .costs import compute_rate, gb_per_s, stream_bandwidth
 from .cpu_share import CpuTicks, cpu_ticks, others_share
 from .language_model import LanguageModel, load_model
 from .model.packed import for_batches
-from .model.precision import PRECISIONS, unread_bytes
+from .model.precision import PRECISIONS
 from .quality import compare_logits
 
 Progress = Callable[[int, int], None]
@@ -168,10 +168,9 @@ class StepCosts:
         config = lm.config
         d, inner = config.n_embd, config.d_mlp
         products = config.n_layer * (d * 3 * d + d * d + 2 * d * inner)  # c_attn, c_proj, c_fc, c_proj
-        itemsize = lm.model.dtype.itemsize  # activations, the KV cache and the position table
-        unused_positions = (config.n_ctx - 1) * config.n_embd * itemsize
+        itemsize = lm.model.dtype.itemsize  # activations and the KV cache
         return cls(
-            lm.weight_bytes - unused_positions - unread_bytes(lm.model),
+            lm.step_weight_bytes,
             config.kv_bytes_per_position(itemsize),
             2 * (products + config.vocab_size * config.n_embd),
             4 * config.n_layer * config.n_embd,

@@ -22,7 +22,7 @@ from .model.config import GPT2Config, read_config
 from .model.files import ModelFiles
 from .model.gpt2 import GPT2
 from .model.placement import parse_device
-from .model.precision import Precision, apply_precision, parse_precision, weight_bytes
+from .model.precision import Precision, apply_precision, parse_precision, unread_bytes, weight_bytes
 from .model.sources import DownloadProgress, ResolvedSource, resolve
 from .model.tokenizer import Tokenizer
 from .model.weights import load_weights, record_use
@@ -47,6 +47,15 @@ class LanguageModel:
     def precision(self) -> str:
         """The number format: float32, bfloat16, float16 or int8."""
         return self.model.precision
+
+    @property
+    def step_weight_bytes(self) -> int:
+        """Bytes of weights one decode step reads: every weight once, except what it only looks up
+        a row of (the position table's other rows; the token table where the LM head multiplies by
+        a copy of its own) and the padding of float16's fbgemm packs, which it skips."""
+        c = self.config
+        unused_positions = (c.n_ctx - 1) * c.n_embd * self.model.wpe.weight.element_size()
+        return self.weight_bytes - unused_positions - unread_bytes(self.model)
 
     def float32_twin(self) -> "LanguageModel":
         """This checkpoint in float32 on the same device, loaded on first use: what another

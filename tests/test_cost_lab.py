@@ -40,7 +40,8 @@ def test_step_costs_count_gpt2_small_by_hand(tiny_lm):
     config = GPT2Config(n_layer=12, n_head=12, n_embd=768, n_ctx=1024, vocab_size=50257)
     products = 12 * (768 * 3 * 768 + 768 * 768 + 2 * 768 * 3072)  # 84,934,656 weights
     assert products == 84_934_656
-    lm = type("LM", (), {"config": config, "weight_bytes": 500_000_000, "model": tiny_lm.model})()
+    lm = type("LM", (), {"config": config, "weight_bytes": 500_000_000, "model": tiny_lm.model,
+                         "step_weight_bytes": type(tiny_lm).step_weight_bytes})()
     costs = cost_lab.StepCosts.of(lm)
     assert costs.flops_per_row == 2 * (products + 50257 * 768)
     assert costs.flops_per_cached_position == 4 * 12 * 768

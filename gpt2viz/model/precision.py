@@ -11,23 +11,16 @@ Measured on this project's 2-core AVX-512 (VNNI, BF16) machines, torch 2.13 CPU:
   a many-row product, the prefill, runs several times faster than float32). The LM head multiplies
   by a packed copy of wte (the token lookup keeps the table). Activations and the KV cache are
   bfloat16. Without oneDNN's bf16 kernels the weights stay plain (`HalfLinear`).
-- **float16**: this CPU has no float16 arithmetic, so oneDNN's float16 `F.linear` multiplies one
-  row at a time (a 128-row product of a 3072 x 768 weight: 15.5 ms against float32's 4.0). fbgemm
-  has a product made for it: the weight is packed once in float16, and the kernel widens each
-  weight to float32 in registers as it multiplies, adding in float32 (`linear_dynamic_fp16`). The
-  weights stay 2 bytes in memory and no float32 copy is ever made: 0.07 ms against 0.22 for one row
-  of that product, 3.2 against 4.5 ms for 128 rows, and each row's result does not depend on how
-  many rows share the call (a decode step's products give a full pass's digits; attention's fused
-  kernel does not promise that). Inputs are float16
-  activations widened to float32; outputs are rounded back to float16. Weights beyond float16's
-  range are clamped to its largest value, 65,504 (fbgemm would saturate them too, and warn on the
-  terminal). fbgemm pads a weight's inputs to a multiple of FBGEMM_BLOCK: GPT-2's 768 take 1,024
-  rows of memory (+33 %), its 3,072 none; a product whose padding would add more than a third (the
-  bundled model's 112 inputs) stays on the fallback, `HalfLinear`: weights `[out, in]` in float16,
-  oneDNN's kernel for at most FLOAT16_FEW_ROWS rows, and for more the weight converted to float32
-  first and the result rounded back (also the path of builds without fbgemm, non-x86). The LM
-  head multiplies by wte itself the same way: a packed copy would cost GPT-2 small 103 MB for
-  0.3 ms a decode step (2.4 against 2.7 ms). Activations and the KV cache are float16.
+- **float16**: this CPU has no float16 arithmetic. The block products go through fbgemm's
+  float16-weight product (model/fbgemm_float16.py: the weights packed once in float16, widened to
+  float32 in registers; a prefill at 128 positions 0.73x float32's time, where converting each
+  weight to float32 on every call took 1.05-1.28x). Weights it does not suit (inputs padded by
+  more than a third, as the bundled model's 112; values float16 cannot hold) and the LM head stay
+  on `HalfLinear`: weights `[out, in]` in float16, oneDNN's kernel for at most FLOAT16_FEW_ROWS
+  rows (it multiplies one row at a time), and for more the weight converted to float32 first and
+  the result rounded back (also the path of builds without fbgemm, non-x86). A packed copy of the
+  head would cost GPT-2 small 103 MB for 0.3 ms a decode step (2.4 against 2.7 ms). Activations
+  and the KV cache are float16.
 - **int8**: weights int8 with one scale per output channel (symmetric, round to nearest), run by
   torch's fbgemm dynamic-quantized linear: each product quantizes its input to 8 bits (one scale
   and zero point per call) and multiplies int8 by int8 into int32. This CPU has AVX-512 VNNI, so
@@ -44,7 +37,6 @@ Measured on this project's 2-core AVX-512 (VNNI, BF16) machines, torch 2.13 CPU:
 from __future__ import annotations
 
 import ctypes
-import functools
 import sys
 import warnings
 from dataclasses import dataclass
@@ -54,7 +46,8 @@ import torch.nn.functional as F
 
 from ..errors import SettingError
 from ..i18n import N_
-from . import packed
+from . import fbgemm_float16, packed
+from .fbgemm_float16 import Float16Linear
 from .layers import Layer, TiedLMHead
 
 FLOAT16_FEW_ROWS = 8  # float16 products of at most this many rows use float16 kernels
@@ -104,62 +97,6 @@ def parse_precision(name: str | torch.dtype | Precision) -> Precision:
 
 
 # -- float16 ------------------------------------------------------------------------------------
-
-
-FLOAT16_MAX = 65504.0  # the largest finite float16
-FBGEMM_BLOCK = 512  # fbgemm packs a weight's input side in blocks of this many, the last one padded
-
-
-@functools.cache
-def fbgemm_float16_available() -> bool:
-    """Whether this torch build has fbgemm's float16-weight product (x86 builds do)."""
-    try:
-        torch.ops.quantized.linear_prepack_fp16(torch.zeros(1, 1), None)
-    except (RuntimeError, AttributeError, NotImplementedError):
-        return False
-    return True
-
-
-def fbgemm_float16_fits(n_in: int) -> bool:
-    """Whether a product with `n_in` inputs goes through fbgemm: when the padding of its last block
-    adds at most a third to the weight's memory (GPT-2: 768 inputs take 1,024 rows, 3,072 none;
-    the bundled model's 112 would take 512, so its products of 112 inputs stay on `HalfLinear`)."""
-    return 3 * fbgemm_rows(n_in) <= 4 * n_in
-
-
-def fbgemm_rows(n_in: int) -> int:
-    """The rows of memory fbgemm's pack gives a weight's `n_in` inputs."""
-    return -(-n_in // FBGEMM_BLOCK) * FBGEMM_BLOCK
-
-
-def pack_float16(weight_out_in: torch.Tensor, bias: torch.Tensor | None):
-    """fbgemm's packed float16 form of a `[out, in]` weight, with the bias (rounded to float16,
-    kept in float32 as fbgemm adds it). Weights are rounded to float16 here, clamped to its range."""
-    weight = weight_out_in.to(torch.float16).clamp_(-FLOAT16_MAX, FLOAT16_MAX).float()  # inf to 65,504
-    bias = None if bias is None else bias.to(torch.float16).float()
-    return torch.ops.quantized.linear_prepack_fp16(weight, bias)
-
-
-def float16_linear(x: torch.Tensor, packed) -> torch.Tensor:
-    """`x @ W^T (+ b)` by a packed float16 W, added up in float32 and rounded to float16."""
-    return torch.ops.quantized.linear_dynamic_fp16(x.float(), packed).to(torch.float16)
-
-
-class Float16Linear(Layer):
-    """A Conv1D's product with its weight packed in float16 for fbgemm (see the module doc)."""
-
-    def __init__(self, weight_in_out: torch.Tensor, bias: torch.Tensor) -> None:
-        super().__init__()
-        n_in, n_out = weight_in_out.shape
-        self.packed = pack_float16(weight_in_out.t(), bias)
-        self.bytes = fbgemm_rows(n_in) * n_out * 2 + n_out * 4  # float16 weights padded, float32 bias
-        self.padding_bytes = (fbgemm_rows(n_in) - n_in) * n_out * 2  # held, never read: a product reads n_in rows
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return float16_linear(x, self.packed)
-
-
-# The fallback: weights stored float16 `[out, in]`, multiplied by torch's own kernels.
 
 
 class HalfLinear(Layer):
@@ -278,14 +215,14 @@ def apply_precision(model, precision: Precision) -> None:
     dtype = precision.compute_dtype
     on_cpu = model.device.type == "cpu"
     pack = on_cpu and not precision.quantized and packed.available(dtype)  # bfloat16 (see packed.py)
-    fbgemm16 = on_cpu and dtype == torch.float16 and fbgemm_float16_available()
+    fbgemm16 = on_cpu and dtype == torch.float16 and fbgemm_float16.available()
     for parent, name in packed.product_sites(model):
         conv = getattr(parent, name)
         if precision.quantized:
             layer = Int8Linear(conv.weight, conv.bias)
         elif pack:
             layer = packed.PackedLinear(conv.weight, conv.bias, 1, dtype)
-        elif fbgemm16 and fbgemm_float16_fits(conv.weight.size(0)):
+        elif fbgemm16 and fbgemm_float16.suits(conv.weight):
             layer = Float16Linear(conv.weight, conv.bias)
         elif on_cpu:
             layer = HalfLinear(conv.weight, conv.bias, dtype)
@@ -309,14 +246,16 @@ def apply_precision(model, precision: Precision) -> None:
 def give_back_freed_heap() -> None:
     """Returns to the system the heap pages a conversion's temporaries freed. They lie between the
     converted weights' allocations, so the C allocator keeps them resident (GPT-2 small in float16:
-    648 MB resident after loading, 535 MB after this). glibc only (`malloc_trim`); elsewhere a no-op."""
+    650-675 MB resident after loading without this, 521-535 MB with it). The call trims the whole
+    process's heap, whoever freed the pages, in milliseconds (8-19 ms measured on a loaded
+    machine). glibc only (`malloc_trim`); elsewhere a no-op."""
     if not sys.platform.startswith("linux"):
         return
     try:
-        libc = ctypes.CDLL(None)
-        trim = libc.malloc_trim
+        trim = ctypes.CDLL(None).malloc_trim
     except (OSError, AttributeError):  # musl and other C libraries have no malloc_trim
         return
+    trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
     trim(0)
 
 
@@ -333,7 +272,7 @@ def unread_bytes(model) -> int:
     LM head reads a copy of its own (int8's packed rows, bfloat16's packed wte), of which a step
     looks up one row; and the padding of fbgemm's float16 packs, which a product skips. Where the
     head multiplies by wte itself, the table is read whole every step."""
-    padding = sum(layer.padding_bytes for layer in model.modules() if isinstance(layer, Float16Linear))
+    padding = sum(layer.unread_bytes for layer in model.modules() if isinstance(layer, Float16Linear))
     if isinstance(model.lm_head, packed.PackedLMHead):
         return padding + model.wte.weight.numel() * model.wte.weight.element_size()
     if isinstance(model.wte, Int8Embedding):

@@ -117,7 +117,7 @@ def check_document(doc: object) -> None:
 
 def _check_model(model: dict) -> GPT2Config:
     _fields(model, "model", ("name", "source", "config", "n_params", "dtype", "stored_dtype", "device"),
-            ("compute_dtype", "weight_bytes"))  # missing in traces written before 2026-12-01
+            ("compute_dtype", "weight_bytes", "step_weight_bytes"))  # missing in traces written before 2026-12-01 (-02)
     _str(model["name"], "model.name")
     source = _fields(model["source"], "model.source", ("kind", "path"))
     _choice(source["kind"], "model.source.kind", SOURCE_KINDS)
@@ -130,8 +130,9 @@ def _check_model(model: dict) -> GPT2Config:
     _choice(model["dtype"], "model.dtype", FORMATS)
     if "compute_dtype" in model:
         _choice(model["compute_dtype"], "model.compute_dtype", COMPUTE_FORMATS)
-    if "weight_bytes" in model:
-        _int(model["weight_bytes"], "model.weight_bytes")
+    for key in ("weight_bytes", "step_weight_bytes"):
+        if key in model:
+            _int(model[key], f"model.{key}")
     if not STORED_DTYPE.match(_str(model["stored_dtype"], "model.stored_dtype")):
         _fail("model.stored_dtype", _("{field} must be one of {choices}, got {value}").format(
             field="model.stored_dtype", choices="float32, bfloat16, float16, float64 (+ ...)", value=_shown(model["stored_dtype"])))

@@ -500,6 +500,7 @@ def model_info(lm: LanguageModel) -> dict:
         "dtype": lm.precision,  # the number format of the weights (int8 computes in float32)
         "compute_dtype": str(lm.model.dtype).removeprefix("torch."),
         "weight_bytes": lm.weight_bytes,
+        "step_weight_bytes": lm.step_weight_bytes,
         "stored_dtype": stored_formats(lm.stored_dtype),
         "device": str(lm.model.device),
     }

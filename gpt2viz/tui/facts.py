@@ -32,6 +32,7 @@ class RunFacts:
     value_bytes: int  # bytes of one number in `compute_dtype`
     n_params: int  # counted from the loaded tensors
     weight_bytes: int  # what the weights take as stored (int8: with their scales)
+    step_weight_bytes: int  # of which one decode step reads (LanguageModel.step_weight_bytes)
 
     @classmethod
     def of(cls, trace: Trace) -> "RunFacts":
@@ -48,6 +49,8 @@ class RunFacts:
         config = GPT2Config.from_saved(trace.model["config"])
         n_params = int(trace.model.get("n_params") or config.n_params)
         value_bytes = DTYPE_BYTES.get(compute, 4)
+        # Traces written before weight_bytes was recorded held every weight in `dtype`.
+        weight_bytes = int(trace.model.get("weight_bytes") or n_params * value_bytes)
         return cls(
             config=config,
             T=len(trace.tokens),
@@ -56,8 +59,12 @@ class RunFacts:
             compute_dtype=compute,
             value_bytes=value_bytes,
             n_params=n_params,
-            # Traces written before weight_bytes was recorded held every weight in `dtype`.
-            weight_bytes=int(trace.model.get("weight_bytes") or n_params * value_bytes),
+            weight_bytes=weight_bytes,
+            # Traces written before 2026-12-02 did not say: all but the position table's other rows
+            # (a format whose LM head had a copy of the token table read less than that).
+            step_weight_bytes=int(
+                trace.model.get("step_weight_bytes") or weight_bytes - (config.n_ctx - 1) * config.n_embd * value_bytes
+            ),
         )
 
     @property

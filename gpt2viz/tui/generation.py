@@ -220,7 +220,7 @@ class Generation:
         """Effective GB/s of the mean decode step: the weights and the mean KV cache read, over its mean time."""
         if not self.settings.use_cache or not self.mean_decode_ms:
             return None
-        return gb_per_s(facts.weight_bytes + self.mean_decode_kv_bytes, self.mean_decode_ms)
+        return gb_per_s(facts.step_weight_bytes + self.mean_decode_kv_bytes, self.mean_decode_ms)
 
 
 @dataclass

@@ -226,7 +226,7 @@ def bandwidth_text(f: RunFacts, gen: Generation, index: int | None, compare_key:
     """What a decode step reads, what it costs on this run, and what bounds it, from this run's
     numbers against this machine's measured stream rate (never a bound the numbers contradict).
     `compare_key` runs the comparison, which a run without the cache points to."""
-    weights = f.weight_bytes
+    weights = f.step_weight_bytes
     reads = {"n_params": count(f.n_params), "dtype": f.dtype, "weights": nbytes(weights)}
     head = say("generation.cost.prefill_decode")
     if not gen.settings.use_cache:

@@ -84,10 +84,11 @@ def test_kv_bytes_follow_the_formula(small):
 def test_decode_is_measured_against_the_weights_it_reads(small):
     f, gen, naive = small
     text = bandwidth_text(f, gen, 2, "c")
-    assert "all 124,439,808 parameters, stored in float32: 497,759,232 B" in text
-    assert f.weight_bytes == 497_759_232  # as the trace recorded them
+    # All weights once, but of the position table (1,024 rows of 768) only the row in use.
+    assert "the 124,439,808 parameters once, stored in float32: 494,616,576 B" in text
+    assert f.weight_bytes == 497_759_232 and f.step_weight_bytes == 497_759_232 - 1023 * 768 * 4  # as recorded
     step = gen.steps[2]
-    rate = (497_759_232 + step["kv_cache"]["total_bytes"]) / (step["ms"] / 1000) / 1e9
+    rate = (494_616_576 + step["kv_cache"]["total_bytes"]) / (step["ms"] / 1000) / 1e9
     from gpt2viz.tui.formatting import num
 
     assert f"= {num(rate)} GB/s effective" in text

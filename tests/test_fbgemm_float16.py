@@ -1,0 +1,109 @@
+"""float16 products through fbgemm (gpt2viz/model/fbgemm_float16.py): float16 weights, float32
+sums, one rounding; GPT-2's widths use them, weights they do not suit stay on HalfLinear."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from safetensors.torch import load_file, save_file
+
+import gpt2viz
+from gpt2viz.model import fbgemm_float16 as F16
+from gpt2viz.model import precision as P
+
+PROMPT = "The meaning of life is, as everyone knows, not 42."
+pytestmark = pytest.mark.skipif(not F16.available(), reason="no fbgemm float16 product in this torch build or CPU")
+
+
+def test_a_product_is_float16_weights_added_up_in_float32():
+    """Weights rounded to float16 as torch rounds them, the bias float16's, float32 sums, one
+    rounding to float16 at the end; each row's result does not depend on the rows beside it; and
+    HalfLinear (the fallback) gives the same numbers within that rounding."""
+    torch.manual_seed(0)
+    edges = torch.randn(8, 4)
+    edges[0] = torch.tensor([1e-7, 3e-6, 65504.0, -65519.0])  # subnormals, the largest, one rounding to it
+    unpacked, _ = torch.ops.quantized.linear_unpack_fp16(F16.Float16Linear(edges, torch.zeros(4)).packed)
+    assert torch.equal(unpacked, edges.t().to(torch.float16).float())
+    weight = torch.randn(768, 3072) * 0.05  # [in, out]
+    bias = torch.randn(3072)
+    layer = F16.Float16Linear(weight, bias)
+    unpacked, unpacked_bias = torch.ops.quantized.linear_unpack_fp16(layer.packed)
+    assert torch.equal(unpacked, weight.t().to(torch.float16).float())
+    assert torch.equal(unpacked_bias, bias.to(torch.float16).float())
+    assert torch.equal(layer(torch.zeros(1, 768, dtype=torch.float16))[0], bias.to(torch.float16))
+    x = (torch.randn(16, 768) * 3).to(torch.float16)
+    got = layer(x)
+    assert got.dtype == torch.float16
+    exact = x.double() @ weight.to(torch.float16).double() + bias.to(torch.float16).double()
+    # Within one float16 rounding of the exact sum (half a unit in the last place), plus the
+    # float32 additions' own error, far smaller.
+    assert torch.all((got.double() - exact).abs() <= exact.abs() * 2**-11 + 1e-3)
+    assert torch.equal(torch.cat([layer(row) for row in x.split(1)]), got)
+    assert torch.equal(layer(x.view(2, 8, 768)).view(16, 3072), got)
+    fallback = P.HalfLinear(weight, bias, torch.float16)(x)
+    assert torch.allclose(fallback.double(), got.double(), rtol=2**-10, atol=1e-2)
+
+
+def test_what_the_pack_holds_and_what_a_product_reads():
+    layer = F16.Float16Linear(torch.randn(768, 3072), torch.randn(3072))
+    assert layer.bytes == 1024 * 3072 * 2 + 3072 * 4  # 768 inputs held as 1,024 rows; the bias float32
+    assert layer.unread_bytes == 256 * 3072 * 2
+    assert F16.padded_rows(3072) == 3072 and F16.padded_rows(448) == 512
+    assert F16.padded_columns(112) in (112, 128)  # AVX2 pads to 16 columns, AVX-512 to 32
+    assert F16.suits(torch.zeros(768, 4)) and F16.suits(torch.zeros(448, 4)) and not F16.suits(torch.zeros(112, 4))
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), 1e5])
+def test_a_weight_float16_cannot_hold_stays_on_the_fallback(tmp_path, value, capfd):
+    """fbgemm would saturate it to +-65,504 (and say so on the terminal); the float16 format gives
+    what float16 gives everywhere else: NaN stays NaN, a value beyond the range becomes inf."""
+    weight = torch.randn(768, 3072) * 0.05
+    assert F16.suits(weight)
+    weight[5, 9] = value
+    assert not F16.suits(weight)
+    capfd.readouterr()
+    bundled = gpt2viz.load_model("tiny").source.path
+    tensors = load_file(str(bundled / "model.safetensors"))
+    name = "transformer.h.0.mlp.c_proj.weight"  # the bundled model's product of 448 inputs in block 0: fbgemm's
+    assert F16.suits(tensors[name].float())
+    tensors[name] = tensors[name].float()  # float32 in the file: 1e5 is beyond float16's range
+    tensors[name][0, 0] = value
+    for f in bundled.iterdir():
+        if f.name != "model.safetensors":
+            (tmp_path / f.name).write_bytes(f.read_bytes())
+    save_file(tensors, str(tmp_path / "model.safetensors"))
+    lm = gpt2viz.load_model(str(tmp_path), dtype="float16")
+    assert isinstance(lm.model.h[0].mlp.c_proj, P.HalfLinear)
+    assert isinstance(lm.model.h[1].mlp.c_proj, F16.Float16Linear)
+    assert "out of range" not in capfd.readouterr().err
+
+
+def test_gpt2_widths_multiply_through_fbgemm(ckpts):
+    """GPT-2's widths (768 and 3,072 inputs) all go through fbgemm; with hooks on (the written-out
+    attention, row by row like the products), a cached decode step gives the full pass's digits in
+    every block; and cached and naive generation agree."""
+    lm = gpt2viz.load_model(str(ckpts.path("distilgpt2")), dtype="float16")
+    layers = [getattr(parent, name) for parent, name in P.packed.product_sites(lm.model)]
+    assert all(isinstance(layer, F16.Float16Linear) for layer in layers)
+    # The padding (768 inputs held as 1,024 rows) is in memory but no step reads it.
+    padding = 6 * (1024 - 768) * (3 * 768 + 768 + 3072) * 2
+    assert P.unread_bytes(lm.model) == padding and lm.weight_bytes > padding + 2 * lm.n_params
+    ids = lm.tokenizer.encode(PROMPT)
+    seen: dict[str, list[torch.Tensor]] = {}
+
+    def keep(name: str, value: torch.Tensor) -> None:
+        if name.endswith("hook_resid_post"):
+            seen.setdefault(name, []).append(value[0, -1].clone())
+
+    sub = lm.hooks.add("blocks.*", keep)  # attention hooks on: the written-out attention
+    try:
+        lm.model(torch.tensor([ids]))
+        cache = lm.model.new_cache()
+        lm.model(torch.tensor([ids[:-1]]), cache)
+        lm.model(torch.tensor([ids[-1:]]), cache)
+    finally:
+        lm.hooks.remove(sub)
+    assert len(seen) == 6
+    for full, _prefill, step in seen.values():
+        assert torch.equal(full, step)
+    assert lm.generate(PROMPT, 6).token_ids == lm.generate(PROMPT, 6, use_cache=False).token_ids

@@ -31,11 +31,8 @@ class QuietGate:
         self.kept_noisy = 0
         self.measured = 0
 
-    def _others(self, a: CpuTicks, b: CpuTicks) -> tuple[int, int]:
-        return others_ticks(a, b)
-
     def _noisy(self, a, b) -> bool:
-        others, total = self._others(a, b)
+        others, total = others_ticks(a, b)
         return others >= 2 and others > self.threshold * total
 
     @property
@@ -52,7 +49,7 @@ class QuietGate:
             a = _snapshot()
             time.sleep(window_s)
             b = _snapshot()
-            others, total = self._others(a, b)
+            others, total = others_ticks(a, b)
             calm = calm + 1 if others <= max(1, self.threshold * total) else 0
             self.waited_s += window_s
         return time.perf_counter() - start

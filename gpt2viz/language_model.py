@@ -53,9 +53,7 @@ class LanguageModel:
         """Bytes of weights one decode step reads: every weight once, except what it only looks up
         a row of (the position table's other rows; the token table where the LM head multiplies by
         a copy of its own) and the padding of float16's fbgemm packs, which it skips."""
-        c = self.config
-        unused_positions = (c.n_ctx - 1) * c.n_embd * self.model.wpe.weight.element_size()
-        return self.weight_bytes - unused_positions - unread_bytes(self.model)
+        return self.weight_bytes - unread_bytes(self.model)
 
     def float32_twin(self) -> "LanguageModel":
         """This checkpoint in float32 on the same device, loaded on first use: what another

@@ -8,10 +8,12 @@ import json
 import os
 
 import pytest
+import torch
 
 from gpt2viz import cost_lab
 from gpt2viz.costs import step_bound
 from gpt2viz.model.config import GPT2Config
+from gpt2viz.model.gpt2 import GPT2
 from gpt2viz.trace import TraceFileError, dump, load, trace_prompt
 from gpt2viz.trace.events import rounded
 
@@ -40,7 +42,9 @@ def test_step_costs_count_gpt2_small_by_hand(tiny_lm):
     config = GPT2Config(n_layer=12, n_head=12, n_embd=768, n_ctx=1024, vocab_size=50257)
     products = 12 * (768 * 3 * 768 + 768 * 768 + 2 * 768 * 3072)  # 84,934,656 weights
     assert products == 84_934_656
-    lm = type("LM", (), {"config": config, "weight_bytes": 500_000_000, "model": tiny_lm.model,
+    with torch.device("meta"):  # GPT-2 small's layers, no memory
+        model = GPT2(config)
+    lm = type("LM", (), {"config": config, "weight_bytes": 500_000_000, "model": model,
                          "step_weight_bytes": type(tiny_lm).step_weight_bytes})()
     costs = cost_lab.StepCosts.of(lm)
     assert costs.flops_per_row == 2 * (products + 50257 * 768)

@@ -268,13 +268,16 @@ def weight_bytes(model) -> int:
 
 
 def unread_bytes(model) -> int:
-    """Bytes of the weights in memory that a decode step does not read: the token table where the
-    LM head reads a copy of its own (int8's packed rows, bfloat16's packed wte), of which a step
-    looks up one row; and the padding of fbgemm's float16 packs, which a product skips. Where the
-    head multiplies by wte itself, the table is read whole every step."""
-    padding = sum(layer.unread_bytes for layer in model.modules() if isinstance(layer, Float16Linear))
+    """Bytes of the weights in memory that a decode step does not read: the position table's rows
+    but its own; the token table where the LM head reads a copy of its own (int8's packed rows,
+    bfloat16's packed wte), of which a step looks up one row; and the padding of fbgemm's float16
+    packs, which a product skips. Where the head multiplies by wte itself, the table is read whole
+    every step."""
+    wpe = model.wpe.weight
+    unread = (wpe.size(0) - 1) * wpe.size(1) * wpe.element_size()
+    unread += sum(layer.unread_bytes for layer in model.modules() if isinstance(layer, Float16Linear))
     if isinstance(model.lm_head, packed.PackedLMHead):
-        return padding + model.wte.weight.numel() * model.wte.weight.element_size()
-    if isinstance(model.wte, Int8Embedding):
-        return padding + model.wte.values.numel()
-    return padding
+        unread += model.wte.weight.numel() * model.wte.weight.element_size()
+    elif isinstance(model.wte, Int8Embedding):
+        unread += model.wte.values.numel()
+    return unread

@@ -155,7 +155,7 @@ class StepCosts:
     """What one decode step of a model reads and computes, from its shapes and its weights' bytes:
     every weight read once a step (whatever the batch; of the position table only the rows in
     use, of the token table only the rows looked up where the LM head has a copy of its own, and
-    none of the padding of float16's packs), each row's KV cache read, and per row two FLOPs per
+    none of the padding of fbgemm's float16 packs), each row's KV cache read, and per row two FLOPs per
     weight of every product and the LM head plus attention's over the cached positions."""
 
     weight_bytes: int  # the weights one step reads

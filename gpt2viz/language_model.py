@@ -52,7 +52,7 @@ class LanguageModel:
     def step_weight_bytes(self) -> int:
         """Bytes of weights one decode step reads: every weight once, except what it only looks up
         a row of (the position table's other rows; the token table where the LM head multiplies by
-        a copy of its own) and the padding of float16's fbgemm packs, which it skips."""
+        a copy of its own) and the padding of fbgemm's float16 packs, which it skips."""
         return self.weight_bytes - unread_bytes(self.model)
 
     def float32_twin(self) -> "LanguageModel":

@@ -1,5 +1,6 @@
-"""float16 products through fbgemm (gpt2viz/model/fbgemm_float16.py): float16 weights, float32
-sums, one rounding; GPT-2's widths use them, weights they do not suit stay on HalfLinear."""
+"""float16 and bfloat16 products through fbgemm (gpt2viz/model/fbgemm_float16.py): float16
+weights (bfloat16's held exactly, scaled by a power of two), float32 sums, one rounding; GPT-2's
+widths use them, weights they do not suit stay on HalfLinear (float16) or oneDNN's pack (bfloat16)."""
 
 from __future__ import annotations
 
@@ -44,6 +45,45 @@ def test_a_product_is_float16_weights_added_up_in_float32():
     assert torch.allclose(fallback.double(), got.double(), rtol=2**-10, atol=1e-2)
 
 
+def test_a_bfloat16_product_holds_the_bfloat16_weights_exactly():
+    """The pack holds each weight rounded to bfloat16 times 2^k, exactly; the input is scaled back
+    by 2^-k; so the result is the bfloat16 weights times the bfloat16 input summed in float32, one
+    rounding to bfloat16 at the end, row by row."""
+    torch.manual_seed(0)
+    weight = torch.randn(768, 3072) * 0.05
+    weight[0, :4] = torch.tensor([3e-9, -1.7e-7, 2.5, 1e-12 * 0])  # tiny values keep all their bits
+    bias = torch.randn(3072)
+    k = F16.bfloat16_scale(weight)
+    assert k == 15 - 1  # the largest value, 2.5, just under 2^16 once scaled
+    layer = F16.Float16Linear(weight, bias, torch.bfloat16)
+    unpacked, unpacked_bias = torch.ops.quantized.linear_unpack_fp16(layer.packed)
+    assert torch.equal(unpacked * 2.0**-k, weight.t().to(torch.bfloat16).float())
+    assert torch.equal(unpacked_bias, bias.to(torch.bfloat16).float())
+    x = (torch.randn(16, 768) * 3).to(torch.bfloat16)
+    got = layer(x)
+    assert got.dtype == torch.bfloat16
+    exact = x.double() @ weight.to(torch.bfloat16).double() + bias.to(torch.bfloat16).double()
+    assert torch.all((got.double() - exact).abs() <= exact.abs() * 2**-8 + 1e-3)  # one bfloat16 rounding
+    assert torch.equal(torch.cat([layer(row) for row in x.split(1)]), got)
+    # oneDNN's bfloat16 kernel, the fallback, adds the same terms in another order.
+    if P.packed.available(torch.bfloat16):
+        onednn = P.packed.PackedLinear(weight, bias, 1, torch.bfloat16)(x)
+        assert torch.allclose(onednn.double(), got.double(), rtol=2**-7, atol=1e-2)
+
+
+@pytest.mark.parametrize("edit", ["nan", "inf", "spread"])
+def test_bfloat16_weights_no_scale_holds_exactly_stay_on_onednn(edit):
+    weight = torch.randn(768, 3072) * 0.05
+    assert F16.suits(weight, torch.bfloat16)
+    # NaN and inf have no scale; 1e-9 beside 1e4 lies 2^43 below it: float16 cannot hold both.
+    weight[5, 9], weight[6, 9] = {"nan": (float("nan"), 0.0), "inf": (float("inf"), 0.0), "spread": (1e4, 1.1e-9)}[edit]
+    assert F16.bfloat16_scale(weight) is None and not F16.suits(weight, torch.bfloat16)
+    with pytest.raises(ValueError):
+        F16.Float16Linear(weight, torch.zeros(3072), torch.bfloat16)
+    # beyond float16's range but within a scale's reach: held, scaled down
+    assert F16.bfloat16_scale(torch.tensor([[1e6, -3.0]])) == 15 - 19
+
+
 def test_what_the_pack_holds_and_what_a_product_reads():
     layer = F16.Float16Linear(torch.randn(768, 3072), torch.randn(3072))
     assert layer.bytes == 1024 * 3072 * 2 + 3072 * 4  # 768 inputs held as 1,024 rows; the bias float32
@@ -78,17 +118,20 @@ def test_a_weight_float16_cannot_hold_stays_on_the_fallback(tmp_path, value, cap
     assert "out of range" not in capfd.readouterr().err
 
 
-def test_gpt2_widths_multiply_through_fbgemm(ckpts):
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_gpt2_widths_multiply_through_fbgemm(ckpts, dtype):
     """GPT-2's widths (768 and 3,072 inputs) all go through fbgemm; with hooks on (the written-out
     attention, row by row like the products), a cached decode step gives the full pass's digits in
     every block; and cached and naive generation agree."""
-    lm = gpt2viz.load_model(str(ckpts.path("distilgpt2")), dtype="float16")
+    lm = gpt2viz.load_model(str(ckpts.path("distilgpt2")), dtype=dtype)
     layers = [getattr(parent, name) for parent, name in P.packed.product_sites(lm.model)]
     assert all(isinstance(layer, F16.Float16Linear) for layer in layers)
     # The padding (768 inputs held as 1,024 rows) is in memory but no step reads it, as the
-    # position table's other 1,023 rows.
+    # position table's other 1,023 rows (and bfloat16's token table, where the head has a packed
+    # copy of its own).
     padding = 6 * (1024 - 768) * (3 * 768 + 768 + 3072) * 2
-    assert P.unread_bytes(lm.model) == padding + 1023 * 768 * 2 and lm.weight_bytes > padding + 2 * lm.n_params
+    wte = lm.model.wte.weight.numel() * 2 if isinstance(lm.model.lm_head, P.packed.PackedLMHead) else 0
+    assert P.unread_bytes(lm.model) == padding + 1023 * 768 * 2 + wte and lm.weight_bytes > padding + 2 * lm.n_params
     ids = lm.tokenizer.encode(PROMPT)
     seen: dict[str, list[torch.Tensor]] = {}
 

@@ -1,4 +1,5 @@
-"""oneDNN's prepacked weights: the CPU products of bfloat16 models and of batched decode steps.
+"""oneDNN's prepacked weights: bfloat16 CPU products that fbgemm does not take, the bfloat16 LM
+head, and float32's batched decode steps.
 
 A speed trick, kept here on its own. A CPU matrix product first rearranges ("packs") its weight
 into the blocked layout its kernel reads fastest. MKL's `addmm` / `F.linear` pack the weight again
@@ -9,7 +10,8 @@ machines, torch 2.13 CPU, the 48 block products of GPT-2 small (one row of each,
 interleaved medians):
 
 - bfloat16: 16.7 ms with `F.linear`, 8.2-9.0 ms packed; the LM head 5.1 against 3.5 ms; a 128-row
-  prefill's block products 80 against 67 ms. So bfloat16 models always use packed weights.
+  prefill's block products 80 against 67 ms. So bfloat16 models use packed weights where
+  model/fbgemm_float16.py's product, faster still at one row, cannot hold their values exactly.
 - float32, several rows (a batched decode step): 8 rows 28 ms with the two-core product of
   `layers.conv1d` against 16-20 ms packed, and the LM head 16.6 against 6.2 ms. One row stays on
   `layers.conv1d` (it is as fast, and gives a full pass's digits exactly), so float32 packs its

@@ -6,11 +6,15 @@ Measured on this project's 2-core AVX-512 (VNNI, BF16) machines, torch 2.13 CPU:
 
 - **float32**: the checkpoint's own layout, `[in, out]`, and the two-core products of
   `layers.conv1d` / `layers.unembed`. Exact against transformers.
-- **bfloat16**: weights in bfloat16, packed once for oneDNN's kernels (model/packed.py: a one-row
-  product reads half of float32's bytes at about the same rate; the CPU has bf16 dot products, so
-  a many-row product, the prefill, runs several times faster than float32). The LM head multiplies
+- **bfloat16**: weights in bfloat16. The block products go through fbgemm's float16-weight
+  product, which holds every bfloat16 weight exactly once the matrix is scaled by a power of two
+  (model/fbgemm_float16.py: a decode step at 256 positions 0.59x float32's time, against 0.73x
+  through oneDNN's bfloat16 kernel, whose one-row products stream the weights at 12-14 GB/s). A
+  matrix no scale holds exactly, and the inputs fbgemm pads too much (the bundled model's), are
+  packed once for oneDNN's kernels (model/packed.py; the CPU has bf16 dot products, so there a
+  many-row product, the prefill, runs several times faster than float32). The LM head multiplies
   by a packed copy of wte (the token lookup keeps the table). Activations and the KV cache are
-  bfloat16. Without oneDNN's bf16 kernels the weights stay plain (`HalfLinear`).
+  bfloat16. Without oneDNN's bf16 kernels and fbgemm the weights stay plain (`HalfLinear`).
 - **float16**: this CPU has no float16 arithmetic. The block products go through fbgemm's
   float16-weight product (model/fbgemm_float16.py: the weights packed once in float16, widened to
   float32 in registers; a prefill at 128 positions 0.73x float32's time, where converting each
@@ -215,15 +219,15 @@ def apply_precision(model, precision: Precision) -> None:
     dtype = precision.compute_dtype
     on_cpu = model.device.type == "cpu"
     pack = on_cpu and not precision.quantized and packed.available(dtype)  # bfloat16 (see packed.py)
-    fbgemm16 = on_cpu and dtype == torch.float16 and fbgemm_float16.available()
+    fbgemm16 = on_cpu and not precision.quantized and fbgemm_float16.available()
     for parent, name in packed.product_sites(model):
         conv = getattr(parent, name)
         if precision.quantized:
             layer = Int8Linear(conv.weight, conv.bias)
+        elif fbgemm16 and fbgemm_float16.suits(conv.weight, dtype):
+            layer = Float16Linear(conv.weight, conv.bias, dtype)
         elif pack:
             layer = packed.PackedLinear(conv.weight, conv.bias, 1, dtype)
-        elif fbgemm16 and fbgemm_float16.suits(conv.weight):
-            layer = Float16Linear(conv.weight, conv.bias)
         elif on_cpu:
             layer = HalfLinear(conv.weight, conv.bias, dtype)
         else:  # GPUs multiply 16-bit floats in the checkpoint's layout well

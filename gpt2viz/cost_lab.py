@@ -28,7 +28,7 @@ from typing import Callable
 import torch
 
 from .costs import compute_rate, gb_per_s, stream_bandwidth
-from .cpu_share import CpuTicks, cpu_ticks, others_share
+from .cpu_share import cpu_ticks, share_since
 from .language_model import LanguageModel, load_model
 from .model.packed import for_batches
 from .model.precision import PRECISIONS
@@ -43,10 +43,6 @@ PRECISION_CONTEXT = 256  # cached positions of the number-format experiment's st
 CONTEXT_POINTS = 16  # positions measured between the prompt and the chosen length
 FLAT_WITHIN = 1.25  # a batched step is "flat" while it costs at most this times one sequence's
 MEMORY_SHARE_FOR_CACHES = 0.25  # the batch sweep's KV caches may take this share of free memory
-# Above this share of the CPUs used by other processes during an experiment, its times are theirs
-# as much as the model's, and the lab claims nothing about what bounds a step (measured: 0.4 % with
-# the TUI in tmux on a quiet machine, the tmux server being the other process).
-BUSY_SHARE = 0.2
 
 
 def _never() -> bool:
@@ -123,17 +119,6 @@ def _median(xs: list[float]) -> float | None:
     return statistics.median(xs) if xs else None
 
 
-def _share(before: CpuTicks | None) -> float | None:
-    """Other processes' share of the CPUs since `before`, to three decimals (None: unknown)."""
-    share = others_share(before, cpu_ticks())
-    return None if share is None else round(share, 3)
-
-
-def disturbed(sweep) -> bool:
-    """Whether other processes used more than BUSY_SHARE of the CPUs while `sweep` ran."""
-    return sweep.others_cpu is not None and sweep.others_cpu > BUSY_SHARE
-
-
 def cached_positions(wanted: int, n_ctx: int) -> int:
     """`wanted` cached positions, or as many as leave room for the step's new one."""
     return max(1, min(wanted, n_ctx - 1))
@@ -190,10 +175,13 @@ class Machine:
     stream_gb_s: float
     compute_gflop_s: float
     threads: int
+    others_cpu: float | None = None  # the share of the CPUs other processes used meanwhile (cpu_share)
 
     @classmethod
     def measure(cls) -> "Machine":
-        return cls(stream_bandwidth(), compute_rate(), torch.get_num_threads())
+        started = cpu_ticks()
+        stream, compute = stream_bandwidth(), compute_rate()
+        return cls(stream, compute, torch.get_num_threads(), share_since(started))
 
 
 # -- 1. per-step time against position ----------------------------------------------------------
@@ -300,7 +288,7 @@ def context_sweep(
         sweep.naive_ms.append(_median(times["naive"]))
         sweep.cached_ms.append(_median(times["cached"]))
         on_progress(done + 1, len(positions))
-    sweep.others_cpu = _share(started)
+    sweep.others_cpu = share_since(started)
     return sweep
 
 
@@ -425,7 +413,7 @@ def batch_sweep(
         if ms is None:
             continue
         sweep.rows.append(BatchRow(b, ms, costs.flops(b, context), costs.bytes_read(b, context)))
-    sweep.others_cpu = _share(started)
+    sweep.others_cpu = share_since(started)
     on_progress(steps, steps)
     return sweep
 
@@ -526,7 +514,7 @@ def precision_sweep(
         nbytes = StepCosts.of(m).bytes_read(1, context)
         quality = compare_logits(m, reference, quality_ids).to_dict()
         sweep.rows.append(PrecisionRow(name, ms, nbytes, m.weight_bytes, quality))
-    sweep.others_cpu = _share(started)
+    sweep.others_cpu = share_since(started)
     on_progress(total, total)
     return sweep
 

@@ -194,10 +194,11 @@ def test_a_lab_result_survives_the_trace_file(tiny_lm, tmp_path):
     assert again.costs == result.costs
     assert again.context.others_cpu == result.context.others_cpu and again.batch.others_cpu == result.batch.others_cpu
     # A trace written before other processes' share was measured: unknown, not a crash.
-    for sweep in (doc["context"], doc["batch"]):
-        sweep.pop("others_cpu", None)
+    assert again.machine.others_cpu == result.machine.others_cpu
+    for measured in (doc["context"], doc["batch"], doc["machine"]):
+        measured.pop("others_cpu", None)
     older = cost_lab.LabResult.from_dict(doc)
-    assert older.context.others_cpu is None and older.batch.others_cpu is None
+    assert older.context.others_cpu is None and older.batch.others_cpu is None and older.machine.others_cpu is None
 
 
 @pytest.mark.parametrize(
@@ -214,6 +215,7 @@ def test_a_lab_result_survives_the_trace_file(tiny_lm, tmp_path):
         lambda lab: lab["batch"]["rows"].reverse(),  # sizes must rise from 1
         lambda lab: lab["context"].update(others_cpu=1.5),  # a share of the CPUs: at most all of them
         lambda lab: lab["batch"].update(others_cpu="busy"),
+        lambda lab: lab["machine"].update(others_cpu=-0.1),
     ],
 )
 def test_a_damaged_lab_result_is_refused(tiny_lm, tmp_path, damage):

@@ -154,6 +154,7 @@ NUMBERS = [
     (_set("generation.ttft_ms", "fast"), "generation.ttft_ms", "got 'fast'", True),
     (_set("generation.settings.top_p", 7), "generation.settings.top_p", "got 7", True),
     (_set("generation.stop_reason", "banana"), "generation.stop_reason", "got 'banana'", True),
+    (_set("generation.others_cpu", 1.5), "generation.others_cpu", "got 1.5", True),  # a share: at most all CPUs
     (_set("generation.settings.top_p", 0.0), "generation.settings.top_p", "(0, 1]", True),  # as SamplingSettings
     (_set("generation.settings.greedy", False), "generation.settings.greedy", "temperature == 0", True),
     (lambda d: d["generation"].update(steps=[], ids=[], stop_reason="eos"), "generation.steps", "must not be empty", True),

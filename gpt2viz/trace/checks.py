@@ -228,7 +228,9 @@ _STEP = ("step", "id", "text", "ms", "used_cache", "context_length", "raw", "can
 
 def _check_generation(gen: object, s: Sizes) -> None:
     field = "generation"
-    gen = _fields(gen, field, _GENERATION, ("topk", "stream_gb_s"))  # both missing in traces written before 2026-12-01
+    # topk and stream_gb_s are missing in traces written before 2026-12-01, others_cpu before 2026-12-02
+    gen = _fields(gen, field, _GENERATION, ("topk", "stream_gb_s", "others_cpu"))
+    _others_cpu(gen, field)
     _bool(gen["cache"], f"{field}.cache")
     _check_settings(gen["settings"], f"{field}.settings", s)
     _int(gen["max_new_tokens"], f"{field}.max_new_tokens", 0, MAX_POSITIONS)  # what was asked: may pass the context
@@ -329,7 +331,8 @@ def _check_cost_lab(lab: object, s: Sizes) -> None:
     _int(lab["n_params"], f"{field}.n_params")
     n_ctx = _int(lab["n_ctx"], f"{field}.n_ctx", 1, MAX_POSITIONS)
     vocab = _int(lab["vocab_size"], f"{field}.vocab_size", 1, MAX_ID + 1)
-    machine = _fields(lab["machine"], f"{field}.machine", ("stream_gb_s", "compute_gflop_s", "threads"))
+    machine = _fields(lab["machine"], f"{field}.machine", ("stream_gb_s", "compute_gflop_s", "threads"), ("others_cpu",))
+    _others_cpu(machine, f"{field}.machine")
     for key in ("stream_gb_s", "compute_gflop_s"):
         _positive(machine[key], f"{field}.machine.{key}")
     _int(machine["threads"], f"{field}.machine.threads", 1, MAX_THREADS)
@@ -347,7 +350,8 @@ def _check_cost_lab(lab: object, s: Sizes) -> None:
 
 
 def _others_cpu(sweep: dict, field: str) -> None:
-    """An experiment's `others_cpu`: a share of the CPUs, 0 to 1, or null (unknown); optional."""
+    """An experiment's (or the machine's rates') `others_cpu`: a share of the CPUs, 0 to 1, or
+    null (unknown); optional."""
     if "others_cpu" in sweep:
         _num(sweep["others_cpu"], f"{field}.others_cpu", 0.0, 1.0, null=True)
 

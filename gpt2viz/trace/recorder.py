@@ -386,9 +386,11 @@ def record_generation(
     """Generates and returns the `generation` part of a trace; `on_step` gets each step's record.
     `generator` carries sampling on from an earlier call (see `gpt2viz.generate.generate`)."""
     from ..costs import stream_bandwidth
+    from ..cpu_share import cpu_ticks, share_since
 
     check_generation_size(lm.config.n_ctx - len(prompt_ids), max_new_tokens, topk)
     recorder = GenerationRecorder(lm, topk)
+    started = cpu_ticks()
     stream_gb_s = stream_bandwidth() if lm.model.device.type == "cpu" else None  # once a process
 
     def step_done(info) -> None:
@@ -425,6 +427,9 @@ def record_generation(
         "tokens_per_s": _ms(result.tokens_per_s),
         # What this machine streams a large weight matrix at: what the step times compare with.
         "stream_gb_s": None if stream_gb_s is None else ev.rnd(stream_gb_s),
+        # The share of the CPUs other processes used meanwhile: above cpu_share.BUSY_SHARE the
+        # step times are theirs as much as the model's.
+        "others_cpu": share_since(started),
     }
 
 

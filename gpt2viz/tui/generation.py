@@ -101,6 +101,7 @@ class Generation:
     rng: object = None  # the sampling generator, kept so that a resumed run samples on where it stopped
     topk: int = DEFAULT_TOPK  # candidates each step record keeps
     stream_gb_s: float | None = None  # this machine's large one-row product, GB/s (gpt2viz.costs)
+    others_cpu: float | None = None  # the most of the CPUs other processes used in one of its runs (cpu_share)
 
     @classmethod
     def from_record(cls, record: dict, prompt_ids: list[int], prompt_tokens: list[str], n_ctx: int) -> "Generation":
@@ -121,6 +122,7 @@ class Generation:
             record.get("stop_reason"),
             topk=topk if isinstance(topk, int) and not isinstance(topk, bool) and topk > 0 else longest,
             stream_gb_s=record.get("stream_gb_s"),
+            others_cpu=record.get("others_cpu"),
         )
 
     # -- growing -----------------------------------------------------------------------------
@@ -133,9 +135,13 @@ class Generation:
         """Appends one step record as the worker sent it."""
         self.steps.append(step)
 
-    def end_run(self, stop_reason: str) -> None:
-        """The run ended; `stop_reason` is eos, context, max_new_tokens or cancelled."""
+    def end_run(self, stop_reason: str, others_cpu: float | None = None) -> None:
+        """The run ended; `stop_reason` is eos, context, max_new_tokens or cancelled; other
+        processes used `others_cpu` of the CPUs meanwhile (None: unknown). A generation resumed
+        several times keeps its busiest run's share: any busy run's steps are in its means."""
         self.stop_reason = stop_reason
+        if others_cpu is not None:
+            self.others_cpu = max(others_cpu, self.others_cpu or 0.0)
 
     # -- reading -----------------------------------------------------------------------------
     @property

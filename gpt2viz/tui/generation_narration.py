@@ -11,6 +11,7 @@ from __future__ import annotations
 from rich.cells import cell_len
 
 from ..costs import gb_per_s, step_bound
+from ..cpu_share import disturbed
 from ..generate import STOP_CANCELLED, STOP_CONTEXT, STOP_EOS, STOP_MAX_TOKENS
 from ..i18n import _, ngettext, plural, say, sentences
 from ..model.tokenizer import EOS_TEXT
@@ -253,8 +254,15 @@ def bandwidth_text(f: RunFacts, gen: Generation, index: int | None, compare_key:
         lines.append(
             say("generation.cost.mean_rate", ms=num(mean), bytes=nbytes(int(read)), rate=num(gb_per_s(read, mean)))
         )
-        lines.append(bound_text(read, mean, gen.stream_gb_s))
+        lines.append(busy_text(gen) or bound_text(read, mean, gen.stream_gb_s))
     return head + ("\n\n" + sentences(*lines) if lines else "")
+
+
+def busy_text(*runs: Generation) -> str:
+    """The warning that other processes kept the CPUs busy during one of `runs` ('' where none
+    was, or nobody knows): its times are not the model's own, so no bound is claimed from them."""
+    busiest = max((gen for gen in runs if disturbed(gen)), key=lambda gen: gen.others_cpu, default=None)
+    return say("generation.busy", share=percent(busiest.others_cpu)) if busiest else ""
 
 
 def bound_text(n_bytes: float, ms: float, stream_gb_s: float | None) -> str:
@@ -302,7 +310,9 @@ def compare_text(f: RunFacts, comparison: Comparison) -> str:
         else:
             same = say("generation.compare.same_seeded", ids=ids, seed=cached.settings.sampling.seed)
     L = cached.context_length(n - 1) if n else len(cached.prompt_ids)
-    paragraphs = [sentences(same, say("generation.compare.path", positions=count(L))), cost_split_text(comparison)]
+    # Times slowed by other processes say nothing about where a step's time goes.
+    why = busy_text(naive, cached) or cost_split_text(comparison)
+    paragraphs = [sentences(same, say("generation.compare.path", positions=count(L))), why]
     if not comparison.identical:
         i = comparison.first_divergence
         stopped = _("(stopped)")

@@ -9,7 +9,8 @@ in a sentence come in as parameters (the screen passes its keys as they are boun
 
 from __future__ import annotations
 
-from ..cost_lab import FLAT_WITHIN, BatchSweep, ContextSweep, LabResult, PrecisionSweep, disturbed
+from ..cost_lab import FLAT_WITHIN, BatchSweep, ContextSweep, LabResult, PrecisionSweep
+from ..cpu_share import disturbed
 from ..costs import step_bound
 from ..i18n import ngettext, say
 from .formatting import count, nbytes, num, percent
@@ -36,10 +37,15 @@ def machine_text(result: LabResult) -> str:
     return say("lab.machine", stream=num(m.stream_gb_s), compute=num(m.compute_gflop_s), threads=threads)
 
 
-def busy_sentence(sweep) -> str | None:
-    """The warning that other processes used the CPUs while `sweep` ran (None: they did not, or
-    nobody knows); where it applies, no sentence says what bounds a step."""
-    return say("lab.busy", share=percent(sweep.others_cpu)) if disturbed(sweep) else None
+def busy_sentence(result: LabResult, sweep) -> str | None:
+    """The warning that other processes used the CPUs while `sweep` ran, or while the lab measured
+    the machine's rates that its steps are judged by (None: neither, or nobody knows); where it
+    applies, no sentence says what bounds a step."""
+    if disturbed(sweep):
+        return say("lab.busy", share=percent(sweep.others_cpu))
+    if disturbed(result.machine):
+        return say("lab.machine_busy", share=percent(result.machine.others_cpu))
+    return None
 
 
 def bound_sentence(result: LabResult, what: str, n_bytes: float, flops: float, ms: float) -> str:
@@ -85,10 +91,11 @@ def context_text(
         parts.append(say("lab.context.one_point", position=p[0], length=length_key))
     else:
         naive_slope, cached_slope = _slope(p, naive), _slope(p, cached)
-        # "Grows" only where the fitted rise over the range is more than a tenth of the first step.
+        # "Grows" only where the fitted rise over the range is more than a tenth of the first step;
+        # steps slowed by other processes say nothing about what a step is made of.
         grows = naive_slope * (p[-1] - p[0]) / 100 > 0.1 * naive[0]
-        parts.append(say("lab.context.growth" if grows else "lab.context.no_growth",
-                         naive_slope=num(naive_slope), cached_slope=num(cached_slope)))
+        key = "lab.context.slopes" if disturbed(sweep) else "lab.context.growth" if grows else "lab.context.no_growth"
+        parts.append(say(key, naive_slope=num(naive_slope), cached_slope=num(cached_slope)))
     crossover = sweep.crossover
     if crossover is None:
         parts.append(say("lab.context.no_crossover", last=p[-1]))
@@ -106,7 +113,7 @@ def context_text(
             ))
     else:
         parts.append(say("lab.context.partial", done=count(len(p)), last=p[-1]))
-    busy = busy_sentence(sweep)
+    busy = busy_sentence(result, sweep)
     if busy:
         parts.insert(1, busy)
     else:
@@ -125,7 +132,7 @@ def batch_text(
     if result is None or sweep is None or not sweep.rows:
         return say("lab.batch.idle", sizes=_sizes(sizes), context=count(context), run=run_key)
     one, big = sweep.rows[0], sweep.rows[-1]
-    busy = busy_sentence(sweep)
+    busy = busy_sentence(result, sweep)
     if len(sweep.rows) == 1:
         what = say("lab.what.batch", batch=count(one.batch))
         return "\n\n".join([
@@ -171,7 +178,7 @@ def precision_text(
         return say("lab.precision.idle", formats=", ".join(formats), context=count(context), run=run_key)
     rows = {r.format: r for r in sweep.rows}
     base = rows.get("float32")
-    busy = busy_sentence(sweep)
+    busy = busy_sentence(result, sweep)
     parts = [busy] if busy else []
     for r in sweep.rows:
         facts = {"format": r.format, "ms": num(r.step_ms), "read": nbytes(r.bytes_read), "gb_s": num(r.gb_s)}

@@ -111,6 +111,32 @@ async def test_space_stops_a_run_and_the_lab_can_run_again(tiny_lm, monkeypatch)
 
 
 @run_async
+async def test_rates_measured_on_a_busy_machine_are_measured_again(tiny_lm, monkeypatch):
+    """Rates measured while other processes were busy are measured again before the next
+    experiment; what was measured before stays."""
+    busy, quiet = cost_lab.Machine(5.0, 20.0, 2, 0.7), cost_lab.Machine(30.0, 100.0, 2, 0.0)
+    measured = []
+    monkeypatch.setattr(cost_lab.Machine, "measure", classmethod(lambda cls: measured.append(1) or (busy, quiet)[len(measured) > 1]))
+    batch = cost_lab.BatchSweep(8, [cost_lab.BatchRow(1, 2.0, 1000, 10_000_000)])
+    monkeypatch.setattr(cost_lab, "batch_sweep", lambda *a, **k: batch)
+    app = make_app(lm=tiny_lm)
+    async with app.run_test(size=(100, 30)) as pilot:
+        lab = await open_lab(pilot)
+        await pilot.press("2", "r")
+        await wait_for(pilot, lambda: lab.running is None and lab.result is not None and lab.result.batch is not None)
+        warning = say("lab.machine_busy", share=percent(0.7))
+        assert lab.result.machine is busy and warning in words(lab, "batch")
+        assert "The step of B = " not in words(lab, "batch")  # no bound named
+        await pilot.press("r")
+        await wait_for(pilot, lambda: lab.running is None and lab.result.machine is quiet)
+        assert lab.result.batch is batch
+        assert warning not in words(lab, "batch") and "The step of B = " in words(lab, "batch")
+        await pilot.press("r")  # quiet rates are kept
+        await wait_for(pilot, lambda: lab.running is None)
+        assert lab.result.machine is quiet and len(measured) == 2
+
+
+@run_async
 async def test_a_replayed_lab_result_is_shown_and_cannot_be_rerun():
     trace = load(LAB_TRACE)
     app = make_app(trace=trace)
@@ -196,23 +222,43 @@ def test_no_speed_up_is_claimed_that_the_numbers_contradict():
 
 
 def test_no_bound_is_claimed_while_other_processes_kept_the_cpus_busy():
-    """Above cost_lab.BUSY_SHARE of the CPUs used by other processes, every experiment says so and
-    names no bound; at or below it (or unknown, as in older traces), the bounds are named."""
+    """Above cost_lab.BUSY_SHARE of the CPUs used by other processes, while an experiment ran or
+    while the machine's rates were measured, every experiment says so and names no bound; at or
+    below it (or unknown, as in older traces), the bounds are named."""
     result = _result()
     sweeps = {
-        "context": lambda s: context_text(result, s, s.start, s.end, "r", "n"),
-        "batch": lambda s: batch_text(result, s, cost_lab.BATCH_SIZES, 64, "r"),
-        "precision_formats": lambda s: precision_text(result, s, (), s.context, "r"),
+        "context": lambda r, s: context_text(r, s, s.start, s.end, "r", "n"),
+        "batch": lambda r, s: batch_text(r, s, cost_lab.BATCH_SIZES, 64, "r"),
+        "precision_formats": lambda r, s: precision_text(r, s, (), s.context, "r"),
     }
     whats = {"context": "A cached step at position", "batch": "The step of B = ", "precision_formats": "The float32 step"}
     for name, text_of in sweeps.items():
         sweep = getattr(result, name)
         assert sweep.others_cpu is None  # the fixed trace predates the measurement
         for share, busy in ((None, False), (0.2, False), (0.21, True), (0.6, True)):
-            text = text_of(dataclasses.replace(sweep, others_cpu=share))
+            text = text_of(result, dataclasses.replace(sweep, others_cpu=share))
             warning = say("lab.busy", share=percent(share)) if share is not None else None
             assert (warning in text) if busy else (warning is None or warning not in text), (name, share)
             assert (whats[name] in text) is not busy, (name, share)
+        # The machine's rates, measured while other processes were busy, are too low to judge by.
+        for share, busy in ((None, False), (0.1, False), (0.5, True)):
+            machine = dataclasses.replace(result.machine, others_cpu=share)
+            text = text_of(dataclasses.replace(result, machine=machine), sweep)
+            warning = say("lab.machine_busy", share=percent(share)) if share is not None else None
+            assert (warning in text) if busy else (warning is None or warning not in text), (name, share)
+            assert (whats[name] in text) is not busy, (name, share)
+
+
+def test_a_busy_context_sweep_draws_no_lesson_from_its_slopes():
+    """A naive step that did not grow, timed while other processes were busy, is no sign of fixed
+    per-step work: the text gives the fitted slopes and nothing more."""
+    result = _result()
+    flat = cost_lab.ContextSweep([5, 50, 100], [2.0, 2.0, 2.0], [1.0, 1.0, 1.0], 5, 101)
+    quiet = context_text(result, flat, 5, 101, "r", "n")
+    assert "does not depend on the length" in quiet
+    busy = context_text(result, dataclasses.replace(flat, others_cpu=0.5), 5, 101, "r", "n")
+    assert "does not depend on the length" not in busy
+    assert say("lab.context.slopes", naive_slope=num(0.0), cached_slope=num(0.0)) in busy
 
 
 # -- how it looks ---------------------------------------------------------------------------------

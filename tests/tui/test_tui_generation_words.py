@@ -111,6 +111,33 @@ def test_the_comparison_verdict(small):
     assert Comparison(naive, short).first_divergence == 2
 
 
+def test_times_taken_while_other_processes_were_busy_claim_no_bound(small):
+    """A run records the share of the CPUs other processes used meanwhile; above
+    cpu_share.BUSY_SHARE its view says so, names no bound and fits no cost split from its times."""
+    import dataclasses
+
+    from gpt2viz.i18n import say
+    from gpt2viz.tui.formatting import percent
+
+    f, gen, naive = small
+    assert gen.others_cpu is None or 0 <= gen.others_cpu <= 1  # measured by record_generation
+    quiet, busy = dataclasses.replace(gen, others_cpu=0.05), dataclasses.replace(gen, others_cpu=0.6)
+    warning = say("generation.busy", share=percent(0.6))
+    assert warning not in bandwidth_text(f, quiet, 2, "c") and "GB/s this machine streams" in bandwidth_text(f, quiet, 2, "c")
+    text = bandwidth_text(f, busy, 2, "c")
+    assert warning in text and "GB/s this machine streams" not in text
+    # A comparison with a busy run: the warning in place of the fitted cost split.
+    slow_naive = dataclasses.replace(naive, others_cpu=0.6)
+    assert warning in compare_text(f, Comparison(slow_naive, quiet))
+    assert warning not in compare_text(f, Comparison(dataclasses.replace(naive, others_cpu=0.0), quiet))
+    # A resumed generation keeps its busiest run's share.
+    resumed = dataclasses.replace(gen, others_cpu=None)
+    resumed.end_run("max_new_tokens", 0.3)
+    resumed.end_run("max_new_tokens", 0.1)
+    resumed.end_run("max_new_tokens", None)
+    assert resumed.others_cpu == 0.3
+
+
 def generation_of_ids(like: Generation, ids: list[int]) -> Generation:
     steps = [dict(like.steps[min(i, len(like.steps) - 1)], id=t, text=f"t{t}") for i, t in enumerate(ids)]
     return Generation(like.prompt_ids, like.prompt_tokens, like.settings, like.n_ctx, steps, [0], "max_new_tokens")

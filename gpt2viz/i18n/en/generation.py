@@ -116,6 +116,11 @@ TEXT = {
     ),
     "generation.cost.mean_rate": "Mean decode step: {ms} ms for {bytes} = {rate} GB/s effective.",
     # What bounds a step, against the stream rate measured on this machine (costs.step_bound).
+    "generation.busy": (
+        "While this ran, other processes used {share} of this machine's CPU time: these times are slower than "
+        "the model runs here on its own, so nothing is claimed about what bounds a step or where its time "
+        "goes. Run it again when the machine is quiet."
+    ),
     "generation.bound.unmeasured": (
         "This machine's memory bandwidth was not measured for this run, so no bound is claimed."
     ),

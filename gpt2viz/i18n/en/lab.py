@@ -22,6 +22,10 @@ TEXT = {
         "it a step computes one position and reads the cached keys and values: {cached_slope} ms per 100 "
         "positions."
     ),
+    "lab.context.slopes": (
+        "Fitted to the measured points, a step's time changed by {naive_slope} ms per 100 positions without "
+        "the cache and by {cached_slope} ms with it."
+    ),
     "lab.context.no_growth": (
         "Without the cache every step computes all its positions again, yet its time did not grow measurably "
         "here ({naive_slope} ms per 100 positions, fitted): in this range a step is dominated by work that "
@@ -96,6 +100,11 @@ TEXT = {
     "lab.what.batch": "The step of B = {batch}",
     "lab.what.format": "The {format} step",
     "lab.bound.unmeasured": "This machine's rates were not measured, so no bound is claimed.",
+    "lab.machine_busy": (
+        "While the lab measured this machine's rates, other processes used {share} of its CPU time: the "
+        "rates below are lower than this machine's own, so the lab claims nothing about what bounds a step. "
+        "Run it again when the machine is quiet: the lab then measures the rates again too."
+    ),
     "lab.busy": (
         "While this ran, other processes used {share} of this machine's CPU time: these times are slower than "
         "the model runs here on its own, so the lab claims nothing about what bounds its steps. Run it again "

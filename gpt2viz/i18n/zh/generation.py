@@ -100,6 +100,10 @@ TEXT = {
     "generation.cost.step_rate": "第 {index} 步：{weights} + {kv} 的 K 和 V，用时 {ms} ms = 有效 {rate} GB/s。",
     "generation.cost.mean_rate": "decode 步平均：{ms} ms 读 {bytes} = 有效 {rate} GB/s。",
     # 这一步受什么限制：与本机测得的流式读取速率相比（costs.step_bound）。
+    "generation.busy": (
+        "运行期间，其他进程占用了本机 {share} 的 CPU 时间：这些耗时比模型在本机单独运行时要慢，所以这里不判断"
+        "每一步受什么限制，也不分析时间花在哪里。请等机器空闲时再运行一次。"
+    ),
     "generation.bound.unmeasured": "这次运行没有测量本机的内存带宽，所以不判断它受什么限制。",
     "generation.bound.caches": (
         "按本机流式读取大矩阵的 {stream} GB/s 读这些数据要 {floor} ms，比这一步实际用的 {ms} ms 还多："

@@ -23,6 +23,7 @@ from textual.worker import get_current_worker
 from textual_plotext import PlotextPlot
 
 from ... import cost_lab
+from ...cpu_share import disturbed
 from ...i18n import N_, _, say
 from ...trace import Trace
 from ..background import locked, reporting, run_detached
@@ -241,7 +242,7 @@ class CostLabScreen(Screen):
         cancelled = lambda: worker.is_cancelled  # noqa: E731  (the app is closing)
         stopped = lambda: stop.is_set() or worker.is_cancelled  # noqa: E731
         with reporting(lambda text, code: self.post_message(self.Ended(run, text))):
-            if self.result is None:
+            if self.result is None or disturbed(self.result.machine):  # rates measured on a busy machine: again
                 self.post_message(self.Progressed(run, "machine", 0, 1))
                 result = run_detached(locked(lambda: cost_lab.new_result(lm)), cancelled)
                 self.post_message(self.Measured(run, "machine", result))
@@ -277,6 +278,8 @@ class CostLabScreen(Screen):
         if message.experiment == "machine":
             if self.result is None:
                 self.result = message.result
+            else:  # measured again: the experiments measured so far stay
+                self.result.machine = message.result.machine
         else:
             setattr(self.result, {"precision": "precision_formats"}.get(message.experiment, message.experiment), message.result)
             self._draw(message.experiment)

@@ -109,6 +109,7 @@ class GenerationScreen(Screen):
         stop_reason: str
         phase: int = 0
         stream_gb_s: float | None = None  # this machine's large one-row product (gpt2viz.costs)
+        others_cpu: float | None = None  # the share of the CPUs other processes used meanwhile
 
     @dataclass(eq=False)
     class RunFailed(Message):
@@ -373,7 +374,8 @@ class GenerationScreen(Screen):
         """Generates up to `max_new` tokens after `ids`, posting each step; sampling draws from `rng`."""
         with reporting(lambda text, code: self.post_message(self.RunFailed(run, text))):
             record = self._record(run, ids, max_new, settings, stop, rng)
-            self.post_message(self.RunEnded(run, record["stop_reason"], stream_gb_s=record.get("stream_gb_s")))
+            self.post_message(self.RunEnded(run, record["stop_reason"], stream_gb_s=record.get("stream_gb_s"),
+                                            others_cpu=record.get("others_cpu")))
 
     @work(thread=True, exclusive=True, group="generate", exit_on_error=False)
     def _run_compare(self, run: int, ids: list[int], settings: GenerationSettings, stop: threading.Event) -> None:
@@ -382,7 +384,8 @@ class GenerationScreen(Screen):
             for phase, use_cache in enumerate((False, True)):
                 phase_settings = replace(settings, use_cache=use_cache)
                 record = self._record(run, ids, settings.max_new_tokens, phase_settings, stop)
-                self.post_message(self.RunEnded(run, record["stop_reason"], phase, record.get("stream_gb_s")))
+                self.post_message(self.RunEnded(run, record["stop_reason"], phase, record.get("stream_gb_s"),
+                                                record.get("others_cpu")))
                 if stop.is_set():
                     return
 
@@ -405,7 +408,7 @@ class GenerationScreen(Screen):
     def on_generation_screen_run_ended(self, message: RunEnded) -> None:
         if message.run != self._run:
             return
-        self.gen.end_run(message.stop_reason)
+        self.gen.end_run(message.stop_reason, message.others_cpu)
         if message.stream_gb_s is not None:
             self.stream_gb_s = self.gen.stream_gb_s = message.stream_gb_s
         if self.phase == "comparing" and self._compare is not None:

@@ -38,11 +38,12 @@ def fixed_ms(step: int) -> float:
 
 def fix_timings(generation: dict) -> None:
     """Replaces every measured time of a generation record by `fixed_ms`, the numbers derived from
-    them, and the machine's measured stream rate by a fixed one."""
+    them, and the machine's measured stream rate and other processes' share of the CPUs by fixed ones."""
     ms = [fixed_ms(i) for i in range(len(generation["steps"]))]
     for step, value in zip(generation["steps"], ms):
         step["ms"] = value
     generation["stream_gb_s"] = 30.0  # this machine's stream rate, fixed like the times
+    generation["others_cpu"] = 0.0  # other processes' share of the CPUs meanwhile: measured with the times
     generation["ttft_ms"] = ms[0] if ms else None
     generation["mean_decode_ms"] = round(sum(ms[1:]) / len(ms[1:]), 3) if len(ms) > 1 else None
     generation["tokens_per_s"] = round(len(ms) / (sum(ms) / 1000), 3) if ms else None

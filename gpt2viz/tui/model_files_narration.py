@@ -12,7 +12,7 @@ from ..trace import Trace
 from ..trace.notices import notice_text
 from .facts import RunFacts
 from .file_facts import FileFacts, Setting, StoredFile, TokenizerFacts, WeightFacts
-from .formatting import clip, count, nbytes
+from .formatting import DTYPE_BYTES, clip, count, nbytes
 from .stages import Stage
 
 DIRECTORY_CELLS = 60  # of a checkpoint's directory quoted in the text
@@ -128,7 +128,20 @@ def _weights(trace: Trace, f: RunFacts, w: WeightFacts) -> str:
         how = "copied"
     else:
         how = "partly"
-    return sentences(what, say(f"stage.model_files.{how}", **facts))
+    return sentences(what, say(f"stage.model_files.{how}", **facts), _beyond_the_parameters(f))
+
+
+def _beyond_the_parameters(f: RunFacts) -> str:
+    """Why the model holds more than its parameters take in its format ('' where it does not):
+    the layouts its kernels multiply by (model/precision.py), and what a decode step reads."""
+    plain = f.n_params * (1 if f.dtype == "int8" else DTYPE_BYTES.get(f.dtype, 4))
+    if f.weight_bytes <= plain:
+        return ""
+    key = "stage.model_files.extra_int8" if f.dtype == "int8" else "stage.model_files.extra"
+    return say(
+        key, n_params=count(f.n_params), dtype=f.dtype, plain=nbytes(plain), extra=nbytes(f.weight_bytes - plain),
+        step=nbytes(f.step_weight_bytes),
+    )
 
 
 def _head(f: RunFacts, w: WeightFacts) -> str:

@@ -220,3 +220,22 @@ def test_a_stored_lm_head_and_mask_buffers_are_said_in_both_languages(ckpts, tmp
     assert "lm_head.weight" in chinese and "因果掩码" in chinese
     assert english_words(chinese, run_words(trace)) == []
     assert Counter(NUMBER.findall(chinese)) == Counter(NUMBER.findall(english))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "int8"])
+def test_what_a_format_holds_beyond_its_parameters_is_said_in_both_languages(dtype):
+    """A model that holds more than its parameters take in its format (packed copies, padding,
+    int8's scales) says how much more, and how much of it a decode step reads; float32 holds just
+    its parameters and says nothing of the kind."""
+    lm = gpt2viz.load_model(str(bundled_dir()), dtype=dtype)
+    trace = trace_prompt(lm, "Hello")
+    english = narrate(trace, Stage("model_files"), generate_key="g").text
+    plain = lm.n_params * {"float32": 4, "bfloat16": 2, "int8": 1}[dtype]
+    extra = lm.weight_bytes - plain
+    assert (f"That is {count(extra)} B" in english) is (dtype != "float32"), english
+    if dtype != "float32":
+        assert f"A decode step reads {count(lm.step_weight_bytes)} B" in english
+        set_language("zh")  # tests/conftest.py sets English again after each test
+        chinese = narrate(trace, Stage("model_files"), generate_key="g").text
+        assert f"多出 {count(extra)} B" in chinese
+        assert Counter(NUMBER.findall(chinese)) == Counter(NUMBER.findall(english))

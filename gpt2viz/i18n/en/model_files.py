@@ -46,6 +46,17 @@ TEXT = {
         "safetensors read {file} into memory; the model uses {in_place} of the {n} tensors as read and copied the "
         "others into {dtype} on {device}."
     ),
+    # Where the model holds more than its parameters take in its format (bfloat16, float16, int8).
+    "stage.model_files.extra": (
+        "That is {extra} more than its {n_params} parameters take in {dtype} ({plain}): the kernels that "
+        "multiply by them on this machine keep some matrices in layouts of their own, packed copies and "
+        "padding, to read them faster. A decode step reads {step} of it."
+    ),
+    "stage.model_files.extra_int8": (
+        "That is {extra} more than its {n_params} parameters take at one byte each ({plain}): each row of "
+        "int8 numbers has a float32 scale, the kernels keep packed copies to read them faster, and some "
+        "weights stay float32. A decode step reads {step} of it."
+    ),
     "stage.model_files.tied": (
         "The file stores no LM head: GPT-2 scores the next token with wte itself (weight tying), so its "
         "{wte} numbers serve twice, to look tokens up and to score them."

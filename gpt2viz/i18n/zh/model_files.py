@@ -42,6 +42,15 @@ TEXT = {
         "{file} 被读入内存；{n} 个张量中，模型按读入的样子使用 {in_place} 个，"
         "其余的复制并转换成 {device} 上的 {dtype}。"
     ),
+    # Where the model holds more than its parameters take in its format (bfloat16, float16, int8).
+    "stage.model_files.extra": (
+        "这比它的 {n_params} 个参数以 {dtype} 存储所需的 {plain} 多出 {extra}：本机上做矩阵乘的内核为了读得更快，"
+        "会把一些矩阵另存为自己的布局（打包的副本和填充）。一次解码步读取其中的 {step}。"
+    ),
+    "stage.model_files.extra_int8": (
+        "这比它的 {n_params} 个参数每个占一个字节所需的 {plain} 多出 {extra}：每一行 int8 数都有一个 float32 "
+        "缩放系数，内核为了读得更快会保存打包的副本，还有一些权重保持 float32。一次解码步读取其中的 {step}。"
+    ),
     "stage.model_files.tied": (
         "文件里没有单独的 LM head：GPT-2 直接用 wte 给下一个 token 打分（权重共享），"
         "所以 wte 的 {wte} 个数用了两次：一次查表，一次打分。"

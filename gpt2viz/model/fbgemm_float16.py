@@ -73,16 +73,19 @@ def padded_columns(n_out: int) -> int:
     return -(-n_out // simd) * simd
 
 
-def suits(weight_in_out: torch.Tensor, dtype: torch.dtype = torch.float16) -> bool:
-    """Whether a Conv1D weight `[in, out]` of a `dtype` model goes through fbgemm: its inputs
-    padded by at most a third, and every value one that float16 holds (float16: rounded, not
-    saturated; bfloat16: exactly, once scaled)."""
+def layer_for(weight_in_out: torch.Tensor, bias: torch.Tensor, dtype: torch.dtype) -> "Float16Linear | None":
+    """fbgemm's product for a Conv1D weight `[in, out]` of a `dtype` model (float16 or bfloat16),
+    or None where it does not suit: inputs padded by more than a third, or a value float16 cannot
+    hold (float16: rounded, not saturated; bfloat16: exactly, once scaled)."""
     n_in = weight_in_out.shape[0]
     if 3 * padded_rows(n_in) > 4 * n_in:
-        return False
+        return None
     if dtype == torch.bfloat16:
-        return bfloat16_scale(weight_in_out) is not None
-    return bool((weight_in_out.abs() <= FLOAT16_MAX).all())
+        k = bfloat16_scale(weight_in_out)
+        return None if k is None else Float16Linear(weight_in_out, bias, dtype, k)
+    if not bool((weight_in_out.abs() <= FLOAT16_MAX).all()):
+        return None
+    return Float16Linear(weight_in_out, bias)
 
 
 def bfloat16_scale(weight: torch.Tensor) -> int | None:
@@ -103,17 +106,17 @@ class Float16Linear(Layer):
     """A Conv1D's product (`y = x @ W + b`, W `[in, out]`) with W packed in float16 for fbgemm;
     `dtype` (float16, or bfloat16 held exactly: see the module's doc) in and out, float32 sums."""
 
-    def __init__(self, weight_in_out: torch.Tensor, bias: torch.Tensor, dtype: torch.dtype = torch.float16) -> None:
+    def __init__(
+        self, weight_in_out: torch.Tensor, bias: torch.Tensor, dtype: torch.dtype = torch.float16, scale: int = 0
+    ) -> None:
+        """bfloat16 weights are packed times 2^`scale`, which `bfloat16_scale` found to hold them."""
         super().__init__()
         n_in, n_out = weight_in_out.shape
         self.dtype = dtype
-        self.shrink = 1.0  # what the input is multiplied by: 2^-k, where the pack holds W * 2^k
+        self.shrink = 2.0**-scale  # what the input is multiplied by, where the pack holds W * 2^scale
         weight = weight_in_out.float()
         if dtype == torch.bfloat16:
-            k = bfloat16_scale(weight_in_out)
-            if k is None:
-                raise ValueError("float16 cannot hold these bfloat16 weights exactly at any scale")
-            weight, self.shrink = weight.to(torch.bfloat16).float() * 2.0**k, 2.0**-k
+            weight = weight.to(torch.bfloat16).float() * 2.0**scale
         # fbgemm rounds the float32 weight to float16 as torch does (to nearest, ties to even;
         # bfloat16's scaled values are float16 values already); the bias is the format's, added
         # in float32.

@@ -224,8 +224,8 @@ def apply_precision(model, precision: Precision) -> None:
         conv = getattr(parent, name)
         if precision.quantized:
             layer = Int8Linear(conv.weight, conv.bias)
-        elif fbgemm16 and fbgemm_float16.suits(conv.weight, dtype):
-            layer = Float16Linear(conv.weight, conv.bias, dtype)
+        elif fbgemm16 and (fast := fbgemm_float16.layer_for(conv.weight, conv.bias, dtype)) is not None:
+            layer = fast
         elif pack:
             layer = packed.PackedLinear(conv.weight, conv.bias, 1, dtype)
         elif on_cpu:

@@ -179,9 +179,10 @@ class Machine:
 
     @classmethod
     def measure(cls) -> "Machine":
-        started = cpu_ticks()
+        """The rates (measured once a process, again where they were measured on a busy machine)."""
         stream, compute = stream_bandwidth(), compute_rate()
-        return cls(stream, compute, torch.get_num_threads(), share_since(started))
+        shares = [r.others_cpu for r in (stream, compute) if r.others_cpu is not None]
+        return cls(stream.value, compute.value, torch.get_num_threads(), max(shares) if shares else None)
 
 
 # -- 1. per-step time against position ----------------------------------------------------------

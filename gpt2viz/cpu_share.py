@@ -14,6 +14,9 @@ from dataclasses import dataclass
 # theirs as much as the model's, and no screen claims what bounds a step (measured: 0.4 % with the
 # TUI in tmux on a quiet machine, the tmux server being the other process).
 BUSY_SHARE = 0.2
+# Fewer ticks than this (on all CPUs together: 0.1 s on two) give no share: the counters tick every
+# 1/100 s, so over a 20 ms run on two CPUs one stray tick of another process would read as 25 %.
+MIN_TICKS = 20
 
 
 @dataclass(frozen=True)
@@ -46,11 +49,11 @@ def others_ticks(before: CpuTicks, after: CpuTicks) -> tuple[int, int]:
 
 def others_share(before: CpuTicks | None, after: CpuTicks | None) -> float | None:
     """The share of all CPUs' time between two readings that other processes used, 0 to 1; None
-    where it is unknown or no tick passed."""
+    where it is unknown or too few ticks passed (MIN_TICKS) to tell."""
     if before is None or after is None:
         return None
     others, total = others_ticks(before, after)
-    return min(1.0, others / total) if total > 0 else None
+    return min(1.0, others / total) if total >= MIN_TICKS else None
 
 
 def disturbed(measured) -> bool:

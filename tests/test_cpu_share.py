@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from gpt2viz.cpu_share import CpuTicks, cpu_ticks, others_share, others_ticks
+from gpt2viz.cpu_share import MIN_TICKS, CpuTicks, cpu_ticks, others_share, others_ticks
 
 linux = pytest.mark.skipif(not os.path.exists("/proc/stat"), reason="/proc/stat is Linux's")
 
@@ -50,6 +50,9 @@ def test_this_process_s_own_time_is_read():
 def test_unknown_readings_give_no_share():
     assert others_share(None, CpuTicks(1, 2, 0)) is None and others_share(CpuTicks(1, 2, 0), None) is None
     assert others_share(CpuTicks(5, 10, 0), CpuTicks(5, 10, 0)) is None  # no tick passed
+    # Too few ticks to tell: one stray tick in four would read as 25 %.
+    assert others_share(CpuTicks(0, 0, 0), CpuTicks(1, 4, 0)) is None
+    assert others_share(CpuTicks(0, 0, 0), CpuTicks(5, MIN_TICKS, 0)) == 5 / MIN_TICKS
     # This process's ticks are not the others'; more of its own than all busy ticks (the counters
     # are read a moment apart) is no negative share.
     assert others_share(CpuTicks(0, 0, 0), CpuTicks(50, 100, 30)) == 0.2

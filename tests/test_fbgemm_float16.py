@@ -78,8 +78,29 @@ def test_bfloat16_weights_no_scale_holds_exactly_stay_on_onednn(edit):
     # NaN and inf have no scale; 1e-9 beside 1e4 lies 2^43 below it: float16 cannot hold both.
     weight[5, 9], weight[6, 9] = {"nan": (float("nan"), 0.0), "inf": (float("inf"), 0.0), "spread": (1e4, 1.1e-9)}[edit]
     assert F16.bfloat16_scale(weight) is None and F16.layer_for(weight, torch.zeros(3072), torch.bfloat16) is None
-    # beyond float16's range but within a scale's reach: held, scaled down
-    assert F16.bfloat16_scale(torch.tensor([[1e6, -3.0]])) == 15 - 19
+    # No scale below 2^0 (2^-k times an input could overflow) or above 2^126 (2^k would): oneDNN's.
+    assert F16.bfloat16_scale(torch.tensor([[1e6, -3.0]])) is None
+    assert F16.bfloat16_scale(torch.full((4, 4), 2.0**-120)) is None
+    assert F16.bfloat16_scale(torch.full((4, 4), 2.0**-100)) == 115
+
+
+@pytest.mark.skipif(not P.packed.available(torch.bfloat16), reason="no oneDNN bfloat16 kernels on this CPU")
+def test_a_bfloat16_matrix_no_scale_holds_loads_onto_onednn(tmp_path):
+    """In a bfloat16 model, the one matrix float16 cannot hold exactly at any scale (1e4 beside
+    1.1e-9) is multiplied by oneDNN's pack; the same product in the next block, by fbgemm."""
+    bundled = gpt2viz.load_model("tiny").source.path
+    tensors = load_file(str(bundled / "model.safetensors"))
+    name = "transformer.h.0.mlp.c_proj.weight"  # 448 inputs: fbgemm's, where it holds the values
+    tensors[name] = tensors[name].float()
+    tensors[name][0, 0], tensors[name][0, 1] = 1e4, 1.1e-9
+    for f in bundled.iterdir():
+        if f.name != "model.safetensors":
+            (tmp_path / f.name).write_bytes(f.read_bytes())
+    save_file(tensors, str(tmp_path / "model.safetensors"))
+    lm = gpt2viz.load_model(str(tmp_path), dtype="bfloat16")
+    assert isinstance(lm.model.h[0].mlp.c_proj, P.packed.PackedLinear)
+    assert isinstance(lm.model.h[1].mlp.c_proj, F16.Float16Linear)
+    assert lm.generate("Hello", 3).token_ids == lm.generate("Hello", 3, use_cache=False).token_ids
 
 
 def test_what_the_pack_holds_and_what_a_product_reads():

@@ -1,5 +1,6 @@
-"""oneDNN's prepacked weights (gpt2viz/model/packed.py): bfloat16 models multiply by them, and a
-float32 batch of several rows swaps them in for its products only while it runs."""
+"""oneDNN's prepacked weights (gpt2viz/model/packed.py): bfloat16 models multiply by them where
+fbgemm's float16 product does not take a matrix (and in the LM head), and a float32 batch of
+several rows swaps them in for its products only while it runs."""
 
 from __future__ import annotations
 

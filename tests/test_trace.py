@@ -168,7 +168,8 @@ def _without_cache_fields(doc: dict) -> dict:
     doc.pop("timings")
     doc["events"] = [e for e in doc["events"] if e["stage"] != "kv_cache"]
     gen = doc["generation"]
-    for key in ("cache", "ttft_ms", "mean_decode_ms", "tokens_per_s", "others_cpu"):  # others_cpu: measured with the times
+    # others_cpu and stream_gb_s are measured with the times (a rate measured busy is measured again)
+    for key in ("cache", "ttft_ms", "mean_decode_ms", "tokens_per_s", "others_cpu", "stream_gb_s"):
         gen.pop(key)
     for step in gen["steps"]:
         for key in ("ms", "used_cache", "kv_cache"):

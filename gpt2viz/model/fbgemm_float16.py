@@ -27,16 +27,17 @@ bfloat16 weights go through the same product, held exactly. oneDNN's bfloat16 ke
 one-row product's weights at 12-14 GB/s on these machines (one or two threads alike), where this
 product streams 19 GB/s: GPT-2 small's 48 block products, one row, 12.3 against 9.0 ms, and a
 decode step at 256 positions 0.73x float32's time against 0.59x (interleaved in one process). A
-bfloat16 value has 8 significant bits and float16 has 11, so float16 holds every bfloat16 value
-of its range, and scaling a matrix by a power of two (exact) moves the matrix into that range:
-its largest value just under 2^16. float16's finest step is 2^-24 (its subnormals), so a value
-keeps all 8 of its bits down to 2^-17: a matrix fits unless its smallest nonzero values lie more
-than about 2^32 below its largest (`bfloat16_scale` checks every value, once, at load). The
-product multiplies the input by 2^-k before the sum (exact unless an input is below 2^(k-126),
-where the scaled input turns subnormal), so each term is the bfloat16 weight times the
-bfloat16 input, exact in float32, and the sum is float32's, as in oneDNN's kernel. A matrix no
-scale holds exactly stays on oneDNN's (model/packed.py). The trade: a 128-row prefill takes 0.69x
-float32's time here, against oneDNN's 0.38x; a decode step is the cost the app is about.
+bfloat16 value has 8 significant bits and float16 has 11, so float16 holds every bfloat16 value of
+its range, and scaling a matrix by a power of two (exact) moves the matrix into that range: its
+largest value just under 2^16. float16's finest step is 2^-24 (its subnormals), so a value keeps
+all 8 of its bits down to 2^-17: a matrix fits unless its smallest nonzero values lie more than
+about 2^32 below its largest (`bfloat16_scale` checks every value, once, at load; k lies in 0..126,
+so both 2^k and 2^-k are normal float32 numbers). The product multiplies the input by 2^-k before
+the sum (exact unless an input is below 2^(k-126), where the scaled input turns subnormal), so each
+term is the bfloat16 weight times the bfloat16 input, exact in float32, and the sum is float32's,
+as in oneDNN's kernel. A matrix no scale holds exactly stays on oneDNN's (model/packed.py). The
+trade: a 128-row prefill takes 0.69x float32's time here, against oneDNN's 0.38x; a decode step is
+the cost the app is about.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from .layers import Layer
 
 FBGEMM_BLOCK = 512  # fbgemm packs a weight's input side in blocks of this many rows, the last one padded
 FLOAT16_MAX = 65504.0  # the largest finite float16
+MAX_SCALE = 126  # 2^126 is float32's largest power of two whose inverse is normal
 
 
 def available() -> bool:
@@ -91,15 +93,18 @@ def layer_for(weight_in_out: torch.Tensor, bias: torch.Tensor, dtype: torch.dtyp
 def bfloat16_scale(weight: torch.Tensor) -> int | None:
     """The power of two k for which float16 holds every value of `weight`, rounded to bfloat16 and
     multiplied by 2^k, exactly (its largest value just under 2^16); None when no k does (values
-    spread over more than float16's range, NaN, infinities)."""
+    spread over more than float16's range, NaN, infinities), or when k would be negative or beyond
+    MAX_SCALE (weights of 2^16 and more, or all below 2^-111): then 2^-k times an input could
+    overflow, or 2^k itself would, in float32."""
     values = weight.to(torch.bfloat16)
     top = values.abs().max().item() if values.numel() else 0.0
     if not math.isfinite(top):
         return None
     k = 15 - math.floor(math.log2(top)) if top > 0 else 0
-    scaled = values.float().mul_(2.0**k)  # exact, but for values a negative k sends below float32's
-    back = scaled.to(torch.float16).float()
-    return k if torch.equal(back if k >= 0 else back.mul_(2.0**-k), scaled if k >= 0 else values.float()) else None
+    if not 0 <= k <= MAX_SCALE:
+        return None
+    scaled = values.float().mul_(2.0**k)  # exact: a power of two, and no value reaches 2^16
+    return k if torch.equal(scaled.to(torch.float16).float(), scaled) else None
 
 
 class Float16Linear(Layer):

@@ -10,8 +10,10 @@ machines, torch 2.13 CPU, the 48 block products of GPT-2 small (one row of each,
 interleaved medians):
 
 - bfloat16: 16.7 ms with `F.linear`, 8.2-9.0 ms packed; the LM head 5.1 against 3.5 ms; a 128-row
-  prefill's block products 80 against 67 ms. So bfloat16 models use packed weights where
-  model/fbgemm_float16.py's product, faster still at one row, cannot hold their values exactly.
+  prefill's block products 80 against 67 ms. On a later day, measured together in one process:
+  15.9 ms with `F.linear`, 12.3 ms packed, and 9.0 ms through model/fbgemm_float16.py's product.
+  So bfloat16 models use packed weights for the LM head, and for the block products fbgemm's
+  product cannot hold exactly.
 - float32, several rows (a batched decode step): 8 rows 28 ms with the two-core product of
   `layers.conv1d` against 16-20 ms packed, and the LM head 16.6 against 6.2 ms. One row stays on
   `layers.conv1d` (it is as fast, and gives a full pass's digits exactly), so float32 packs its

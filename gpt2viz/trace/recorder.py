@@ -391,7 +391,7 @@ def record_generation(
     check_generation_size(lm.config.n_ctx - len(prompt_ids), max_new_tokens, topk)
     recorder = GenerationRecorder(lm, topk)
     started = cpu_ticks()
-    stream_gb_s = stream_bandwidth() if lm.model.device.type == "cpu" else None  # once a process
+    stream_gb_s = stream_bandwidth().value if lm.model.device.type == "cpu" else None  # kept, unless measured busy
 
     def step_done(info) -> None:
         step = recorder.steps[-1]

@@ -157,9 +157,10 @@ def batch_text(
     else:
         parts.append(say("lab.batch.flat", flat_within=num(FLAT_WITHIN), flat=count(flat)))
     m = result.machine
+    # The ridge between memory- and compute-bound comes from the rates: none from rates measured busy.
     parts.append(say(
-        "lab.batch.intensity", one_i=num(one.intensity), big_i=num(big.intensity), big=count(big.batch),
-        ridge=num(m.compute_gflop_s / m.stream_gb_s),
+        "lab.batch.intensity_only" if disturbed(m) else "lab.batch.intensity", one_i=num(one.intensity),
+        big_i=num(big.intensity), big=count(big.batch), ridge=num(m.compute_gflop_s / m.stream_gb_s),
     ))
     for row in () if busy else (one, big):
         what = say("lab.what.batch", batch=count(row.batch))

@@ -134,13 +134,14 @@ def _weights(trace: Trace, f: RunFacts, w: WeightFacts) -> str:
 def _beyond_the_parameters(f: RunFacts) -> str:
     """Why the model holds more than its parameters take in its format ('' where it does not):
     the layouts its kernels multiply by (model/precision.py), and what a decode step reads."""
-    plain = f.n_params * (1 if f.dtype == "int8" else DTYPE_BYTES.get(f.dtype, 4))
+    if f.dtype not in ("bfloat16", "float16", "int8"):  # float32 holds its parameters as they are
+        return ""
+    plain = f.n_params * (1 if f.dtype == "int8" else DTYPE_BYTES[f.dtype])
     if f.weight_bytes <= plain:
         return ""
-    key = "stage.model_files.extra_int8" if f.dtype == "int8" else "stage.model_files.extra"
     return say(
-        key, n_params=count(f.n_params), dtype=f.dtype, plain=nbytes(plain), extra=nbytes(f.weight_bytes - plain),
-        step=nbytes(f.step_weight_bytes),
+        f"stage.model_files.extra_{f.dtype}", n_params=count(f.n_params), dtype=f.dtype, plain=nbytes(plain),
+        extra=nbytes(f.weight_bytes - plain), step=nbytes(f.step_weight_bytes),
     )
 
 

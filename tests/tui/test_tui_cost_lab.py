@@ -222,7 +222,7 @@ def test_no_speed_up_is_claimed_that_the_numbers_contradict():
 
 
 def test_no_bound_is_claimed_while_other_processes_kept_the_cpus_busy():
-    """Above cost_lab.BUSY_SHARE of the CPUs used by other processes, while an experiment ran or
+    """Above cpu_share.BUSY_SHARE of the CPUs used by other processes, while an experiment ran or
     while the machine's rates were measured, every experiment says so and names no bound; at or
     below it (or unknown, as in older traces), the bounds are named."""
     result = _result()

@@ -222,7 +222,7 @@ def test_a_stored_lm_head_and_mask_buffers_are_said_in_both_languages(ckpts, tmp
     assert Counter(NUMBER.findall(chinese)) == Counter(NUMBER.findall(english))
 
 
-@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "int8"])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16", "int8"])
 def test_what_a_format_holds_beyond_its_parameters_is_said_in_both_languages(dtype):
     """A model that holds more than its parameters take in its format (packed copies, padding,
     int8's scales) says how much more, and how much of it a decode step reads; float32 holds just
@@ -230,7 +230,7 @@ def test_what_a_format_holds_beyond_its_parameters_is_said_in_both_languages(dty
     lm = gpt2viz.load_model(str(bundled_dir()), dtype=dtype)
     trace = trace_prompt(lm, "Hello")
     english = narrate(trace, Stage("model_files"), generate_key="g").text
-    plain = lm.n_params * {"float32": 4, "bfloat16": 2, "int8": 1}[dtype]
+    plain = lm.n_params * {"float32": 4, "bfloat16": 2, "float16": 2, "int8": 1}[dtype]
     extra = lm.weight_bytes - plain
     assert (f"That is {count(extra)} B" in english) is (dtype != "float32"), english
     if dtype != "float32":

@@ -160,9 +160,6 @@ class CostLabScreen(Screen):
         self._status()
         self.call_after_refresh(self._focus_words)
 
-    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
-        self.set_timer(0.05, self._focus_words)  # once the pane is shown (a hidden one takes no focus)
-
     def _focus_words(self) -> None:
         """The shown experiment's words take the keys: ↑ ↓ and the page keys scroll them."""
         self.query_one(f"#lab-{self.shown} .lab-words", VerticalScroll).focus()
@@ -196,6 +193,7 @@ class CostLabScreen(Screen):
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
         self.refresh_bindings()
+        self.set_timer(0.05, self._focus_words)  # once the pane is shown (a hidden one takes no focus)
 
     # -- actions -----------------------------------------------------------------------------
     def action_show(self, name: str) -> None:
@@ -278,8 +276,9 @@ class CostLabScreen(Screen):
         if message.experiment == "machine":
             if self.result is None:
                 self.result = message.result
-            else:  # measured again: the experiments measured so far stay
+            else:  # measured again: the experiments measured so far stay, judged by the new rates
                 self.result.machine = message.result.machine
+                self._draw_all()
         else:
             setattr(self.result, {"precision": "precision_formats"}.get(message.experiment, message.experiment), message.result)
             self._draw(message.experiment)

@@ -4,6 +4,8 @@ widths use them, weights they do not suit stay on HalfLinear (float16) or oneDNN
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 from safetensors.torch import load_file, save_file
@@ -45,6 +47,27 @@ def test_a_product_is_float16_weights_added_up_in_float32():
     assert torch.allclose(fallback.double(), got.double(), rtol=2**-10, atol=1e-2)
 
 
+def bundled_with_block_0(directory: Path, edit) -> Path:
+    """A copy of the bundled model in `directory` whose block 0 MLP c_proj (448 inputs: fbgemm's,
+    where it holds the values), stored float32, was changed by `edit`."""
+    bundled = gpt2viz.load_model("tiny").source.path
+    tensors = load_file(str(bundled / "model.safetensors"))
+    name = "transformer.h.0.mlp.c_proj.weight"
+    tensors[name] = tensors[name].float()
+    edit(tensors[name])
+    for f in bundled.iterdir():
+        if f.name != "model.safetensors":
+            (directory / f.name).write_bytes(f.read_bytes())
+    save_file(tensors, str(directory / "model.safetensors"))
+    return directory
+
+
+def scale_of(weight: torch.Tensor) -> int | None:
+    """The power of two fbgemm_float16.bfloat16_scaled finds for `weight` (None: none holds it)."""
+    held = F16.bfloat16_scaled(weight)
+    return None if held is None else held[0]
+
+
 def test_a_bfloat16_product_holds_the_bfloat16_weights_exactly():
     """The pack holds each weight rounded to bfloat16 times 2^k, exactly; the input is scaled back
     by 2^-k; so the result is the bfloat16 weights times the bfloat16 input summed in float32, one
@@ -53,7 +76,7 @@ def test_a_bfloat16_product_holds_the_bfloat16_weights_exactly():
     weight = torch.randn(768, 3072) * 0.05
     weight[0, :4] = torch.tensor([3e-9, -1.7e-7, 2.5, 0.0])  # tiny values keep all their bits; a zero
     bias = torch.randn(3072)
-    k = F16.bfloat16_scale(weight)
+    k = scale_of(weight)
     assert k == 15 - 1  # the largest value, 2.5, just under 2^16 once scaled
     layer = F16.layer_for(weight, bias, torch.bfloat16)
     unpacked, unpacked_bias = torch.ops.quantized.linear_unpack_fp16(layer.packed)
@@ -77,27 +100,22 @@ def test_bfloat16_weights_no_scale_holds_exactly_stay_on_onednn(edit):
     assert F16.layer_for(weight, torch.zeros(3072), torch.bfloat16) is not None
     # NaN and inf have no scale; 1e-9 beside 1e4 lies 2^43 below it: float16 cannot hold both.
     weight[5, 9], weight[6, 9] = {"nan": (float("nan"), 0.0), "inf": (float("inf"), 0.0), "spread": (1e4, 1.1e-9)}[edit]
-    assert F16.bfloat16_scale(weight) is None and F16.layer_for(weight, torch.zeros(3072), torch.bfloat16) is None
+    assert scale_of(weight) is None and F16.layer_for(weight, torch.zeros(3072), torch.bfloat16) is None
     # No scale below 2^0 (2^-k times an input could overflow) or above 2^126 (2^k would): oneDNN's.
-    assert F16.bfloat16_scale(torch.tensor([[1e6, -3.0]])) is None
-    assert F16.bfloat16_scale(torch.full((4, 4), 2.0**-120)) is None
-    assert F16.bfloat16_scale(torch.full((4, 4), 2.0**-100)) == 115
+    assert scale_of(torch.tensor([[1e6, -3.0]])) is None
+    assert scale_of(torch.full((4, 4), 2.0**-120)) is None
+    assert scale_of(torch.full((4, 4), 2.0**-100)) == 115
 
 
 @pytest.mark.skipif(not P.packed.available(torch.bfloat16), reason="no oneDNN bfloat16 kernels on this CPU")
 def test_a_bfloat16_matrix_no_scale_holds_loads_onto_onednn(tmp_path):
     """In a bfloat16 model, the one matrix float16 cannot hold exactly at any scale (1e4 beside
     1.1e-9) is multiplied by oneDNN's pack; the same product in the next block, by fbgemm."""
-    bundled = gpt2viz.load_model("tiny").source.path
-    tensors = load_file(str(bundled / "model.safetensors"))
-    name = "transformer.h.0.mlp.c_proj.weight"  # 448 inputs: fbgemm's, where it holds the values
-    tensors[name] = tensors[name].float()
-    tensors[name][0, 0], tensors[name][0, 1] = 1e4, 1.1e-9
-    for f in bundled.iterdir():
-        if f.name != "model.safetensors":
-            (tmp_path / f.name).write_bytes(f.read_bytes())
-    save_file(tensors, str(tmp_path / "model.safetensors"))
-    lm = gpt2viz.load_model(str(tmp_path), dtype="bfloat16")
+
+    def edit(c_proj: torch.Tensor) -> None:
+        c_proj[0, 0], c_proj[0, 1] = 1e4, 1.1e-9
+
+    lm = gpt2viz.load_model(str(bundled_with_block_0(tmp_path, edit)), dtype="bfloat16")
     assert isinstance(lm.model.h[0].mlp.c_proj, P.packed.PackedLinear)
     assert isinstance(lm.model.h[1].mlp.c_proj, F16.Float16Linear)
     assert lm.generate("Hello", 3).token_ids == lm.generate("Hello", 3, use_cache=False).token_ids
@@ -124,17 +142,12 @@ def test_a_weight_float16_cannot_hold_stays_on_the_fallback(tmp_path, value, cap
     weight[5, 9] = value
     assert F16.layer_for(weight, torch.zeros(3072), torch.float16) is None
     capfd.readouterr()
-    bundled = gpt2viz.load_model("tiny").source.path
-    tensors = load_file(str(bundled / "model.safetensors"))
-    name = "transformer.h.0.mlp.c_proj.weight"  # the bundled model's product of 448 inputs in block 0: fbgemm's
-    assert F16.layer_for(tensors[name].float(), torch.zeros(tensors[name].size(1)), torch.float16) is not None
-    tensors[name] = tensors[name].float()  # float32 in the file: 1e5 is beyond float16's range
-    tensors[name][0, 0] = value
-    for f in bundled.iterdir():
-        if f.name != "model.safetensors":
-            (tmp_path / f.name).write_bytes(f.read_bytes())
-    save_file(tensors, str(tmp_path / "model.safetensors"))
-    lm = gpt2viz.load_model(str(tmp_path), dtype="float16")
+
+    def edit(c_proj: torch.Tensor) -> None:
+        assert F16.layer_for(c_proj, torch.zeros(c_proj.size(1)), torch.float16) is not None
+        c_proj[0, 0] = value  # float32 in the file: 1e5 is beyond float16's range
+
+    lm = gpt2viz.load_model(str(bundled_with_block_0(tmp_path, edit)), dtype="float16")
     assert isinstance(lm.model.h[0].mlp.c_proj, P.HalfLinear)
     assert isinstance(lm.model.h[1].mlp.c_proj, F16.Float16Linear)
     assert "out of range" not in capfd.readouterr().err

@@ -31,7 +31,7 @@ bfloat16 value has 8 significant bits and float16 has 11, so float16 holds every
 its range, and scaling a matrix by a power of two (exact) moves the matrix into that range: its
 largest value just under 2^16. float16's finest step is 2^-24 (its subnormals), so a value keeps
 all 8 of its bits down to 2^-17: a matrix fits unless its smallest nonzero values lie more than
-about 2^32 below its largest (`bfloat16_scale` checks every value, once, at load; k lies in 0..126,
+about 2^32 below its largest (`bfloat16_scaled` checks every value, once, at load; k lies in 0..126,
 so both 2^k and 2^-k are normal float32 numbers). The product multiplies the input by 2^-k before
 the sum (exact unless an input is below 2^(k-126), where the scaled input turns subnormal), so each
 term is the bfloat16 weight times the bfloat16 input, exact in float32, and the sum is float32's,
@@ -83,16 +83,17 @@ def layer_for(weight_in_out: torch.Tensor, bias: torch.Tensor, dtype: torch.dtyp
     if 3 * padded_rows(n_in) > 4 * n_in:
         return None
     if dtype == torch.bfloat16:
-        k = bfloat16_scale(weight_in_out)
-        return None if k is None else Float16Linear(weight_in_out, bias, dtype, k)
+        held = bfloat16_scaled(weight_in_out)
+        return None if held is None else Float16Linear(held[1], bias, dtype, scale=held[0])
     if not bool((weight_in_out.abs() <= FLOAT16_MAX).all()):
         return None
     return Float16Linear(weight_in_out, bias)
 
 
-def bfloat16_scale(weight: torch.Tensor) -> int | None:
-    """The power of two k for which float16 holds every value of `weight`, rounded to bfloat16 and
-    multiplied by 2^k, exactly (its largest value just under 2^16); None when no k does (values
+def bfloat16_scaled(weight: torch.Tensor) -> tuple[int, torch.Tensor] | None:
+    """(k, the values in float32) for the power of two k for which float16 holds every value of
+    `weight`, rounded to bfloat16 and multiplied by 2^k, exactly (its largest value just under
+    2^16); None when no k does (values
     spread over more than float16's range, NaN, infinities), or when k would be negative or beyond
     MAX_SCALE (weights of 2^16 and more, or all below 2^-111): then 2^-k times an input could
     overflow, or 2^k itself would, in float32."""
@@ -104,7 +105,7 @@ def bfloat16_scale(weight: torch.Tensor) -> int | None:
     if not 0 <= k <= MAX_SCALE:
         return None
     scaled = values.float().mul_(2.0**k)  # exact: a power of two, and no value reaches 2^16
-    return k if torch.equal(scaled.to(torch.float16).float(), scaled) else None
+    return (k, scaled) if torch.equal(scaled.to(torch.float16).float(), scaled) else None
 
 
 class Float16Linear(Layer):
@@ -112,20 +113,19 @@ class Float16Linear(Layer):
     `dtype` (float16, or bfloat16 held exactly: see the module's doc) in and out, float32 sums."""
 
     def __init__(
-        self, weight_in_out: torch.Tensor, bias: torch.Tensor, dtype: torch.dtype = torch.float16, scale: int = 0
+        self, values_in_out: torch.Tensor, bias: torch.Tensor, dtype: torch.dtype = torch.float16, scale: int = 0
     ) -> None:
-        """bfloat16 weights are packed times 2^`scale`, which `bfloat16_scale` found to hold them."""
+        """`values_in_out` are what the pack holds: a float16 layer's weights, which fbgemm rounds
+        to float16 as torch does (to nearest, ties to even), or a bfloat16 layer's weights times
+        2^`scale`, float16 numbers already (`bfloat16_scaled`). The bias is the format's, added in
+        float32."""
         super().__init__()
-        n_in, n_out = weight_in_out.shape
+        n_in, n_out = values_in_out.shape
         self.dtype = dtype
         self.shrink = 2.0**-scale  # what the input is multiplied by, where the pack holds W * 2^scale
-        weight = weight_in_out.float()
-        if dtype == torch.bfloat16:
-            weight = weight.to(torch.bfloat16).float() * 2.0**scale
-        # fbgemm rounds the float32 weight to float16 as torch does (to nearest, ties to even;
-        # bfloat16's scaled values are float16 values already); the bias is the format's, added
-        # in float32.
-        self.packed = torch.ops.quantized.linear_prepack_fp16(weight.t().contiguous(), bias.to(dtype).float())
+        self.packed = torch.ops.quantized.linear_prepack_fp16(
+            values_in_out.t().float().contiguous(), bias.to(dtype).float()
+        )
         self.bytes = padded_rows(n_in) * padded_columns(n_out) * 2 + n_out * 4
         self.unread_bytes = (padded_rows(n_in) - n_in) * padded_columns(n_out) * 2
 

@@ -81,6 +81,8 @@ def context_text(
     if result is None or sweep is None or not sweep.positions:
         return say("lab.context.idle", start=start, end=end, run=run_key)
     p, naive, cached = sweep.positions, sweep.naive_ms, sweep.cached_ms
+    # Steps slowed by other processes say nothing about what a step is made of: no reasons from them.
+    busy_times = disturbed(sweep)
     parts = [
         say(
             "lab.context.ends", first=p[0], naive_first=num(naive[0]), cached_first=num(cached[0]),
@@ -91,10 +93,9 @@ def context_text(
         parts.append(say("lab.context.one_point", position=p[0], length=length_key))
     else:
         naive_slope, cached_slope = _slope(p, naive), _slope(p, cached)
-        # "Grows" only where the fitted rise over the range is more than a tenth of the first step;
-        # steps slowed by other processes say nothing about what a step is made of.
+        # "Grows" only where the fitted rise over the range is more than a tenth of the first step.
         grows = naive_slope * (p[-1] - p[0]) / 100 > 0.1 * naive[0]
-        key = "lab.context.slopes" if disturbed(sweep) else "lab.context.growth" if grows else "lab.context.no_growth"
+        key = "lab.context.slopes" if busy_times else "lab.context.growth" if grows else "lab.context.no_growth"
         parts.append(say(key, naive_slope=num(naive_slope), cached_slope=num(cached_slope)))
     crossover = sweep.crossover
     if crossover is None:
@@ -102,7 +103,8 @@ def context_text(
     elif crossover == p[0]:
         parts.append(say("lab.context.crossover_start", crossover=crossover))
     else:
-        parts.append(say("lab.context.crossover", before=p[p.index(crossover) - 1], crossover=crossover))
+        key = "lab.context.crossover_only" if busy_times else "lab.context.crossover"
+        parts.append(say(key, before=p[p.index(crossover) - 1], crossover=crossover))
     if sweep.complete:
         naive_total, cached_total = sweep.naive_total_s, sweep.cached_total_s
         key = "lab.context.totals" if cached_total < naive_total else "lab.context.totals_slower"

@@ -251,7 +251,7 @@ def test_no_bound_is_claimed_while_other_processes_kept_the_cpus_busy():
 
 def test_a_busy_context_sweep_draws_no_lesson_from_its_slopes():
     """A naive step that did not grow, timed while other processes were busy, is no sign of fixed
-    per-step work: the text gives the fitted slopes and nothing more."""
+    per-step work: the text gives the fitted slopes and the crossover, and no reason for them."""
     result = _result()
     flat = cost_lab.ContextSweep([5, 50, 100], [2.0, 2.0, 2.0], [1.0, 1.0, 1.0], 5, 101)
     quiet = context_text(result, flat, 5, 101, "r", "n")
@@ -259,6 +259,12 @@ def test_a_busy_context_sweep_draws_no_lesson_from_its_slopes():
     busy = context_text(result, dataclasses.replace(flat, others_cpu=0.5), 5, 101, "r", "n")
     assert "does not depend on the length" not in busy
     assert say("lab.context.slopes", naive_slope=num(0.0), cached_slope=num(0.0)) in busy
+    # Nor does it say why the cache was not yet faster before its crossover.
+    late = cost_lab.ContextSweep([5, 50, 100], [1.0, 2.0, 3.0], [1.5, 1.5, 1.5], 5, 101)
+    assert "does not depend on the length" in context_text(result, late, 5, 101, "r", "n")
+    busy = context_text(result, dataclasses.replace(late, others_cpu=0.5), 5, 101, "r", "n")
+    assert say("lab.context.crossover_only", before=5, crossover=50) in busy
+    assert "does not depend on the length" not in busy
 
 
 # -- how it looks ---------------------------------------------------------------------------------

@@ -38,6 +38,11 @@ TEXT = {
         "because most of a step is work that does not depend on the length. From {crossover} on the cache "
         "was faster at every measured position."
     ),
+    # The same, measured while other processes were busy: no reason given from such times.
+    "lab.context.crossover_only": (
+        "At position {before} the cache was not yet faster. From {crossover} on the cache was faster at every "
+        "measured position."
+    ),
     "lab.context.no_crossover": (
         "The cache was not faster at the last measured position ({last}): on this model and machine, "
         "recomputing every position costs no more than a cached step in this range."

@@ -618,7 +618,7 @@ def run_cost_lab(lm, prompt_ids: list[int]) -> dict:
 
 def run_tui(options: RunOptions) -> int:
     from .tui.app import run_app
-    from .tui.background import busy
+    from .tui.jobs import busy
 
     code, error, note = run_app(options, before_run=keys_from_the_terminal)
     if error:

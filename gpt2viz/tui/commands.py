@@ -5,33 +5,22 @@ from __future__ import annotations
 
 from functools import partial
 
-from rich.align import Align
-from rich.text import Text
-from textual.command import CommandList, CommandPalette, DiscoveryHit, Hit, Hits, Provider
-from textual.widgets.option_list import Option
+from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 from ..i18n import _, count
+from .screens.base import Lifecycle
+from .textual_compat import CompatPalette
 
 
-class Palette(CommandPalette):
-    """Textual's command palette, its own message ("No matches found") in the reader's language."""
+class Palette(Lifecycle, CompatPalette):
+    """Textual's command palette (made safe against fast keys in gpt2viz.tui.textual_compat), its
+    own message in the reader's language, closed by the app's one rule (screens/base.py)."""
 
-    def _start_no_matches_countdown(self, search_value: str) -> None:
-        # Textual 8.2.8's method (the pinned version), its message through the catalog: Textual
-        # writes it into the list as a literal. As there, it shows only for a search (not in
-        # discovery, the empty search) that found nothing for _NO_MATCHES_COUNTDOWN seconds.
-        self._stop_no_matches_countdown()
+    no_matches_text = staticmethod(lambda: _("No matches found"))
 
-        def show_no_matches() -> None:
-            if search_value:
-                self.query_one(CommandList).add_option(
-                    Option(Align.center(Text(_("No matches found"), style="not bold")), disabled=True, id=self._NO_MATCHES)
-                )
-                self._list_visible = True
-            else:
-                self._list_visible = False
-
-        self._no_matches_timer = self.set_timer(self._NO_MATCHES_COUNTDOWN, show_no_matches)
+    def close(self, result: object = None) -> bool:
+        self.stop_searching()
+        return super().close(result)
 
 
 class StageCommands(Provider):

@@ -13,7 +13,8 @@ from dataclasses import replace
 from textual.binding import Binding
 from textual.dom import DOMNode
 
-from ..i18n import N_, _
+from ..i18n import N_, _, language
+from .textual_compat import binding_table, declared_bindings
 
 # Textual's own binding texts, so that the catalog translates them too.
 TEXTUAL_TEXTS = (N_("palette"), N_("Open the command palette"), N_("Quit the app"))
@@ -25,7 +26,7 @@ def _english(node: DOMNode) -> dict[tuple[str, str | None, str], Binding]:
     """The node's bindings as declared (English), remembered the first time they are seen."""
     found = getattr(node, _ENGLISH, None)
     if found is None:
-        found = {(b.action, b.id, b.key): b for _, b in node._bindings}
+        found = {(b.action, b.id, b.key): b for b in declared_bindings(node)}
         setattr(node, _ENGLISH, found)
     return found
 
@@ -42,12 +43,21 @@ def _translated(binding: Binding, english: Binding) -> Binding:
     )
 
 
+_LANGUAGE = "_gpt2viz_bindings_language"
+
+
 def translate_bindings(node: DOMNode) -> None:
-    """Gives `node`'s bindings the current language's texts (keys and actions unchanged)."""
+    """Gives `node`'s bindings the current language's texts (keys and actions unchanged). A node
+    whose bindings speak the current language already is left alone: telling the footer of a new
+    set of bindings makes it build all its keys again."""
+    if getattr(node, _LANGUAGE, None) == language():
+        return
+    setattr(node, _LANGUAGE, language())
     english = _english(node)
     by_id = {(b.action, b.id): b for b in english.values()}
-    for key, bindings in node._bindings.key_to_bindings.items():
-        node._bindings.key_to_bindings[key] = [
+    table = binding_table(node)
+    for key, bindings in table.items():
+        table[key] = [
             _translated(b, english.get((b.action, b.id, b.key)) or by_id.get((b.action, b.id), b)) for b in bindings
         ]
     node.refresh_bindings()
@@ -66,7 +76,7 @@ def key_name(node: DOMNode, action: str) -> str:
     for binding in sorted(active, key=lambda b: not b.show):
         return app.get_key_display(binding)
     for holder in dict.fromkeys((node, screen, app)):
-        for _key, binding in holder._bindings:
+        for binding in declared_bindings(holder):
             if binding.action in names:
                 return app.get_key_display(binding)
     raise KeyError(f"no key is bound to {action!r}")

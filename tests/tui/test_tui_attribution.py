@@ -14,19 +14,20 @@ import pytest
 from textual.widgets import Input, Static
 
 import gpt2viz
+import gpt2viz.patching
 from gpt2viz.attribution import direct_logit_attribution
 from gpt2viz.patching import patch_residual_stream
 from gpt2viz.trace import load
 from gpt2viz.tui.app import make_app
 from gpt2viz.tui.attribution_narration import default_corruption, grid_values, precise
 from gpt2viz.tui.formatting import num
-from gpt2viz.tui.screens import attribution as attribution_screen
 from gpt2viz.tui.screens.attribution import AttributionScreen
 from gpt2viz.tui.screens.generation import GenerationScreen
 from gpt2viz.tui.screens.step import StepScreen
 from gpt2viz.tui.widgets.contribution_grid import ContributionGrid
 from gpt2viz.tui.widgets.heatmap import Heatmap
 from gpt2viz.tui.widgets.strip_widget import Prose, StripWidget
+from gpt2viz.tui.widgets.laid import Laid
 from tui_helpers import TINY_TRACE, run_async, screen_text
 from zh_words import english_words, run_words
 
@@ -76,7 +77,7 @@ def tab_text(screen: AttributionScreen, tab: str, width: int = 80) -> str:
     """Everything a tab holds (also what is scrolled out of sight) and the status line."""
     parts = [str(screen.query_one("#attr-status-text", Static).render())]
     for widget in screen.query_one(f"#attr-{tab}").query("*"):
-        if isinstance(widget, Static):
+        if isinstance(widget, (Static, Laid)):
             parts.append(str(widget.render()))
         elif isinstance(widget, StripWidget):
             parts.append(strip_text(widget, width))
@@ -172,12 +173,15 @@ async def test_patching_a_prompt_of_the_same_length_shows_the_restored_shares(bu
 @run_async
 async def test_prompts_of_different_lengths_or_the_same_answer_are_refused(bundled):
     app = make_app(lm=bundled)
+    runs = []
+    session_patch = app.session.patch
+    app.session.patch = lambda *args, **kwargs: runs.append(args) or session_patch(*args, **kwargs)
     async with app.run_test(size=(80, 24)) as pilot:
         screen = await open_attribution(pilot)
         await patch(pilot, screen, "The meaning of life is not")
         message = str(screen.query_one("#patch-message", Static).render())
         assert message == "The corrupted prompt has 6 tokens and the clean one 5 tokens: patching needs the same number of tokens."
-        assert screen.patch is None and screen._run == 0  # nothing ran
+        assert screen.patch is None and runs == []  # nothing ran
         await patch(pilot, screen, "The meaning of death is")  # the tiny model answers ' not' to both
         message = str(screen.query_one("#patch-message", Static).render())
         assert message.startswith("Both prompts make the model predict '␣not': there is no difference to restore.")
@@ -199,7 +203,7 @@ async def test_space_stops_a_patching_run(bundled, monkeypatch):
             threading.Event().wait(0.01)
         raise AssertionError("never told to stop")
 
-    monkeypatch.setattr(attribution_screen, "patch_residual_stream", endless)
+    monkeypatch.setattr(gpt2viz.patching, "patch_residual_stream", endless)
     app = make_app(lm=bundled)
     async with app.run_test(size=(80, 24)) as pilot:
         screen = await open_attribution(pilot)

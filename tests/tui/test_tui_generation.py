@@ -196,7 +196,7 @@ async def test_sampling_with_a_seed_is_reproducible_on_screen(ckpts):
         await pilot.press("g")  # the same settings again
         await finished(pilot, screen)
         assert text_of(screen) == first
-        assert app.generation_settings.sampling.seed == 7  # kept for the next generation view
+        assert app.session.generation_settings.sampling.seed == 7  # kept for the next generation view
 
 
 @run_async

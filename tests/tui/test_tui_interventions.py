@@ -31,7 +31,7 @@ async def settled(pilot) -> StepScreen:
     for _ in range(1200):
         await app.workers.wait_for_complete()
         await pilot.pause(0.05)
-        if isinstance(app.screen, StepScreen) and not app.workers:
+        if isinstance(app.screen, StepScreen) and app.session.jobs.idle:
             return app.screen
     raise AssertionError(f"still on {type(app.screen).__name__}")
 
@@ -91,7 +91,7 @@ async def test_clear_removes_every_change(bundled):
         screen = await settled(pilot)
         own = final_choice(screen.trace)
         for layer in (0, 1):
-            app.add_intervention(Ablation("mlp", layer))
+            app.session.switch_off(Ablation("mlp", layer))
             screen = await settled(pilot)
         assert screen.trace.interventions == ["L0.mlp", "L1.mlp"]
         await pilot.press("U")

@@ -77,8 +77,8 @@ async def test_every_stage_s_picture_and_formula_fit_their_width(lang, which, si
                 assert _("hidden state") in head and "|x|" in head, head
                 assert "+" in strips[-1].text and "–" in strips[-1].text, [s.text for s in strips]  # the scale on one line
             for part in ("#stage-formula", "#stage-flow"):
-                assert_rows_are_lines(screen.query_one(part, Static), (stage.key, part))
-            shapes = screen.query_one(SidePanel).query_one("#shapes", Static)
+                assert_rows_are_lines(screen.query_one(part), (stage.key, part))
+            shapes = screen.query_one(SidePanel).query_one("#shapes")
             assert "…" not in shapes.content.plain, (stage.key, shapes.content.plain)
 
 
@@ -124,7 +124,7 @@ async def test_the_settings_form_shows_every_hint_whole_and_l_switches_the_langu
             text = hint.content.plain if hasattr(hint.content, "plain") else str(hint.content)
             shown = "".join(line.strip() for line in shown_lines(app, hint))
             assert text.replace(" ", "") == shown.replace(" ", ""), (hint.id, text, shown_lines(app, hint))
-        keys = form.query_one("#settings-hint", Static)
+        keys = form.query_one("#settings-hint")
         for line in keys.content.plain.split("\n"):
             assert cell_len(line) <= keys.size.width, line
         assert keys.size.height == len(keys.content.plain.split("\n"))
@@ -163,12 +163,12 @@ async def test_the_top_bar_keeps_the_sampling_settings_whole_and_the_panels_fit(
             assert part in line, (part, line)
         # The sampled legend, the no-cache recompute line, the step's shapes, the chart's legend.
         for panel in ("#choice-table", "#kv-table", "#choice-flow", "#cost-legend"):
-            assert_rows_are_lines(screen.query_one(panel, Static), panel)
-        assert "top-p" in screen.query_one("#choice-table", Static).content.plain
+            assert_rows_are_lines(screen.query_one(panel), panel)
+        assert "top-p" in screen.query_one("#choice-table").content.plain
         for panel in ("#kv-table", "#choice-flow"):  # a shape is never broken over two lines
-            for row in screen.query_one(panel, Static).content.plain.split("\n"):
+            for row in screen.query_one(panel).content.plain.split("\n"):
                 assert row.count("[") == row.count("]"), (panel, row)
-        for row in screen.query_one("#cost-legend", Static).content.plain.split("\n"):
+        for row in screen.query_one("#cost-legend").content.plain.split("\n"):
             assert row.startswith("■") and len(row) > 2, row  # a colour's mark with its words
 
 
@@ -203,7 +203,7 @@ async def test_the_help_wraps_what_a_key_does_under_itself(tiny_trace, lang):
         await pilot.press("question_mark")
         await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
         await pilot.pause()
-        keys = app.screen.query_one("#help-text", Static)
+        keys = app.screen.query_one("#help-text")
         rows = keys.content.plain.split("\n")[1:]  # under the title
         assert keys.size.height == len(rows) + 1
         continued = [row for row in rows if not row[:KEY_COLUMN].strip()]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import statistics
 from pathlib import Path
 
 import pytest
@@ -122,8 +121,6 @@ async def test_gpt2_small_shapes_heads_and_blocks(small_trace):
             screen.go_to(i)
             await pilot.pause()
             assert_fits(screen)
-        steps = screen.render_ms[1:]
-        print(f"\nGPT-2 small, 12 tokens, 120x40: draw-to-paint median {statistics.median(steps):.1f} ms")
 
 
 @run_async

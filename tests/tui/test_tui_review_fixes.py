@@ -126,7 +126,7 @@ async def test_the_live_generation_view_keeps_topk_logits_candidates(ckpts):
 @run_async
 async def test_generate_0_generates_nothing_until_asked(ckpts):
     app = live_app(ckpts, "--generate", "0")
-    assert app.generation_settings.max_new_tokens == 0
+    assert app.session.generation_settings.max_new_tokens == 0
     assert GenerationSettings.from_options(parse_args([])).max_new_tokens == 40  # not given: the default
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_generation(app, pilot)
@@ -275,7 +275,7 @@ async def test_choosing_int8_in_the_settings_reloads_the_model_and_generates_aga
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_generation(app, pilot)
         await finished(pilot, screen)
-        assert app.lm.precision == "float32"
+        assert app.session.lm.precision == "float32"
         await pilot.press("s")
         await wait_for(pilot, lambda: isinstance(app.screen, SettingsScreen), what="the settings")
         app.screen.query_one("#precision", Select).value = "int8"
@@ -288,7 +288,7 @@ async def test_choosing_int8_in_the_settings_reloads_the_model_and_generates_aga
         )
         again = app.screen
         await finished(pilot, again)
-        assert app.lm.precision == "int8" and again.lm is app.lm and len(again.gen.steps) == 4
+        assert app.session.lm.precision == "int8" and again.lm is app.session.lm and len(again.gen.steps) == 4
         assert "int8" in screen_text(app)  # the top line names the format
         step_screen = next(s for s in app.screen_stack if isinstance(s, StepScreen))
         assert step_screen.trace.model["dtype"] == "int8" and step_screen.trace.quality["reference"] == "float32"

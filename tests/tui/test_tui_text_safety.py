@@ -77,6 +77,7 @@ def _drawn(app) -> list[tuple[str, str]]:
     screenshot, and each widget's whole content (also what is scrolled out of sight)."""
     from textual.widgets import Input, Static
 
+    from gpt2viz.tui.widgets.laid import Laid
     from gpt2viz.tui.widgets.strip_widget import Prose, StripWidget
 
     screen = app.screen
@@ -84,7 +85,7 @@ def _drawn(app) -> list[tuple[str, str]]:
     found.append(("svg", app.export_screenshot()))
     for widget in screen.query("*"):
         name = f"{type(widget).__name__}#{widget.id}"
-        if isinstance(widget, Static):
+        if isinstance(widget, (Static, Laid)):
             content = widget.content
             found.append((name, getattr(content, "plain", str(content))))
         elif isinstance(widget, Prose):
@@ -115,7 +116,8 @@ async def settle(pilot, cls=None) -> None:
         await app.workers.wait_for_complete()
         await pilot.pause(0.02)
         if cls is None or isinstance(app.screen, cls):
-            if not app.workers:
+            if app.session.jobs.idle:
+                await pilot.pause()  # and drawn
                 return
     raise AssertionError(f"still on {type(app.screen).__name__}, waiting for {cls}")
 
@@ -207,7 +209,7 @@ async def test_a_hostile_prompt_through_the_live_screens(bundled):
         await pilot.press("2")
         await pilot.pause()
         assert_clean(app, "patching")
-        await pilot.press("escape")
+        await pilot.press("escape", "escape")  # out of the text field, then back
         await settle(pilot, StepScreen)
         await pilot.press("g")
         await settle(pilot, GenerationScreen)

@@ -21,7 +21,7 @@ from gpt2viz.i18n import set_language
 from gpt2viz.model.sources import PARTIAL_SUFFIX, DownloadProgress
 from gpt2viz.options import RunOptions
 from gpt2viz.tui.app import make_app
-from gpt2viz.tui.background import busy
+from gpt2viz.tui.jobs import busy
 from gpt2viz.tui.screens.loading import LoadingScreen
 from gpt2viz.tui.screens.step import StepScreen
 from tui_helpers import run_async, screen_text
@@ -43,9 +43,9 @@ async def test_the_palette_checks_the_model_against_transformers():
         app.check_against_transformers()
         for _ in range(1200):
             await pilot.pause(0.05)
-            if app.verification is not None:
+            if app.session.verification is not None:
                 break
-        assert app.verification.ok and app.verification.max_abs_diff <= 1e-4
+        assert app.session.verification.ok and app.session.verification.max_abs_diff <= 1e-4
         await pilot.pause()
         assert "✓ = transformers" in screen_text(app).split("\n")[0]
 
@@ -55,7 +55,7 @@ async def test_the_loading_screen_shows_the_bytes_of_a_download(tiny_trace):
     app = make_app(trace=tiny_trace)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
-        screen = LoadingScreen("org/model", "Hello", can_cancel=True)
+        screen = LoadingScreen(app.session, "org/model", "Hello", can_cancel=True)
         await app.push_screen(screen)
         await pilot.pause()
         screen.download(DownloadProgress("model.safetensors", 0, 13_000_000, 1_000_000, 15_000_000, 3))
@@ -73,7 +73,7 @@ async def test_the_cancel_key_is_offered_while_bytes_come_in(tiny_trace):
     app = make_app(trace=tiny_trace)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
-        screen = LoadingScreen("org/model", "Hello")
+        screen = LoadingScreen(app.session, "org/model", "Hello")
         await app.push_screen(screen)
         await pilot.pause()
         footer = lambda: screen_text(app).split("\n")[-1]  # noqa: E731

@@ -19,6 +19,7 @@ from gpt2viz.tui.screens.generation import GenerationScreen
 from gpt2viz.tui.screens.generation_settings import SettingsScreen
 from gpt2viz.tui.widgets.generation_panels import Panel, StatusLine
 from gpt2viz.tui.widgets.strip_widget import Prose
+from gpt2viz.tui.widgets.laid import Laid
 from test_i18n_generation import allowed_words, numbers, with_settings
 from test_tui_generation import finished, gate, live_app, open_generation, text_of, wait_for  # noqa: F401 (gate: a fixture)
 from test_tui_snapshots import show_a_comparison
@@ -47,7 +48,7 @@ def form_text(app) -> str:
 def form_content(form: SettingsScreen) -> str:
     """Every text of the settings form, also what is scrolled out of sight."""
     texts = [str(button.label) for button in form.query(Button)]
-    texts += [getattr(static.content, "plain", str(static.content)) for static in form.query(Static)]
+    texts += [getattr(static.content, "plain", str(static.content)) for static in [*form.query(Static), *form.query(Laid)]]
     return "\n".join(texts)
 
 

@@ -29,6 +29,7 @@ from gpt2viz.tui.stages import Stage
 from gpt2viz.tui.widgets.pictures import LayerNormTable, LogitLensTable, TokenTable, TopTokens
 from gpt2viz.i18n.layout import wrap_lines as wrap
 from gpt2viz.tui.widgets.strip_widget import Prose, StripWidget
+from gpt2viz.tui.widgets.laid import Laid
 
 LAB_TRACE = TINY_TRACE.with_name("tiny-lab-trace.json")
 NUMBER = re.compile(r"-?\d+(?:[.,]\d+)*(?:e-?\d+)?%?")
@@ -73,7 +74,7 @@ def picture_text(screen: StepScreen) -> str:
             lines = widget.lines(width)
             assert all(strip.cell_length <= width for strip in lines), (screen.stage.key, [s.text for s in lines])
             parts += [strip.text for strip in lines]
-        elif isinstance(widget, Static):
+        elif isinstance(widget, (Static, Laid)):
             parts.append(widget.content.plain)
     return "\n".join(parts)
 

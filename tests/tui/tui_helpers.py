@@ -29,7 +29,8 @@ def stage_text(app) -> str:
     """Everything the stage view holds (also what is scrolled out of sight)."""
     from textual.widgets import Static
 
-    from gpt2viz.tui.widgets.stage_view import StageView
+    from gpt2viz.tui.widgets.laid import Laid
+    from gpt2viz.tui.widgets.stage_view import StageCount, StageView
     from gpt2viz.tui.widgets.strip_widget import Prose, StripWidget
 
     view = app.screen.query_one(StageView)
@@ -37,7 +38,11 @@ def stage_text(app) -> str:
     for widget in view.query("*"):
         if not all(node.display for node in widget.ancestors_with_self if node is not view):
             continue
-        if isinstance(widget, Static):
+        if isinstance(widget, Laid):  # as laid out for the width it has
+            parts.append(widget.plain)
+        elif isinstance(widget, StageCount):
+            parts.append(widget.render().plain)
+        elif isinstance(widget, Static):
             content = widget.content
             parts.append(getattr(content, "plain", str(content)))
         elif isinstance(widget, Prose):  # the paragraphs as written, not as wrapped
@@ -51,12 +56,15 @@ def panel_text(screen, selector: str) -> str:
     """Everything a panel of the generation view holds (also what is scrolled out of sight)."""
     from textual.widgets import Static
 
+    from gpt2viz.tui.widgets.laid import Laid
     from gpt2viz.tui.widgets.strip_widget import Prose, StripWidget
 
     panel = screen.query_one(selector)
     parts = []
     for widget in panel.query("*"):
-        if isinstance(widget, Static):
+        if isinstance(widget, Laid):  # as laid out for the width it has
+            parts.append(widget.plain)
+        elif isinstance(widget, Static):
             content = widget.content
             parts.append(getattr(content, "plain", str(content)))
         elif isinstance(widget, Prose):  # the paragraphs as written, not as wrapped

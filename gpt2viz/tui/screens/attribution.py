@@ -1,29 +1,23 @@
 """Which parts wrote the answer: direct logit attribution of the final token, and activation
 patching between this pass's prompt and a corrupted one of the same token length.
 
-Both run on the loaded model in workers that hold MODEL_LOCK and post plain results (an
-`Attribution`, a `PatchingResult` with the token texts it is read with); the screen only draws, so
-no torch work runs on the UI thread. A replay has no model to run: `w` says so in one line.
+Both run in the session's model thread (`Session.attribute`, `Session.patch`: jobs this screen
+owns) and hand over plain results (an `Attribution`, a `PatchingResult` with the token texts it is
+read with); the screen only draws, so no torch work runs on the UI thread. A replay has no model to
+run: `w` says so in one line.
 """
 
 from __future__ import annotations
 
-import threading
-from dataclasses import dataclass
 from typing import Callable
 
-from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Container, Horizontal, Vertical, VerticalScroll
-from textual.message import Message
-from textual.screen import Screen
 from textual.widgets import Footer, Input, ProgressBar, Static, TabbedContent, TabPane
-from textual.worker import get_current_worker
 
-from ...attribution import Attribution, direct_logit_attribution
+from ...attribution import Attribution
 from ...i18n import N_, _, count, ngettext
-from ...patching import PatchingError, PatchingResult, patch_residual_stream, residuals
 from ...trace import Trace
 from ..attribution_narration import (
     candidates,
@@ -39,18 +33,17 @@ from ..attribution_narration import (
     term_lines,
     tokens_text,
 )
-from ..background import locked, reporting, run_detached
 from ..facts import key_texts
 from ..formatting import quote
 from ..language import key_name
 from ..widgets.contribution_grid import ContributionGrid, GridData
 from ..widgets.heatmap import Heatmap, HeatmapData
 from ..widgets.room_notice import RoomNotice
-from ..widgets.safe_input import SafeInput
+from ..session import PatchRun, SameAnswer
+from ..widgets.safe_input import FieldInput
 from ..widgets.strip_widget import Prose
 from ..widgets.top_bar import TopBar
-from .generation import GenerationScreen
-from .step import StepScreen
+from .base import AppScreen
 
 TABS = ("dla", "patch")
 TITLES = {"dla": N_("Direct logit attribution"), "patch": N_("Activation patching")}
@@ -67,41 +60,21 @@ HELP = N_(
 )
 
 
-@dataclass(frozen=True)
-class PatchRun:
-    """A finished patching run and what it is read with."""
-
-    result: PatchingResult
-    corrupted_ids: list[int]
-    answers: tuple[str, str]  # display texts of the clean and the corrupted answer
-
-
-class SameAnswer(Exception):
-    """Both prompts make the model predict the same token: there is no difference to restore."""
-
-    def __init__(self, token: str) -> None:
-        super().__init__(token)
-        self.token = token
-
-
-def open_attribution(app) -> None:
-    """Opens the screen on the pass on show in the step-through or the generation view; a replay,
-    which has no model to run, says so in one line."""
-    screen = app.screen
-    if not isinstance(screen, (StepScreen, GenerationScreen)):
-        return
-    if app.lm is None:
-        app.notify(
+def open_attribution(screen) -> None:
+    """Opens the screen on the pass `screen` shows (the step-through or the generation view); a
+    replay, which has no model to run, says so in one line."""
+    if not screen.session.live:
+        screen.notify(
             _("Which parts wrote the answer needs a model to run: start gpt2viz with --model."),
             severity="warning",
             markup=False,
         )
         return
-    app.push_screen(AttributionScreen(screen.trace, app.lm, app.replay_path))
+    screen.app.push_screen(AttributionScreen(screen.session, screen.trace))
 
 
-class AttributionScreen(Screen):
-    """Two tabs over one pass of `lm`: the attribution of its final token, and patching."""
+class AttributionScreen(AppScreen[None]):
+    """Two tabs over one pass of the session's model: the attribution of its final token, and patching."""
 
     BINDINGS = [
         Binding("t", "next_token", N_("token"), id="attribution-token",
@@ -146,41 +119,11 @@ class AttributionScreen(Screen):
             token=key_name(self, "next_token"), patch=key_name(self, "patch"), stop=key_name(self, "stop"), enter=self._enter
         )
 
-    @dataclass(eq=False)
-    class Attributed(Message):
-        index: int  # of the candidate
-        attribution: Attribution
-
-    @dataclass(eq=False)
-    class Progressed(Message):
-        run: int
-        done: int
-        total: int
-
-    @dataclass(eq=False)
-    class Patched(Message):
-        """Run `run` finished (`patch`), or was stopped (None)."""
-
-        run: int
-        patch: PatchRun | None
-
-    @dataclass(eq=False)
-    class Refused(Message):
-        """Run `run` found nothing to patch: both prompts predict `token`."""
-
-        run: int
-        token: str
-
-    @dataclass(eq=False)
-    class Failed(Message):
-        run: int
-        error: str
-
-    def __init__(self, trace: Trace, lm, replay: str | None = None) -> None:
-        super().__init__()
+    def __init__(self, session, trace: Trace) -> None:
+        super().__init__(session)
         self.trace = trace
-        self.lm = lm
-        self.replay = replay
+        self.lm = session.lm
+        self.replay = session.replay_path
         self.ids = trace.all_token_ids
         self.tokens = key_texts(trace)  # display text of every position
         self.candidates = candidates(trace)
@@ -192,8 +135,6 @@ class AttributionScreen(Screen):
         self.running = False
         self.stopped = False  # the last run was stopped before it finished
         self.progress: tuple[int, int] | None = None  # patched runs done and to do, once known
-        self._run = 0
-        self._stop = threading.Event()
 
     def compose(self) -> ComposeResult:
         yield TopBar(id="top-bar")
@@ -208,7 +149,7 @@ class AttributionScreen(Screen):
             with TabPane(_(TITLES["patch"]), id="attr-patch"):
                 with Horizontal(id="patch-row"):
                     yield Static(id="patch-label")
-                    yield SafeInput(default_corruption(self.trace.prompt, self.lm.encode_prompt), id="patch-input", compact=True)
+                    yield FieldInput(default_corruption(self.trace.prompt, self.lm.encode_prompt), id="patch-input", compact=True)
                 yield Static(id="patch-message", markup=False)
                 with VerticalScroll(id="patch-pane", classes="attr-pane"):
                     with Vertical(classes="attr-picture"):
@@ -223,14 +164,16 @@ class AttributionScreen(Screen):
     def on_mount(self) -> None:
         self.redraw_language()
         if self.candidates:
-            self._attribute()
+            self.session.attribute(
+                self, self.ids, [c.token_id for c in self.candidates], on_each=self._attributed, on_error=self._failed
+            )
 
     def redraw_language(self) -> None:
         """Every text in the current language, from the results held (nothing runs again)."""
         tabs = self.query_one(TabbedContent)
         for name in TABS:
             tabs.get_tab(f"attr-{name}").label = _(TITLES[name])
-        self.query_one(TopBar).draw(self.trace, self.replay)
+        self.query_one(TopBar).draw(self.trace, self.replay, checked=self.session.verification)
         self.query_one("#patch-label", Static).update(_("Corrupted prompt:"))
         self.query_one(Input).placeholder = _("the clean prompt with a word changed")
         self._draw_dla()
@@ -264,9 +207,13 @@ class AttributionScreen(Screen):
         if name == "patch" and not self.running:
             self.query_one(Input).focus()  # typing the corrupted prompt comes first
 
+    def verified(self) -> None:
+        """The check against transformers ended: the top bar says how it went."""
+        self.query_one(TopBar).draw(self.trace, self.replay, checked=self.session.verification)
+
     def action_back(self) -> None:
-        self._stop.set()
-        self.dismiss()
+        self.session.jobs.cancel(self)
+        self.close()
 
     def action_next_token(self) -> None:
         self.choice = (self.choice + 1) % len(self.candidates)
@@ -295,15 +242,15 @@ class AttributionScreen(Screen):
             self._refuse(lambda: _("The corrupted prompt is the clean one: change a word the answer depends on."))
         else:
             self.refusal, self.patch, self.stopped = None, None, False
-            self._run += 1
-            self._stop = threading.Event()
             self.running, self.progress = True, None
             self.query_one(ProgressBar).update(total=None, progress=0)
             self.query_one("#patch-pane").focus()  # out of the box: keys act on the screen again (␣ stops)
             self.refresh_bindings()
             self._draw_patch()
             self._status()
-            self._patch(self._run, corrupted, self._stop)
+            self.session.patch(
+                self, clean, corrupted, on_progress=self._progressed, on_result=self._patched, on_error=self._failed
+            )
 
     def _refuse(self, why: Callable[[], str]) -> None:
         self.refusal = why
@@ -311,80 +258,35 @@ class AttributionScreen(Screen):
 
     def action_stop(self) -> None:
         """The patching run ends before its next patched pass."""
-        self._stop.set()
+        self.session.jobs.stop(self, "patch")
 
-    # -- the workers ---------------------------------------------------------------------------
-    @work(thread=True, exclusive=True, group="attribution", exit_on_error=False)
-    def _attribute(self) -> None:
-        """Attributes each candidate in turn (the first, the model's own answer, shows first)."""
-        lm, ids = self.lm, self.ids
-        worker = get_current_worker()
-        with reporting(lambda text, code: self.post_message(self.Failed(0, text))):
-            for index, candidate in enumerate(self.candidates):
-                call = lambda token=candidate.token_id: direct_logit_attribution(lm, ids, token)  # noqa: E731
-                self.post_message(self.Attributed(index, run_detached(locked(call), lambda: worker.is_cancelled)))
-
-    @work(thread=True, exclusive=True, group="patching", exit_on_error=False)
-    def _patch(self, run: int, corrupted: list[int], stop: threading.Event) -> None:
-        """Patches the clean residual stream into the corrupted run at every block and position;
-        ␣ sets `stop` and the run ends before its next patched pass."""
-        lm, clean = self.lm, self.ids
-        worker = get_current_worker()
-        stopped = lambda: stop.is_set() or worker.is_cancelled  # noqa: E731
-
-        def progress(done: int, total: int) -> None:
-            self.post_message(self.Progressed(run, done, total))
-
-        def call() -> PatchRun | None:
-            answer = int(residuals(lm, clean)[1].argmax())
-            if int(residuals(lm, corrupted)[1].argmax()) == answer:
-                raise SameAnswer(lm.tokenizer.display(answer))
-            result = patch_residual_stream(lm, clean, corrupted, progress=progress, cancelled=stopped)
-            if result is None:
-                return None
-            answers = (lm.tokenizer.display(result.clean_answer), lm.tokenizer.display(result.corrupted_answer))
-            return PatchRun(result, corrupted, answers)
-
-        with reporting(lambda text, code: self.post_message(self.Failed(run, text))):
-            try:
-                patch = run_detached(locked(call), lambda: worker.is_cancelled)
-            except SameAnswer as same:
-                self.post_message(self.Refused(run, same.token))
-            except PatchingError as err:
-                self.post_message(self.Failed(run, str(err)))
-            else:
-                self.post_message(self.Patched(run, patch))
-
-    def on_attribution_screen_attributed(self, message: Attributed) -> None:
-        self.attributions[message.index] = message.attribution
-        if message.index == self.choice:
+    # -- what the model thread hands over ---------------------------------------------------------
+    def _attributed(self, index: int, attribution: Attribution) -> None:
+        self.attributions[index] = attribution
+        if index == self.choice:
             self._draw_dla()
             self._status()
 
-    def on_attribution_screen_progressed(self, message: Progressed) -> None:
-        if message.run == self._run:
-            self.progress = (message.done, message.total)
-            self.query_one(ProgressBar).update(total=message.total, progress=message.done)
-            self._status()
+    def _progressed(self, done: int, total: int) -> None:
+        self.progress = (done, total)
+        self.query_one(ProgressBar).update(total=total, progress=done)
+        self._status()
 
-    def on_attribution_screen_patched(self, message: Patched) -> None:
-        if message.run == self._run:
-            self.patch = message.patch
-            self.stopped = message.patch is None
-            self._ended()
-
-    def on_attribution_screen_refused(self, message: Refused) -> None:
-        if message.run == self._run:
-            token = quote(message.token)
+    def _patched(self, patch: PatchRun | SameAnswer | None) -> None:
+        if isinstance(patch, SameAnswer):
+            token = quote(patch.token)
             self.refusal = lambda: _(
                 "Both prompts make the model predict {token}: there is no difference to restore. Change a word "
                 "the answer depends on."
             ).format(token=token)
-            self._ended()
+        else:
+            self.patch = patch
+            self.stopped = patch is None
+        self._ended()
 
-    def on_attribution_screen_failed(self, message: Failed) -> None:
-        self.notify(message.error, title=_("The run failed"), severity="error", markup=False)
-        if message.run == self._run and self.running:
+    def _failed(self, text: str, code: int) -> None:
+        self.notify(text, title=_("The run failed"), severity="error", markup=False)
+        if self.running:
             self._ended()
 
     def _ended(self) -> None:

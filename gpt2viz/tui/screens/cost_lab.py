@@ -1,37 +1,30 @@
 """The cost lab: three live experiments on the loaded model, each with a plot and narration.
 
-The experiments (gpt2viz.cost_lab) run in a worker, holding MODEL_LOCK, and post their progress
-and their plain results; the screen only draws. The results live on the app (`lab_result`), so
-closing and reopening the lab keeps them; a replayed trace that holds a lab result shows it.
+The experiments (gpt2viz.cost_lab) run in the session's model thread (`Session.measure`, a job
+this screen owns) and hand over their progress and their plain results; the screen only draws. The
+results live on the session (`lab_result`), so closing and reopening the lab keeps them; a replayed
+trace that holds a lab result shows it.
 """
 
 from __future__ import annotations
 
-import threading
-from dataclasses import dataclass
-
 from rich.cells import cell_len
 from rich.text import Text
-from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Container, VerticalScroll
-from textual.message import Message
-from textual.screen import Screen
 from textual.widgets import Footer, ProgressBar, Static, TabbedContent, TabPane
-from textual.worker import get_current_worker
 from textual_plotext import PlotextPlot
 
 from ... import cost_lab
-from ...cpu_share import disturbed
 from ...i18n import N_, _, say
 from ...trace import Trace
-from ..background import locked, reporting, run_detached
 from ..lab_narration import batch_text, context_text, precision_text
 from ..language import key_name
 from ..widgets.room_notice import RoomNotice
 from ..widgets.strip_widget import Prose
 from ..widgets.top_bar import TopBar
+from .base import AppScreen
 
 EXPERIMENTS = ("context", "batch", "precision")
 TITLES = {"context": N_("Context length"), "batch": N_("Batch size"), "precision": N_("Number format")}
@@ -84,8 +77,8 @@ class LabPlot(PlotextPlot):
         return Text("").join(text.split(WIDE_FILLER, allow_blank=True))
 
 
-class CostLabScreen(Screen):
-    """The three experiments in tabs; `lm` runs them, or a recorded result is shown."""
+class CostLabScreen(AppScreen[None]):
+    """The three experiments in tabs, run on the session's model; a replay shows a recorded result."""
 
     BINDINGS = [
         Binding("r", "run", N_("run"), id="lab-run", tooltip=N_("Run the experiment on show")),
@@ -104,40 +97,18 @@ class CostLabScreen(Screen):
         """How to read the lab, in the current language, naming the keys as they are bound now."""
         return _(LAB_HELP).format(**{action: key_name(self, action) for action in ("run", "run_all", "stop", "length")})
 
-    @dataclass(eq=False)
-    class Progressed(Message):
-        run: int
-        experiment: str
-        done: int
-        total: int
-
-    @dataclass(eq=False)
-    class Measured(Message):
-        """Run `run` finished `experiment` (or the machine's rates); the result is plain data."""
-
-        run: int
-        experiment: str
-        result: object
-
-    @dataclass(eq=False)
-    class Ended(Message):
-        run: int
-        error: str | None = None
-
-    def __init__(self, trace: Trace, lm=None, result: cost_lab.LabResult | None = None, replay: str | None = None) -> None:
-        super().__init__()
+    def __init__(self, session, trace: Trace) -> None:
+        super().__init__(session)
         self.trace = trace
-        self.lm = lm
-        self.result = result
-        self.replay = replay
+        self.lm = session.lm
+        self.result: cost_lab.LabResult | None = session.lab_result_for_model()
+        self.replay = session.replay_path
         self.prompt_ids = trace.all_token_ids
         self.n_ctx = n_ctx = int(trace.model["config"]["n_ctx"])  # the loaded model's, live or replayed
         # Lengths past the prompt's end: a sweep needs positions to generate at.
         self.lengths = [n for n in LENGTHS if len(self.prompt_ids) + 1 < n < n_ctx] + [n_ctx]
         self.length = n_ctx  # to the context limit; n picks a shorter length
         self.running: str | None = None  # the experiment under way
-        self._run = 0
-        self._stop = threading.Event()
 
     def compose(self) -> ComposeResult:
         yield TopBar(id="top-bar")
@@ -155,13 +126,14 @@ class CostLabScreen(Screen):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.query_one(TopBar).draw_lab(self.trace, self.replay)
+        self.query_one(TopBar).draw_lab(self.trace, self.replay, self.session.verification)
         self._draw_all()
         self._status()
-        self.call_after_refresh(self._focus_words)
+        self._focus_words()
 
     def _focus_words(self) -> None:
-        """The shown experiment's words take the keys: ↑ ↓ and the page keys scroll them."""
+        """The shown experiment's words take the keys: ↑ ↓ and the page keys scroll them. (Textual
+        moves the focus after the messages under way, once the pane's tab has shown it.)"""
         self.query_one(f"#lab-{self.shown} .lab-words", VerticalScroll).focus()
 
     def redraw_language(self) -> None:
@@ -169,9 +141,13 @@ class CostLabScreen(Screen):
         tabs = self.query_one(TabbedContent)
         for name in EXPERIMENTS:
             tabs.get_tab(f"lab-{name}").label = _(TITLES[name])
-        self.query_one(TopBar).draw_lab(self.trace, self.replay)
+        self.query_one(TopBar).draw_lab(self.trace, self.replay, self.session.verification)
         self._draw_all()
         self._status()
+
+    def verified(self) -> None:
+        """The check against transformers ended: the top bar says how it went."""
+        self.query_one(TopBar).draw_lab(self.trace, self.replay, self.session.verification)
 
     @property
     def live(self) -> bool:
@@ -193,16 +169,16 @@ class CostLabScreen(Screen):
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
         self.refresh_bindings()
-        self.set_timer(0.05, self._focus_words)  # once the pane is shown (a hidden one takes no focus)
+        self._focus_words()
 
     # -- actions -----------------------------------------------------------------------------
     def action_show(self, name: str) -> None:
         self.query_one(TabbedContent).active = f"lab-{name}"
-        self.set_timer(0.05, self._focus_words)  # the keys' way: no TabActivated for a set `active`
+        self._focus_words()  # the keys' way: no TabActivated for a set `active`
 
     def action_back(self) -> None:
-        self._stop_run()
-        self.dismiss()
+        self.session.jobs.cancel(self)
+        self.close()
 
     def action_length(self) -> None:
         i = self.lengths.index(self.length) if self.length in self.lengths else -1
@@ -220,77 +196,45 @@ class CostLabScreen(Screen):
         self._stop_run()
 
     def _stop_run(self) -> None:
-        self._stop.set()
+        self.session.jobs.stop(self, "measure")
 
     def _start(self, experiments: tuple[str, ...]) -> None:
-        self._run += 1
-        self._stop = threading.Event()
         self.running = experiments[0]
         self.refresh_bindings()
         self._status()
-        self._experiments(self._run, experiments, self._stop)
+        self.session.measure(
+            self, self.result, experiments, self.prompt_ids, self.length,
+            on_progress=self._progressed, on_measured=self._measured, on_end=self._ended, on_error=self._failed,
+        )
 
-    # -- the worker ---------------------------------------------------------------------------
-    @work(thread=True, exclusive=True, group="cost-lab", exit_on_error=False)
-    def _experiments(self, run: int, experiments: tuple[str, ...], stop: threading.Event) -> None:
-        """Runs `experiments` in a model thread, one after the other. ␣ sets `stop`: the experiment
-        under way ends at its next measurement with what it measured so far, and no other starts."""
-        lm, ids = self.lm, self.prompt_ids
-        worker = get_current_worker()
-        cancelled = lambda: worker.is_cancelled  # noqa: E731  (the app is closing)
-        stopped = lambda: stop.is_set() or worker.is_cancelled  # noqa: E731
-        with reporting(lambda text, code: self.post_message(self.Ended(run, text))):
-            if self.result is None or disturbed(self.result.machine):  # rates measured on a busy machine: again
-                self.post_message(self.Progressed(run, "machine", 0, 1))
-                result = run_detached(locked(lambda: cost_lab.new_result(lm)), cancelled)
-                self.post_message(self.Measured(run, "machine", result))
-            for name in experiments:
-                if stopped():
-                    break
-
-                def progress(done: int, total: int, name=name) -> None:
-                    self.post_message(self.Progressed(run, name, done, total))
-
-                progress(0, 1)
-                call = {
-                    "context": lambda: cost_lab.context_sweep(lm, ids, self.length, on_progress=progress, should_stop=stopped),
-                    "batch": lambda: cost_lab.batch_sweep(lm, ids, on_progress=progress, should_stop=stopped),
-                    "precision": lambda: cost_lab.precision_sweep(lm, ids, on_progress=progress, should_stop=stopped),
-                }[name]
-                self.post_message(self.Measured(run, name, run_detached(locked(call), cancelled)))
-        self.post_message(self.Ended(run))
-
-    def on_cost_lab_screen_progressed(self, message: Progressed) -> None:
-        if message.run != self._run:
-            return
-        self.running = message.experiment
-        if message.experiment in EXPERIMENTS and self.shown != message.experiment:
-            self.action_show(message.experiment)
-        bar = self.query_one(ProgressBar)
-        bar.update(total=message.total, progress=message.done)
+    # -- what the model thread hands over -------------------------------------------------------------
+    def _progressed(self, experiment: str, done: int, total: int) -> None:
+        self.running = experiment
+        if experiment in EXPERIMENTS and self.shown != experiment:
+            self.action_show(experiment)
+        self.query_one(ProgressBar).update(total=total, progress=done)
         self._status()
 
-    def on_cost_lab_screen_measured(self, message: Measured) -> None:
-        if message.run != self._run:
-            return
-        if message.experiment == "machine":
+    def _measured(self, experiment: str, value) -> None:
+        if experiment == "machine":
             if self.result is None:
-                self.result = message.result
+                self.result = value
             else:  # measured again: the experiments measured so far stay, judged by the new rates
-                self.result.machine = message.result.machine
+                self.result.machine = value.machine
                 self._draw_all()
         else:
-            setattr(self.result, {"precision": "precision_formats"}.get(message.experiment, message.experiment), message.result)
-            self._draw(message.experiment)
-        self.post_message(LabResultChanged(self.result))
+            setattr(self.result, {"precision": "precision_formats"}.get(experiment, experiment), value)
+            self._draw(experiment)
+        self.session.keep_lab_result(self.result)
 
-    def on_cost_lab_screen_ended(self, message: Ended) -> None:
-        if message.error is not None:
-            self.notify(message.error, title=_("The experiment failed"), severity="error", markup=False)
-        if message.run == self._run:
-            self.running = None
-            self.refresh_bindings()
-            self._status()
+    def _ended(self, _nothing=None) -> None:
+        self.running = None
+        self.refresh_bindings()
+        self._status()
+
+    def _failed(self, text: str, code: int) -> None:
+        self.notify(text, title=_("The experiment failed"), severity="error", markup=False)
+        self._ended()
 
     # -- drawing -----------------------------------------------------------------------------
     def _status(self) -> None:
@@ -359,10 +303,3 @@ class CostLabScreen(Screen):
 
     def _start_position(self) -> int:
         return cost_lab.sweep_start(len(self.prompt_ids), self.length)
-
-
-@dataclass(eq=False)
-class LabResultChanged(Message):
-    """The lab measured something: the app keeps the result for the next time the lab opens."""
-
-    result: cost_lab.LabResult

@@ -1,33 +1,27 @@
 """The generation view: tokens stream in, with each step's choice, its cost and the KV cache.
 
-A worker generates (`record_generation`, holding MODEL_LOCK) and posts one plain step record per
-token; the screen appends it to its Generation and redraws. Stopping keeps the text; resuming
-continues from the prompt and everything generated so far. With no model (a replayed trace) the
-recorded generation is shown, read-only.
+The session's model thread generates (`Session.generate`, a job this screen owns) and hands over one
+plain step record per token; the screen appends it to its Generation and redraws. Stopping keeps
+the text; resuming continues from the prompt and everything generated so far. With no model (a
+replayed trace) the recorded generation is shown, read-only.
 """
 
 from __future__ import annotations
 
 import random
-import threading
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
-from textual import events, work
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Container
-from textual.message import Message
-from textual.screen import Screen
 from textual.widgets import Footer
-from textual.worker import get_current_worker
 
 from ...generate import STOP_CANCELLED, new_generator
 from ...i18n import N_, _, count, ngettext
-from ...options import DEFAULT_TOPK
 from ...trace import Trace
-from ...interventions import applied, parse_ablations
-from ..background import locked, record_pass, reporting, run_detached
+from ...interventions import parse_ablations
 from ..generation import Comparison, Generation, GenerationSettings
 from ..facts import RunFacts
 from ..language import key_name
@@ -36,16 +30,15 @@ from ..widgets.generation_panels import (
     ChoicePanel,
     CostPanel,
     KVPanel,
-    Panel,
     StatusLine,
     TextPanel,
     ViewState,
 )
 from ..widgets.room_notice import MIN_WIDTH, RoomNotice
 from ..widgets.top_bar import TopBar
+from .base import AppScreen
 from .generation_settings import SettingsScreen
 
-STEP_PASS = -1  # the `run` of a failure while recording one step's forward pass
 DRAW_INTERVAL_S = 0.2  # while tokens stream in, the panels are redrawn at most this often
 
 STEP = Binding.Group(N_("step"), compact=True)
@@ -65,8 +58,28 @@ HELP_TEXT = N_(
 )
 
 
-class GenerationScreen(Screen):
-    """Generates from the prompt of `trace` with `lm` (or shows `trace`'s recorded generation)."""
+def open_generation(screen) -> None:
+    """Opens a generation view over the prompt of the step-through `screen` shows: live with the
+    session's model, else the replayed trace's recorded generation (or a line saying there is none)."""
+    session, trace = screen.session, screen.trace
+    if not session.live and not trace.generation:
+        source = session.replay_name(_("This trace"))
+        screen.notify(
+            _(
+                "{source} holds no generation and there is no model to run one. Record one with "
+                "gpt2viz PROMPT --json FILE --generate N, or start gpt2viz with --model."
+            ).format(source=source),
+            title=_("Nothing to generate with"),
+            severity="warning",
+            markup=False,
+        )
+        return
+    screen.app.push_screen(GenerationScreen(session, trace))
+
+
+class GenerationScreen(AppScreen[None]):
+    """Generates from the prompt of `trace` with the session's model (or shows `trace`'s recorded
+    generation)."""
 
     AUTO_FOCUS = "#choice-panel"
     # Three panels side by side need about 118 columns; below that, two columns (see app.tcss).
@@ -91,80 +104,31 @@ class GenerationScreen(Screen):
         Binding("b", "boundaries", N_("tokens"), id="token-boundaries",
                 tooltip=N_("Show or hide token boundaries in the text"), show=False),
         Binding("g", "restart", N_("again"), id="generate-again", tooltip=N_("Generate again from the prompt"), show=False),
+        Binding("m", "cost_lab", N_("cost lab"), id="cost-lab", show=False,
+                tooltip=N_("Measure what inference costs here: cache, batch size, number formats")),
+        Binding("w", "attribution", N_("which parts"), id="attribution", show=False,
+                tooltip=N_("Which parts wrote the answer: direct logit attribution and activation patching")),
         Binding("escape", "back", N_("back"), id="back-to-steps", tooltip=N_("Back to the step-through")),
     ]
 
-    @dataclass(eq=False)
-    class StepGenerated(Message):
-        """The worker of run `run` produced one token; `step` is its plain record."""
-
-        run: int
-        step: dict
-
-    @dataclass(eq=False)
-    class RunEnded(Message):
-        """Run `run` (or phase `phase` of a comparison) ended for `stop_reason`."""
-
-        run: int
-        stop_reason: str
-        phase: int = 0
-        stream_gb_s: float | None = None  # this machine's large one-row product (gpt2viz.costs)
-        others_cpu: float | None = None  # the share of the CPUs other processes used meanwhile
-
-    @dataclass(eq=False)
-    class RunFailed(Message):
-        """Run `run` failed; `text` says why, in one line."""
-
-        run: int
-        text: str
-
-    @dataclass(eq=False)
-    class SettingsChanged(Message):
-        """The user chose new generation settings (the app keeps them for the next view)."""
-
-        settings: GenerationSettings
-
-    @dataclass(eq=False)
-    class PrecisionChosen(Message):
-        """The user chose settings in another number format: the app reloads the model in it."""
-
-        settings: GenerationSettings
-
-    @dataclass(eq=False)
-    class StepTraced(Message):
-        """The forward pass of generation step `index` was recorded."""
-
-        index: int
-        trace: Trace
-
-    def __init__(
-        self,
-        trace: Trace,
-        lm=None,
-        settings: GenerationSettings | None = None,
-        replay: str | None = None,
-        topk: int = DEFAULT_TOPK,
-    ) -> None:
-        super().__init__()
+    def __init__(self, session, trace: Trace) -> None:
+        super().__init__(session)
         self.trace = trace
-        self.lm = lm
-        self.replay = replay
-        self.topk = topk  # candidates kept per step (the `raw` and `candidates` lists)
+        self.lm = session.lm
+        self.replay = session.replay_path
+        self.topk = session.options.topk_logits  # candidates kept per step (the `raw` and `candidates` lists)
         self.stream_gb_s: float | None = None  # this machine's stream rate, once a run measured it
         self.facts = RunFacts.of(trace)
-        self.settings = settings or GenerationSettings()
-        if lm is not None and self.settings.precision != lm.precision:
-            self.settings = replace(self.settings, precision=lm.precision)
+        self.settings = session.generation_settings
+        if self.lm is not None and self.settings.precision != self.lm.precision:
+            self.settings = replace(self.settings, precision=self.lm.precision)
         self.comparison: Comparison | None = None
         self.selected: int | None = None
         self.boundaries = False
         self.phase = "idle"  # idle, generating or comparing
-        self._run = 0
-        self._stop = threading.Event()
-        self._compare: tuple[Generation, Generation] | None = None
         self._last_draw = 0.0
-        self._draw_pending = False
-        if lm is None and trace.generation:
+        self._draw_timer = None
+        if self.lm is None and trace.generation:
             self.gen = Generation.from_record(trace.generation, trace.token_ids, self._prompt_texts(), self.facts.n_ctx)
             self.settings = self.gen.settings
             self.topk = self.gen.topk
@@ -214,7 +178,6 @@ class GenerationScreen(Screen):
         # Small terminals: shorter bars, and a footer without padding so every key fits.
         self.query_one(LatencyChart).set_rows(5 if event.size.height >= 34 else 3)
         self.query_one(Footer).compact = event.size.width < 100
-        self.call_after_refresh(self._draw)  # tables are laid out for the panels' new widths
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "stop":
@@ -236,29 +199,35 @@ class GenerationScreen(Screen):
         Drawing the panels holds the GIL for tens of milliseconds, and the model's thread needs it
         back between every torch operation. Redrawn for every token, a GPT-2-small decode step took
         ~45 ms in the TUI against 17 ms headless; at five redraws a second, ~25 ms."""
-        if self._draw_pending:
+        if self._draw_timer is not None:
             return
         wait = self._last_draw + DRAW_INTERVAL_S - time.monotonic()
         if wait <= 0:
             self._draw()
         else:
-            self._draw_pending = True
-            self.set_timer(wait, self._draw)
+            self._draw_timer = self.set_timer(wait, self._draw)
 
     def _draw(self) -> None:
-        self._draw_pending = False
+        if self._draw_timer is not None:
+            self._draw_timer.stop()
+            self._draw_timer = None
+        if self.closing:
+            return
         self._last_draw = time.monotonic()
         state = self.state
-        self.query_one(TopBar).draw_generation(self.trace, self.gen.settings, self.replay)
+        self.query_one(TopBar).draw_generation(self.trace, self.gen.settings, self.replay, self.session.verification)
         self.query_one(TextPanel).draw(state, self.boundaries)
         self.query_one(StatusLine).draw(state, self.phase, not self.live)
         self.query_one(ChoicePanel).draw(state)
         self.query_one(CostPanel).draw(state)
         self.query_one(KVPanel).draw(state)
-        self.call_after_refresh(self._show_more_hints)
 
     def redraw_language(self) -> None:
         """Everything in the language just chosen, from the generation held (a run goes on)."""
+        self._draw()
+
+    def verified(self) -> None:
+        """The check against transformers ended: the top bar says how it went."""
         self._draw()
 
     def help_text(self) -> str:
@@ -273,15 +242,16 @@ class GenerationScreen(Screen):
         }
         return _(HELP_TEXT).format(**keys, up=key_name(panel, "scroll_up"), down=key_name(panel, "scroll_down"))
 
-    def _show_more_hints(self) -> None:
-        for panel in self.query(Panel):
-            panel.show_more_hint()
-
     def _set_phase(self, phase: str) -> None:
         self.phase = phase
         self.refresh_bindings()
 
     # -- starting and stopping ---------------------------------------------------------------
+    @property
+    def ablations(self) -> tuple:
+        """The parts of the model switched off in the pass this view continues (what if)."""
+        return tuple(parse_ablations(self.trace.interventions))
+
     def start(self, settings: GenerationSettings | None = None) -> None:
         """A new generation from the prompt with `settings` (the current ones if None)."""
         if settings is not None:
@@ -296,19 +266,26 @@ class GenerationScreen(Screen):
         self._launch()
 
     def _launch(self) -> None:
-        self._stop.set()  # an older run stops at its next step
-        self._stop = threading.Event()
-        self._run += 1
-        self.gen.begin_run()
+        gen = self.gen
+        gen.begin_run()
         self._set_phase("generating")
         self._draw()
-        if self.gen.rng is None:
-            self.gen.rng = new_generator(self.gen.settings.sampling.seed)
-        self._generate(self._run, self.gen.context_ids, self.gen.remaining, self.gen.settings, self._stop, self.gen.rng)
+        if gen.rng is None:
+            gen.rng = new_generator(gen.settings.sampling.seed)
+        self._generate(gen, gen.context_ids, gen.remaining, gen.settings, gen.rng, self._run_ended)
+
+    def _generate(self, gen: Generation, ids: list[int], max_new: int, settings: GenerationSettings, rng, ended) -> None:
+        """One run of the model thread for `gen`; a newer run replaces it (its steps are dropped)."""
+        self.session.generate(
+            self, ids, max_new, settings, self.topk, self.ablations, rng=rng,
+            on_step=lambda step: self._step_generated(gen, step),
+            on_end=lambda record: ended(gen, record),
+            on_error=self._run_failed,
+        )
 
     def stop(self) -> None:
         """Asks the running generation to stop after the step under way."""
-        self._stop.set()
+        self.session.jobs.stop(self, "generate")
 
     def compare(self) -> None:
         """The prompt generated without the cache, then with it, with the same settings."""
@@ -323,124 +300,61 @@ class GenerationScreen(Screen):
             )
         naive = self._new_generation(replace(settings, use_cache=False), NAIVE_LABEL)
         cached = self._new_generation(replace(settings, use_cache=True), CACHED_LABEL)
-        self._stop.set()
-        self._stop = threading.Event()
-        self._run += 1
-        self._compare = (naive, cached)
         self.gen, self.comparison, self.selected = naive, None, None
         naive.begin_run()
         self._set_phase("comparing")
         self._draw()
-        self._run_compare(self._run, list(self.trace.token_ids), settings, self._stop)
+        ids = list(self.trace.token_ids)
 
-    # -- workers -----------------------------------------------------------------------------
-    @property
-    def ablations(self) -> tuple:
-        """The parts of the model switched off in the pass this view continues (what if)."""
-        return tuple(parse_ablations(self.trace.interventions))
-
-    def _record(
-        self, run: int, ids: list[int], max_new: int, settings: GenerationSettings, stop: threading.Event, rng=None
-    ) -> dict:
-        """Runs one generation in a detached thread under MODEL_LOCK; returns its record."""
-        from ...trace import record_generation
-
-        worker = get_current_worker()
-
-        def on_step(step: dict) -> None:
-            self.post_message(self.StepGenerated(run, step))
-
-        def generate() -> dict:
-            # With the parts the step-through switched off still off: the header says so.
-            with applied(self.lm.hooks, self.ablations):
-                return record_generation(
-                    self.lm,
-                    ids,
-                    max_new,
-                    settings.sampling,
-                    settings.use_cache,
-                    self.topk,
-                    on_step=on_step,
-                    should_stop=lambda: worker.is_cancelled or stop.is_set(),
-                    generator=rng,
-                )
-
-        return run_detached(locked(generate), lambda: worker.is_cancelled)
-
-    @work(thread=True, exclusive=True, group="generate", exit_on_error=False)
-    def _generate(
-        self, run: int, ids: list[int], max_new: int, settings: GenerationSettings, stop: threading.Event, rng
-    ) -> None:
-        """Generates up to `max_new` tokens after `ids`, posting each step; sampling draws from `rng`."""
-        with reporting(lambda text, code: self.post_message(self.RunFailed(run, text))):
-            record = self._record(run, ids, max_new, settings, stop, rng)
-            self.post_message(self.RunEnded(run, record["stop_reason"], stream_gb_s=record.get("stream_gb_s"),
-                                            others_cpu=record.get("others_cpu")))
-
-    @work(thread=True, exclusive=True, group="generate", exit_on_error=False)
-    def _run_compare(self, run: int, ids: list[int], settings: GenerationSettings, stop: threading.Event) -> None:
-        """The same generation without the cache, then with it."""
-        with reporting(lambda text, code: self.post_message(self.RunFailed(run, text))):
-            for phase, use_cache in enumerate((False, True)):
-                phase_settings = replace(settings, use_cache=use_cache)
-                record = self._record(run, ids, settings.max_new_tokens, phase_settings, stop)
-                self.post_message(self.RunEnded(run, record["stop_reason"], phase, record.get("stream_gb_s"),
-                                                record.get("others_cpu")))
-                if stop.is_set():
-                    return
-
-    @work(thread=True, exclusive=True, group="step-trace", exit_on_error=False)
-    def _trace_step(self, index: int, ids: list[int], decode: bool) -> None:
-        """Records the forward pass that chose step `index`'s token: a decode step's (one new
-        position against the cache) or a full pass (a prefill, or a step without the cache)."""
-        worker = get_current_worker()
-        with reporting(lambda text, code: self.post_message(self.RunFailed(STEP_PASS, text))):
-            trace = record_pass(self.lm, ids, self.topk, lambda: worker.is_cancelled, decode=decode, ablations=self.ablations)
-            self.post_message(self.StepTraced(index, trace))
-
-    # -- messages from the workers -----------------------------------------------------------
-    def on_generation_screen_step_generated(self, message: StepGenerated) -> None:
-        if message.run != self._run:
-            return
-        self.gen.add_step(message.step)
-        self._draw_soon()
-
-    def on_generation_screen_run_ended(self, message: RunEnded) -> None:
-        if message.run != self._run:
-            return
-        self.gen.end_run(message.stop_reason, message.others_cpu)
-        if message.stream_gb_s is not None:
-            self.stream_gb_s = self.gen.stream_gb_s = message.stream_gb_s
-        if self.phase == "comparing" and self._compare is not None:
-            naive, cached = self._compare
-            if message.stop_reason == STOP_CANCELLED:
-                self.notify(_("Comparison stopped. {key} runs it again.").format(key=key_name(self, "compare")), timeout=3)
-            elif message.phase == 0:
-                self.gen = cached
-                cached.begin_run()
-                self._draw()
+        def naive_ended(gen: Generation, record: dict) -> None:
+            self._end(gen, record)
+            if record["stop_reason"] == STOP_CANCELLED:
+                self._compare_stopped()
                 return
-            else:
-                self.comparison = Comparison(naive, cached)
-            self._compare = None
+            self.gen = cached
+            cached.begin_run()
+            self._draw()
+            self._generate(cached, ids, settings.max_new_tokens, cached.settings, None, cached_ended)
+
+        def cached_ended(gen: Generation, record: dict) -> None:
+            self._end(gen, record)
+            if record["stop_reason"] == STOP_CANCELLED:
+                self._compare_stopped()
+                return
+            self.comparison = Comparison(naive, cached)
+            self._set_phase("idle")
+            self._draw()
+
+        self._generate(naive, ids, settings.max_new_tokens, naive.settings, None, naive_ended)
+
+    def _compare_stopped(self) -> None:
+        self.notify(_("Comparison stopped. {key} runs it again.").format(key=key_name(self, "compare")), timeout=3)
         self._set_phase("idle")
         self._draw()
 
-    def on_generation_screen_run_failed(self, message: RunFailed) -> None:
-        if message.run == self._run:
-            self.gen.end_run(STOP_CANCELLED)
-            self._compare = None
+    # -- what the model thread hands over -------------------------------------------------------
+    def _step_generated(self, gen: Generation, step: dict) -> None:
+        if gen is not self.gen:
+            return
+        gen.add_step(step)
+        self._draw_soon()
+
+    def _end(self, gen: Generation, record: dict) -> None:
+        gen.end_run(record["stop_reason"], record.get("others_cpu"))
+        if record.get("stream_gb_s") is not None:
+            self.stream_gb_s = gen.stream_gb_s = record["stream_gb_s"]
+
+    def _run_ended(self, gen: Generation, record: dict) -> None:
+        self._end(gen, record)
+        if gen is self.gen:
             self._set_phase("idle")
             self._draw()
-        title = _("The forward pass failed") if message.run == STEP_PASS else _("Generation failed")
-        self.notify(message.text, title=title, severity="error", markup=False)
 
-    def on_generation_screen_step_traced(self, message: StepTraced) -> None:
-        from .step import StepScreen
-
-        if self.app.screen is self and message.index < len(self.gen.steps):
-            chosen = self.gen.steps[message.index]["text"]
-            self.app.push_screen(StepScreen(message.trace, from_step=message.index, chosen=chosen))
+    def _run_failed(self, text: str, code: int) -> None:
+        self.gen.end_run(STOP_CANCELLED)
+        self._set_phase("idle")
+        self._draw()
+        self.notify(text, title=_("Generation failed"), severity="error", markup=False)
 
     # -- actions -----------------------------------------------------------------------------
     def action_stop(self) -> None:
@@ -462,14 +376,16 @@ class GenerationScreen(Screen):
         self.app.push_screen(SettingsScreen(self.settings), self._settings_chosen)
 
     def _settings_chosen(self, settings: GenerationSettings | None) -> None:
-        if settings is None:
+        if settings is None or self.closing:
             return
         if self.lm is not None and settings.precision != self.lm.precision:
-            self.stop()
-            self.post_message(self.PrecisionChosen(settings))
+            # Another number format: the session loads the model in it, and the app comes back
+            # to a new generation view with these settings.
+            self.session.jobs.cancel(self)
+            self.session.reload_in(settings)
             return
         self.settings = settings
-        self.post_message(self.SettingsChanged(settings))
+        self.session.keep_generation_settings(settings)
         self.start(settings)
 
     def action_boundaries(self) -> None:
@@ -509,7 +425,7 @@ class GenerationScreen(Screen):
         ids = self.gen.prompt_ids + self.gen.ids[:index]
         chosen = self.gen.steps[index]["text"]
         if ids == self.trace.token_ids:  # step 0: the prompt's own pass, already recorded
-            self.app.push_screen(StepScreen(self.trace, self.replay, from_step=index, chosen=chosen))
+            self.app.push_screen(StepScreen(self.session, self.trace, from_step=index, chosen=chosen))
             return
         if not self.live:
             self.notify(
@@ -542,9 +458,27 @@ class GenerationScreen(Screen):
                 len(ids),
             ).format(index=index, n=count(len(ids)))
         self.notify(text, timeout=2)
-        self._trace_step(index, ids, decode)
+
+        def traced(trace: Trace) -> None:
+            # Only onto this view: a key pressed meanwhile may have opened something else.
+            if self.app.screen is self and index < len(self.gen.steps):
+                self.app.push_screen(StepScreen(self.session, trace, from_step=index, chosen=chosen))
+
+        def failed(text: str, code: int) -> None:
+            self.notify(text, title=_("The forward pass failed"), severity="error", markup=False)
+
+        self.session.trace_step(self, ids, self.topk, decode, self.ablations, on_result=traced, on_error=failed)
+
+    def action_cost_lab(self) -> None:
+        from .cost_lab import CostLabScreen
+
+        self.app.push_screen(CostLabScreen(self.session, self.trace))
+
+    def action_attribution(self) -> None:
+        from .attribution import open_attribution
+
+        open_attribution(self)
 
     def action_back(self) -> None:
-        self.stop()
-        self.workers.cancel_node(self)
-        self.app.pop_screen()
+        self.session.jobs.cancel(self)
+        self.close()

@@ -6,7 +6,6 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
-from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Static, Switch
 
 from ...errors import SettingError
@@ -17,6 +16,8 @@ from ...text_safety import safe_text
 from ..generation import GenerationSettings
 from ..language import key_name
 from ..table_layout import chip_lines
+from ..widgets.laid import Laid
+from .base import AppModal
 
 SAMPLING_FIELDS = ("temperature", "top-k", "top-p", "seed")
 # Each row's label (msgids, translated where shown; top-k and top-p stay as they are).
@@ -131,7 +132,7 @@ class FormSelect(Select, inherit_bindings=False):
     BINDINGS = [Binding("down,space,up", "show_overlay", N_("open"), show=False)]
 
 
-class SettingsScreen(ModalScreen[GenerationSettings | None]):
+class SettingsScreen(AppModal[GenerationSettings | None]):
     """Edit the generation settings; Enter applies them and generates again, Escape keeps them."""
 
     BINDINGS = [
@@ -141,6 +142,8 @@ class SettingsScreen(ModalScreen[GenerationSettings | None]):
         # field (priority), which takes a number and leaves L alone (NumberInput).
         Binding("L", "app.switch_language", N_("中文"), id="settings-switch-language", show=False, priority=True,
                 tooltip=N_("Show the app in Chinese (again: back to English)")),
+        # No field takes a q (NumberInput): q quits here as everywhere.
+        Binding("q", "app.quit", N_("quit"), id="settings-quit", show=False, tooltip=N_("Leave gpt2viz")),
     ]
 
     def __init__(self, settings: GenerationSettings) -> None:
@@ -181,14 +184,13 @@ class SettingsScreen(ModalScreen[GenerationSettings | None]):
             with Horizontal(id="settings-buttons"):
                 yield Button("", id="apply", variant="primary", compact=True)
                 yield Button("", id="cancel", compact=True)
-            yield Static(id="settings-hint")
+            yield Laid(id="settings-hint")
 
     def on_mount(self) -> None:
         self._enable_sampling(not self.settings.sampling.greedy)
         for error in self.query(".settings-error"):
             error.display = False
         self.redraw_language()
-        self.call_after_refresh(self._draw_keys)  # again, for the width the hint is given
 
     def redraw_language(self) -> None:
         """Every text of the form in the current language; what the user typed stays."""
@@ -218,13 +220,8 @@ class SettingsScreen(ModalScreen[GenerationSettings | None]):
             language=key_name(self, "switch_language"),
             other=_("中文"),  # the other language, named in it (as the key's own description)
         )
-        hint = self.query_one("#settings-hint", Static)
-        width = hint.size.width or self.app.size.width
         items = [(item.strip(), "$foreground 60%") for item in keys.split("   ") if item.strip()]
-        hint.update(Content("\n").join(chip_lines(items, width, gap="   ")))
-
-    def on_resize(self) -> None:
-        self.call_after_refresh(self._draw_keys)  # laid out for the hint's new width
+        self.query_one("#settings-hint", Laid).show(lambda width: Content("\n").join(chip_lines(items, width, gap="   ")))
 
     def _show_switch_hint(self, name: str, on: bool) -> None:
         self.query_one(f"#{name}-hint", Label).update(_(SWITCH_HINTS[name][on]))
@@ -260,7 +257,7 @@ class SettingsScreen(ModalScreen[GenerationSettings | None]):
         """Checks the form; closes it with the new settings, or shows what is wrong under each field."""
         settings, errors = self._check()
         if settings is not None:
-            self.dismiss(settings)
+            self.close(settings)
         else:
             first = next(name for name in ("new-tokens", *SAMPLING_FIELDS) if name in errors)
             self.query_one(f"#{first}", Input).focus()
@@ -273,10 +270,10 @@ class SettingsScreen(ModalScreen[GenerationSettings | None]):
         if event.button.id == "apply":
             self.apply()
         else:
-            self.dismiss(None)
+            self.close(None)
 
     def action_apply(self) -> None:
         self.apply()
 
     def action_cancel(self) -> None:
-        self.dismiss(None)
+        self.close(None)

@@ -10,12 +10,13 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.content import Content
-from textual.screen import ModalScreen, Screen
-from textual.widgets import Static
+from textual.screen import Screen
 
 from ...i18n import N_, _
 from ..table_layout import wrapped
+from ..widgets.laid import Laid
 from ..widgets.strip_widget import Prose
+from .base import AppModal
 
 PALETTE_TEXT = N_("Command palette: theme, keys, screenshot")
 KEY_COLUMN = 14  # cells for the keys of a row of the key list
@@ -37,11 +38,23 @@ def key_rows(screen: Screen) -> list[tuple[str, str]]:
     return [(" ".join(keys), text) for keys, text in by_action.values()]
 
 
-class HelpScreen(ModalScreen[None]):
-    """Keys and reading hints; any of escape, q or ? closes it."""
+def key_list(rows: list[tuple[str, str]], width: int) -> Content:
+    """The key list: keys right-aligned in their column, what they do wrapped under itself."""
+    room = max(8, width - KEY_COLUMN - 2)
+    lines = [Content.styled(_("Keys"), "bold $accent")]
+    for keys, text in rows:
+        first, *more = wrapped(text, room)
+        lines.append(Content.assemble((f"{keys:>{KEY_COLUMN}}", "bold"), "  ", first))
+        lines += [Content.assemble(" " * (KEY_COLUMN + 2), line) for line in more]
+    return Content("\n").join(lines)
+
+
+class HelpScreen(AppModal[None]):
+    """Keys and reading hints; escape or ? closes it, q quits as everywhere."""
 
     BINDINGS = [
-        Binding("escape,question_mark,q", "close", N_("close"), id="close-help", tooltip=N_("Close the help")),
+        Binding("escape,question_mark", "close", N_("close"), id="close-help", tooltip=N_("Close the help")),
+        Binding("q", "app.quit", N_("quit"), id="help-quit", show=False, tooltip=N_("Leave gpt2viz")),
         # A modal screen hides the app's keys: the language switch, again, for a screen of words.
         Binding("L", "app.switch_language", N_("中文"), id="help-switch-language", show=False,
                 tooltip=N_("Show the app in Chinese (again: back to English)")),
@@ -53,32 +66,18 @@ class HelpScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help-box"):
-            yield Static(id="help-text")
+            yield Laid(id="help-text")
             # Running text wrapped by terminal cells (a Chinese paragraph has no spaces to wrap at).
             yield Prose(id="help-reading")
 
     def on_mount(self) -> None:
         self.redraw_language()
-        self.call_after_refresh(self._draw_keys)  # again, for the width the list is given
-
-    def on_resize(self) -> None:
-        self.call_after_refresh(self._draw_keys)
-
-    def _draw_keys(self) -> None:
-        """The key list: keys right-aligned in their column, what they do wrapped under itself."""
-        shown = self.query_one("#help-text", Static)
-        room = max(8, (shown.size.width or self.app.size.width) - KEY_COLUMN - 2)
-        rows = [Content.styled(_("Keys"), "bold $accent")]
-        for keys, text in key_rows(self.underneath):
-            first, *more = wrapped(text, room)
-            rows.append(Content.assemble((f"{keys:>{KEY_COLUMN}}", "bold"), "  ", first))
-            rows += [Content.assemble(" " * (KEY_COLUMN + 2), line) for line in more]
-        shown.update(Content("\n").join(rows))
 
     def redraw_language(self) -> None:
-        self._draw_keys()
+        rows = key_rows(self.underneath)
+        self.query_one("#help-text", Laid).show(lambda width: key_list(rows, width))
         help_text = getattr(self.underneath, "help_text", None)
         self.query_one(Prose).update(help_text() if help_text is not None else "")
 
     def action_close(self) -> None:
-        self.dismiss(None)
+        self.close()

@@ -6,7 +6,6 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.content import Content
-from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
@@ -15,6 +14,7 @@ from ...interventions import Ablation
 from ...trace import Trace
 from ..facts import hook_event
 from ..stages import Stage
+from .base import AppModal
 
 TOP_NEURONS = 5  # the most active neurons at the last position, offered together
 
@@ -50,10 +50,13 @@ def ablation_choices(trace: Trace, stage: Stage, head: int) -> list[tuple[str, A
     return choices
 
 
-class InterventionMenu(ModalScreen[Ablation | None]):
+class InterventionMenu(AppModal[Ablation | None]):
     """Lists what can be switched off here; Enter picks one, Escape leaves the model as it is."""
 
-    BINDINGS = [Binding("escape", "cancel", N_("cancel"), id="cancel-intervention", tooltip=N_("Switch nothing off"))]
+    BINDINGS = [
+        Binding("escape", "cancel", N_("cancel"), id="cancel-intervention", tooltip=N_("Switch nothing off")),
+        Binding("q", "app.quit", N_("quit"), id="intervention-quit", show=False, tooltip=N_("Leave gpt2viz")),
+    ]
 
     def __init__(self, trace: Trace, stage: Stage, head: int) -> None:
         super().__init__()
@@ -80,7 +83,7 @@ class InterventionMenu(ModalScreen[Ablation | None]):
         options.highlighted = highlighted if highlighted is not None else 0
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
-        self.dismiss(self.choices[event.option_index][1])
+        self.close(self.choices[event.option_index][1])
 
     def action_cancel(self) -> None:
-        self.dismiss(None)
+        self.close(None)

@@ -9,7 +9,6 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.content import Content
-from textual.screen import Screen
 from textual.widgets import Footer, LoadingIndicator, ProgressBar, Static
 
 from ...i18n import N_, _
@@ -17,10 +16,12 @@ from ...text_safety import safe_line, safe_text
 from ..formatting import clip, fit
 from ..language import key_name
 from ..widgets.room_notice import RoomNotice
+from .base import AppScreen
 
 
-class LoadingScreen(Screen):
-    """Shows what is being loaded and run, step by step, or why it failed."""
+class LoadingScreen(AppScreen[None]):
+    """Shows what is being loaded and run, step by step, or why it failed. The app pushes it when
+    the session starts a run and closes it when the run ends."""
 
     BINDINGS = [
         Binding("escape", "cancel", N_("back to the last trace"), id="cancel-run", tooltip=N_("Stop this run and go back")),
@@ -28,8 +29,8 @@ class LoadingScreen(Screen):
                 tooltip=N_("Stop the download and leave; the next run goes on from where it stopped")),
     ]
 
-    def __init__(self, model: str, prompt: str, can_cancel: bool = False) -> None:
-        super().__init__()
+    def __init__(self, session, model: str, prompt: str, can_cancel: bool = False) -> None:
+        super().__init__(session)
         self.model = model
         self.prompt = prompt
         self.can_cancel = can_cancel
@@ -125,7 +126,10 @@ class LoadingScreen(Screen):
             self.query_one("#loading-step", Static).update(Content(_("Starting…")))
 
     def action_cancel(self) -> None:
-        self.app.cancel_run()
+        """Back to the trace on show: the run is dropped."""
+        self.session.cancel_run()
+        self.close()
 
     def action_cancel_download(self) -> None:
-        self.app.cancel_download()
+        """Leaving during a download is cancelling it (the app says so on the way out)."""
+        self.app.action_quit()

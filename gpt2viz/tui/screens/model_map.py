@@ -1,12 +1,11 @@
 """The map of the model over the step-through: the whole data flow with this model's sizes, the stage
-on screen highlighted. Opened from any stage with one key; the same key, escape or q closes it."""
+on screen highlighted. Opened from any stage with one key; the same key or escape closes it."""
 
 from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from ...i18n import N_, _
@@ -15,13 +14,15 @@ from ..language import key_name
 from ..stages import Stage
 from ..styled_text import styled
 from ..widgets.model_map import ModelMap
+from .base import AppModal
 
 
-class ModelMapScreen(ModalScreen[None]):
+class ModelMapScreen(AppModal[None]):
     """The map of the model, `stage` highlighted."""
 
     BINDINGS = [
-        Binding("escape,o,q", "close", N_("close"), id="close-map", tooltip=N_("Close the map")),
+        Binding("escape,o", "close", N_("close"), id="close-map", tooltip=N_("Close the map")),
+        Binding("q", "app.quit", N_("quit"), id="map-quit", show=False, tooltip=N_("Leave gpt2viz")),
         # A modal screen hides the app's keys: the language switch, again, for a screen of words.
         Binding("L", "app.switch_language", N_("中文"), id="map-switch-language", show=False,
                 tooltip=N_("Show the app in Chinese (again: back to English)")),
@@ -39,7 +40,6 @@ class ModelMapScreen(ModalScreen[None]):
 
     def on_mount(self) -> None:
         self.redraw_language()
-        self.call_after_refresh(self.redraw_language)  # again, for the width the map is given
 
     def redraw_language(self) -> None:
         """Every text in the current language."""
@@ -52,4 +52,4 @@ class ModelMapScreen(ModalScreen[None]):
         self.query_one(ModelMap).draw(self.trace, self.stage)
 
     def action_close(self) -> None:
-        self.dismiss(None)
+        self.close()

@@ -6,15 +6,15 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.content import Content
-from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
 from ...i18n import N_, _
 from ..language import key_name
 from ..widgets.safe_input import SafeInput
+from .base import AppModal
 
 
-class PromptScreen(ModalScreen[str | None]):
+class PromptScreen(AppModal[str | None]):
     """Edit the prompt; Enter runs it, Escape leaves it as it was."""
 
     BINDINGS = [Binding("escape", "cancel", N_("cancel"), id="cancel-edit", tooltip=N_("Keep the current prompt"))]
@@ -41,7 +41,7 @@ class PromptScreen(ModalScreen[str | None]):
         self.query_one("#prompt-hint", Static).update(Content.styled(hint, "$foreground 60%"))
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
-        self.dismiss(event.value)
+        self.close(event.value)
 
     def action_cancel(self) -> None:
-        self.dismiss(None)
+        self.close(None)

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import time
 
 from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Container
-from textual.screen import Screen
 from textual.widgets import Footer
 
 from ...i18n import N_, _, count
@@ -22,6 +20,7 @@ from ..widgets.room_notice import RoomNotice
 from ..widgets.side_panel import SidePanel
 from ..widgets.stage_view import StageView
 from ..widgets.top_bar import TopBar
+from .base import AppScreen
 
 STAGE = Binding.Group(N_("stage"), compact=True)
 BLOCK = Binding.Group(N_("block"), compact=True)
@@ -35,12 +34,13 @@ READING = N_(
     "for signed values, dark purple to yellow for probabilities; grey cells are masked (the future). "
     "␣ is a space, ↵ a line break."
 )
-SIDE_PANEL_SHARE = 0.55
 WIDE = 150  # columns from which the side panel has a column of its own (see the app's breakpoints)
 
 
-class StepScreen(Screen):
-    """Steps through the stages of one forward pass; every step re-renders from the Trace."""
+class StepScreen(AppScreen[None]):
+    """Steps through the stages of one forward pass; every step re-renders from the Trace. The
+    app's first screen shows the session's trace (and the parts switched off in it); one opened
+    from a generation step (`from_step`) shows that step's pass and goes back with escape."""
 
     COMMANDS = {MapCommands, StageCommands}
     PALETTE_TEXT = N_("Command palette: jump to any stage by name")
@@ -66,31 +66,37 @@ class StepScreen(Screen):
         Binding("down,j", "scroll_down", N_("scroll"), id="scroll-down", tooltip=N_("Scroll the stage view down"), show=False),
         Binding("pageup", "page_up", N_("page up"), id="page-up", tooltip=N_("Scroll the stage view a page up"), show=False),
         Binding("pagedown", "page_down", N_("page down"), id="page-down", tooltip=N_("Scroll the stage view a page down"), show=False),
-        Binding("e", "app.edit_prompt", N_("edit"), id="edit-prompt", tooltip=N_("Change the prompt and run the model again")),
+        Binding("e", "edit_prompt", N_("edit"), id="edit-prompt", tooltip=N_("Change the prompt and run the model again")),
         # What if: out of the footer (no room at 80 columns); the help lists them, and an edited
         # pass names the undo and clear keys where it shows its before and after.
         Binding("x", "what_if", N_("switch off"), id="what-if", show=False,
                 tooltip=N_("Switch a part of this block off (a head, the MLP, neurons, the block) and run again")),
-        Binding("u", "app.undo_intervention", N_("undo"), id="undo-intervention", show=False,
+        Binding("u", "undo_intervention", N_("undo"), id="undo-intervention", show=False,
                 tooltip=N_("Undo the last part switched off")),
-        Binding("U", "app.clear_interventions", N_("clear"), id="clear-interventions", show=False,
+        Binding("U", "clear_interventions", N_("clear"), id="clear-interventions", show=False,
                 tooltip=N_("Switch every part back on: the model's own pass")),
+        Binding("g", "generate", N_("generate"), id="generate", tooltip=N_("Open the generation view")),
+        # Out of the footer (full at 80 columns): the side panel and the cost panel name it.
+        Binding("m", "cost_lab", N_("cost lab"), id="cost-lab", show=False,
+                tooltip=N_("Measure what inference costs here: cache, batch size, number formats")),
+        Binding("w", "attribution", N_("which parts"), id="attribution", show=False,
+                tooltip=N_("Which parts wrote the answer: direct logit attribution and activation patching")),
         Binding("escape", "back", N_("back"), id="back-to-generation", tooltip=N_("Back to the generation view")),
     ]
 
     def __init__(
-        self, trace: Trace, replay: str | None = None, from_step: int | None = None, chosen: str | None = None
+        self, session, trace: Trace, from_step: int | None = None, chosen: str | None = None, changes: list[dict] | None = None
     ) -> None:
-        super().__init__()
+        super().__init__(session)
         self.trace = trace
-        self.replay = replay
+        self.replay = session.replay_path
         self.from_step = from_step  # the generation step whose forward pass this is, opened from that view
         self.chosen = chosen  # the token that generation step chose (sampling may differ from the argmax)
+        self.changes = changes  # what the parts switched off did to the prediction (before -> after)
         self.stages: list[Stage] = build_stages(trace.n_layer)
         # Opened from a generation step: start where that step's token is chosen.
         self.index = 0 if from_step is None else len(self.stages) - 1
         self.head = 0
-        self.render_ms: list[float] = []  # keypress-to-paint time of each step, for measurements
 
     def compose(self) -> ComposeResult:
         yield TopBar(id="top-bar")
@@ -103,29 +109,26 @@ class StepScreen(Screen):
 
     def on_mount(self) -> None:
         self.query_one(PipelineNavigator).set_stages(self.stages, self.index)
-        self.query_one(TopBar).draw(self.trace, self.replay, self.from_step, self.chosen)
+        self._draw_top_bar()
         self._draw()
 
     def on_resize(self, event: events.Resize) -> None:
         # Below 100 columns every key fits only in the compact footer.
         self.query_one(Footer).compact = event.size.width < 100
-        self.call_after_refresh(self._draw, False)  # the panels' texts are laid out for their new widths
 
-    def _fit_side_panel(self) -> None:
-        """Under the navigator, the side panel gets the lines it needs, up to SIDE_PANEL_SHARE of
-        the height; the navigator, which scrolls to the current stage, gets the rest. (In the
-        three-column layout of wide terminals the panel has a column of its own.)"""
-        body = self.query_one("#body")
-        if self.app.size.width >= WIDE:  # the breakpoint classes go on the screen
-            body.styles.grid_rows = "1fr"
-            return
-        height = body.size.height or self.app.size.height - 2
-        wanted = self.query_one(SidePanel).lines_needed + 1  # and its top border
-        body.styles.grid_rows = f"1fr {max(3, min(wanted, int(height * SIDE_PANEL_SHARE)))}"
+    def _draw_top_bar(self) -> None:
+        self.query_one(TopBar).draw(self.trace, self.replay, self.from_step, self.chosen, self.session.verification)
+
+    @property
+    def is_main(self) -> bool:
+        """Whether this is the app's step-through of the session's trace (not a generation step's)."""
+        return self.from_step is None
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "back":
-            return self.from_step is not None
+            return not self.is_main
+        if action in ("edit_prompt", "what_if", "undo_intervention", "clear_interventions"):
+            return self.is_main
         return True
 
     @property
@@ -159,15 +162,16 @@ class StepScreen(Screen):
                 timeout=2,
             )
 
-    def load_trace(self, trace: Trace) -> None:
-        """Shows a new trace (an edited prompt), staying at the same stage."""
+    def load_trace(self, trace: Trace, changes: list[dict] | None = None) -> None:
+        """Shows a new trace (an edited prompt, parts switched off), staying at the same stage."""
         key = self.stage.key
-        self.trace = trace
+        self.trace, self.changes = trace, changes
         self.stages = build_stages(trace.n_layer)
         found = index_by_key(self.stages, key)
         self.index = found if found is not None else 0
+        self.head = min(self.head, self.n_head - 1)
         self.query_one(PipelineNavigator).set_stages(self.stages, self.index)
-        self.query_one(TopBar).draw(trace, self.replay)
+        self._draw_top_bar()
         self._draw()
 
     def help_text(self) -> str:
@@ -177,23 +181,20 @@ class StepScreen(Screen):
     def redraw_language(self) -> None:
         """Redraws every text in the language just chosen, at the same stage and head."""
         self.query_one(PipelineNavigator).set_stages(self.stages, self.index)
-        self.query_one(TopBar).draw(self.trace, self.replay, self.from_step, self.chosen)
+        self._draw_top_bar()
         self.query_one(SidePanel).name_the_lab()
         self._draw(new_stage=False)
 
+    def verified(self) -> None:
+        """The check against transformers ended: the top bar says how it went."""
+        self._draw_top_bar()
+
     def _draw(self, new_stage: bool = True) -> None:
-        started = time.perf_counter()
         self.query_one(StageView).draw(self.trace, self.stages, self.index, self.head, new_stage)
         # Before -> after, where the prediction is read: the next token and the logit lens.
-        shows_prediction = self.stage.kind in ("next_token", "logit_lens") and self.from_step is None
-        changes = getattr(self.app, "changes", None) if shows_prediction else None
-        self.query_one(BeforeAfter).draw(self.trace.interventions, changes)
+        shows_prediction = self.stage.kind in ("next_token", "logit_lens") and self.is_main
+        self.query_one(BeforeAfter).draw(self.trace.interventions, self.changes if shows_prediction else None)
         self.query_one(SidePanel).draw(self.trace, self.stages, self.index)
-        self._fit_side_panel()
-        self.call_after_refresh(self._painted, started)
-
-    def _painted(self, started: float) -> None:
-        self.render_ms.append((time.perf_counter() - started) * 1000)
 
     def on_pipeline_navigator_stage_chosen(self, message: PipelineNavigator.StageChosen) -> None:
         self.go_to(message.index)
@@ -235,11 +236,11 @@ class StepScreen(Screen):
         self.go_to(index_of(self.stages, kind, stage.layer))
 
     def action_what_if(self) -> None:
-        """Offers the parts of the model this stage can switch off; the app runs the pass again."""
-        if self.app.lm is None:
+        """Offers the parts of the model this stage can switch off; the session runs the pass again."""
+        if not self.session.live:
             self.notify(_("Switching parts off needs a model: start gpt2viz with --model."), severity="warning", timeout=3)
             return
-        if self.stage.layer is None or self.from_step is not None:
+        if self.stage.layer is None:
             self.notify(
                 _("Switching parts off: go to a block of the prompt's pass first ({key} jumps to block 0).").format(
                     key=key_name(self, "next_block")
@@ -249,10 +250,39 @@ class StepScreen(Screen):
             return
         from .interventions import InterventionMenu
 
-        self.app.push_screen(
-            InterventionMenu(self.trace, self.stage, self.head),
-            lambda ablation: ablation is not None and self.app.add_intervention(ablation),
-        )
+        def chosen(ablation) -> None:
+            if ablation is not None:
+                self.session.switch_off(ablation)
+
+        self.app.push_screen(InterventionMenu(self.trace, self.stage, self.head), chosen)
+
+    def action_undo_intervention(self) -> None:
+        self.session.undo_switch_off()
+
+    def action_clear_interventions(self) -> None:
+        self.session.clear_switched_off()
+
+    def action_edit_prompt(self) -> None:
+        """Edits the prompt; the session runs the model on the new one."""
+        if not self.session.live:
+            source = self.session.replay_name(_("a saved trace"))
+            self.notify(
+                _(
+                    "This is a replay of {source}: there is no model to run a new prompt. "
+                    "Start gpt2viz with --model to edit prompts."
+                ).format(source=source),
+                title=_("Editing needs a model"),
+                severity="warning",
+                markup=False,
+            )
+            return
+        from .prompt import PromptScreen
+
+        def edited(prompt: str | None) -> None:
+            if prompt is not None:
+                self.session.run(prompt)
+
+        self.app.push_screen(PromptScreen(self.session.prompt), edited)
 
     def action_show_map(self) -> None:
         """Shows the map of the model with the stage on screen highlighted."""
@@ -260,18 +290,40 @@ class StepScreen(Screen):
 
         self.app.push_screen(ModelMapScreen(self.trace, self.stage))
 
+    def action_generate(self) -> None:
+        """Opens the generation view: back to the one this step was opened from, or a new one."""
+        if not self.is_main:
+            self.close()
+            return
+        from .generation import open_generation
+
+        open_generation(self)
+
+    def action_cost_lab(self) -> None:
+        """Opens the cost lab on the model (or on the replayed trace's recorded result)."""
+        from .cost_lab import CostLabScreen
+
+        self.app.push_screen(CostLabScreen(self.session, self.trace))
+
+    def action_attribution(self) -> None:
+        """Which parts wrote the answer, for the pass on show (a replay says it needs a model)."""
+        from .attribution import open_attribution
+
+        open_attribution(self)
+
     def action_scroll_up(self) -> None:
-        self.query_one(StageView).scroll_up(animate=False)
+        self.query_one(StageView).scroll_up(animate=False, immediate=True)
 
     def action_scroll_down(self) -> None:
-        self.query_one(StageView).scroll_down(animate=False)
+        self.query_one(StageView).scroll_down(animate=False, immediate=True)
 
     def action_page_up(self) -> None:
-        self.query_one(StageView).scroll_page_up(animate=False)
-
-    def action_back(self) -> None:
-        self.app.pop_screen()
+        view = self.query_one(StageView)
+        view.scroll_to(y=view.scroll_y - view.scrollable_content_region.height, animate=False, immediate=True)
 
     def action_page_down(self) -> None:
-        self.query_one(StageView).scroll_page_down(animate=False)
+        view = self.query_one(StageView)
+        view.scroll_to(y=view.scroll_y + view.scrollable_content_region.height, animate=False, immediate=True)
 
+    def action_back(self) -> None:
+        self.close()

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from rich.cells import cell_len
 from textual.content import Content
-from textual.widgets import Static
 
 from ...i18n import _, say
 from ...i18n.layout import wrap_wide
 from ...text_safety import safe_line, token_label
 from ..formatting import fit, percent
 from ..language import key_name
+from .laid import Laid
 
 
 def change_text(before: float, after: float) -> str:
@@ -19,42 +19,40 @@ def change_text(before: float, after: float) -> str:
     return ("+" if points >= 0 else "−") + f"{abs(points):.1f} pp"
 
 
-class BeforeAfter(Static):
+def before_after_lines(interventions: list[str], changes: list[dict], undo: str, clear: str, width: int) -> Content:
+    """What switching `interventions` off did to the next token (`changes`: {text, before, after}
+    per token, the edited run's top tokens first), laid out in `width` cells."""
+    width = max(40, width)
+    rows = [Content(wrap_wide(say("whatif.edited", parts=safe_line(", ".join(interventions)), undo=undo, clear=clear), width))]
+    top_before = max(changes, key=lambda c: c["before"])
+    top_after = changes[0]
+    if top_before["text"] == top_after["text"]:
+        summary = say("whatif.same", token=token_label(top_after["text"]), before_p=percent(top_before["before"]), after_p=percent(top_after["after"]))
+    else:
+        summary = say(
+            "whatif.changed", before=token_label(top_before["text"]), before_p=percent(top_before["before"]),
+            after=token_label(top_after["text"]), after_p=percent(top_after["after"]),
+        )
+    rows += [Content(wrap_wide(summary, width)), Content("")]
+    token_w = max(6, min(max(12, max(cell_len(c["text"]) for c in changes) + 1), width - 3 - 9 - 4 - 9 - 12))
+    header = "   " + fit(_("token"), token_w) + fit(_("p before"), 9, "right") + "    " + fit(_("p after"), 9, "right") + fit(_("change"), 12, "right")
+    rows.append(Content.styled(header, "bold"))
+    for i, c in enumerate(changes, 1):
+        rows.append(Content(
+            f"{i:>2} " + fit(c["text"], token_w) + fit(percent(c["before"]), 9, "right") + "  → "
+            + fit(percent(c["after"]), 9, "right") + fit(change_text(c["before"], c["after"]), 12, "right")
+        ))
+    return Content("\n").join(rows)
+
+
+class BeforeAfter(Laid):
     """What switching parts off did to the prediction (hidden for the model's own pass)."""
 
     def draw(self, interventions: list[str], changes: list[dict] | None) -> None:
         """`changes`: {text, before, after} per token, the edited run's top tokens first."""
         self.display = bool(interventions and changes)
-        self._drawn = (interventions, changes)
         if not self.display:
+            self.show(None)
             return
-        # Laid out for its width (before it is shown: its container's), drawn again when that changes.
-        width = self._drawn_width = max(40, self.size.width or self.parent.size.width or self.app.size.width // 2)
         undo, clear = key_name(self, "undo_intervention"), key_name(self, "clear_interventions")
-        rows = [Content(wrap_wide(say("whatif.edited", parts=safe_line(", ".join(interventions)), undo=undo, clear=clear), width))]
-        top_before = max(changes, key=lambda c: c["before"])
-        top_after = changes[0]
-        if top_before["text"] == top_after["text"]:
-            summary = say("whatif.same", token=token_label(top_after["text"]), before_p=percent(top_before["before"]), after_p=percent(top_after["after"]))
-        else:
-            summary = say(
-                "whatif.changed", before=token_label(top_before["text"]), before_p=percent(top_before["before"]),
-                after=token_label(top_after["text"]), after_p=percent(top_after["after"]),
-            )
-        rows += [Content(wrap_wide(summary, width)), Content("")]
-        token_w = max(6, min(max(12, max(cell_len(c["text"]) for c in changes) + 1), width - 3 - 9 - 4 - 9 - 12))
-        header = "   " + fit(_("token"), token_w) + fit(_("p before"), 9, "right") + "    " + fit(_("p after"), 9, "right") + fit(_("change"), 12, "right")
-        rows.append(Content.styled(header, "bold"))
-        for i, c in enumerate(changes, 1):
-            rows.append(Content(
-                f"{i:>2} " + fit(c["text"], token_w) + fit(percent(c["before"]), 9, "right") + "  → "
-                + fit(percent(c["after"]), 9, "right") + fit(change_text(c["before"], c["after"]), 12, "right")
-            ))
-        self.update(Content("\n").join(rows))
-
-    _drawn: tuple[list[str], list[dict] | None] = ([], None)
-    _drawn_width = 0
-
-    def on_resize(self) -> None:
-        if self.display and self.size.width and self.size.width != self._drawn_width:
-            self.draw(*self._drawn)
+        self.show(lambda width: before_after_lines(interventions, changes, undo, clear, width))

@@ -37,6 +37,7 @@ from ..language import key_name
 from ..styled_text import styled
 from .latency_chart import LatencyChart, Series
 from .pictures import CHIP_A, CHIP_B, CURRENT, NEW, bar
+from .laid import Laid
 from .strip_widget import Prose
 
 PROMPT_CHIP_A = "$foreground 60% on $primary 15%"
@@ -147,21 +148,15 @@ class Panel(VerticalScroll, inherit_bindings=False):
         "gen-panel--cached",
     }
 
-    @property
-    def room(self) -> int:
-        """Cells per line inside the panel, the vertical scrollbar's kept free before it shows:
-        a line as wide as the panel without it would wrap once more lines bring it."""
-        width = self.scrollable_content_region.width
-        if width and not self.show_vertical_scrollbar:
-            width -= self.styles.scrollbar_size_vertical
-        return max(24, width or 36)
+    _focus_key = "tab"  # the key that focuses the next panel, as bound when last drawn
 
     def watch_scroll_y(self, old: float, new: float) -> None:
         super().watch_scroll_y(old, new)
         self.show_more_hint()
 
     def on_resize(self) -> None:
-        self.call_after_refresh(self.show_more_hint)
+        # Sent for a new size and for a new height of the content (the panel's virtual size).
+        self.show_more_hint()
 
     def on_focus(self) -> None:
         self.show_more_hint()
@@ -169,22 +164,41 @@ class Panel(VerticalScroll, inherit_bindings=False):
     def on_blur(self) -> None:
         self.show_more_hint()
 
+    def name_keys(self) -> None:
+        """Keeps the names of the keys the hints quote, as bound now, and says the hint again in the
+        language of the moment (called when drawn; a new height of the content calls it again)."""
+        self._focus_key = key_name(self, "focus_next")
+        self.show_more_hint()
+
     def show_more_hint(self) -> None:
-        """Says in the bottom border when part of the panel is out of sight below."""
+        """Says in the bottom border when part of the panel is out of sight below (from the
+        panel's own scroll state: it may run for a panel whose screen has gone)."""
         more = self.max_scroll_y > 0 and self.scroll_y < self.max_scroll_y
         if not more:
             self.border_subtitle = ""
         elif self.has_focus:
             self.border_subtitle = _("↓ more")
         else:  # how to get there: focus the panel first
-            self.border_subtitle = _("{key} ↓ more").format(key=key_name(self, "focus_next"))
+            self.border_subtitle = _("{key} ↓ more").format(key=self._focus_key)
+
+
+def room_of(width: int) -> int:
+    """Cells a panel's table lays its lines out in (its width, at least 24)."""
+    return max(24, width)
 
 
 class TextPanel(Panel):
     """The text so far, following its end while tokens arrive."""
 
+    following = True  # whether the text's end is kept in sight (no step of it selected)
+
     def show_more_hint(self) -> None:
         """The text panel's bottom border names the boundaries key instead (it follows the text's end)."""
+
+    def on_resize(self) -> None:
+        # Sent for a new size and for a new height of the text: its end comes into sight.
+        if self.following:
+            self.scroll_end(animate=False, immediate=True)
 
     def compose(self) -> ComposeResult:
         yield GeneratedText(id="gen-text")
@@ -196,43 +210,46 @@ class TextPanel(Panel):
         self.border_title = Content(_('Text · prompt "{prompt}"').format(prompt=clip(prose_line(state.gen.prompt_tokens), 40)))
         self.border_subtitle = _("{key}: token boundaries").format(key=key_name(self, "boundaries"))
         self.query_one(GeneratedText).draw(state, boundaries)
-        if state.selected is None:
-            self.call_after_refresh(self.scroll_end, animate=False)
+        self.following = state.selected is None
 
 
 class ChoicePanel(Panel):
     """The step on show: its top candidates before and after the settings, its shapes, its words."""
 
     def compose(self) -> ComposeResult:
-        yield Static(id="choice-table")
+        yield Laid(id="choice-table")
         yield Prose(id="choice-text")
-        yield Static(id="choice-flow")
+        yield Laid(id="choice-flow")
         yield Prose(id="choice-step-text")
 
     def draw(self, state: ViewState) -> None:
         """Shows the choice of the step on show."""
+        self.name_keys()
         gen, i = state.gen, state.index
         if i is None:
             self.border_title = _("Next token")
-            self.query_one("#choice-table", Static).update(Content.styled(_("No token yet."), ".gen-panel--dim"))
-            self.query_one("#choice-flow", Static).update("")
+            self.query_one("#choice-table", Laid).show(Content.styled(_("No token yet."), ".gen-panel--dim"))
+            self.query_one("#choice-flow", Laid).show(None)
             for name in ("#choice-text", "#choice-step-text"):
                 self.query_one(name, Prose).update("")
             return
         self.border_title = step_heading(gen, i)
-        self.query_one("#choice-table", Static).update(self._table(gen, i))
+        self.query_one("#choice-table", Laid).show(lambda width: self._table(gen, i, room_of(width)))
         self.query_one("#choice-text", Prose).update(choice_text(gen, i))
-        room = self.room
-        flow = lines([part for line in step_flow(state.facts, gen, i) for part in wrapped(Content(line), room, 2, keep=SHAPE)])
-        self.query_one("#choice-flow", Static).update(flow.highlight_regex(SHAPE, style=".gen-panel--shape"))
+        flow_lines = step_flow(state.facts, gen, i)
+
+        def flow(width: int) -> Content:
+            parts = [part for line in flow_lines for part in wrapped(Content(line), room_of(width), 2, keep=SHAPE)]
+            return lines(parts).highlight_regex(SHAPE, style=".gen-panel--shape")
+
+        self.query_one("#choice-flow", Laid).show(flow)
         self.query_one("#choice-step-text", Prose).update(step_text(state.facts, gen, i))
 
-    def _table(self, gen: Generation, i: int) -> Content:
+    def _table(self, gen: Generation, i: int, room: int) -> Content:
         step = gen.steps[i]
         raw = step.get("raw") or {"ids": [], "tokens": [], "probs": []}
         cand = step.get("candidates") or {"ids": [], "tokens": [], "probs": []}
         greedy = gen.settings.sampling.greedy
-        room = self.room
         width = max(6, min(TOKEN_WIDTH, room - (23 if not greedy else 22)))
         rows = [
             styled(
@@ -298,15 +315,16 @@ class CostPanel(Panel):
 
     def compose(self) -> ComposeResult:
         # A comparison's verdict comes first: on a small terminal it is what must be in sight.
-        yield Static(id="cost-compare")
+        yield Laid(id="cost-compare")
         yield Prose(id="cost-compare-text")
-        yield Static(id="cost-numbers")
+        yield Laid(id="cost-numbers")
         yield LatencyChart(id="latency-chart")
-        yield Static(id="cost-legend")
+        yield Laid(id="cost-legend")
         yield Prose(id="cost-text")
 
     def draw(self, state: ViewState) -> None:
         """Shows the timings of `state` (and of its comparison, if any)."""
+        self.name_keys()
         gen, comparison = state.gen, state.comparison
         chart = self.query_one(LatencyChart)
         if comparison is not None:
@@ -315,19 +333,19 @@ class CostPanel(Panel):
                 Series(comparison.naive.step_ms, ["latency-chart--naive"] * len(comparison.naive.steps)),
                 Series(comparison.cached.step_ms, ["latency-chart--cached"] * len(comparison.cached.steps)),
             ]
-            legend = legend_lines([("■", ".gen-panel--naive", _("no cache")), ("■", ".gen-panel--cached", _("cached"))], self.room)
+            entries = [("■", ".gen-panel--naive", _("no cache")), ("■", ".gen-panel--cached", _("cached"))]
         else:
             self.border_title = _("Cost · {key}: cost lab").format(key=key_name(self, "cost_lab"))
             kinds = ["latency-chart--first" if gen.is_first(i) else "latency-chart--decode" for i in range(len(gen.steps))]
             series = [Series(gen.step_ms, kinds)]
             first = _("prefill") if gen.settings.use_cache else _("first full pass")
             later = _("decode step") if gen.settings.use_cache else _("later full passes")
-            legend = legend_lines([("■", ".gen-panel--first", first), ("■", ".gen-panel--decode", later)], self.room)
+            entries = [("■", ".gen-panel--first", first), ("■", ".gen-panel--decode", later)]
         chart.show(series, state.index)
-        self.query_one("#cost-legend", Static).update(legend)
-        self.query_one("#cost-numbers", Static).update(self._numbers(state.facts, gen))
-        compare, verdict = self.query_one("#cost-compare", Static), self.query_one("#cost-compare-text", Prose)
-        compare.update(self._compare(state) if comparison is not None else "")
+        self.query_one("#cost-legend", Laid).show(lambda width: legend_lines(entries, room_of(width)))
+        self.query_one("#cost-numbers", Laid).show(self._numbers(state.facts, gen))
+        compare, verdict = self.query_one("#cost-compare", Laid), self.query_one("#cost-compare-text", Prose)
+        compare.show(self._compare(state) if comparison is not None else None)
         verdict.update(compare_text(state.facts, comparison) if comparison is not None else "")
         compare.display = verdict.display = comparison is not None
         text = bandwidth_text(state.facts, gen, state.index, key_name(self, "compare"))
@@ -401,33 +419,35 @@ class KVPanel(Panel):
     """The KV cache after the step on show: per layer K and V shapes, bytes, the context used."""
 
     def compose(self) -> ComposeResult:
-        yield Static(id="kv-table")
+        yield Laid(id="kv-table")
         yield Prose(id="kv-text")
 
     def draw(self, state: ViewState) -> None:
         """Shows the cache after the step on show."""
+        self.name_keys()
         gen, i, f = state.gen, state.index, state.facts
         self.border_title = _("KV cache") if i is None else _("KV cache after step {step}").format(step=i)
-        self.query_one("#kv-table", Static).update(self._table(f, gen, i))
+        self.query_one("#kv-table", Laid).show(lambda width: self._table(f, gen, i, room_of(width)))
         self.query_one("#kv-text", Prose).update(kv_text(f, gen, i, key_name(self, "compare")))
 
-    def _context_bar(self, used: int, n_ctx: int) -> Content:
+    @staticmethod
+    def _context_bar(used: int, n_ctx: int, room: int) -> Content:
         """'context ███░░░ 17/128': positions used against the context limit."""
         name = _("context") + " "
         numbers = f" {count(used)}/{count(n_ctx)}"
-        width = max(6, self.room - 1 - cell_len(name) - len(numbers))
+        width = max(6, room - 1 - cell_len(name) - len(numbers))
         return Content.assemble(
             (name, ".gen-panel--dim"),
             (bar(used / n_ctx if n_ctx else 0, width).replace(" ", "░"), ".gen-panel--bar"),
             numbers,
         )
 
-    def _table(self, f: RunFacts, gen: Generation, i: int | None) -> Content:
+    def _table(self, f: RunFacts, gen: Generation, i: int | None, room: int) -> Content:
         n_ctx = gen.n_ctx
         if i is None:
             length = len(gen.prompt_ids)
             nothing = Content.styled(_("Nothing cached yet."), ".gen-panel--dim")
-            return lines([nothing, self._context_bar(length, n_ctx), Content("")])
+            return lines([nothing, self._context_bar(length, n_ctx, room), Content("")])
         kv = gen.steps[i].get("kv_cache")
         if not kv:
             L = gen.context_length(i)
@@ -436,7 +456,7 @@ class KVPanel(Panel):
                     Content.styled(_("The cache is off: nothing is kept."), ".gen-panel--bad"),
                     *wrapped(
                         styled(_("each step recomputes K, V {shape}"), ".gen-panel--dim", shape=shape([1, f.n_head, L, f.head_dim])),
-                        self.room,
+                        room,
                         keep=SHAPE,  # a shape is never broken over two lines
                     ),
                     styled(
@@ -444,12 +464,11 @@ class KVPanel(Panel):
                         ".gen-panel--dim",
                         n=count(f.n_layer),
                     ),
-                    self._context_bar(L, n_ctx),
+                    self._context_bar(L, n_ctx, room),
                     Content(""),
                 ]
             )
         layers = kv.get("layers") or []
-        room = self.room
         rows = [
             styled(
                 ngettext("{length} position · {added} a token", "{length} positions · {added} a token", kv["length"]),
@@ -460,7 +479,7 @@ class KVPanel(Panel):
             Content.assemble((label(_("used"), 10), ".gen-panel--dim"), (nbytes(kv["total_bytes"]), "bold")),
             *[Content.styled(line, ".gen-panel--dim") for line in kv_formula(f, kv["length"], room - 2)],
             Content.assemble((label(_("allocated"), 10), ".gen-panel--dim"), nbytes(kv["allocated_bytes"])),
-            self._context_bar(kv["length"], kv["capacity"]),
+            self._context_bar(kv["length"], kv["capacity"], room),
             Content(""),
         ]
         as_shape = shape if 2 * max((len(shape(x["k_shape"])) for x in layers), default=0) + 10 <= room else compact_shape

@@ -1,6 +1,6 @@
 """The pictures of the stages that are tables and bars (text, no heatmap).
 
-Each picture is a Static that draws itself from (trace, stage, head). Token texts go in as
+Each picture is handed (trace, stage, head) and builds its lines for the width it is rendered at. Token texts go in as
 literal text (Content spans, never markup), with spaces and line breaks already made visible.
 """
 
@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from rich.cells import cell_len
 from textual.content import Content
-from textual.widget import Widget
-from textual.widgets import Static
 
 from ...i18n import _, ngettext
 from ...text_safety import token_label
@@ -20,6 +18,7 @@ from ..facts import RunFacts, final_choice, hook_event, layer_norm_event, lens_e
 from ..stages import Stage
 from ..styled_text import styled
 from ..table_layout import Column, chip_lines, header_lines, wrapped
+from .laid import Laid
 
 EIGHTHS = " ▏▎▍▌▋▊▉█"
 
@@ -48,8 +47,9 @@ def token_column_width(trace: Trace, limit: int = TOKEN_COLUMN) -> int:
     return min(limit, max([cell_len(_("token"))] + [cell_len(token_label(t["text"])) for t in trace.tokens]))
 
 
-class Picture(Static):
-    """Base of the text pictures: styles by component class, a `draw` that rebuilds the content."""
+class Picture(Laid):
+    """Base of the text pictures: styles by component class; `draw` hands over the data and the
+    lines are built when Textual renders the picture, for the width it has then (widgets/laid.py)."""
 
     COMPONENT_CLASSES = {
         "picture--token",
@@ -66,23 +66,20 @@ class Picture(Static):
     }
     """
 
-    _drawn: tuple[Trace, Stage, int] | None = None
-    _drawn_width = 0
+    _room = 80
 
     def draw(self, trace: Trace, stage: Stage, head: int = 0) -> None:
-        """Redraws the picture for `stage` of `trace`, every line laid out for `room` cells."""
-        self._drawn = (trace, stage, head)
-        self._drawn_width = self.room
-        self.update(self.build(trace, stage, head))
+        """Shows the picture of `stage` of `trace` (with `head` selected)."""
+        self.show(lambda width: self._built_at(width, trace, stage, head))
+
+    def _built_at(self, width: int, trace: Trace, stage: Stage, head: int) -> Content:
+        self._room = width
+        return self.build(trace, stage, head)
 
     @property
     def room(self) -> int:
-        """Cells a line of the picture has: its width, or before it is laid out, its container's."""
-        return self.size.width or (self.parent.size.width if isinstance(self.parent, Widget) else 0) or 80
-
-    def on_resize(self) -> None:
-        if self._drawn is not None and self.room != self._drawn_width:
-            self.draw(*self._drawn)
+        """Cells a line of the picture has: the width it is being laid out for."""
+        return self._room
 
     def build(self, trace: Trace, stage: Stage, head: int) -> Content:
         """The picture's lines, none wider than `room` (so that none wraps)."""

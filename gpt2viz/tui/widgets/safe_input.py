@@ -3,39 +3,32 @@ from a trace, or pasted text, with control characters in it."""
 
 from __future__ import annotations
 
-from rich.cells import cell_len, get_character_cell_size
-from rich.text import Text
-from textual.widgets import Input
+from textual.binding import Binding
 
+from ...i18n import N_
 from ...text_safety import safe_field
+from ..textual_compat import CompatInput
 
 
-class SafeInput(Input):
+class SafeInput(CompatInput):
     """An Input that draws each hidden character of its value (an escape, a bidi override) as a
     one-cell mark, ␛ for ESC (gpt2viz.text_safety.safe_field), so none reaches the terminal and
     the cursor stays on its character. The value itself stays as it is: what runs is what was
-    given.
+    given. (A highlighter cannot do it: Rich drops BEL, backspace and carriage return before one
+    runs; the drawing hook is in gpt2viz.tui.textual_compat.)"""
 
-    Textual's Input draws `self.value` through `_value`, places the cursor by `_position_to_cell`
-    and maps a click to a character by `_cell_offset_to_index`; all three are private, so this follows the pinned Textual version. (A
-    highlighter cannot do it: Rich drops BEL, backspace and carriage return before one runs.)"""
+    def shown(self, value: str) -> str:
+        return safe_field(value)
 
-    @property
-    def _value(self) -> Text:
-        if self.password:
-            return super()._value
-        return Text(safe_field(self.value), no_wrap=True, overflow="ignore", end="")
 
-    def _position_to_cell(self, position: int) -> int:
-        return cell_len(safe_field(self.value[:position]))
+class FieldInput(SafeInput):
+    """A text field on a screen of keys (not a form): typing goes into it, so escape leaves it
+    first (the footer says so), and then the screen's keys, q among them, work again."""
 
-    def _cell_offset_to_index(self, offset: int) -> int:
-        """The character under cell `offset` of the field as drawn (each mark one cell wide)."""
-        offset += self.scroll_offset.x
-        cell = 0
-        for index, char in enumerate(safe_field(self.value)):  # one mark per character: same indices
-            width = get_character_cell_size(char)
-            if cell <= offset < cell + width:
-                return index
-            cell += width
-        return max(0, min(offset, len(self.value)))
+    BINDINGS = [Binding("escape", "leave_field", N_("leave the field"), id="leave-field",
+                        tooltip=N_("Leave the text field: the screen's keys work again"))]
+
+    def action_leave_field(self) -> None:
+        self.screen.focus_next()
+        if self.has_focus:  # nothing else takes the focus
+            self.screen.set_focus(None)

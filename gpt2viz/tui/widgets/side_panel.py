@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
+from textual.geometry import Size
 from textual.content import Content
-from textual.widgets import Static
 
 from ...i18n import _, ngettext
 from ...i18n.layout import wrap_lines
@@ -17,6 +17,7 @@ from ..facts import hook_event, stage_shapes
 from ..language import key_name
 from ..stages import Stage
 from ..styled_text import styled
+from .laid import Laid
 
 
 @dataclass(frozen=True)
@@ -47,13 +48,43 @@ def layers_cached(stages: list[Stage], index: int) -> int:
     return sum(1 for s in stages[: index + 1] if s.kind == "qkv")
 
 
+SHARE = 0.55  # of the column's height, at most, under the navigator
+MIN_LINES = 2
+
+
+def shapes_lines(entries: list[ShapeRow], width: int) -> Content:
+    """'Shapes so far': each distinct shape and the names that had it, in `width` cells."""
+    width = max(10, width)
+    rows = [Content.styled(_("Shapes so far"), ".side-panel--title")]
+    if not entries:  # before the pass (the model's files): nothing computed yet
+        rows += [Content.styled(line, ".side-panel--dim") for line in wrap_lines(_("none yet: the pass starts at Tokenize"), width)]
+        return Content("\n").join(rows)
+    shape_width = min(max(len(compact_shape(e.dims)) for e in entries), width - 4)
+    name_width = max(1, width - shape_width - 1)
+    for entry in entries:
+        style = ".side-panel--current" if entry.current else ""
+        # Names wrap under each other rather than being cut: every name met stays readable
+        # (by terminal cells: a Chinese name takes two a character).
+        lines = wrap_lines(", ".join(entry.names), name_width)
+        for n, line in enumerate(lines):
+            shape_cell = fit(compact_shape(entry.dims) if n == 0 else "", shape_width)
+            rows.append(Content.assemble((shape_cell, style), " ", (fit(line, name_width), style or ".side-panel--dim")))
+    return Content("\n").join(rows)
+
+
 class SidePanel(VerticalScroll):
-    """Shapes so far and the KV cache, updated at every step."""
+    """Shapes so far and the KV cache, updated at every step. It is as tall as what it shows
+    (up to a share of the column, app.tcss), laid out for its width when rendered."""
 
     can_focus = False
-    lines_needed = 0  # lines of what it shows now, for the screen's layout
 
     COMPONENT_CLASSES = {"side-panel--title", "side-panel--current", "side-panel--dim"}
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        """Under the navigator (a grid row of auto height) the panel asks for the lines it needs,
+        up to SHARE of the column (`container`), and scrolls for the rest."""
+        needed = super().get_content_height(container, viewport, width)
+        return max(MIN_LINES, min(needed, int(container.height * SHARE) - 1))
 
     def on_mount(self) -> None:
         self.name_the_lab()
@@ -66,34 +97,14 @@ class SidePanel(VerticalScroll):
         )
 
     def compose(self) -> ComposeResult:
-        yield Static(id="shapes")
-        yield Static(id="kv-cache")
+        yield Laid(id="shapes")
+        yield Laid(id="kv-cache")
 
     def draw(self, trace: Trace, stages: list[Stage], index: int) -> None:
         """Shows what is known at stage `index`."""
-        width = max(10, self.scrollable_content_region.width or 26)
-        shapes, kv = self._shapes(trace, stages, index, width), self._kv(trace, stages, index)
-        self.lines_needed = len(shapes.split("\n")) + len(kv.split("\n"))
-        self.query_one("#shapes", Static).update(shapes)
-        self.query_one("#kv-cache", Static).update(kv)
-
-    def _shapes(self, trace: Trace, stages: list[Stage], index: int, width: int) -> Content:
-        rows = [Content.styled(_("Shapes so far"), ".side-panel--title")]
         entries = shapes_so_far(trace, stages, index)
-        if not entries:  # before the pass (the model's files): nothing computed yet
-            rows += [Content.styled(line, ".side-panel--dim") for line in wrap_lines(_("none yet: the pass starts at Tokenize"), width)]
-            return Content("\n").join(rows)
-        shape_width = min(max(len(compact_shape(e.dims)) for e in entries), width - 4)
-        name_width = max(1, width - shape_width - 1)
-        for entry in entries:
-            style = ".side-panel--current" if entry.current else ""
-            # Names wrap under each other rather than being cut: every name met stays readable
-            # (by terminal cells: a Chinese name takes two a character).
-            lines = wrap_lines(", ".join(entry.names), name_width)
-            for n, line in enumerate(lines):
-                shape_cell = fit(compact_shape(entry.dims) if n == 0 else "", shape_width)
-                rows.append(Content.assemble((shape_cell, style), " ", (fit(line, name_width), style or ".side-panel--dim")))
-        return Content("\n").join(rows)
+        self.query_one("#shapes", Laid).show(lambda width: shapes_lines(entries, width))
+        self.query_one("#kv-cache", Laid).show(self._kv(trace, stages, index))
 
     def _kv(self, trace: Trace, stages: list[Stage], index: int) -> Content:
         kv = hook_event(trace, "kv_cache")

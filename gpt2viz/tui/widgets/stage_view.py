@@ -10,7 +10,8 @@ from textual import events
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.content import Content
-from textual.widgets import ContentSwitcher, Static
+from textual.widget import Widget
+from textual.widgets import ContentSwitcher
 
 from ...i18n import _, count
 from ...i18n.layout import wrap_lines
@@ -23,6 +24,7 @@ from .attention_view import AttentionView, HeadsOverview
 from .before_after import BeforeAfter
 from .distribution_pictures import GeluCurve, HeadEntropyBars, LayerNormHistograms
 from .embedding_strips import EmbedPicture
+from .laid import Laid
 from .model_files_view import ModelFilesPicture
 from .picture_stack import PictureStack
 from .strip_widget import Prose
@@ -108,6 +110,42 @@ def pack_formula(line: str, width: int) -> list[str]:
     return out
 
 
+def formula_lines(formula: str, width: int) -> Content:
+    """The stage's formula, each line folded to fit `width` (its padding taken off)."""
+    room = width - 2  # the formula's padding
+    return Content("\n".join(packed for line in formula.split("\n") for packed in pack_formula(line, room)))
+
+
+def flow_lines(flow: tuple[str, ...], width: int) -> Content:
+    """The shape flow folded at its arrows; a piece still too wide (a long prompt quoted) wrapped
+    by cells, never inside a shape. The shapes are styled as such."""
+    lines = [piece for line in flow for packed in pack_flow(line, width) for piece in wrapped(packed, width, 5, keep=SHAPE_RE)]
+    return Content("\n").join(lines).highlight_regex(SHAPE_RE, style=".stage-view--shape")
+
+
+class StageCount(Widget):
+    """'stage 5 of 114 · blocks 0–11', ended by '↓ more below' while part of the stage view is
+    out of sight: read off the view's scroll state each time it is rendered."""
+
+    DEFAULT_CSS = """
+    StageCount {
+        height: auto;
+    }
+    """
+
+    where = ""
+
+    @property
+    def content(self) -> Content:
+        """The line as it reads now."""
+        return self.render()
+
+    def render(self) -> Content:
+        view = self.parent
+        more = isinstance(view, StageView) and view.max_scroll_y > 0 and view.scroll_y < view.max_scroll_y
+        return Content(_("{where} · ↓ more below").format(where=self.where) if more else self.where)
+
+
 class StageView(VerticalScroll):
     """Everything about the current stage, scrolled as one column."""
 
@@ -115,12 +153,16 @@ class StageView(VerticalScroll):
 
     COMPONENT_CLASSES = {"stage-view--shape"}
 
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._count = StageCount(id="stage-count")
+
     def compose(self) -> ComposeResult:
-        yield Static(id="stage-title", markup=False)
-        yield Static(id="stage-count", markup=False)
+        yield Laid(id="stage-title")
+        yield self._count
         yield Prose(id="stage-text")
-        yield Static(id="stage-formula", markup=False)
-        yield Static(id="stage-flow", markup=False)
+        yield Laid(id="stage-formula")
+        yield Laid(id="stage-flow")
         with ContentSwitcher(id="pictures", initial="picture-tokens"):
             yield ModelFilesPicture(id="picture-model-files")
             yield TokenTable(id="picture-tokens")
@@ -136,28 +178,14 @@ class StageView(VerticalScroll):
             yield NextTokenView(id="picture-next-token")
         yield BeforeAfter(id="before-after")
 
-    _flow: tuple[str, ...] = ()
-    _formula = ""
-
-    def _draw_formula(self) -> None:
-        width = self.scrollable_content_region.width - 2  # the formula's padding
-        lines = [packed for line in self._formula.split("\n") for packed in pack_formula(line, width)]
-        self.query_one("#stage-formula", Static).update(Content("\n".join(lines)))
-
-    def _draw_flow(self) -> None:
-        width = self.scrollable_content_region.width
-        # Folded at the arrows; a piece still too wide (a long prompt quoted) wrapped by cells,
-        # never inside a shape.
-        lines = [
-            piece for line in self._flow for packed in pack_flow(line, width) for piece in wrapped(packed, width, 5, keep=SHAPE_RE)
-        ]
-        flow = Content("\n").join(lines)
-        self.query_one("#stage-flow", Static).update(flow.highlight_regex(SHAPE_RE, style=".stage-view--shape"))
-
     def on_resize(self, event: events.Resize) -> None:
-        self._draw_formula()
-        self._draw_flow()
-        self.call_after_refresh(self.show_more_hint)
+        # Sent for a new size and for a new height of the content (the view's virtual size).
+        self._count.refresh(layout=True)
+
+    def watch_scroll_y(self, old: float, new: float) -> None:
+        # Also for a view whose screen has gone (a scroll Textual had deferred): no queries here.
+        super().watch_scroll_y(old, new)
+        self._count.refresh(layout=True)
 
     @staticmethod
     def _where(trace: Trace, stages: list[Stage], index: int, head: int) -> str:
@@ -174,29 +202,15 @@ class StageView(VerticalScroll):
         """Shows stage `index` (with `head` selected); back to the top when the stage changed."""
         stage = stages[index]
         words = narrate(trace, stage, head, generate_key=key_name(self, "generate"))
-        self.query_one("#stage-title", Static).update(Content(words.title))
-        self._where_text = self._where(trace, stages, index, head)
-        self.query_one("#stage-count", Static).update(Content(self._where_text))
+        self.query_one("#stage-title", Laid).show(Content(words.title))
+        self._count.where = self._where(trace, stages, index, head)
+        self._count.refresh(layout=True)
         self.query_one("#stage-text", Prose).update(words.text)
-        self._formula = words.formula
-        self._draw_formula()
-        self._flow = words.flow
-        self._draw_flow()
+        formula, flow = words.formula, tuple(words.flow)
+        self.query_one("#stage-formula", Laid).show(lambda width: formula_lines(formula, width))
+        self.query_one("#stage-flow", Laid).show(lambda width: flow_lines(flow, width))
         picture_id = PICTURE_FOR_KIND[stage.kind]
         self.query_one("#pictures", ContentSwitcher).current = picture_id
         self.query_one(f"#{picture_id}").draw(trace, stage, head)
         if new_stage:
             self.scroll_home(animate=False, immediate=True)
-        self.call_after_refresh(self.show_more_hint)
-
-    _where_text = ""
-
-    def show_more_hint(self) -> None:
-        """Ends the stage's count line with '↓ more below' while part of the stage is out of sight."""
-        more = self.max_scroll_y > 0 and self.scroll_y < self.max_scroll_y
-        where = _("{where} · ↓ more below").format(where=self._where_text) if more else self._where_text
-        self.query_one("#stage-count", Static).update(Content(where))
-
-    def watch_scroll_y(self, old: float, new: float) -> None:
-        super().watch_scroll_y(old, new)
-        self.show_more_hint()

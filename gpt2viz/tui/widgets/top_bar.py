@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from textual.content import Content
-from textual.widgets import Static
 
 from ...i18n import _
 from ...text_safety import safe_line, token_label
@@ -14,6 +13,7 @@ from ..formatting import clip, millions
 from ..generation import GenerationSettings, settings_fields
 from ..facts import final_choice
 from ..styled_text import styled
+from .laid import Laid
 
 
 MODEL_NAME_MAX = 40  # cells of the model's name on the top line: a hub id fits, a trace's junk is cut
@@ -31,8 +31,9 @@ def model_label(trace: Trace) -> str:
 PROMPT_MIN, PROMPT_MAX = 8, 60  # characters of the prompt the top line quotes
 
 
-class TopBar(Static):
-    """One line: gpt2viz · model · parameters · dtype · prompt → next token."""
+class TopBar(Laid):
+    """One line: gpt2viz · model · parameters · dtype · prompt → next token, laid out for the
+    width the bar has when it is rendered: fields are left out whole where it is short."""
 
     COMPONENT_CLASSES = {"top-bar--dim", "top-bar--token"}
 
@@ -41,8 +42,9 @@ class TopBar(Static):
         name = Content.styled(" gpt2viz ", "bold $background on $accent")  # a background: a style string, see pictures.py
         return Content.assemble(name, " ", Content.styled(" · ", ".top-bar--dim").join(fields))
 
-    def _model_fields(self, trace: Trace, replay: str | None) -> list[Content | str]:
-        """Which model, how big, in which format, and the file it was replayed from."""
+    def _model_fields(self, trace: Trace, replay: str | None, checked) -> list[Content | str]:
+        """Which model, how big, in which format, the file it was replayed from, and the check
+        against transformers (gpt2viz.verify.Verification), if it ran."""
         dim = ".top-bar--dim"
         params = trace.model.get("n_params") or 0
         fields: list[Content | str] = [
@@ -52,7 +54,6 @@ class TopBar(Static):
         ]
         if replay:
             fields.append(Content.styled(_("replay of {file}").format(file=safe_line(Path(replay).name)), dim))
-        checked = getattr(self.app, "verification", None)
         if checked is not None:  # the palette's check against transformers
             mark = _("✓ = transformers") if checked.ok else _("✗ ≠ transformers")
             fields.append(Content.styled(mark, "$success" if checked.ok else "bold $error"))
@@ -61,20 +62,21 @@ class TopBar(Static):
             fields.append(Content.styled(edited, "bold $warning"))
         return fields
 
-    def _model_choices(self, trace: Trace, replay: str | None) -> list[list[Content | str]]:
+    def _model_choices(self, trace: Trace, replay: str | None, checked) -> list[list[Content | str]]:
         """The model's fields, then shorter for a narrow line: without the parameter count, then
         without the number format too (the name, a replay, a check and parts switched off stay)."""
-        fields = self._model_fields(trace, replay)
+        fields = self._model_fields(trace, replay, checked)
         return [fields, [fields[0], *fields[2:]], [fields[0], *fields[3:]]]
 
-    def _fitting(self, choices: list[list[Content | str]]) -> Content:
-        """The line of the first of `choices` (the fullest first) that the bar has room for, else
+    def _fitting(self, choices: list[list[Content | str]], width: int) -> Content:
+        """The line of the first of `choices` (the fullest first) that `width` has room for, else
         of the last: a field is left out whole, never cut."""
-        width = self.size.width or self.app.size.width
         lines = [self._line(fields) for fields in choices]
         return next((line for line in lines if line.cell_length <= width), lines[-1])
 
-    def draw(self, trace: Trace, replay: str | None = None, step: int | None = None, chosen: str | None = None) -> None:
+    def draw(
+        self, trace: Trace, replay: str | None = None, step: int | None = None, chosen: str | None = None, checked=None
+    ) -> None:
         """Shows the facts of `trace` (and the file it was replayed from, or the generation step it is
         and the token that step actually chose, when sampling picked another than the most likely).
         The prompt is shortened to what the line has room for: the predicted token always shows."""
@@ -89,33 +91,30 @@ class TopBar(Static):
             said = "→ {token}"  # no words to translate
         tokens = {"token": (token, ".top-bar--token"), "chosen": (chosen or "", ".top-bar--token")}
         answer = Content.assemble(" ", styled(said, ".top-bar--dim", **tokens))
-        width = self.size.width or self.app.size.width
-        for model in self._model_choices(trace, replay):  # the fullest that leaves the prompt some room
-            fields = [*model, *extra]
-            used = Content.assemble(self._line([*fields, '""']), answer).cell_length
-            if width - used >= PROMPT_MIN:
-                break
-        room = max(PROMPT_MIN, min(PROMPT_MAX, width - used))
-        self.update(Content.assemble(self._line([*fields, f'"{clip(trace.prompt, room)}"']), answer))
-        self._redraw = lambda: self.draw(trace, replay, step, chosen)
+        models = self._model_choices(trace, replay, checked)
 
-    def on_resize(self) -> None:
-        if self._redraw is not None:
-            self._redraw()
+        def build(width: int) -> Content:
+            for model in models:  # the fullest that leaves the prompt some room
+                fields = [*model, *extra]
+                used = Content.assemble(self._line([*fields, '""']), answer).cell_length
+                if width - used >= PROMPT_MIN:
+                    break
+            room = max(PROMPT_MIN, min(PROMPT_MAX, width - used))
+            return Content.assemble(self._line([*fields, f'"{clip(trace.prompt, room)}"']), answer)
 
-    _redraw = None
+        self.show(build)
 
-    def draw_generation(self, trace: Trace, settings: GenerationSettings, replay: str | None = None) -> None:
+    def draw_generation(self, trace: Trace, settings: GenerationSettings, replay: str | None = None, checked=None) -> None:
         """Shows the model and the settings of the generation on screen; where the line is short,
         the model's size and format go first, then the word 'sampling', then the token count (the
         status line under the text says it too)."""
-        models = self._model_choices(trace, replay)
+        models = self._model_choices(trace, replay, checked)
         wide, short = settings_fields(settings), settings_fields(settings, short=True)
-        self.update(self._fitting([*(model + wide for model in models), models[-1] + short, models[-1] + short[1:]]))
-        self._redraw = lambda: self.draw_generation(trace, settings, replay)
+        choices = [*(model + wide for model in models), models[-1] + short, models[-1] + short[1:]]
+        self.show(lambda width: self._fitting(choices, width))
 
-    def draw_lab(self, trace: Trace, replay: str | None = None) -> None:
+    def draw_lab(self, trace: Trace, replay: str | None = None, checked=None) -> None:
         """Shows the model the cost lab measures."""
         lab = Content.styled(_("cost lab"), "bold")
-        self.update(self._fitting([model + [lab] for model in self._model_choices(trace, replay)]))
-        self._redraw = lambda: self.draw_lab(trace, replay)
+        choices = [model + [lab] for model in self._model_choices(trace, replay, checked)]
+        self.show(lambda width: self._fitting(choices, width))

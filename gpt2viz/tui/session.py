@@ -1,0 +1,491 @@
+"""What the app works on, and every command that runs the model: plain Python, no Textual.
+
+A `Session` owns the model, the trace on show, the parts switched off (what if), the cost lab's
+result, the generation settings and the check against transformers. Each command that needs the
+model (run a prompt, reload it in another number format, switch a part off, verify, generate,
+measure, attribute, patch) is a job of its one `JobService` (gpt2viz.tui.jobs): the torch work runs
+in the model thread, and what comes back is plain data, worked out completely there
+(`Trace.resolve_all`), so the UI thread only reads numbers.
+
+What changes the session itself (a new trace, loading progress, a failed run, a verification) is
+told to its listener as a `SessionEvent`, on the UI thread. The work a screen starts (generating,
+measuring) is owned by that screen: its results go to the screen's callbacks only while the screen
+is attached (`JobService.detach` when it closes).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from dataclasses import dataclass, replace
+from typing import Any, Callable
+
+from ..errors import DownloadCancelled, Gpt2VizError
+from ..i18n import _
+from ..interventions import Ablation, applied, parse_ablations
+from ..options import RunOptions
+from ..trace import Trace
+from .generation import GenerationSettings
+from .jobs import Deliver, Job, JobService, OnError
+
+LOAD_STEPS = 3
+PROGRESS_INTERVAL_S = 0.1  # a download reports every piece; the screen hears of it this often
+
+
+# -- what the session tells its listener -------------------------------------------------------
+@dataclass(frozen=True)
+class SessionEvent:
+    """Something that changed the session (base class)."""
+
+
+@dataclass(frozen=True)
+class RunStarted(SessionEvent):
+    """A run of `model` over `prompt` started; `can_cancel`: there is a trace to go back to."""
+
+    model: str
+    prompt: str
+    can_cancel: bool
+
+
+@dataclass(frozen=True)
+class RunProgressed(SessionEvent):
+    """Step `step` of `total` of a run started; `text` says which, in the language of the moment."""
+
+    step: int
+    total: int
+    text: str
+
+
+@dataclass(frozen=True)
+class DownloadProgressed(SessionEvent):
+    """A hub download has come this far (gpt2viz.model.sources.DownloadProgress)."""
+
+    progress: Any
+
+
+@dataclass(frozen=True)
+class TraceRecorded(SessionEvent):
+    """A run ended: `trace` is the session's trace now. A pass with parts switched off brings
+    `changes`, the next-token probabilities without and with them ({text, before, after} per
+    token); `then` names what the run was started for ("generate": back to a generation view)."""
+
+    trace: Trace
+    changes: list[dict] | None = None
+    then: str | None = None
+
+
+@dataclass(frozen=True)
+class RunFailed(SessionEvent):
+    """A run failed; `text` says why in one line. `fatal`: there was no trace yet to go back to."""
+
+    text: str
+    exit_code: int
+    fatal: bool
+
+
+@dataclass(frozen=True)
+class Verified(SessionEvent):
+    """The check against transformers ended (gpt2viz.verify.Verification)."""
+
+    result: Any
+
+
+@dataclass(frozen=True)
+class Failed(SessionEvent):
+    """A job with no owner's handler failed (`title` says which kind of work, `text` why)."""
+
+    title: str
+    text: str
+
+
+def throttled(report: Callable[[Any], None], interval_s: float = PROGRESS_INTERVAL_S) -> Callable[[Any], None]:
+    """`report` called at most every `interval_s` (a download reports every 256 KiB), and always
+    for a file's last bytes."""
+    last = [0.0]
+
+    def call(progress) -> None:
+        now = time.monotonic()
+        if now - last[0] >= interval_s or progress.file_done >= progress.file_total:
+            last[0] = now
+            report(progress)
+
+    return call
+
+
+# -- model work: plain functions the jobs call in the model thread -------------------------------
+def record_pass(lm, prompt: str | list[int], topk: int, decode: bool = False, ablations=()) -> Trace:
+    """The forward pass over `prompt` (with `decode`: the decode step that reads its last id with
+    the others cached), recorded and worked out completely (`Trace.resolve_all`), so that a screen
+    only ever reads plain data. `ablations` (gpt2viz.interventions) switch parts of the model off."""
+    from ..trace import trace_decode_step, trace_prompt
+
+    if decode:
+        with applied(lm.hooks, ablations):
+            trace = trace_decode_step(lm, prompt, topk=topk, quality=True)
+        trace.interventions = [ablation.spec for ablation in ablations]
+        return trace.resolve_all()
+    return trace_prompt(lm, prompt, topk=topk, quality=True, ablations=ablations).resolve_all()
+
+
+def measure_changes(lm, ids: list[int], ablations) -> list[dict]:
+    """How switching `ablations` off moves the next-token probabilities after `ids`, as plain data
+    ({text, before, after} per token)."""
+    from ..interventions import prediction_changes
+
+    display = lm.tokenizer.display
+    return [{"text": display(c.token_id), "before": c.before, "after": c.after} for c in prediction_changes(lm, ids, ablations)]
+
+
+class Session:
+    """The model, the trace on show and what was done to them; commands that run the model."""
+
+    def __init__(
+        self,
+        options: RunOptions | None = None,
+        lm=None,
+        trace: Trace | None = None,
+        *,
+        deliver: Deliver,
+        listener: Callable[[SessionEvent], None] = lambda event: None,
+    ) -> None:
+        self.options = options or RunOptions()
+        self.lm = lm
+        self.trace = trace
+        self.prompt = trace.prompt if trace is not None else self.options.prompt
+        self.listener = listener
+        self.jobs = JobService(deliver, self._job_failed)
+        self.generation_settings = GenerationSettings.from_options(self.options)
+        self.ablations: list[Ablation] = []  # parts of the model switched off (what if), in order
+        self.changes: list[dict] | None = None  # what they did to the prediction
+        self.verification = None  # gpt2viz.verify.Verification, once checked
+        self.lab_result = None  # what the cost lab measured (or a replayed trace recorded)
+        self.downloading = False  # a hub download is under way
+        self._stop_download = threading.Event()
+        if trace is not None and trace.cost_lab is not None:
+            from ..cost_lab import LabResult
+
+            self.lab_result = LabResult.from_dict(trace.cost_lab)
+
+    # -- what it is -------------------------------------------------------------------------------
+    @property
+    def replay_path(self) -> str | None:
+        """The trace file being replayed, if this is a replay."""
+        return self.options.replay
+
+    @property
+    def is_replay(self) -> bool:
+        """Whether there is no model to run (a trace given without a model)."""
+        return self.lm is None and self.trace is not None
+
+    def replay_name(self, otherwise: str) -> str:
+        """The replayed file's name for a sentence, or `otherwise` when there is none."""
+        return Path(self.replay_path).name if self.replay_path else otherwise
+
+    @property
+    def live(self) -> bool:
+        """Whether there is a model to run."""
+        return self.lm is not None
+
+    @property
+    def running(self) -> bool:
+        """Whether a run (load, forward pass) is queued or under way."""
+        return self.jobs.running(self, "run")
+
+    def model_name(self) -> str:
+        if self.lm is not None:
+            return self.lm.name
+        if self.options.model:
+            return self.options.model
+        return _("default: gpt2 if it is cached or downloadable, else the bundled tiny")
+
+    def close(self) -> None:
+        """No more model work: every job is dropped (the app is leaving)."""
+        self._stop_download.set()
+        self.jobs.close()
+
+    def _tell(self, event: SessionEvent) -> None:
+        self.listener(event)
+
+    def _job_failed(self, text: str, exit_code: int) -> None:
+        self._tell(Failed(_("The run failed"), text))
+
+    # -- runs: the prompt's forward pass, loading the model first if needed ---------------------------
+    def run(self, prompt: str | None = None, *, reload_from: str | None = None, then: str | None = None) -> Job:
+        """Loads the model if needed (again from `reload_from`, in the options' number format, when
+        given) and records the forward pass over `prompt` with the parts switched off. A run
+        started while another is under way replaces it."""
+        prompt = self.prompt if prompt is None else prompt
+        options, ablations, first = self.options, tuple(self.ablations), self.trace is None
+        lm_then = self.lm
+
+        def work(job: Job):
+            lm = lm_then
+            if lm is None or reload_from is not None:
+                job.report(RunProgressed(1, LOAD_STEPS, _("Loading the weights ({dtype})").format(dtype=options.dtype)))
+                lm = self._load(job, reload_from if reload_from is not None else options.model)
+            job.check()
+            job.report(RunProgressed(2, LOAD_STEPS, _("Running the forward pass of {model}").format(model=lm.name)))
+            trace = record_pass(lm, prompt, options.topk_logits, ablations=ablations)
+            changes = measure_changes(lm, trace.token_ids, ablations) if ablations else None
+            job.report(RunProgressed(3, LOAD_STEPS, _("Drawing")))
+            return lm, trace, changes
+
+        def done(result) -> None:
+            self.downloading = False
+            self.lm, self.trace, self.changes = result
+            self.prompt = self.trace.prompt
+            self._tell(TraceRecorded(self.trace, self.changes, then))
+
+        def failed(text: str, code: int) -> None:
+            self.downloading = False
+            if not first:
+                self.ablations = parse_ablations(self.trace.interventions)
+            self._tell(RunFailed(text, code, fatal=first))
+
+        job = self.jobs.submit(self, "run", work, on_result=done, on_progress=self._tell, on_error=failed)
+        name = self.model_name() if reload_from is None else _("{model} in {dtype}").format(
+            model=self.model_name(), dtype=options.dtype
+        )
+        self._tell(RunStarted(name, prompt, can_cancel=not first))
+        return job
+
+    def _load(self, job: Job, source: str | None):
+        """The model from `source`, its download reported (and stopped by a cancel)."""
+        from .. import load_model
+
+        options = self.options
+        show = throttled(lambda progress: job.report(DownloadProgressed(progress)))
+
+        def progress(p) -> None:  # in the model thread, for each piece of a download
+            if self._stop_download.is_set():
+                raise DownloadCancelled()
+            job.check()
+            show(p)
+
+        return load_model(source, device=options.device, dtype=options.dtype, progress=progress)
+
+    def download_progressed(self, progress) -> None:
+        """Keeps whether a download is under way (the quit key cancels it then)."""
+        self.downloading = progress.done < progress.total
+
+    def cancel_run(self) -> None:
+        """Stops a re-run and goes back to the trace on show (and the parts switched off in it)."""
+        self.jobs.cancel(self, "run")
+        self.downloading = False
+        if self.trace is not None:
+            self.ablations = parse_ablations(self.trace.interventions)
+
+    def cancel_download(self) -> None:
+        """Stops the hub download at its next piece: the bytes fetched so far stay in the cache."""
+        self._stop_download.set()
+
+    # -- what if: parts of the model switched off ---------------------------------------------------
+    def switch_off(self, ablation: Ablation) -> Job | None:
+        """Records the prompt's pass again with `ablation` switched off too."""
+        return self._rerun([*self.ablations, ablation])
+
+    def undo_switch_off(self) -> Job | None:
+        return self._rerun(self.ablations[:-1]) if self.ablations else None
+
+    def clear_switched_off(self) -> Job | None:
+        return self._rerun([]) if self.ablations else None
+
+    def _rerun(self, ablations: list[Ablation]) -> Job | None:
+        if self.lm is None:
+            return None
+        self.ablations = list(ablations)
+        return self.run(self.prompt)
+
+    # -- another number format --------------------------------------------------------------------------
+    def reload_in(self, settings: GenerationSettings) -> Job:
+        """Loads the model again in `settings.precision`, records the prompt's pass, and asks for a
+        generation view with `settings` after it (TraceRecorded.then)."""
+        self.generation_settings = settings
+        self.options = replace(self.options, dtype=settings.precision)
+        source = str(self.lm.source.path) if self.lm is not None else self.options.model
+        return self.run(self.prompt, reload_from=source, then="generate")
+
+    def keep_generation_settings(self, settings: GenerationSettings) -> None:
+        """The next generation view starts with the settings the user chose last."""
+        self.generation_settings = settings
+
+    # -- parity, checked on the user's checkpoint ----------------------------------------------------------
+    def verify(self) -> Job | None:
+        """gpt2viz against transformers on the prompt (gpt2viz.verify); tells `Verified`."""
+        from ..verify import verify
+
+        if self.lm is None or self.trace is None:
+            return None
+        lm, ids = self.lm, self.trace.all_token_ids
+
+        def done(result) -> None:
+            self.verification = result
+            self._tell(Verified(result))
+
+        return self.jobs.submit(self, "verify", lambda job: verify(lm, ids), on_result=done)
+
+    # -- the cost lab ---------------------------------------------------------------------------------------
+    def keep_lab_result(self, result) -> None:
+        self.lab_result = result
+
+    def lab_result_for_model(self):
+        """The lab's last result, unless it was measured on the model in another number format."""
+        if self.lm is not None and self.lab_result is not None and self.lab_result.precision != self.lm.precision:
+            self.lab_result = None
+        return self.lab_result
+
+    def measure(
+        self,
+        owner: object,
+        result,
+        experiments: tuple[str, ...],
+        prompt_ids: list[int],
+        length: int,
+        *,
+        on_progress: Callable[[str, int, int], None],
+        on_measured: Callable[[str, Any], None],
+        on_end: Callable[[Any], None],
+        on_error: OnError,
+    ) -> Job:
+        """Runs the lab's `experiments` one after the other (first this machine's rates, unless
+        `result` has rates measured on a quiet machine). `on_measured(name, value)` gets each;
+        stopping ends the experiment under way with what it measured, and no other starts."""
+        from .. import cost_lab
+        from ..cpu_share import disturbed
+
+        lm = self.lm
+
+        def work(job: Job) -> None:
+            if result is None or disturbed(result.machine):  # rates measured on a busy machine: again
+                job.report("machine", 0, 1)
+                job.report("measured", "machine", cost_lab.new_result(lm))
+            for name in experiments:
+                if job.should_stop():
+                    break
+
+                def progress(done: int, total: int, name=name) -> None:
+                    job.report(name, done, total)
+
+                progress(0, 1)
+                stop = job.should_stop
+                if name == "context":
+                    value = cost_lab.context_sweep(lm, prompt_ids, length, on_progress=progress, should_stop=stop)
+                elif name == "batch":
+                    value = cost_lab.batch_sweep(lm, prompt_ids, on_progress=progress, should_stop=stop)
+                else:
+                    value = cost_lab.precision_sweep(lm, prompt_ids, on_progress=progress, should_stop=stop)
+                job.report("measured", name, value)
+
+        def report(kind: str, *args) -> None:
+            if kind == "measured":
+                on_measured(*args)
+            else:
+                on_progress(kind, *args)
+
+        return self.jobs.submit(owner, "measure", work, on_result=on_end, on_progress=report, on_error=on_error)
+
+    # -- generation ---------------------------------------------------------------------------------------
+    def generate(
+        self,
+        owner: object,
+        ids: list[int],
+        max_new: int,
+        settings: GenerationSettings,
+        topk: int,
+        ablations,
+        *,
+        rng=None,
+        on_step: Callable[[dict], None],
+        on_end: Callable[[dict], None],
+        on_error: OnError,
+        name: str = "generate",
+    ) -> Job:
+        """Generates up to `max_new` tokens after `ids` with `ablations` switched off; `on_step`
+        gets each step's plain record, `on_end` the generation's record. Stopping keeps the steps
+        made so far; sampling draws from `rng`, so a resumed run goes on where it stopped."""
+        from ..trace import record_generation
+
+        lm = self.lm
+
+        def work(job: Job) -> dict:
+            with applied(lm.hooks, ablations):
+                return record_generation(
+                    lm, ids, max_new, settings.sampling, settings.use_cache, topk,
+                    on_step=job.report, should_stop=job.should_stop, generator=rng,
+                )
+
+        return self.jobs.submit(owner, name, work, on_result=on_end, on_progress=on_step, on_error=on_error)
+
+    def trace_step(
+        self, owner: object, ids: list[int], topk: int, decode: bool, ablations, *, on_result: Callable[[Trace], None], on_error: OnError
+    ) -> Job:
+        """Records the forward pass that chose a generation step's token: a decode step's (one new
+        position against the cache) or a full pass (a prefill, or a step without the cache)."""
+        lm = self.lm
+        return self.jobs.submit(
+            owner, "trace-step", lambda job: record_pass(lm, ids, topk, decode=decode, ablations=ablations),
+            on_result=on_result, on_error=on_error,
+        )
+
+    # -- which parts wrote the answer -----------------------------------------------------------------------
+    def attribute(self, owner: object, ids: list[int], token_ids: list[int], *, on_each: Callable[[int, Any], None], on_error: OnError) -> Job:
+        """Direct logit attribution of each of `token_ids` at the end of `ids`, one after the other."""
+        from ..attribution import direct_logit_attribution
+
+        lm = self.lm
+
+        def work(job: Job) -> None:
+            for index, token in enumerate(token_ids):
+                if job.should_stop():
+                    return
+                job.report(index, direct_logit_attribution(lm, ids, token))
+
+        return self.jobs.submit(owner, "attribute", work, on_progress=on_each, on_error=on_error)
+
+    def patch(
+        self,
+        owner: object,
+        clean: list[int],
+        corrupted: list[int],
+        *,
+        on_progress: Callable[[int, int], None],
+        on_result: Callable[[Any], None],
+        on_error: OnError,
+    ) -> Job:
+        """Activation patching of `clean` into `corrupted` at every block and position. The result
+        is a `PatchRun`, None when stopped, or `SameAnswer` when both prompts predict one token."""
+        from ..patching import PatchingError, patch_residual_stream, residuals
+
+        lm = self.lm
+
+        def work(job: Job):
+            answer = int(residuals(lm, clean)[1].argmax())
+            if int(residuals(lm, corrupted)[1].argmax()) == answer:
+                return SameAnswer(lm.tokenizer.display(answer))
+            try:
+                result = patch_residual_stream(lm, clean, corrupted, progress=job.report, cancelled=job.should_stop)
+            except PatchingError as err:  # a request patching cannot run: said as it is
+                raise Gpt2VizError(str(err)) from err
+            if result is None:
+                return None
+            answers = (lm.tokenizer.display(result.clean_answer), lm.tokenizer.display(result.corrupted_answer))
+            return PatchRun(result, corrupted, answers)
+
+        return self.jobs.submit(owner, "patch", work, on_progress=on_progress, on_result=on_result, on_error=on_error)
+
+
+@dataclass(frozen=True)
+class PatchRun:
+    """A finished patching run and what it is read with."""
+
+    result: Any  # gpt2viz.patching.PatchingResult
+    corrupted_ids: list[int]
+    answers: tuple[str, str]  # display texts of the clean and the corrupted answer
+
+
+@dataclass(frozen=True)
+class SameAnswer:
+    """Both prompts make the model predict `token`: there is no difference to restore."""
+
+    token: str

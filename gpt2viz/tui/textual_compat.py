@@ -1,0 +1,186 @@
+"""Every private part of Textual that gpt2viz relies on, in one place.
+
+Textual's public API does not cover these needs; each is done here, against the pinned version
+(pyproject.toml), and nowhere else. `TEXTUAL_PRIVATE` names each private method or attribute
+used, with a fingerprint of Textual's own code for it at the pinned version: tests/tui/
+test_textual_compat.py fails, naming the part, when an upgrade changes one, so the override is
+looked at again before it breaks silently.
+
+- `CompatApp`: the crash path. An error nobody foresaw ends the app with one line naming the log
+  (gpt2viz.crash_log) instead of Textual's traceback on the terminal.
+- `CompatPalette`: the command palette's own sentence ("No matches found") in the reader's
+  language; no paging of its list before the list has a size (Textual 8.2.8's OptionList raises
+  KeyError then: ctrl+p and PageUp at once); no search started or finished once it has closed.
+- `CompatInput`: a text field draws its value through a hook of ours (gpt2viz.tui.widgets.
+  safe_input shows hidden characters as one-cell marks).
+- `binding_table(node)`: a node's bindings by key, to give them texts in another language.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+from typing import Callable
+
+from rich.align import Align
+from rich.cells import cell_len, get_character_cell_size
+from rich.text import Text
+from textual.app import App
+from textual.binding import Binding
+from textual.command import CommandList, CommandPalette
+from textual.dom import DOMNode
+from textual.widgets import Input, OptionList
+from textual.widgets.option_list import Option
+
+# (owner, name) -> sha256 of Textual's source for it at the pinned version (first 16 hex digits).
+TEXTUAL_PRIVATE: dict[tuple[type, str], str] = {
+    (App, "_handle_exception"): "baea2e7f88e7ac52",
+    (App, "_fatal_error"): "2474616cec7fa94d",
+    (App, "_close_messages_no_wait"): "f5db7e8fd40afc56",
+    (CommandPalette, "_start_no_matches_countdown"): "0bc07d1794718e89",
+    (CommandPalette, "_stop_no_matches_countdown"): "ab26b55062318399",
+    (CommandPalette, "_action_command_list"): "48813d9c9f89934c",
+    (CommandPalette, "_gather_commands"): "b91ff7feae77d521",
+    (CommandPalette, "_cancel_gather_commands"): "968b333f70cecb42",
+    (CommandPalette, "_watch__list_visible"): "c01a45104dd9869c",
+    (OptionList, "_move_page"): "85f7f33005763486",
+    (Input, "_value"): "33f9515a42e79bd3",
+    (Input, "_position_to_cell"): "13188cb52bbc8064",
+    (Input, "_cell_offset_to_index"): "b986d8f0be63e5d2",
+    (DOMNode, "_bindings"): "92386cf024a399a8",
+}
+
+
+def fingerprint(owner: type, name: str) -> str:
+    """The first 16 hex digits of the sha256 of Textual's code for `owner.name` (for an attribute
+    set in `__init__`, of `__init__`)."""
+    value = inspect.getattr_static(owner, name, None)
+    if value is None:
+        value = owner.__init__
+    target = getattr(value, "fget", None) or getattr(value, "__wrapped__", None) or value
+    if not callable(target):
+        target = owner.__init__
+    source = inspect.getsource(target)
+    return hashlib.sha256(source.encode()).hexdigest()[:16]
+
+
+def changed_parts() -> list[str]:
+    """The private parts whose code is no longer the code the overrides were written against."""
+    return [
+        f"{owner.__qualname__}.{name}"
+        for (owner, name), expected in TEXTUAL_PRIVATE.items()
+        if fingerprint(owner, name) != expected
+    ]
+
+
+# -- the crash path -----------------------------------------------------------------------------------
+class CompatApp(App):
+    """An App whose unexpected errors end it with one line (`crash_line`), never a traceback."""
+
+    def crash_line(self, error: Exception) -> None:
+        """Keeps the line the CLI will print for `error` (and logs its traceback)."""
+
+    def _handle_exception(self, error: Exception) -> None:
+        # Textual's own handling still runs (so a Pilot test sees the exception), then exits
+        # through _fatal_error below.
+        self.crash_line(error)
+        super()._handle_exception(error)
+
+    def _fatal_error(self) -> None:
+        """Ends the app without Textual's traceback on the terminal: the crash line says it."""
+        self.bell()
+        self._close_messages_no_wait()
+
+
+# -- the command palette -----------------------------------------------------------------------------------
+class CompatPalette(CommandPalette):
+    """Textual's command palette, made safe against fast keys, its one sentence translated."""
+
+    no_matches_text: Callable[[], str] = staticmethod(lambda: "No matches found")
+
+    @property
+    def _showing(self) -> bool:
+        """Whether the palette is still the screen on top (it stops searching once it is not)."""
+        return self.is_attached and self.app.screen is self
+
+    def _start_no_matches_countdown(self, search_value: str) -> None:
+        # Textual 8.2.8's method, its message from `no_matches_text`: Textual writes it into the
+        # list as a literal. As there, it shows only for a search (not in discovery, the empty
+        # search) that found nothing for _NO_MATCHES_COUNTDOWN seconds.
+        self._stop_no_matches_countdown()
+
+        def show_no_matches() -> None:
+            if not self._showing:
+                return
+            if search_value:
+                self.query_one(CommandList).add_option(
+                    Option(Align.center(Text(self.no_matches_text(), style="not bold")), disabled=True, id=self._NO_MATCHES)
+                )
+                self._list_visible = True
+            else:
+                self._list_visible = False
+
+        self._no_matches_timer = self.set_timer(self._NO_MATCHES_COUNTDOWN, show_no_matches)
+
+    def _gather_commands(self, search_value: str):  # type: ignore[override]
+        # A key typed just before the palette closed may still ask for a search: there is no
+        # list left to fill.
+        if not self._showing:
+            return None
+        return super()._gather_commands(search_value)
+
+    def _action_command_list(self, action: str) -> None:
+        # The list has no lines before it has a size (hidden, or not laid out yet): paging it then
+        # raises KeyError in OptionList._move_page. There is nothing to page through yet.
+        command_list = self.query_one(CommandList)
+        if not command_list.scrollable_content_region.height:
+            return
+        super()._action_command_list(action)
+
+    def stop_searching(self) -> None:
+        """Cancels the search under way (the palette is closing)."""
+        self._stop_no_matches_countdown()
+        self._cancel_gather_commands()
+
+
+# -- text fields --------------------------------------------------------------------------------------------
+class CompatInput(Input):
+    """An Input drawn through `shown(value)`: each character of the value maps to one character
+    drawn (so the cursor and clicks map one to one). Textual's Input draws `self.value` through
+    `_value`, places the cursor by `_position_to_cell` and maps a click to a character by
+    `_cell_offset_to_index`; all three are private."""
+
+    def shown(self, value: str) -> str:
+        """How `value` is drawn: as many characters as it has."""
+        return value
+
+    @property
+    def _value(self) -> Text:
+        if self.password:
+            return super()._value
+        return Text(self.shown(self.value), no_wrap=True, overflow="ignore", end="")
+
+    def _position_to_cell(self, position: int) -> int:
+        return cell_len(self.shown(self.value[:position]))
+
+    def _cell_offset_to_index(self, offset: int) -> int:
+        """The character under cell `offset` of the field as drawn."""
+        offset += self.scroll_offset.x
+        cell = 0
+        for index, char in enumerate(self.shown(self.value)):  # one drawn character per character
+            width = get_character_cell_size(char)
+            if cell <= offset < cell + width:
+                return index
+            cell += width
+        return max(0, min(offset, len(self.value)))
+
+
+# -- bindings -----------------------------------------------------------------------------------------------
+def binding_table(node: DOMNode) -> dict[str, list[Binding]]:
+    """The node's bindings by key, to be replaced in place (Textual keeps them in `_bindings`)."""
+    return node._bindings.key_to_bindings
+
+
+def declared_bindings(node: DOMNode) -> list[Binding]:
+    """Every binding of the node as declared (its class's and its own)."""
+    return [binding for _key, binding in node._bindings]

@@ -1,0 +1,51 @@
+"""Textual's private parts that gpt2viz overrides are still the code the overrides were written for,
+and they live in one module only."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import textual
+
+from gpt2viz.tui import textual_compat
+
+TUI = Path(textual_compat.__file__).parent
+
+
+def test_every_private_part_of_textual_is_the_code_the_overrides_were_written_for():
+    changed = textual_compat.changed_parts()
+    assert not changed, (
+        f"Textual {textual.__version__} changed {', '.join(changed)}: look at gpt2viz/tui/textual_compat.py's "
+        "overrides of them again, then record the new fingerprints in TEXTUAL_PRIVATE"
+    )
+
+
+def test_a_changed_part_is_found():
+    """The check above would pass vacuously if a fingerprint could not tell code apart."""
+    owner, name = next(iter(textual_compat.TEXTUAL_PRIVATE))
+    saved = textual_compat.TEXTUAL_PRIVATE[owner, name]
+    try:
+        textual_compat.TEXTUAL_PRIVATE[owner, name] = "0" * 16
+        assert textual_compat.changed_parts() == [f"{owner.__qualname__}.{name}"]
+    finally:
+        textual_compat.TEXTUAL_PRIVATE[owner, name] = saved
+
+
+# Private names of Textual that gpt2viz's code may not use outside textual_compat.py.
+PRIVATE = {name for _owner, name in textual_compat.TEXTUAL_PRIVATE} | {
+    "_compositor", "_driver", "_exception", "_bindings", "_close_messages_no_wait", "_NO_MATCHES", "_list_visible",
+}
+
+
+def test_no_other_module_of_the_app_touches_textuals_private_parts():
+    found = []
+    for path in TUI.rglob("*.py"):
+        if path.name == "textual_compat.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute) and node.attr in PRIVATE:
+                found.append(f"{path.relative_to(TUI)}:{node.lineno} .{node.attr}")
+            if isinstance(node, ast.FunctionDef) and node.name in PRIVATE:
+                found.append(f"{path.relative_to(TUI)}:{node.lineno} def {node.name}")
+    assert not found, found

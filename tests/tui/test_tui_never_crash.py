@@ -1,0 +1,162 @@
+"""Each crash a key-mash found, at its cause, as the shortest key sequence that showed it.
+
+The keys of one act (joined by +) arrive with no pause between them, as a held key or fast typing
+delivers them: the app handles the first while the others wait in its queue. Every test fails on
+the code before the session and job service (and the screens' one lifecycle) came in.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+import gpt2viz
+from gpt2viz.trace import load
+from gpt2viz.tui.app import make_app
+from gpt2viz.tui.screens.generation import GenerationScreen
+from gpt2viz.tui.screens.step import StepScreen
+from monkey import replay
+from tui_helpers import GENERATION_TRACE, run_async
+
+
+@pytest.fixture(scope="module")
+def bundled():
+    return gpt2viz.load_model("tiny")
+
+
+@pytest.fixture
+def errors_log(tmp_path, monkeypatch) -> Path:
+    """Where an unexpected error's traceback would go: the tests fail if anything lands there."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    return tmp_path / "state" / "gpt2viz" / "errors.log"
+
+
+async def started(app, pilot, screen=StepScreen) -> None:
+    """Until the app shows `screen` with no model work left, drawn."""
+    for _ in range(600):
+        await pilot.pause()
+        if isinstance(app.screen, screen) and app.session.jobs.idle:
+            await pilot.pause()
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"still on {type(app.screen).__name__}")
+
+
+@pytest.mark.parametrize("keys", ["ctrl+p+pageup", "ctrl+p+pagedown", "ctrl+p settle type 'zz' up+pageup"])
+@run_async
+async def test_paging_the_palette_before_its_list_has_a_size(bundled, errors_log, keys):
+    """KeyError: 0 in OptionList._move_page: the command list has no lines until it is laid out."""
+    app = make_app(lm=bundled)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await started(app, pilot)
+        await replay(app, pilot, keys.replace("type 'zz'", "z+z"), errors_log)
+        assert type(app.screen).__name__ == "Palette"
+
+
+@run_async
+async def test_the_palette_closed_before_its_search_ran(bundled, errors_log):
+    """NoMatches for CommandList: the palette's search worker started after it had closed."""
+    app = make_app(lm=bundled)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await started(app, pilot)
+        await replay(app, pilot, "ctrl+p+escape ctrl+p+a+escape ctrl+p+escape+escape settle", errors_log)
+        assert isinstance(app.screen, StepScreen)
+
+
+@pytest.mark.parametrize("menu", ["right_square_bracket settle x", "e"])
+@run_async
+async def test_enter_twice_in_a_menu_closes_it_once(bundled, errors_log, menu):
+    """InvalidStateError, then ScreenStackError: a second Enter dismissed the menu (the what-if
+    menu, the prompt editor) again, popping the screens under it."""
+    app = make_app(lm=bundled)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await started(app, pilot)
+        await replay(app, pilot, f"{menu} settle enter×3", errors_log)
+        await started(app, pilot)
+        assert [type(s).__name__ for s in app.screen_stack[1:]] == ["StepScreen"]
+
+
+@run_async
+async def test_escape_held_over_every_screen_leaves_the_step_through(bundled, errors_log):
+    """ScreenStackError: Escape held on a screen opened over another popped screens that were
+    already gone; the step-through of the prompt stays."""
+    app = make_app(lm=bundled)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await started(app, pilot)
+        for opener in ("g", "g settle s", "m", "w", "o", "question_mark", "ctrl+p", "e", "g settle enter", "g+enter+enter"):
+            await replay(app, pilot, f"{opener} escape×12 settle", errors_log)
+            await started(app, pilot)
+            assert [type(s).__name__ for s in app.screen_stack[1:]] == ["StepScreen"], opener
+
+
+@run_async
+async def test_a_step_opened_and_closed_before_it_is_drawn(errors_log):
+    """NoMatches '#stage-count' on StageView, NoMatches 'TopBar' on GenerationScreen: a callback
+    the screen had left for after the next refresh ran once the screen was gone."""
+    app = make_app(trace=load(GENERATION_TRACE))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await started(app, pilot)
+        await replay(app, pilot, "g settle", errors_log)
+        assert isinstance(app.screen, GenerationScreen)
+        for _ in range(6):
+            await replay(app, pilot, "left×12 enter+escape enter+pagedown+escape enter+j+j+escape+escape+g", errors_log)
+            await started(app, pilot, GenerationScreen)
+
+
+@run_async
+async def test_a_result_after_its_screen_closed_is_dropped(bundled, errors_log):
+    """A generation step's forward pass that arrives after its view closed, or after a cancel,
+    opens nothing: the job's result reaches only an owner still attached."""
+    app = make_app(lm=bundled)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await started(app, pilot)
+        await replay(app, pilot, "g", errors_log)
+        await started(app, pilot, GenerationScreen)
+        await replay(app, pilot, "left×3 enter+escape settle", errors_log)
+        await started(app, pilot)
+        assert [type(s).__name__ for s in app.screen_stack[1:]] == ["StepScreen"]
+        # A re-run cancelled before its result: the step-through keeps the pass it had.
+        before = app.screen.trace
+        await replay(app, pilot, "right_square_bracket settle x settle enter+escape", errors_log)
+        await started(app, pilot)
+        assert app.screen.trace is before and not app.screen.trace.interventions
+
+
+@pytest.mark.parametrize(
+    "keys",
+    [
+        "g settle resize:100x30+escape",  # the generation view drew again after a resize: TopBar
+        "g settle left×12 enter settle resize:90x30+escape",  # a step's pass: #stage-count
+        "question_mark settle resize:100x30+escape",  # the help laid out its keys again
+        "g settle s settle resize:100x30+escape",  # the settings form laid out its keys again
+        "o settle resize:100x30+escape",  # the map drew itself again
+    ],
+)
+@run_async
+async def test_a_resize_as_a_screen_closes(errors_log, keys):
+    """NoMatches on a screen that is gone: a screen drew itself again after a resize, in a callback
+    for after the next refresh, which ran once it had closed."""
+    app = make_app(trace=load(GENERATION_TRACE))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await started(app, pilot)
+        await replay(app, pilot, keys, errors_log)
+        await replay(app, pilot, "escape settle escape settle", errors_log)
+        assert isinstance(app.screen, StepScreen)
+
+
+@run_async
+async def test_the_palette_searches_only_while_it_is_open(bundled, errors_log):
+    """NoMatches for CommandList (as WorkerFailed): a search asked for by a key typed just before
+    the palette closed started once its list was gone."""
+    app = make_app(lm=bundled)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await started(app, pilot)
+        await replay(app, pilot, "ctrl+p settle", errors_log)
+        palette = app.screen
+        assert type(palette).__name__ == "Palette"
+        await replay(app, pilot, "escape", errors_log)
+        palette._gather_commands("block")  # what the palette's Input.Changed handler does
+        await replay(app, pilot, "settle settle", errors_log)
+        assert isinstance(app.screen, StepScreen)

@@ -9,17 +9,26 @@ looked at again before it breaks silently.
 - `CompatApp`: the crash path. An error nobody foresaw ends the app with one line naming the log
   (gpt2viz.crash_log) instead of Textual's traceback on the terminal.
 - `CompatPalette`: the command palette's own sentence ("No matches found") in the reader's
-  language; no paging of its list before the list has a size (Textual 8.2.8's OptionList raises
-  KeyError then: ctrl+p and PageUp at once); no search started or finished once it has closed.
+  language; no search started or finished once it has closed.
+- `OptionList._move_page` pages only a list that has its lines: Textual 8.2.8's raises KeyError
+  for a list not laid out yet (ctrl+p and PageUp at once; x and PageUp in the what-if menu).
 - `CompatInput`: a text field draws its value through a hook of ours (gpt2viz.tui.widgets.
   safe_input shows hidden characters as one-cell marks).
 - `binding_table(node)`: a node's bindings by key, to give them texts in another language.
+- A `Timer` never has an interval under MIN_TIMER_INTERVAL: Textual 8.2.8's timer loop spins
+  forever, the UI frozen at 100% CPU (no key, not even ctrl+c, gets through), for an interval of
+  0 or less, which a notification's toast asks for when it is drawn again in the microseconds
+  after it expired (its time left, measured twice, went negative in between).
+- `StylesCache.get_inner_outer` is cached without the cache it belongs to: Textual 8.2.8 caches
+  it per instance with `lru_cache`, so the last 1,024 widgets' style caches, and every line they
+  drew, outlive the widgets (opening and closing 200 step screens held ~100 MB).
 """
 
 from __future__ import annotations
 
 import hashlib
 import inspect
+from functools import lru_cache
 from typing import Callable
 
 from rich.align import Align
@@ -29,8 +38,10 @@ from textual.app import App
 from textual.binding import Binding
 from textual.command import CommandList, CommandPalette
 from textual.dom import DOMNode
+from textual.timer import Timer
 from textual.widgets import Input, OptionList
 from textual.widgets.option_list import Option
+from textual._styles_cache import StylesCache
 
 # (owner, name) -> sha256 of Textual's source for it at the pinned version (first 16 hex digits).
 TEXTUAL_PRIVATE: dict[tuple[type, str], str] = {
@@ -39,22 +50,29 @@ TEXTUAL_PRIVATE: dict[tuple[type, str], str] = {
     (App, "_close_messages_no_wait"): "f5db7e8fd40afc56",
     (CommandPalette, "_start_no_matches_countdown"): "0bc07d1794718e89",
     (CommandPalette, "_stop_no_matches_countdown"): "ab26b55062318399",
-    (CommandPalette, "_action_command_list"): "48813d9c9f89934c",
     (CommandPalette, "_gather_commands"): "b91ff7feae77d521",
     (CommandPalette, "_cancel_gather_commands"): "968b333f70cecb42",
     (CommandPalette, "_watch__list_visible"): "c01a45104dd9869c",
+    (OptionList, "_index_to_line"): "04010a327bf34277",
     (OptionList, "_move_page"): "85f7f33005763486",
     (Input, "_value"): "33f9515a42e79bd3",
     (Input, "_position_to_cell"): "13188cb52bbc8064",
     (Input, "_cell_offset_to_index"): "b986d8f0be63e5d2",
+    (Timer, "__init__"): "8ca147ea690cee4b",
+    (Timer, "_run"): "60c942a84c1a8765",
+    (StylesCache, "get_inner_outer"): "d2509f3e796680df",
     (DOMNode, "_bindings"): "92386cf024a399a8",
 }
+
+
+# Textual's own code for what this module replaces on Textual's classes (for the fingerprint).
+_REPLACED: dict[tuple[type, str], object] = {}
 
 
 def fingerprint(owner: type, name: str) -> str:
     """The first 16 hex digits of the sha256 of Textual's code for `owner.name` (for an attribute
     set in `__init__`, of `__init__`)."""
-    value = inspect.getattr_static(owner, name, None)
+    value = _REPLACED.get((owner, name)) or inspect.getattr_static(owner, name, None)
     if value is None:
         value = owner.__init__
     target = getattr(value, "fget", None) or getattr(value, "__wrapped__", None) or value
@@ -129,14 +147,6 @@ class CompatPalette(CommandPalette):
             return None
         return super()._gather_commands(search_value)
 
-    def _action_command_list(self, action: str) -> None:
-        # The list has no lines before it has a size (hidden, or not laid out yet): paging it then
-        # raises KeyError in OptionList._move_page. There is nothing to page through yet.
-        command_list = self.query_one(CommandList)
-        if not command_list.scrollable_content_region.height:
-            return
-        super()._action_command_list(action)
-
     def stop_searching(self) -> None:
         """Cancels the search under way (the palette is closing)."""
         self._stop_no_matches_countdown()
@@ -184,3 +194,49 @@ def binding_table(node: DOMNode) -> dict[str, list[Binding]]:
 def declared_bindings(node: DOMNode) -> list[Binding]:
     """Every binding of the node as declared (its class's and its own)."""
     return [binding for _key, binding in node._bindings]
+
+
+# -- a cache that kept every widget's drawing alive ------------------------------------------------------------
+_REPLACED[StylesCache, "get_inner_outer"] = inspect.getattr_static(StylesCache, "get_inner_outer")
+_INNER_OUTER = _REPLACED[StylesCache, "get_inner_outer"].__wrapped__  # type: ignore[attr-defined]
+
+
+@lru_cache(1024)
+def _inner_outer(base_background, background):
+    return _INNER_OUTER(None, base_background, background)  # its `cls` (the instance) is unused
+
+
+def _get_inner_outer(self, base_background, background):
+    """Inner and outer background styles, cached by the two colours only."""
+    return _inner_outer(base_background, background)
+
+
+StylesCache.get_inner_outer = _get_inner_outer  # type: ignore[method-assign]
+
+
+# -- paging a list before it has lines ------------------------------------------------------------------------
+_REPLACED[OptionList, "_move_page"] = inspect.getattr_static(OptionList, "_move_page")
+
+
+def _move_page(self: OptionList, direction) -> None:
+    """Textual's page move, for a list whose lines are known: before the list is laid out (hidden,
+    or just opened) there is no page to move by, and Textual's would raise KeyError."""
+    if (self.highlighted or 0) not in self._index_to_line:
+        return
+    _REPLACED[OptionList, "_move_page"](self, direction)  # type: ignore[operator]
+
+
+OptionList._move_page = _move_page  # type: ignore[method-assign]
+
+
+# -- a timer of no time ------------------------------------------------------------------------------------------
+MIN_TIMER_INTERVAL = 0.001  # seconds
+_REPLACED[Timer, "__init__"] = Timer.__init__
+
+
+def _timer_init(self: Timer, *args, **kwargs) -> None:
+    _REPLACED[Timer, "__init__"](self, *args, **kwargs)  # type: ignore[operator]
+    self._interval = max(self._interval, MIN_TIMER_INTERVAL)
+
+
+Timer.__init__ = _timer_init  # type: ignore[method-assign]

@@ -124,8 +124,11 @@ def key_event(key: str) -> events.Key:
 class Monkey:
     """Sends acts to one app under Pilot and checks it after each."""
 
-    def __init__(self, app, pilot, seed: int, errors_log: Path | None = None, label: str = "") -> None:
+    def __init__(
+        self, app, pilot, seed: int, errors_log: Path | None = None, label: str = "", quit_keys: bool = False
+    ) -> None:
         self.app, self.pilot, self.seed = app, pilot, seed
+        self.quit_keys = quit_keys  # whether q and ctrl+c are sent outside a text field too
         self.errors_log = errors_log
         self.label = label
         self.history: deque[Act] = deque(maxlen=50)
@@ -167,7 +170,7 @@ class Monkey:
         else:
             keys = act.keys if act.kind == "keys" else tuple(act.text)
             for key in keys:
-                if key in QUIT_KEYS and not isinstance(app.focused, Input):
+                if key in QUIT_KEYS and not self.quit_keys and not isinstance(app.focused, Input):
                     continue  # quitting is checked at the end of a run
                 app.post_message(key_event(key))
             self.keys += len(keys)
@@ -300,7 +303,7 @@ def parse_acts(text: str) -> list[Act]:
 async def replay(app, pilot, text: str, errors_log: Path | None = None) -> Monkey:
     """Sends the acts of `text` (each word an act, keys joined by + sent with no pause between
     them) to a running app and settles; fails as the monkey does."""
-    monkey = Monkey(app, pilot, seed=-1, errors_log=errors_log, label=f"replay {text!r}")
+    monkey = Monkey(app, pilot, seed=-1, errors_log=errors_log, label=f"replay {text!r}", quit_keys=True)
     for act in parse_acts(text):
         await monkey.send(act)
         monkey.check()
@@ -308,3 +311,37 @@ async def replay(app, pilot, text: str, errors_log: Path | None = None) -> Monke
         await pilot.pause()
         monkey.check()
     return monkey
+
+
+# The suite's monkey: every screen (OPENERS) in both languages on two models, KEYS_PER_RUN keys
+# each, the sizes taking turns (40x12 is below the minimum: the room notice, keys still live).
+KEYS_PER_RUN = 420
+RUN_SIZES = ((80, 24), (120, 40), (40, 12))
+DEFAULT_SEED = 29
+
+
+def suite_seed() -> int:
+    """The seed of this run: MONKEY_SEED from the environment, else a fixed one."""
+    import os
+
+    return int(os.environ.get("MONKEY_SEED", DEFAULT_SEED))
+
+
+def case_seed(base: int, target: str, language: str, model: str) -> int:
+    """One seed per run of the suite's monkey, the same for the same base seed."""
+    import zlib
+
+    return base * 1_000_003 + zlib.crc32(f"{target}/{language}/{model}".encode())
+
+
+def run_case(lm, checkpoint: str, target: str, language: str, model: str, errors_log: Path, keys: int = KEYS_PER_RUN) -> int:
+    """One run of the suite's monkey; returns the keys sent (raises MonkeyFailure)."""
+    from gpt2viz.i18n import set_language
+
+    index = list(OPENERS).index(target) + (language == "zh") + 2 * (model != "tiny")
+    set_language(language)
+    try:
+        seed = case_seed(suite_seed(), target, language, model)
+        return asyncio.run(monkey_run(lm, checkpoint, target, seed, keys, RUN_SIZES[index % len(RUN_SIZES)], errors_log))
+    finally:
+        set_language("en")

@@ -44,15 +44,25 @@ async def started(app, pilot, screen=StepScreen) -> None:
     raise AssertionError(f"still on {type(app.screen).__name__}")
 
 
-@pytest.mark.parametrize("keys", ["ctrl+p+pageup", "ctrl+p+pagedown", "ctrl+p settle type 'zz' up+pageup"])
+@pytest.mark.parametrize(
+    "keys, shown",
+    [
+        ("ctrl+p+pageup", "Palette"),
+        ("ctrl+p+pagedown", "Palette"),
+        ("ctrl+p settle z+z up+pageup", "Palette"),
+        ("right_square_bracket settle x+pageup", "InterventionMenu"),
+        ("right_square_bracket settle x+pagedown", "InterventionMenu"),
+    ],
+)
 @run_async
-async def test_paging_the_palette_before_its_list_has_a_size(bundled, errors_log, keys):
-    """KeyError: 0 in OptionList._move_page: the command list has no lines until it is laid out."""
+async def test_paging_a_list_before_it_has_lines(bundled, errors_log, keys, shown):
+    """KeyError: 0 in OptionList._move_page: a list (the palette's, the what-if menu's) has no
+    lines until it is laid out."""
     app = make_app(lm=bundled)
     async with app.run_test(size=(80, 24)) as pilot:
         await started(app, pilot)
-        await replay(app, pilot, keys.replace("type 'zz'", "z+z"), errors_log)
-        assert type(app.screen).__name__ == "Palette"
+        await replay(app, pilot, keys, errors_log)
+        assert type(app.screen).__name__ == shown
 
 
 @run_async
@@ -65,11 +75,12 @@ async def test_the_palette_closed_before_its_search_ran(bundled, errors_log):
         assert isinstance(app.screen, StepScreen)
 
 
-@pytest.mark.parametrize("menu", ["right_square_bracket settle x", "e"])
+@pytest.mark.parametrize("menu", ["right_square_bracket settle x", "e", "ctrl+p settle down"])
 @run_async
 async def test_enter_twice_in_a_menu_closes_it_once(bundled, errors_log, menu):
     """InvalidStateError, then ScreenStackError: a second Enter dismissed the menu (the what-if
-    menu, the prompt editor) again, popping the screens under it."""
+    menu, the prompt editor, the command palette, which dismisses itself) again, popping the
+    screens under it."""
     app = make_app(lm=bundled)
     async with app.run_test(size=(80, 24)) as pilot:
         await started(app, pilot)
@@ -160,3 +171,41 @@ async def test_the_palette_searches_only_while_it_is_open(bundled, errors_log):
         palette._gather_commands("block")  # what the palette's Input.Changed handler does
         await replay(app, pilot, "settle settle", errors_log)
         assert isinstance(app.screen, StepScreen)
+
+
+TOAST_AT_ITS_END = r"""
+import asyncio, sys
+from textual.notifications import Notification
+# The race: a toast drawn again as its notification expires sees 'not expired', then a time left
+# just under zero, and times itself with it.
+Notification.has_expired = property(lambda self: False)
+Notification.time_left = property(lambda self: -7.4e-06)
+sys.path.insert(0, sys.argv[1])
+from tui_helpers import TINY_TRACE
+from gpt2viz.trace import load
+from gpt2viz.tui.app import make_app
+
+async def main():
+    app = make_app(trace=load(TINY_TRACE))
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        await pilot.pause()
+        app.notify("a notification at the end of its time")
+        for _ in range(5):
+            await pilot.press("o", "escape")
+        await pilot.press("q")
+    print("answered", app.return_code)
+
+asyncio.run(main())
+"""
+
+
+def test_a_toast_drawn_as_it_expires_does_not_freeze_the_app():
+    """The UI froze at 100% CPU, deaf to q and ctrl+c (seen in tmux after ~100 step screens): a
+    notification's toast, drawn again in the microseconds after it expired, set a timer of a
+    negative interval, and Textual's timer loop spins forever on one."""
+    import subprocess
+    import sys
+
+    here = str(Path(__file__).parent)
+    done = subprocess.run([sys.executable, "-c", TOAST_AT_ITS_END, here], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "answered 0" in done.stdout, done.stderr[-2000:]

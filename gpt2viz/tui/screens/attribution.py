@@ -14,7 +14,7 @@ from typing import Callable
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Container, Horizontal, Vertical, VerticalScroll
-from textual.widgets import Footer, Input, ProgressBar, Static, TabbedContent, TabPane
+from textual.widgets import Input, ProgressBar, Static, TabbedContent, TabPane
 
 from ...attribution import Attribution
 from ...i18n import N_, _, count, ngettext
@@ -43,6 +43,7 @@ from ..session import PatchRun, SameAnswer
 from ..widgets.safe_input import FieldInput
 from ..widgets.strip_widget import Prose
 from ..widgets.top_bar import TopBar
+from ..widgets.footer import AppFooter
 from .base import AppScreen
 
 TABS = ("dla", "patch")
@@ -159,7 +160,7 @@ class AttributionScreen(AppScreen[None]):
             yield Static(id="attr-status-text", markup=False)
             yield ProgressBar(id="attr-progress", show_eta=False)
         yield RoomNotice(id="room-notice")
-        yield Footer()
+        yield AppFooter()
 
     def on_mount(self) -> None:
         self.redraw_language()

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Generic, TypeVar
 
+from textual.await_complete import AwaitComplete
 from textual.screen import ModalScreen, Screen
 
 if TYPE_CHECKING:
@@ -59,6 +60,15 @@ class Lifecycle:
     def close(self, result: object = None) -> bool:
         """Leaves this screen (and what was pushed over it); a second call does nothing."""
         return close_screen(self, result)  # type: ignore[arg-type]
+
+    def dismiss(self, result: object = None) -> AwaitComplete:
+        """Textual's dismiss, once: it pops whatever screen is on top, so a second call (a second
+        Enter in the command palette, which dismisses itself) would pop the screens under it."""
+        app = self.app  # type: ignore[attr-defined]
+        if getattr(self, "_gpt2viz_dismissed", False) or app.screen is not self:
+            return AwaitComplete.nothing()
+        self._gpt2viz_dismissed = True
+        return super().dismiss(result)  # type: ignore[misc]
 
     @property
     def closing(self) -> bool:

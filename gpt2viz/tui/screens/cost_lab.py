@@ -13,7 +13,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Container, VerticalScroll
-from textual.widgets import Footer, ProgressBar, Static, TabbedContent, TabPane
+from textual.widgets import ProgressBar, Static, TabbedContent, TabPane
 from textual_plotext import PlotextPlot
 
 from ... import cost_lab
@@ -24,6 +24,7 @@ from ..language import key_name
 from ..widgets.room_notice import RoomNotice
 from ..widgets.strip_widget import Prose
 from ..widgets.top_bar import TopBar
+from ..widgets.footer import AppFooter
 from .base import AppScreen
 
 EXPERIMENTS = ("context", "batch", "precision")
@@ -123,7 +124,7 @@ class CostLabScreen(AppScreen[None]):
             yield Static(id="lab-status-text")
             yield ProgressBar(id="lab-progress", show_eta=False)
         yield RoomNotice(id="room-notice")
-        yield Footer()
+        yield AppFooter()
 
     def on_mount(self) -> None:
         self.query_one(TopBar).draw_lab(self.trace, self.replay, self.session.verification)

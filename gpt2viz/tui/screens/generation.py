@@ -16,7 +16,7 @@ from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Container
-from textual.widgets import Footer
+
 
 from ...generate import STOP_CANCELLED, new_generator
 from ...i18n import N_, _, count, ngettext
@@ -36,6 +36,7 @@ from ..widgets.generation_panels import (
 )
 from ..widgets.room_notice import MIN_WIDTH, RoomNotice
 from ..widgets.top_bar import TopBar
+from ..widgets.footer import AppFooter
 from .base import AppScreen
 from .generation_settings import SettingsScreen
 
@@ -167,7 +168,7 @@ class GenerationScreen(AppScreen[None]):
             yield CostPanel(id="cost-panel")
             yield KVPanel(id="kv-panel")
         yield RoomNotice(id="room-notice")
-        yield Footer()
+        yield AppFooter()
 
     def on_mount(self) -> None:
         self._draw()
@@ -177,7 +178,7 @@ class GenerationScreen(AppScreen[None]):
     def on_resize(self, event: events.Resize) -> None:
         # Small terminals: shorter bars, and a footer without padding so every key fits.
         self.query_one(LatencyChart).set_rows(5 if event.size.height >= 34 else 3)
-        self.query_one(Footer).compact = event.size.width < 100
+        self.query_one(AppFooter).compact = event.size.width < 100
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "stop":

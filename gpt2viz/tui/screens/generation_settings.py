@@ -142,8 +142,8 @@ class SettingsScreen(AppModal[GenerationSettings | None]):
         # field (priority), which takes a number and leaves L alone (NumberInput).
         Binding("L", "app.switch_language", N_("中文"), id="settings-switch-language", show=False, priority=True,
                 tooltip=N_("Show the app in Chinese (again: back to English)")),
-        # No field takes a q (NumberInput): q quits here as everywhere.
-        Binding("q", "app.quit", N_("quit"), id="settings-quit", show=False, tooltip=N_("Leave gpt2viz")),
+        # No field takes a q (NumberInput): q quits here as everywhere, before the focused field.
+        Binding("q", "app.quit", N_("quit"), id="settings-quit", show=False, priority=True, tooltip=N_("Leave gpt2viz")),
     ]
 
     def __init__(self, settings: GenerationSettings) -> None:

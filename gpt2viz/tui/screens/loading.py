@@ -9,13 +9,14 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.content import Content
-from textual.widgets import Footer, LoadingIndicator, ProgressBar, Static
+from textual.widgets import LoadingIndicator, ProgressBar, Static
 
 from ...i18n import N_, _
 from ...text_safety import safe_line, safe_text
 from ..formatting import clip, fit
 from ..language import key_name
 from ..widgets.room_notice import RoomNotice
+from ..widgets.footer import AppFooter
 from .base import AppScreen
 
 
@@ -52,7 +53,7 @@ class LoadingScreen(AppScreen[None]):
             yield LoadingIndicator(id="loading-indicator")
             yield Static(id="loading-error")
         yield RoomNotice(id="room-notice")
-        yield Footer()
+        yield AppFooter()
 
     def _what(self) -> Content:
         """The model and the prompt, their labels padded to one width (by cells: 模型 is 4)."""

@@ -7,7 +7,7 @@ from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Container
-from textual.widgets import Footer
+
 
 from ...i18n import N_, _, count
 from ...trace import Trace
@@ -20,6 +20,7 @@ from ..widgets.room_notice import RoomNotice
 from ..widgets.side_panel import SidePanel
 from ..widgets.stage_view import StageView
 from ..widgets.top_bar import TopBar
+from ..widgets.footer import AppFooter
 from .base import AppScreen
 
 STAGE = Binding.Group(N_("stage"), compact=True)
@@ -105,7 +106,7 @@ class StepScreen(AppScreen[None]):
             yield StageView(id="stage-view")
             yield SidePanel(id="side-panel")
         yield RoomNotice(id="room-notice")
-        yield Footer()
+        yield AppFooter()
 
     def on_mount(self) -> None:
         self.query_one(PipelineNavigator).set_stages(self.stages, self.index)
@@ -114,7 +115,7 @@ class StepScreen(AppScreen[None]):
 
     def on_resize(self, event: events.Resize) -> None:
         # Below 100 columns every key fits only in the compact footer.
-        self.query_one(Footer).compact = event.size.width < 100
+        self.query_one(AppFooter).compact = event.size.width < 100
 
     def _draw_top_bar(self) -> None:
         self.query_one(TopBar).draw(self.trace, self.replay, self.from_step, self.chosen, self.session.verification)

@@ -36,12 +36,11 @@ class StripWidget(Widget):
         self._lines_key = None
         self.refresh(layout=True)
 
-    def on_mount(self) -> None:
-        self.watch(self.app, "theme", lambda _: self.invalidate(), init=False)
-
     def lines(self, width: int) -> list[Strip]:
-        """The cached lines at `width`, built if needed."""
-        key = (width,)
+        """The cached lines at `width` in the current theme (their colours are in the strips), built
+        if needed. (Keyed by the theme rather than watching the app's: a watcher on the app would
+        keep every widget it was set for alive until the theme changed.)"""
+        key = (width, self.app.theme)
         if key != self._lines_key:
             self._lines = self.build_lines(width) if width > 0 else []
             self._lines_key = key

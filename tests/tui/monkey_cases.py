@@ -1,0 +1,29 @@
+"""The suite's key monkey, shared by its two test files (one per language, so that two workers
+share the work): every screen, on the bundled model and on a 2-block test checkpoint."""
+
+from __future__ import annotations
+
+import pytest
+
+import gpt2viz
+from monkey import OPENERS, run_case
+
+MODELS = ("tiny", "test-2-block")
+CASES = [(target, model) for model in MODELS for target in OPENERS]
+IDS = [f"{target}-{model}" for target, model in CASES]
+
+
+@pytest.fixture(scope="module")
+def bundled():
+    return gpt2viz.load_model("tiny")
+
+
+def monkey_case(language: str, target: str, model: str, bundled, ckpts, tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))  # errors.log goes here
+    monkeypatch.chdir(tmp_path)  # the palette's screenshot goes here
+    if model == "tiny":
+        lm, checkpoint = bundled, "tiny"
+    else:
+        lm, checkpoint = ckpts.lm("tiny"), str(ckpts.path("tiny"))  # 2 blocks, 4 heads
+    sent = run_case(lm, checkpoint, target, language, model, tmp_path / "state" / "gpt2viz" / "errors.log")
+    assert sent >= 400

@@ -7,13 +7,33 @@ import warnings
 # start, +10 MB of memory, 73 MB on disk) and silences that one warning before torch loads.
 warnings.filterwarnings("ignore", message="Failed to initialize NumPy", category=UserWarning)
 
-from .errors import Gpt2VizError, InputError, ModelSourceError, SettingError
-from .generate import GenerationResult, SamplingSettings
-from .hooks import Hooks, HookEditError
-from .language_model import LanguageModel, load_model
-from .model import GPT2, GPT2Config, KVCache, Tokenizer
-
 __version__ = "0.1.0"
+
+# The API is loaded when first used (PEP 562): `import gpt2viz` alone does not import torch, so
+# the command can start before the libraries load (gpt2viz.startup). `gpt2viz.load_model` and
+# `from gpt2viz import GPT2` work as ever.
+_API = {
+    "Gpt2VizError": "errors", "InputError": "errors", "ModelSourceError": "errors", "SettingError": "errors",
+    "GenerationResult": "generate", "SamplingSettings": "generate",
+    "Hooks": "hooks", "HookEditError": "hooks",
+    "LanguageModel": "language_model", "load_model": "language_model",
+    "GPT2": "model", "GPT2Config": "model", "KVCache": "model", "Tokenizer": "model",
+}
+
+
+def __getattr__(name: str):
+    module = _API.get(name)
+    if module is None:
+        raise AttributeError(f"module 'gpt2viz' has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_API])
 
 # `gpt2viz.generate` is the module: the function there works on a bare GPT2; with a loaded model
 # use `lm.generate(...)`.

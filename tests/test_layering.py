@@ -53,7 +53,7 @@ def test_the_graph_is_read():
 
 
 def test_only_the_entry_points_import_the_cli():
-    assert importers_of("gpt2viz.cli") <= {"gpt2viz.__main__"}
+    assert importers_of("gpt2viz.cli") <= {"gpt2viz.__main__", "gpt2viz.startup"}
 
 
 def test_the_core_imports_nothing_above_it():

@@ -99,7 +99,8 @@ class Session:
         return {"alternate screen": alternate, "mouse reporting": mouse, "sgr mouse": sgr}
 
     def close(self) -> None:
-        tmux("kill-session", "-t", self.name, check=False)
+        if self.name:
+            tmux("kill-session", "-t", self.name, check=False)
 
 
 def rss_mb(pid: int | None) -> float | None:
@@ -161,33 +162,62 @@ def quit_check(session: Session) -> tuple[bool, float, str]:
     return False, 2.0, "still running after q and ctrl+c"
 
 
+KEEP = False  # --keep: a failed run's session stays open to look at
+
+
 def one_run(label: str, lang: str, size: tuple[int, int], seed: int, seconds: float, opener, state: Path, model: str) -> dict:
+    """One run of `seconds`. An app that leaves by itself with status 0 and nothing in errors.log
+    was quit on purpose (the palette's Quit): a new one takes over, with the same stream of acts."""
     errors_log = state / "gpt2viz" / "errors.log"
     errors_before = errors_log.stat().st_size if errors_log.exists() else 0
-    session = Session(f"mash-{os.getpid()}", size, lang, model, state)
-    try:
-        ready = session.wait_for("gpt2viz", 60) and not session.exited
-        time.sleep(1.0)
-        sent = mash(session, seed, seconds, opener) if ready else 0
-        crashed = session.exited
-        quit_ok, quit_s, how = quit_check(session)
-        time.sleep(0.2)
-        terminal = session.terminal_state()
-        status = session.exit_file.read_text().strip() if session.exited else "running"
-        line = session.screen().strip()  # after it ended: what it printed on leaving
-    finally:
-        session.close()
+    deadline = time.time() + seconds
+    sent = restarts = 0
+    problems: list[str] = []
+    while True:
+        session = Session(f"mash-{os.getpid()}", size, lang, model, state)
+        try:
+            ready = session.wait_for("gpt2viz", 60) and not session.exited
+            time.sleep(1.0)
+            if not ready:
+                problems.append("did not start")
+            else:
+                sent += mash(session, seed + 7919 * restarts, max(1.0, deadline - time.time()), opener)
+            ended = session.exited
+            if ended:
+                status = session.exit_file.read_text().strip()
+                errors_now = errors_log.stat().st_size if errors_log.exists() else 0
+                if status == "0" and errors_now == errors_before and time.time() < deadline:
+                    restarts += 1  # quit through the palette: go on in a new app
+                    continue
+                problems.append(f"ended by itself, exit status {status}: {session.screen().strip()[-300:]}")
+                quit_ok, quit_s, how = False, 0.0, "ended by itself"
+            else:
+                quit_ok, quit_s, how = quit_check(session)
+                if not quit_ok:
+                    problems.append(how)
+                    if KEEP:
+                        print(f"left open: tmux attach -t {session.name} (pid {session.pid()})", flush=True)
+                        session.name = ""  # not closed below
+            time.sleep(0.2)
+            terminal = session.terminal_state()
+            status = session.exit_file.read_text().strip() if session.exited else "running"
+        finally:
+            session.close()
+        break
     errors_after = errors_log.stat().st_size if errors_log.exists() else 0
-    ok = ready and not crashed and quit_ok and status == "0" and errors_after == errors_before
-    ok = ok and terminal["alternate screen"] == "0" and terminal["mouse reporting"] == "0"
+    if errors_after != errors_before:
+        problems.append("errors.log: " + errors_log.read_text(errors="replace")[errors_before:][-2000:])
+    if status != "0":
+        problems.append(f"exit status {status}")
+    if terminal["alternate screen"] != "0" or terminal["mouse reporting"] != "0":
+        problems.append(f"terminal left {terminal}")
+    ok = not problems
     result = {
         "run": label, "lang": lang, "size": f"{size[0]}x{size[1]}", "seed": seed, "keys": sent, "ok": ok,
-        "quit": f"{how} in {quit_s:.2f} s", "exit": status, "terminal": terminal, "said": line[-300:],
+        "quit": f"{how} in {quit_s:.2f} s", "restarts": restarts, "problems": problems,
     }
-    if errors_after != errors_before:
-        result["errors.log"] = errors_log.read_text(errors="replace")[errors_before:][-2000:]
-    print(("ok  " if ok else "FAIL") + f" {label} {lang} {size[0]}x{size[1]} seed {seed}: {sent} keys, quit: {result['quit']}, "
-          f"exit {status}" + ("" if ok else f"\n     {result}"), flush=True)
+    print(("ok  " if ok else "FAIL") + f" {label} {lang} {size[0]}x{size[1]} seed {seed}: {sent} keys, quit: {result['quit']}"
+          + (f", {restarts} quit through the palette" if restarts else "") + ("" if ok else f"\n     {problems}"), flush=True)
     return result
 
 
@@ -234,7 +264,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--size", nargs="+", default=["120x40"])
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--model", default="tiny")
+    ap.add_argument("--screens", nargs="+", choices=list(OPENERS), help="with --per-screen: only these")
+    ap.add_argument("--keep", action="store_true", help="leave a run's tmux session open when it fails")
     args = ap.parse_args(argv)
+    global KEEP
+    KEEP = args.keep
     state = Path(tempfile.mkdtemp(prefix="gpt2viz-mash-"))
     sizes = [tuple(int(n) for n in s.split("x")) for s in args.size]
     if args.step_screens:
@@ -249,6 +283,8 @@ def main(argv: list[str] | None = None) -> int:
                 seed += 1
             if args.per_screen:
                 for screen, opener in OPENERS.items():
+                    if args.screens and screen not in args.screens:
+                        continue
                     if opener is None:  # the loading screen: keys from the start
                         opener = ()
                     results.append(one_run(screen, lang, size, seed, args.per_screen, opener, state, args.model))

@@ -209,3 +209,18 @@ def test_a_toast_drawn_as_it_expires_does_not_freeze_the_app():
     here = str(Path(__file__).parent)
     done = subprocess.run([sys.executable, "-c", TOAST_AT_ITS_END, here], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and "answered 0" in done.stdout, done.stderr[-2000:]
+
+
+@run_async
+async def test_the_batch_plot_squeezed_by_a_small_terminal(errors_log):
+    """ValueError: math domain error (seen in tmux): plotext's log scale failed on the batch plot
+    squeezed to 20x8 cells, as a terminal went down to 40x12 (below the minimum size)."""
+    from tui_helpers import TINY_TRACE
+
+    lab = load(TINY_TRACE.with_name("tiny-lab-trace.json"))
+    assert lab.cost_lab["batch"]["rows"]
+    app = make_app(trace=lab)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await started(app, pilot)
+        await replay(app, pilot, "m settle 2 settle resize:40x12 settle resize:60x20 settle resize:120x40 settle", errors_log)
+        assert type(app.screen).__name__ == "CostLabScreen"

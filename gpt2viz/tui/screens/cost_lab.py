@@ -8,6 +8,8 @@ trace that holds a lab result shows it.
 
 from __future__ import annotations
 
+import math
+
 from rich.cells import cell_len
 from rich.text import Text
 from textual.app import ComposeResult
@@ -68,10 +70,17 @@ def plot_text(text: str) -> str:
     return "".join(ch + WIDE_FILLER * (cell_len(ch) - 1) for ch in text)
 
 
+MIN_PLOT = (12, 4)  # cells a plot needs to draw its axes and one point
+
+
 class LabPlot(PlotextPlot):
-    """A plot whose texts may hold wide characters (given through `plot_text`)."""
+    """A plot whose texts may hold wide characters (given through `plot_text`), drawn only where it
+    has room for its axes."""
 
     def render(self) -> Text:
+        width, height = self.size
+        if width < MIN_PLOT[0] or height < MIN_PLOT[1]:
+            return Text("")
         text = super().render()
         if WIDE_FILLER not in text.plain:
             return text
@@ -280,12 +289,13 @@ class CostLabScreen(AppScreen[None]):
             words.update(batch_text(result, sweep, cost_lab.BATCH_SIZES, context, key_name(self, "run")))
             plot.display = bool(sweep and sweep.rows)
             if plot.display:
-                xs = [r.batch for r in sweep.rows]
+                # Batch sizes double: placed at log2(B), evenly, and labelled with B. (Not
+                # plotext's log scale, which fails on a plot squeezed to a few cells.)
+                xs = [math.log2(r.batch) for r in sweep.rows]
                 plt.plot(xs, [r.step_ms for r in sweep.rows], label=plot_text(_("ms a step")), marker="braille")
                 plt.plot(xs, [r.tokens_per_s for r in sweep.rows], label=plot_text(_("tokens/s")), yside="right",
                          marker="braille")
-                plt.xscale("log", "lower")
-                plt.xticks(xs, [str(b) for b in xs])
+                plt.xticks(xs, [str(r.batch) for r in sweep.rows])
                 plt.ylim(0, max(r.step_ms for r in sweep.rows) * 1.05)
                 plt.ylim(0, max(r.tokens_per_s for r in sweep.rows) * 1.05, yside="right")
                 plt.xlabel("B")

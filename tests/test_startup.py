@@ -1,0 +1,48 @@
+"""Ctrl-C at any moment of start-up is one line and exit status 130, never a traceback."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+LINE = "gpt2viz: interrupted; nothing was written"
+
+
+@pytest.mark.parametrize("delay", [0.05, 0.3, 0.8, 1.5])
+def test_ctrl_c_while_starting_is_one_line_and_130(tmp_path, delay):
+    """While Python loads torch and the rest (the first second or so), then while the model loads
+    and runs: the same line, the same status, and no trace file left."""
+    out = tmp_path / "t.json"
+    env = {**os.environ, "LC_ALL": "C.UTF-8", "LANG": "C.UTF-8"}
+    child = subprocess.Popen(
+        [sys.executable, "-m", "gpt2viz", "--model", "tiny", "--json", str(out), "--generate", "200", "--cost-lab"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True,
+    )
+    time.sleep(delay)
+    child.send_signal(signal.SIGINT)
+    _out, err = child.communicate(timeout=120)
+    assert child.returncode == 130, err
+    assert err.strip() == LINE, err
+    assert not out.exists()
+
+
+def test_the_line_is_in_the_language_asked_for(tmp_path):
+    child = subprocess.Popen(
+        [sys.executable, "-m", "gpt2viz", "--lang", "zh", "--model", "tiny", "--json", str(tmp_path / "t.json")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    time.sleep(0.05)
+    child.send_signal(signal.SIGINT)
+    _out, err = child.communicate(timeout=120)
+    assert child.returncode == 130 and len(err.strip().splitlines()) == 1 and "gpt2viz: " in err and "interrupted" not in err
+
+
+def test_importing_the_package_loads_no_library():
+    """What makes the above possible: `import gpt2viz` alone is light; its API loads on first use."""
+    code = "import sys, gpt2viz; assert 'torch' not in sys.modules; gpt2viz.load_model; assert 'torch' in sys.modules"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=120).returncode == 0

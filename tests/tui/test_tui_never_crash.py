@@ -75,7 +75,7 @@ async def test_the_palette_closed_before_its_search_ran(bundled, errors_log):
         assert isinstance(app.screen, StepScreen)
 
 
-@pytest.mark.parametrize("menu", ["right_square_bracket settle x", "e", "ctrl+p settle down"])
+@pytest.mark.parametrize("menu", ["right_square_bracket settle x", "e", "ctrl+p settle t+o+k+e+n+i+z+e settle"])
 @run_async
 async def test_enter_twice_in_a_menu_closes_it_once(bundled, errors_log, menu):
     """InvalidStateError, then ScreenStackError: a second Enter dismissed the menu (the what-if

@@ -48,13 +48,14 @@ def interrupted_line(argv: list[str]) -> bytes:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    line = interrupted_line(argv)
+    line = [b"gpt2viz: interrupted; nothing was written\n"]  # until the language is known
 
     def leave(signum, frame) -> None:  # noqa: ARG001
-        os.write(2, line)
+        os.write(2, line[0])
         os._exit(130)
 
     previous = signal.signal(signal.SIGINT, leave)
+    line[0] = interrupted_line(argv)
     from .cli import main as cli_main  # torch, Textual, Rich: the slow part
 
     signal.signal(signal.SIGINT, previous)

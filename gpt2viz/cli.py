@@ -22,7 +22,7 @@ from .interventions import AblationError, parse_ablations
 from .options import DEFAULT_PROMPT, DEFAULT_TOPK, RunOptions
 from .input_files import MAX_PROMPT_BYTES, FileRefused, read_limited, read_regular, shown
 from .model.config import LIMITS
-from .output_files import check_output
+from .output_files import STDIN, check_output
 from .trace.document import MAX_TOPK
 from .text_safety import safe_line
 
@@ -367,9 +367,11 @@ def parse_args(argv: list[str] | None) -> RunOptions:
         raise UsageError(
             _("--topk-logits must be from 1 to {max}, got {value}").format(max=count(MAX_TOPK), value=shown(args.topk_logits))
         )
+    if args.json_path == "":  # a bad option, not a file gpt2viz could not write
+        raise UsageError(_("--json needs a file name (or - for standard output)"))
     if args.json_path is not None:  # before any work: never a file the run reads, never a pipe
         try:
-            check_output(args.json_path, [args.prompt_file] if args.prompt_file not in (None, "-") else [])
+            check_output(args.json_path, prompt_inputs(args.prompt_file))
         except OutputError as err:
             raise OutputError(err.message, f"--json {err.path}", **err.params) from None
     options = RunOptions(
@@ -440,9 +442,15 @@ def files_read(lm, options: RunOptions) -> list[Path]:
     directory = lm.source.path
     files = [directory / "config.json", directory / "model.safetensors.index.json"]
     files += find_weight_files(directory) + tokenizer_files(directory)
-    if options.prompt_file not in (None, "-"):
-        files.append(Path(options.prompt_file))
-    return files
+    return files + prompt_inputs(options.prompt_file)
+
+
+def prompt_inputs(prompt_file: str | None) -> list:
+    """What the run reads its prompt from, for the output check: the prompt file, or standard
+    input for '-' (`--prompt-file - --json p.txt < p.txt` would write over its own input)."""
+    if prompt_file is None:
+        return []
+    return [STDIN] if prompt_file == "-" else [Path(prompt_file)]
 
 
 def write_trace(trace, name: str) -> None:

@@ -10,9 +10,14 @@ The rules, as a person expects them from shell redirection (`> PATH`):
   send a trace into a pipe, write it to standard output (`--json - | ...`).
 - A path ending in `/` names a directory, never a file; the directory a new file goes into must
   exist.
-- A file the run reads (the model's weights, config and tokenizer, the prompt file) is never
-  written over, whatever name reaches it: the same file is the same device and inode, through
-  symbolic or hard links alike.
+- A file the run reads (the model's weights, config and tokenizer, the prompt file, standard
+  input when the prompt comes from there) is never written over, whatever name reaches it: the
+  same file is the same device and inode, through symbolic or hard links alike.
+- `/dev/null`, the universal discard, is written into (nothing is kept, as with `> /dev/null`).
+- A file that is not writable is refused, as `>` refuses it (the directory's permission would
+  let a rename replace it). A file with more than one name (hard links) is written in place, as
+  `>` writes it, so that every name sees the trace: the trace is made whole in memory first, so
+  only a full disk can leave it short.
 
 Errors are OutputError with `{path}` where the file goes; the CLI puts its flag before it.
 """
@@ -33,9 +38,13 @@ from .i18n import N_
 MAX_NAME_BYTES = 255
 
 
-def check_output(name: str, inputs: list[str | Path] = ()) -> None:
+STDIN = 0  # in `inputs`: standard input, read by the run (`--prompt-file -`)
+DEV_NULL = os.devnull
+
+
+def check_output(name: str, inputs: list[str | Path | int] = ()) -> None:
     """Refuses `name` as the file a trace is written to (OutputError), by the rules above; the
-    files in `inputs` are what the run reads."""
+    files in `inputs` are what the run reads (STDIN: standard input)."""
     if name == "-":
         if sys.stdout is None or getattr(sys.stdout, "closed", False):  # None: closed when Python started
             raise OutputError(N_("{path}: standard output is closed"), name)
@@ -60,6 +69,8 @@ def check_output(name: str, inputs: list[str | Path] = ()) -> None:
         return
     if stat.S_ISDIR(info.st_mode):
         raise OutputError(N_("{path}: is a directory"), name)
+    if is_dev_null(target):
+        return
     if not stat.S_ISREG(info.st_mode):
         raise OutputError(
             N_("{path}: not a regular file (a pipe, a device or a socket); a trace is written to a file, or "
@@ -68,8 +79,22 @@ def check_output(name: str, inputs: list[str | Path] = ()) -> None:
         )
     for source in inputs:
         if _same_file(info, source):
+            if source == STDIN:
+                raise OutputError(N_("{path}: this run reads that file as its standard input, so it is never written over"),
+                                  name)
             raise OutputError(N_("{path}: this run reads that file ({input}), so it is never written over"), name,
                               input=str(source))
+    if not os.access(target, os.W_OK):
+        raise OutputError(N_("{path}: cannot write there ({error})"), name, error=os.strerror(errno.EACCES))
+
+
+def is_dev_null(path: str | Path) -> bool:
+    """Whether `path` is the null device (by what it is, not by its name)."""
+    try:
+        info, null = os.stat(path), os.stat(DEV_NULL)
+    except OSError:
+        return False
+    return stat.S_ISCHR(info.st_mode) and (info.st_dev, info.st_ino, info.st_rdev) == (null.st_dev, null.st_ino, null.st_rdev)
 
 
 def _target(name: str) -> Path:
@@ -85,9 +110,9 @@ def _target(name: str) -> Path:
         raise _os_error(name, err) from None
 
 
-def _same_file(info: os.stat_result, source: str | Path) -> bool:
+def _same_file(info: os.stat_result, source: str | Path | int) -> bool:
     try:
-        other = os.stat(source)
+        other = os.fstat(source) if isinstance(source, int) else os.stat(source)
     except OSError:
         return False
     return (info.st_dev, info.st_ino) == (other.st_dev, other.st_ino)

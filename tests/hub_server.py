@@ -12,6 +12,10 @@ It speaks the parts of the hub's HTTP protocol that the client uses to download 
 Knobs for the unhappy paths: `rate` (bytes per second, to make a download visible), `cut_after`
 (close the connection once, after that many bytes of a file: an interrupted download), `hang_after`
 (stop sending after that many bytes and keep the connection open: a server that hangs).
+
+And a hostile server's (`Hostile`): an ETag, a commit or file names that climb out of the cache
+(`etag`, `commit`, `extra_files`), a body that never ends (`endless`), more bytes than the HEAD
+announced (`size_lie`), a status code for every file (`status`), a listing of many files.
 """
 
 from __future__ import annotations
@@ -46,12 +50,25 @@ class Repo:
 
 
 @dataclass
+class Hostile:
+    """What a hostile or broken server sends instead of the truth (None: the truth)."""
+
+    etag: str | None = None  # the ETag of every file (quotes added)
+    commit: str | None = None  # X-Repo-Commit of every file
+    extra_files: tuple[str, ...] = ()  # names listed besides the repository's own
+    endless: bool = False  # a GET's body never ends (no Content-Length; the HEAD still says the size)
+    size_lie: int = 0  # a GET sends this many bytes more than the HEAD announced
+    status: int | None = None  # every file's GET answers this status
+
+
+@dataclass
 class HubServer:
     repos: dict[str, Repo] = field(default_factory=dict)
     rate: float | None = None  # bytes per second of file bodies
     cut_after: int | None = None  # bytes of a file body sent before closing the connection (once)
     hang_after: int | None = None  # bytes of a file body sent before hanging
     requests: list[tuple[str, str, str | None]] = field(default_factory=list)  # (method, path, range)
+    hostile: "Hostile | None" = None
 
     def __post_init__(self) -> None:
         self._stop = threading.Event()
@@ -128,7 +145,7 @@ class HubServer:
             "private": False,
             "gated": False,
             "disabled": False,
-            "siblings": [{"rfilename": name} for name in sorted(repo.files)],
+            "siblings": [{"rfilename": name} for name in [*sorted(repo.files), *self._extra_files()]],
             "tags": [],
         }
         self._send(req, 200, json.dumps(info).encode(), {"Content-Type": "application/json"}, body)
@@ -144,6 +161,9 @@ class HubServer:
         ]
         self._send(req, 200, json.dumps(entries).encode(), {"Content-Type": "application/json"}, body)
 
+    def _extra_files(self) -> tuple[str, ...]:
+        return self.hostile.extra_files if self.hostile else ()
+
     def _file(self, req, repo_id: str, revision: str, filename: str, body: bool) -> None:
         repo = self._repo(repo_id, revision)
         if repo is None:
@@ -151,12 +171,29 @@ class HubServer:
         data = repo.files.get(filename)
         if data is None:
             return self._error(req, 404, "EntryNotFound", "Entry not found", body, repo.sha)
-        etag = '"' + hashlib.sha256(data).hexdigest() + '"'
+        hostile = self.hostile or Hostile()
+        if hostile.status is not None and body:
+            return self._error(req, hostile.status, "", f"status {hostile.status}", body, repo.sha)
+        etag = '"' + (hostile.etag or hashlib.sha256(data).hexdigest()) + '"'
         start = 0
         spec = req.headers.get("Range")
         if spec and spec.startswith("bytes="):
             start = int(spec[len("bytes=") :].split("-")[0] or 0)
-        headers = {"X-Repo-Commit": repo.sha, "ETag": etag, "Accept-Ranges": "bytes"}
+        headers = {"X-Repo-Commit": hostile.commit or repo.sha, "ETag": etag, "Accept-Ranges": "bytes"}
+        if body and hostile.endless:
+            req.send_response(200)
+            for name, value in {**headers, "Connection": "close"}.items():
+                req.send_header(name, value)
+            req.end_headers()
+            req.close_connection = True
+            while not self._stop.is_set():
+                try:
+                    req.wfile.write(b"\0" * CHUNK)
+                except OSError:  # the client hung up
+                    return
+            return
+        if body and hostile.size_lie:
+            data = data + b"\0" * hostile.size_lie
         if start:
             if start >= len(data):
                 return self._send(req, 416, b"", headers, body)

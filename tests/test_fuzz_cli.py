@@ -451,7 +451,7 @@ def output_case(rng: random.Random, root: Path, n: int) -> Case:
     target = {
         "directory": str(directory),
         "slash": str(root / f"new-{n}") + "/",
-        "device": rng.choice(["/dev/null", "/dev/full", "/dev/zero"]),
+        "device": rng.choice(["/dev/full", "/dev/zero"]),  # not /dev/null: written into, as `>` does
         "empty": "",
         "long": str(root / ("x" * rng.randrange(256, 400))),
         "no parent": str(root / f"nowhere-{n}" / "t.json"),
@@ -463,7 +463,7 @@ def output_case(rng: random.Random, root: Path, n: int) -> Case:
     elif kind == "loop":
         target = str(root / f"loop-{n}")
         os.symlink(f"loop-{n}", target)
-    return Case(f"--json {kind}", [*args, "--json", target], 1, "--json", inputs=[directory, prompt])
+    return Case(f"--json {kind}", [*args, "--json", target], 2 if kind == "empty" else 1, "--json", inputs=[directory, prompt])
 
 
 # -- the runs -----------------------------------------------------------------------------------

@@ -290,9 +290,12 @@ def test_pipes_devices_and_directories_are_refused_without_blocking(tmp_path):
 
 
 def test_a_trace_is_never_written_into_a_pipe_or_a_device(tmp_path):
-    for target in (str(_fifo(tmp_path / "out-fifo")), "/dev/null", "/dev/zero"):
+    for target in (str(_fifo(tmp_path / "out-fifo")), "/dev/zero"):
         run = gpt2viz("--model", "tiny", "--json", target, tmp_path=tmp_path)
         assert run.code == 1 and "not a regular file" in run.error_line(), target
+    # but /dev/null, the universal discard, as `> /dev/null` does
+    run = gpt2viz("--model", "tiny", "--json", "/dev/null", tmp_path=tmp_path)
+    assert run.code == 0, run.stderr
 
 
 # -- 4. no traceback after loading ------------------------------------------------------------
@@ -462,7 +465,7 @@ def test_with_stderr_closed_stdout_holds_only_the_trace(tmp_path):
 
 def test_messages_name_the_real_problem(tmp_path):
     run = gpt2viz("--model", "tiny", "--json", "", tmp_path=tmp_path, cwd=tmp_path)
-    assert run.code == 1 and 'an empty file name' in run.error_line()
+    assert run.code == 2 and 'needs a file name' in run.error_line()
     run = gpt2viz("--model", "tiny", "--json", "newdir/", tmp_path=tmp_path, cwd=tmp_path)
     assert run.code == 1 and "names a directory" in run.error_line()
     assert not (tmp_path / "newdir").exists()
@@ -672,3 +675,22 @@ def test_a_generation_that_would_record_too_many_candidates_is_refused_before_it
     fits = gpt2viz("--model", str(directory), "--json", str(out), "--generate", "1048", "--topk-logits", "1000",
                    "--prompt", "Hi", tmp_path=tmp_path)
     assert fits.code == 0, fits.error_line()
+
+
+def test_standard_input_redirected_from_the_trace_s_file_is_never_written_over(tmp_path):
+    """`--prompt-file - --json p.txt < p.txt` replaced p.txt by the trace."""
+    prompt = tmp_path / "p.txt"
+    prompt.write_text("ROMEO:")
+    with open(prompt, "rb") as stdin:
+        run = subprocess.run([sys.executable, "-m", "gpt2viz", "--model", "tiny", "--prompt-file", "-", "--json", str(prompt)],
+                             stdin=stdin, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 1 and "standard input" in run.stderr and prompt.read_text() == "ROMEO:"
+
+
+def test_a_file_of_two_names_gets_the_trace_under_both_as_with_a_redirection(tmp_path):
+    first, second = tmp_path / "a.json", tmp_path / "b.json"
+    first.write_text("old")
+    os.link(first, second)
+    run = gpt2viz("--model", "tiny", "--json", str(first), tmp_path=tmp_path)
+    assert run.code == 0, run.stderr
+    assert first.stat().st_nlink == 2 and second.read_text() == first.read_text() != "old"

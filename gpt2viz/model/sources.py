@@ -25,6 +25,12 @@ from ..i18n import _
 BUNDLED = "tiny"
 DEFAULT_HUB_MODEL = "gpt2"
 HUB_TIMEOUT_S = 3.0
+# A download that stalls: the client gives up on a read after HF_HUB_DOWNLOAD_TIMEOUT seconds (its
+# default is 10; ours 5 unless the user set it) and tries again, resuming, this many times (its
+# default is 5, with a second's pause: 65 s and more for a server that stopped answering). Bytes
+# arriving start the count again, so a slow but live server is never cut off.
+DOWNLOAD_TIMEOUT_S = 5.0
+STALL_RETRIES = 1
 DOWNLOAD_PIECE = 256 * 1024  # bytes the client reads (and reports) at a time
 HUB_FILES = [
     "config.json",
@@ -169,8 +175,10 @@ class DownloadProgress:
 
 
 def _wanted(files: list[str]) -> list[str]:
-    """The files gpt2viz reads, of a repository's files."""
-    return [f for f in files if any(fnmatch.fnmatch(f, pattern) for pattern in HUB_FILES)]
+    """The files gpt2viz reads, of a repository's files: plain names at its top (a `*` of the
+    patterns would match a '/' too)."""
+    plain = [f for f in files if f == os.path.basename(f) and "\\" not in f and f not in ("", ".", "..")]
+    return [f for f in plain if any(fnmatch.fnmatch(f, pattern) for pattern in HUB_FILES)]
 
 
 PARTIAL_SUFFIX = ".gpt2viz.incomplete"  # `hf cache ls` counts it as an incomplete download, `hf cache prune` removes it
@@ -227,16 +235,45 @@ def _hub_file(repo_id: str, name: str, cache: Path) -> HubFile:
     meta = get_hf_file_metadata(url)
     if meta.etag is None:
         raise ModelSourceError(_("{repo_id}: the hub sent no ETag for {file}").format(repo_id=repo_id, file=name))
+    # The blob is named after the ETag, as the client names it: only the forms the hub sends (the
+    # git sha1 of a small file, the sha256 of an LFS one) make a file name inside the cache. Any
+    # other (a hostile or spoofed server's `../../x`) is refused before a byte is written.
+    if not ETAG.fullmatch(meta.etag):
+        raise ModelSourceError(
+            _("{repo_id}: the server sent an ETag for {file} that is no hub checksum ({etag}); nothing was written").format(
+                repo_id=repo_id, file=name, etag=meta.etag[:80]
+            )
+        )
+    if meta.size is None or meta.size < 0:  # the hub always says; without it a body could be endless
+        raise ModelSourceError(_("{repo_id}: the server announced no size for {file}").format(repo_id=repo_id, file=name))
     # As the client does: a Xet file through the hub's address (which redirects), another straight
     # from where the hub sent us (a CDN for LFS files).
     where = url if meta.xet_file_data is not None else meta.location
-    blob = cache / repo_folder_name(repo_id=repo_id, repo_type="model") / "blobs" / meta.etag
+    blob = inside(cache, cache / repo_folder_name(repo_id=repo_id, repo_type="model") / "blobs" / meta.etag)
     return HubFile(name, where, meta.etag, meta.size, blob, urlsplit(where).netloc == urlsplit(url).netloc)
 
 
-def _progress_bar(report: Callable[[int], None]):
+ETAG = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")  # what the client stores blobs under
+
+
+def inside(cache: Path, path: Path) -> Path:
+    """`path`, once checked to lie inside `cache` (both resolved: no `..`, no link out of it)."""
+    root = cache.resolve()
+    resolved = path.resolve()
+    if resolved != root and root not in resolved.parents:
+        raise ModelSourceError(_("{path}: outside the model cache {cache}; nothing was written").format(path=path, cache=cache))
+    return path
+
+
+class SizeExceeded(ModelSourceError):
+    """The server sent more bytes of a file than it announced."""
+
+
+def _progress_bar(report: Callable[[int], None], file: "HubFile", repo_id: str):
     """A class the client makes its per-file progress bar from, turning its updates into
-    `report(bytes of the file on disk)`; nothing is drawn."""
+    `report(bytes of the file on disk)`; nothing is drawn. It is told of every piece as it comes,
+    so it also stops a download at the size the server announced: the client checks the size
+    only once the body has ended, and a body that never ends would fill the disk."""
     from tqdm import tqdm
 
     class Reporter(tqdm):
@@ -248,6 +285,12 @@ def _progress_bar(report: Callable[[int], None]):
 
         def update(self, n: int | float = 1) -> None:
             self.bytes += int(n)
+            if file.size is not None and self.bytes > file.size:
+                raise SizeExceeded(
+                    _("{repo_id}: the server sent more of {file} than the {size} bytes it announced; stopped there").format(
+                        repo_id=repo_id, file=file.name, size=f"{file.size:,}"
+                    )
+                )
             report(self.bytes)
 
     return Reporter
@@ -272,7 +315,14 @@ def _fetch(repo_id: str, file: HubFile, report: Callable[[int], None]) -> None:
             have = file.bytes_on_disk()
             report(have)
             with open(file.partial, "ab") as f:
-                http_get(file.url, f, resume_size=have, expected_size=file.size, headers=headers, tqdm_class=_progress_bar(report))
+                try:
+                    http_get(
+                        file.url, f, resume_size=have, expected_size=file.size, headers=headers,
+                        tqdm_class=_progress_bar(report, file, repo_id), _nb_retries=STALL_RETRIES,
+                    )
+                except SizeExceeded:
+                    f.truncate(file.size)  # what the server said the file is; the rest was not
+                    raise
             if file.is_whole():
                 os.replace(file.partial, file.blob)
                 return
@@ -299,6 +349,8 @@ def _download(
     # It reads (and reports, and can resume after a dropped connection from) 10 MB at a time:
     # a bar that moves every few seconds on a slow line. 256 KiB pieces cost nothing measurable.
     constants.DOWNLOAD_CHUNK_SIZE = min(constants.DOWNLOAD_CHUNK_SIZE, DOWNLOAD_PIECE)
+    if "HF_HUB_DOWNLOAD_TIMEOUT" not in os.environ:
+        constants.HF_HUB_DOWNLOAD_TIMEOUT = DOWNLOAD_TIMEOUT_S
 
     # Sizes first (one metadata request per file), so that the total is known from the start.
     cache = Path(constants.HF_HUB_CACHE)

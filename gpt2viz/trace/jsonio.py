@@ -10,7 +10,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from ..output_files import check_output
+from ..output_files import check_output, is_dev_null
 from ..errors import OutputError, TraceError
 from ..i18n import N_, _, count
 from .checks import check_document
@@ -44,12 +44,16 @@ def dump(trace: Trace, path: str | Path) -> None:
 def write_atomic(path: Path, text: str) -> None:
     """Writes `text` to `path` through a temporary file and a rename; leaves no debris on error.
 
-    A symbolic link is written through (its target is replaced, the link kept). `dump` has
+    A symbolic link is written through (its target is replaced, the link kept). `/dev/null` and a
+    file of several names (hard links) are written in place, as `> PATH` writes them. `dump` has
     checked the path first (gpt2viz.output_files)."""
     if path.is_symlink():
         path = Path(os.path.realpath(path))
     if path.is_dir():
         raise OutputError(N_("{path}: is a directory"), path)
+    if is_dev_null(path) or (path.is_file() and path.stat().st_nlink > 1):
+        _write_in_place(path, text)
+        return
     directory = path.parent if str(path.parent) else Path(".")
     try:
         # The temporary name starts with the target's, cut so that a 255-byte name still fits.
@@ -73,6 +77,22 @@ def write_atomic(path: Path, text: str) -> None:
                 N_("{path}: write failed ({error}); nothing was written"), path, error=err.strerror or err
             ) from None
         raise
+
+
+def _write_in_place(path: Path, text: str) -> None:
+    """`text` into the file `path` itself (every name of it sees it), truncated first, as `>` does."""
+    data = text.encode("utf-8")
+    regular = path.is_file()
+    try:
+        with open(path, "r+b" if regular else "wb") as f:
+            if regular:
+                f.truncate(0)
+            f.write(data)
+            f.flush()
+            if regular:
+                os.fsync(f.fileno())
+    except OSError as err:
+        raise OutputError(N_("{path}: write failed ({error})"), path, error=err.strerror or err) from None
 
 
 def _mode_for(path: Path) -> int:

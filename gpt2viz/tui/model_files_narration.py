@@ -7,6 +7,7 @@ short labels of the picture are msgids here. Every fact comes from the trace (fi
 
 from __future__ import annotations
 
+from ..text_safety import safe_line
 from ..i18n import N_, _, ngettext, plural, say, sentences
 from ..trace import Trace
 from ..trace.notices import notice_text
@@ -106,7 +107,8 @@ def model_files_words(trace: Trace, stage: Stage, f: RunFacts, head: int, genera
 
 
 def _device(trace: Trace) -> str:
-    return str(trace.model.get("device") or "cpu")
+    """The device the trace names, shown by gpt2viz.text_safety's rule (a replay's may hold anything)."""
+    return safe_line(str(trace.model.get("device") or "cpu"))
 
 
 def _weights(trace: Trace, f: RunFacts, w: WeightFacts) -> str:

@@ -122,6 +122,30 @@ async def settle(pilot, cls=None) -> None:
     raise AssertionError(f"still on {type(app.screen).__name__}, waiting for {cls}")
 
 
+async def walk_stages_help_and_palette(app, pilot) -> None:
+    """Every stage of the step screen, then the help and the palette opened and closed: each drawn
+    and read."""
+    screen = app.screen
+    for i in range(len(screen.stages)):
+        screen.go_to(i)
+        await pilot.pause()
+        assert_clean(app, f"stage {screen.stages[i]}")
+    for key, cls in [("question_mark", HelpScreen), ("escape", StepScreen), ("ctrl+p", None), ("escape", StepScreen)]:
+        await pilot.press(key)
+        await settle(pilot, cls)
+        assert_clean(app, f"after {key}")
+
+
+async def walk_cost_lab(app, pilot) -> None:
+    """The cost lab opened from the step screen, each of its three experiments drawn and read."""
+    await pilot.press("m")
+    await settle(pilot, CostLabScreen)
+    for key in ("1", "2", "3"):
+        await pilot.press(key)
+        await pilot.pause()
+        assert_clean(app, f"cost lab {key}")
+
+
 @run_async
 async def test_a_hostile_trace_replayed_through_every_screen(hostile_replay):
     trace = load(hostile_replay)
@@ -136,26 +160,14 @@ async def test_a_hostile_trace_replayed_through_every_screen(hostile_replay):
         text = assert_clean(app, "tokenize")
         # The hostile text is there, shown: escaped, markup as written.
         assert "\\x1b]0;PWNED" in text and "[red]x[/red]" in text, text
-        for i in range(len(screen.stages)):
-            screen.go_to(i)
-            await pilot.pause()
-            assert_clean(app, f"stage {screen.stages[i]}")
-        for key, cls in [("question_mark", HelpScreen), ("escape", StepScreen), ("ctrl+p", None), ("escape", StepScreen)]:
-            await pilot.press(key)
-            await settle(pilot, cls)
-            assert_clean(app, f"after {key}")
+        await walk_stages_help_and_palette(app, pilot)
         # No model: each of these says so in a notification that names the replayed file.
         for key in ("e", "w", "x"):
             await pilot.press(key)
             await settle(pilot)
             assert_clean(app, f"notification of {key}")
         assert any("trace\\x1b]0;T\\x07[b]x.json" in n.message for n in app._notifications)
-        await pilot.press("m")
-        await settle(pilot, CostLabScreen)
-        for key in ("1", "2", "3"):
-            await pilot.press(key)
-            await pilot.pause()
-            assert_clean(app, f"cost lab {key}")
+        await walk_cost_lab(app, pilot)
         await pilot.press("escape")
         await settle(pilot, StepScreen)
         await pilot.press("g")

@@ -7,6 +7,7 @@ from __future__ import annotations
 from rich.cells import cell_len
 from textual.content import Content
 
+from ...text_safety import safe_line
 from ...i18n import _, ngettext
 from ...model.files import BUFFER, LM_HEAD
 from ...trace import Trace
@@ -156,7 +157,7 @@ class ModelFilesPicture(Picture):
     def _reading(trace: Trace, w: WeightFacts) -> str:
         """How the model came to hold the tensors."""
         facts = {"in_place": count(w.in_place or 0), "n": count(w.parameters), "copied": count(w.parameters - (w.in_place or 0)),
-                 "dtype": RunFacts.of(trace).dtype, "device": str(trace.model.get("device") or "cpu")}
+                 "dtype": RunFacts.of(trace).dtype, "device": safe_line(str(trace.model.get("device") or "cpu"))}
         if w.mapped is True:
             return _("memory-mapped: {in_place} of {n} used in place, {copied} copied into {dtype} on {device}").format(**facts)
         if w.mapped is False:

@@ -15,6 +15,7 @@ from textual.widgets import ContentSwitcher
 
 from ...i18n import _, count
 from ...i18n.layout import wrap_lines
+from ...text_safety import safe_line, safe_text
 from ...trace import Trace
 from ..language import key_name
 from ..narration import narrate
@@ -202,11 +203,13 @@ class StageView(VerticalScroll):
         """Shows stage `index` (with `head` selected); back to the top when the stage changed."""
         stage = stages[index]
         words = narrate(trace, stage, head, generate_key=key_name(self, "generate"))
-        self.query_one("#stage-title", Laid).show(Content(words.title))
+        # The narration quotes the trace (a prompt, token texts, a replay's fields): every line of
+        # it shown by gpt2viz.text_safety's rule, as the Prose below does.
+        self.query_one("#stage-title", Laid).show(Content(safe_line(words.title)))
         self._count.where = self._where(trace, stages, index, head)
         self._count.refresh(layout=True)
         self.query_one("#stage-text", Prose).update(words.text)
-        formula, flow = words.formula, tuple(words.flow)
+        formula, flow = safe_text(words.formula), tuple(safe_line(line) for line in words.flow)
         self.query_one("#stage-formula", Laid).show(lambda width: formula_lines(formula, width))
         self.query_one("#stage-flow", Laid).show(lambda width: flow_lines(flow, width))
         picture_id = PICTURE_FOR_KIND[stage.kind]

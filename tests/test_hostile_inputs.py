@@ -694,3 +694,28 @@ def test_a_file_of_two_names_gets_the_trace_under_both_as_with_a_redirection(tmp
     run = gpt2viz("--model", "tiny", "--json", str(first), tmp_path=tmp_path)
     assert run.code == 0, run.stderr
     assert first.stat().st_nlink == 2 and second.read_text() == first.read_text() != "old"
+
+
+REWRITTEN = """
+import os, sys, torch, gpt2viz
+directory = sys.argv[1]
+lm = gpt2viz.load_model(directory)
+ids = torch.tensor([lm.tokenizer.encode("The meaning of life is")])
+before = lm.model(ids)[0]
+weights = os.path.join(directory, "model.safetensors")
+with open(weights, "r+b") as f:  # what a training loop saving over its checkpoint does
+    f.truncate(0)
+    f.write(os.urandom(4096))
+after = lm.model(ids)[0]
+print("same" if torch.equal(before, after) else "changed")
+"""
+
+
+def test_a_checkpoint_rewritten_under_a_loaded_model_changes_nothing(ckpts, tmp_path):
+    """A float32 file run in float32 once used the file's mapped pages in place: truncating the
+    file killed the process with SIGBUS (exit -7, no message). The model holds copies of its own."""
+    directory = tmp_path / "rewritten"
+    shutil.copytree(ckpts.path("tiny"), directory)
+    assert {t.dtype for t in load_file(str(directory / "model.safetensors")).values()} == {torch.float32}
+    out = subprocess.run([sys.executable, "-c", REWRITTEN, str(directory)], capture_output=True, text=True, timeout=300)
+    assert (out.returncode, out.stdout.strip()) == (0, "same"), out.stderr[-2000:]

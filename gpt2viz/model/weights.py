@@ -313,6 +313,21 @@ def _read_tensors(wanted: list[StoredTensor]) -> list[torch.Tensor]:
     return [out[i] for i in range(len(wanted))]
 
 
+def _held(tensor: torch.Tensor, device: str, dtype: torch.dtype) -> torch.Tensor:
+    """The tensor as the model holds it, in memory of its own: converted, or copied where the
+    conversion had nothing to do.
+
+    safetensors hands tensors over in a memory mapping of the file, and a float32 file run in
+    float32 could be used right there, without a copy. But a mapped page belongs to the file: when
+    another program truncates or rewrites the checkpoint while gpt2viz runs (a training loop saving
+    over it), the next read of that page ends the process with SIGBUS, with no message and the
+    terminal left in the app's screen modes. The copy costs one pass over the weights at load
+    (gpt2-small, 498 MB: measured in docs/architecture.md) and the same resident memory, anonymous
+    instead of file-backed; the page cache may keep the file's pages too, until it needs them."""
+    held = tensor.to(device=device, dtype=dtype)
+    return held.clone() if held.data_ptr() == tensor.data_ptr() else held
+
+
 def load_weights(
     directory: Path, config: GPT2Config, dtype: torch.dtype = torch.float32, device: str = "cpu"
 ) -> LoadedWeights:
@@ -333,7 +348,7 @@ def load_weights(
         if not torch.equal(head, tensors["wte.weight"]):
             raise _untied(lm_head_info)
 
-    converted = {name: t.to(device=device, dtype=dtype) for name, t in tensors.items()}
+    converted = {name: _held(t, device, dtype) for name, t in tensors.items()}
     notices = []
     for name, tensor in converted.items():
         # A sum is one pass with no temporary; only if it is not finite look element by element.

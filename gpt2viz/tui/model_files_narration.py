@@ -111,6 +111,10 @@ def _device(trace: Trace) -> str:
     return safe_line(str(trace.model.get("device") or "cpu"))
 
 
+# safetensors' name for each number format a model computes in that a file can store as it is.
+_STORED_AS = {"float32": "F32", "float16": "F16", "bfloat16": "BF16"}
+
+
 def _weights(trace: Trace, f: RunFacts, w: WeightFacts) -> str:
     """What the safetensors file holds, and how the model came to hold it."""
     header = sum(s.header_bytes or 0 for s in w.files)
@@ -127,7 +131,7 @@ def _weights(trace: Trace, f: RunFacts, w: WeightFacts) -> str:
     elif in_place == n:
         how = "in_place"
     elif in_place == 0:
-        how = "copied"
+        how = "copied_as_is" if tuple(w.dtypes) == (_STORED_AS.get(f.dtype),) else "copied"
     else:
         how = "partly"
     return sentences(what, say(f"stage.model_files.{how}", **facts), _beyond_the_parameters(f))

@@ -38,6 +38,11 @@ TEXT = {
         "safetensors memory-mapped {file}, and the loader copied every tensor into {dtype} on {device} "
         "(the file stores {stored}): the model holds {weight_bytes} of its own."
     ),
+    "stage.model_files.copied_as_is": (
+        "safetensors memory-mapped {file}, and the loader copied every tensor out of the mapping, still "
+        "{dtype} as the file stores it: the model holds {weight_bytes} of its own, so a checkpoint "
+        "rewritten while gpt2viz runs (a training loop saving over it) cannot pull the weights from under it."
+    ),
     "stage.model_files.partly": (
         "safetensors memory-mapped {file}; the model uses {in_place} of the {n} tensors where they "
         "lie and copied the others into {dtype} on {device}."

@@ -34,6 +34,11 @@ TEXT = {
         "{file} 被映射到内存，加载器把每个张量都复制并转换成 {device} 上的 {dtype}"
         "（文件里存的是 {stored}）：模型自己持有 {weight_bytes}。"
     ),
+    "stage.model_files.copied_as_is": (
+        "{file} 被映射到内存，加载器把每个张量原样（仍是文件里存的 {dtype}）从映射中复制出来："
+        "模型自己持有 {weight_bytes}，这样即使 gpt2viz 运行时有程序改写这个检查点（比如训练循环覆盖保存），"
+        "权重也不会被抽走。"
+    ),
     "stage.model_files.partly": (
         "{file} 被映射到内存；{n} 个张量中，模型就地使用 {in_place} 个，"
         "其余的复制并转换成 {device} 上的 {dtype}。"

@@ -133,11 +133,19 @@ class _HelpFormatter(argparse.HelpFormatter):
         return text
 
 
+def _plain(text: str) -> str:
+    """`text` if it is written in ASCII without digit-group underscores; else ValueError. Python's
+    int() and float() also read '٣', '２' and '5_0', which no one means on a command line."""
+    if not text.isascii() or "_" in text:
+        raise ValueError(text)
+    return text
+
+
 def integer(text: str) -> int:
     """An integer option's value. (Given `type=int`, argparse would name the Python type in its
     error, "invalid int value", which has no translation: this says the same through our catalog.)"""
     try:
-        return int(text)
+        return int(_plain(text))
     except ValueError:
         raise argparse.ArgumentTypeError(_("invalid int value: {value}").format(value=shown(text))) from None
 
@@ -145,7 +153,7 @@ def integer(text: str) -> int:
 def number(text: str) -> float:
     """A number option's value (see `integer`)."""
     try:
-        return float(text)
+        return float(_plain(text))
     except ValueError:
         raise argparse.ArgumentTypeError(_("invalid float value: {value}").format(value=shown(text))) from None
 

@@ -146,6 +146,18 @@ def test_unreachable_hub_fails_fast(tmp_path):
     assert time.monotonic() - start < 20
 
 
+def test_a_cache_that_is_no_directory_is_not_blamed_on_the_hub(tmp_path):
+    """HF_HOME=/dev/null (or a file in its place) once read "cannot reach the Hugging Face hub
+    (NotADirectoryError)": the hub was never asked."""
+    in_the_way = tmp_path / "hf"
+    in_the_way.write_text("")
+    for home in ("/dev/null", str(in_the_way)):
+        code, stderr, _ = gpt2viz("--model", "someone/some-model", "--json", "-",
+                                  env={"HF_HOME": home, "HF_ENDPOINT": "http://127.0.0.1:9"})
+        line = one_error_line(stderr)
+        assert code == 1 and "must be a directory" in line and home in line and "hub (" not in line, line
+
+
 def test_empty_prompt_starts_from_endoftext(tiny_dir):
     code, stderr, out = gpt2viz("", "--model", str(tiny_dir), "--json", "-")
     assert code == 0
@@ -328,3 +340,17 @@ def test_an_unexpected_error_is_one_line_naming_its_logged_traceback(tmp_path, m
     log = tmp_path / "gpt2viz" / "errors.log"
     assert err == f"gpt2viz: error: unexpected error, a bug in gpt2viz: ZeroDivisionError: a bug (traceback in {log})"
     assert "Traceback (most recent call last)" in log.read_text(encoding="utf-8")
+
+
+def test_json_to_standard_output_carries_no_hidden_character_raw(tiny_dir):
+    """C1 controls, a bidi override and DEL in the prompt reach `--json -` as \\u escapes (JSON
+    escapes only C0 itself): a trace printed onto a terminal cannot control or reorder it. The
+    document still reads back to the same prompt, and Chinese stays readable."""
+    from gpt2viz.text_safety import is_hidden
+
+    prompt = "a\x85b\x9b31mc\u202ed\x7fe 中文"
+    code, stderr, raw = gpt2viz(prompt, "--model", str(tiny_dir), "--json", "-")
+    assert code == 0, stderr
+    out = raw.decode("utf-8")
+    assert not [ch for ch in out if is_hidden(ch) and ch != "\n"], out[:300]
+    assert json.loads(out)["prompt"] == prompt and "中文" in out

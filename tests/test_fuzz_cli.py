@@ -156,7 +156,7 @@ OTHER_FIELDS = {
     "reorder_and_upcast_attn": [True, "no", 2],
     "add_cross_attention": [True, "x"],
     "scale_attn_weights": [False, 0, "true", None],
-    "eos_token_id": ["x", 1.5, {}, [], True, [{}]],
+    "eos_token_id": ["x", 1.5, {}, [], True, [{}], -1, 2**31],
 }
 
 
@@ -400,8 +400,8 @@ def prompt_case(rng: random.Random, root: Path, n: int) -> Case:
 # -- option values ------------------------------------------------------------------------------
 
 BAD_OPTIONS = {
-    "--generate": ["-1", "4097", "1000000000000", "nan", "1.5", "", "0x10", "9" * 5000, " 3x", "1e3"],
-    "--temperature": ["nan", "inf", "-inf", "-1", "1e400", "1e300", "", "abc", "1,5", "1000001", "-1e-310"],
+    "--generate": ["-1", "4097", "1000000000000", "nan", "1.5", "", "0x10", "9" * 5000, " 3x", "1e3", "٣", "２", "5_0"],
+    "--temperature": ["nan", "inf", "-inf", "-1", "1e400", "1e300", "", "abc", "1,5", "1000001", "-1e-310", "０.５", "0_5"],
     "--top-k": ["0", "-5", "60000", "100000000000000000000", "1.0", "nan", ""],
     "--top-p": ["0", "-0.1", "1.5", "nan", "inf", "1e-400", "", "2", "-0"],
     "--seed": ["-1", str(2**64), str(2**63), "9" * 5000, "1.0", "", "nan"],
@@ -535,3 +535,31 @@ def test_hostile_command_lines_end_in_one_line_or_a_valid_trace(server, tiny_dig
             failures.append(f"{kind} case {n} of seed {SEED} ({case.what}): {problem}: exit {result.code}: {result.stderr[:400]}")
     print(f"\n{kind}: {count} cases, peak {peak / 2**20:.0f} MiB")
     assert not failures, "\n".join(failures)
+
+
+# Each found once by a person, not left to the generators' draw: (what, argv, exit status, needle).
+NAMED = [
+    ("Arabic-Indic digit", ["--generate", "٣"], 2, "--generate"),
+    ("full-width digit", ["--generate", "２"], 2, "--generate"),
+    ("digit-group underscore", ["--generate", "5_0"], 2, "--generate"),
+    ("full-width number", ["--temperature", "０.５"], 2, "--temperature"),
+    ("a home of no user", ["--model", "~nosuchuser/x"], 1, "no user nosuchuser"),
+]
+
+
+@pytest.mark.parametrize("what, argv, code, needle", NAMED, ids=[n[0] for n in NAMED])
+def test_named_hostile_command_lines(server, tmp_path, what, argv, code, needle):
+    out = tmp_path / "out.json"
+    result = server.run([*argv, *(["--model", "tiny"] if "--model" not in argv else []), "--json", str(out)], cwd=tmp_path)
+    assert _judge(Case(what, argv, code, needle), result, out) is None, result.stderr
+
+
+def test_a_config_whose_end_of_text_id_a_replay_would_refuse_does_not_load(server, tmp_path):
+    """eos_token_id -1 once loaded and traced, and then that trace's own --replay refused it."""
+    directory = _model_dir(tmp_path, "eos")
+    config = {**TINY_CONFIG, "eos_token_id": -1}
+    (directory / "config.json").unlink()
+    (directory / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    out = tmp_path / "out.json"
+    result = server.run(["--model", str(directory), "--json", str(out)], cwd=tmp_path)
+    assert _judge(Case("eos -1", [], 1, "eos_token_id"), result, out) is None, result.stderr

@@ -24,6 +24,9 @@ TANH_GELU_NAMES = ("gelu_new", "gelu_pytorch_tanh", "gelu_fast")
 # is sized from it; gpt2viz.trace reads traces within the same limits.
 LIMITS = {"n_layer": 64, "n_head": 64, "n_embd": 8192, "n_ctx": 4096, "vocab_size": 262_144}
 LIMITS["n_inner"] = 4 * LIMITS["n_embd"]
+# The largest token id config.json may name (eos_token_id): a tokenizer's ids are 32-bit. It need
+# not lie inside the vocabulary (a model whose end-of-text token is never drawn just never stops).
+MAX_TOKEN_ID = 2**31 - 1
 # What config.json calls each size (GPT2Config's n_ctx is its n_positions, or old configs' n_ctx).
 _FILE_KEYS = (("n_layer", "n_layer"), ("n_head", "n_head"), ("n_embd", "n_embd"), ("n_positions", "n_ctx"),
               ("n_ctx", "n_ctx"), ("vocab_size", "vocab_size"), ("n_inner", "n_inner"))
@@ -103,9 +106,11 @@ class GPT2Config:
                     value=shown(self.activation_function), names=", ".join(TANH_GELU_NAMES)
                 )
             )
-        if isinstance(self.eos_token_id, bool) or not isinstance(self.eos_token_id, int):
+        eos = self.eos_token_id
+        if isinstance(eos, bool) or not isinstance(eos, int) or not 0 <= eos <= MAX_TOKEN_ID:
             raise ConfigError(
-                _("{key} must be an integer, got {value}").format(key="eos_token_id", value=shown(self.eos_token_id))
+                _("{key} must be a token id, an integer from 0 to {max}, got {value}").format(
+                    key="eos_token_id", max=MAX_TOKEN_ID, value=shown(eos))
             )
 
     @property

@@ -82,7 +82,11 @@ def resolve(source: str | None, progress: Callable[[DownloadProgress], None] | N
             )
     if source == BUNDLED:
         return ResolvedSource(BUNDLED, bundled_dir(), "bundled")
-    path = Path(source).expanduser()
+    try:
+        path = Path(source).expanduser()
+    except RuntimeError:  # '~name/...' for a user this system does not know
+        raise ModelSourceError(_("{source}: no such directory (no user {user} on this system)").format(
+            source=source, user=source[1:].partition("/")[0])) from None
     try:
         is_dir, exists = path.is_dir(), path.exists()
     except OSError as err:  # a name too long for the file system, a directory that cannot be searched
@@ -385,7 +389,24 @@ def _discard_other_partials(hub_files: list[HubFile], fetched: list[HubFile]) ->
                 partial.unlink(missing_ok=True)
 
 
+def _check_cache_directory() -> None:
+    """Refuses a Hugging Face cache that cannot be one (HF_HOME=/dev/null, a file in the way): the
+    client would fail on it with NotADirectoryError, which is the machine's setting, not the hub."""
+    from huggingface_hub import constants
+
+    for setting in (constants.HF_HOME, constants.HF_HUB_CACHE):
+        path = Path(setting)
+        while not path.exists() and path.parent != path:  # the nearest part that exists
+            path = path.parent
+        if path.exists() and not path.is_dir():
+            raise ModelSourceError(
+                _("{path}: the Hugging Face cache (HF_HOME, HF_HUB_CACHE) must be a directory, and this is a file").format(
+                    path=setting)
+            )
+
+
 def _from_hub(repo_id: str, progress: Callable[[DownloadProgress], None] | None = None) -> ResolvedSource:
+    _check_cache_directory()
     cached = _cached_snapshot(repo_id)
     if cached is not None:
         return ResolvedSource(repo_id, cached, "hub")

@@ -34,7 +34,7 @@ from ..i18n import _, placeholders, table
 from ..i18n.language import DEFAULT
 from ..input_files import shown as _shown
 from ..interventions import Ablation, AblationError
-from ..model.config import GPT2Config
+from ..model.config import MAX_TOKEN_ID, GPT2Config
 from .document import CONFIG_LIMITS, MAX_INTERVENTIONS, MAX_NOTICES, MAX_TOPK, SCHEMA, SCHEMA_V1
 from .event_checks import _check_events, _check_kv_cache, _check_topk
 from .field_checks import (
@@ -56,7 +56,6 @@ STOP_REASONS = ("eos", "context", "max_new_tokens", "cancelled")
 # the sum within 3.9e-3, 4.9e-4 and 6e-8 of 1; the bundled model's worst rows: 2.9e-3, 3.4e-4, 1.8e-6).
 SOFTMAX_TOLERANCE = {"float32": 1e-4, "float16": 2e-3, "bfloat16": 1e-2}
 MAX_THREADS = MAX_LAB_BATCH = 2**20
-MAX_EOS_ID = 2**31 - 1
 MAX_ROW_SEED = 2**64 - 1  # a batch row samples with seed + row
 
 # The number formats the checkpoint's files may hold, in dtype's names, and in safetensors' (what
@@ -125,7 +124,7 @@ def _check_model(model: dict) -> GPT2Config:
     config = _fields(model["config"], "model.config", CONFIG_SETTINGS + ("n_inner", "eos_token_id"))
     for key in (*CONFIG_LIMITS, "n_inner"):  # layer_norm_epsilon and activation_function: GPT2Config's own check below
         _check_setting(key, config[key], f"model.config.{key}")
-    _int(config["eos_token_id"], "model.config.eos_token_id", 0, MAX_EOS_ID)
+    _int(config["eos_token_id"], "model.config.eos_token_id", 0, MAX_TOKEN_ID)
     _int(model["n_params"], "model.n_params", 1)
     _choice(model["dtype"], "model.dtype", FORMATS)
     if "compute_dtype" in model:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import stat
 import sys
 import tempfile
@@ -13,6 +14,7 @@ from pathlib import Path
 from ..output_files import check_output, is_dev_null
 from ..errors import OutputError, TraceError
 from ..i18n import N_, _, count
+from ..text_safety import is_hidden
 from .checks import check_document
 from .document import MAX_CONTAINERS, MAX_FILE_BYTES, MAX_QUOTES, Trace
 
@@ -22,7 +24,27 @@ TraceFileError = TraceError
 
 
 def dumps(trace: Trace) -> str:
-    return json.dumps(trace.to_dict(), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    """The trace as compact JSON: readable text stays as it is (Chinese tokens are not \\u escapes),
+    and every character that must not reach a terminal raw (gpt2viz.text_safety.is_hidden: C1
+    controls, bidi overrides, DEL, ...; json escapes C0 itself) is written as a \\u escape, so
+    `--json -` onto a terminal, or `cat` of a trace, cannot reorder or control it."""
+    text = json.dumps(trace.to_dict(), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return _NOT_PRINTABLE_ASCII.sub(_escape_if_hidden, text)
+
+
+# Outside JSON's strings a trace is printable ASCII, so a character matched here lies in a string.
+_NOT_PRINTABLE_ASCII = re.compile(r"[^\x20-\x7e]")
+
+
+def _escape_if_hidden(match: re.Match) -> str:
+    ch = match.group()
+    if not is_hidden(ch):
+        return ch
+    n = ord(ch)
+    if n < 0x10000:
+        return f"\\u{n:04x}"
+    n -= 0x10000  # JSON writes a character beyond the BMP as its UTF-16 surrogate pair
+    return f"\\u{0xD800 + (n >> 10):04x}\\u{0xDC00 + (n & 0x3FF):04x}"
 
 
 def dump(trace: Trace, path: str | Path) -> None:

@@ -227,8 +227,11 @@ class Gpt2VizApp(CompatApp):
         self.notify(_("Saved a picture of the screen: {path}").format(path=path), markup=False)
 
     def action_command_palette(self) -> None:
-        if self.use_command_palette and not CommandPalette.is_open(self):
-            self.push_screen(Palette(id="--command-palette", placeholder=_("Search for commands…")))
+        # Textual gives its palette the id "--command-palette" and asks whether one is open by it;
+        # but a palette closed a moment ago stays registered under that id until it is removed,
+        # and ctrl+p in that moment raised DuplicateIds. Ours have no id: the screen on top says.
+        if self.use_command_palette and not isinstance(self.screen, CommandPalette):
+            self.push_screen(Palette(placeholder=_("Search for commands…")))
 
     def search_themes(self) -> None:
         self.push_screen(Palette(providers=[ThemeProvider], placeholder=_("Search for themes…")))

@@ -18,10 +18,6 @@ class Palette(Lifecycle, CompatPalette):
 
     no_matches_text = staticmethod(lambda: _("No matches found"))
 
-    def close(self, result: object = None) -> bool:
-        self.stop_searching()
-        return super().close(result)
-
 
 class StageCommands(Provider):
     """'Go to Block 3 · Attention pattern' for every stage of the step-through."""

@@ -9,7 +9,7 @@ looked at again before it breaks silently.
 - `CompatApp`: the crash path. An error nobody foresaw ends the app with one line naming the log
   (gpt2viz.crash_log) instead of Textual's traceback on the terminal.
 - `CompatPalette`: the command palette's own sentence ("No matches found") in the reader's
-  language; no search started or finished once it has closed.
+  language; no search started or finished, and none of its widgets touched, once it has closed.
 - `OptionList._move_page` pages only a list that has its lines: Textual 8.2.8's raises KeyError
   for a list not laid out yet (ctrl+p and PageUp at once; x and PageUp in the what-if menu).
 - `CompatInput`: a text field draws its value through a hook of ours (gpt2viz.tui.widgets.
@@ -53,6 +53,7 @@ TEXTUAL_PRIVATE: dict[tuple[type, str], str] = {
     (CommandPalette, "_gather_commands"): "b91ff7feae77d521",
     (CommandPalette, "_cancel_gather_commands"): "968b333f70cecb42",
     (CommandPalette, "_watch__list_visible"): "c01a45104dd9869c",
+    (CommandPalette, "_watch__show_busy"): "20c16f13ec9c5629",
     (OptionList, "_index_to_line"): "04010a327bf34277",
     (OptionList, "_move_page"): "85f7f33005763486",
     (Input, "_value"): "33f9515a42e79bd3",
@@ -151,6 +152,22 @@ class CompatPalette(CommandPalette):
         """Cancels the search under way (the palette is closing)."""
         self._stop_no_matches_countdown()
         self._cancel_gather_commands()
+
+    def dismiss(self, result: object = None):
+        # However it closes (Escape, a command chosen, closed with the screen under it).
+        self.stop_searching()
+        return super().dismiss(result)
+
+    # A search cancelled as the palette closes still ends by setting _show_busy and _list_visible,
+    # whose watchers query the palette's widgets: by then they may be gone (WorkerFailed:
+    # NoMatches for CommandList, the soak, a palette over the loading screen).
+    async def _watch__show_busy(self) -> None:
+        if self._showing:
+            await super()._watch__show_busy()
+
+    def _watch__list_visible(self) -> None:
+        if self._showing:
+            super()._watch__list_visible()
 
 
 # -- text fields --------------------------------------------------------------------------------------------

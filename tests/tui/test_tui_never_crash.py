@@ -75,6 +75,17 @@ async def test_the_palette_closed_before_its_search_ran(bundled, errors_log):
         assert isinstance(app.screen, StepScreen)
 
 
+@pytest.mark.parametrize("keys", ["ctrl+p settle escape+ctrl+p settle", "ctrl+p settle enter+ctrl+p settle"])
+@run_async
+async def test_the_palette_reopened_as_the_last_one_is_removed(bundled, errors_log, keys):
+    """DuplicateIds '--command-palette' (the soak, seed 1679893737): a palette closed a moment
+    ago is still registered under Textual's fixed id while ctrl+p opens the next."""
+    app = make_app(lm=bundled)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await started(app, pilot)
+        await replay(app, pilot, keys, errors_log)
+
+
 @pytest.mark.parametrize("menu", ["right_square_bracket settle x", "e", "ctrl+p settle t+o+k+e+n+i+z+e settle"])
 @run_async
 async def test_enter_twice_in_a_menu_closes_it_once(bundled, errors_log, menu):

@@ -75,6 +75,7 @@ def test_a_download_stops_at_the_size_the_server_announced(tmp_path, tiny_repo, 
     assert on_disk <= size + len(tiny_repo.files["config.json"]) + len(tiny_repo.files["tokenizer.json"])
 
 
+@pytest.mark.slow  # waits out two 5 s reads (37 s)
 def test_a_stalled_server_is_given_up_within_seconds(tmp_path, tiny_repo):
     """It took 77 s (the client's 10 s reads, 5 retries); now two reads of 5 s. The bound here is
     the subprocess's timeout, far above that, so that a busy machine cannot fail it."""

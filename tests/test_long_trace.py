@@ -4,6 +4,8 @@ worked out a few rows at a time."""
 
 from __future__ import annotations
 
+import pytest
+
 import json
 import subprocess
 import sys
@@ -42,6 +44,7 @@ def run(checkpoint, *lengths: int) -> dict:
     return {int(k): v for k, v in json.loads(proc.stdout).items()}
 
 
+@pytest.mark.slow  # gpt2-small traces up to 1,024 tokens (40 s)
 def test_gpt2_small_traces_grow_smoothly_from_64_to_1024_tokens(ckpts):
     """GPT-2 small's shape: 64 positions keep 24 whole maps of 12 heads, 65 pool them to the same
     64 x 64 cells, so the file never jumps (it was 34.9 MB at 128 positions and 9.7 MB at 129);

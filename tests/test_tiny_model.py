@@ -109,6 +109,7 @@ def test_logits_match_transformers(hf_model, our_lm):
     assert torch.equal(logits[0].argmax(-1), ref[0].argmax(-1))
 
 
+@pytest.mark.slow  # the whole held-out text through the core (67 s)
 def test_heldout_perplexity_matches_card_our_core(our_lm):
     claimed_ppl = _card_number("Held-out perplexity")
     claimed_loss = _card_number("Held-out loss")

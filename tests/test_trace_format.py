@@ -324,6 +324,7 @@ def test_the_schema_judges_each_event_on_its_own(dumps_by_name):
     assert checked > 150
 
 
+@pytest.mark.slow  # every mutation of every trace kind (61 s)
 def test_the_schema_and_the_loader_refuse_the_same_mutations(dumps_by_name):
     from gpt2viz.trace.checks import RULES
 

@@ -86,6 +86,27 @@ async def test_the_palette_reopened_as_the_last_one_is_removed(bundled, errors_l
         await replay(app, pilot, keys, errors_log)
 
 
+@run_async
+async def test_a_step_screen_told_to_move_before_it_has_composed(bundled, errors_log):
+    """NoMatches '#stage-title' on StageView (the fast tier on a busy machine): the step screen
+    was pushed and at once told to go to a stage, switch a head, take a new trace or a language,
+    before it had composed what it draws into. It keeps what it was told and draws it on mount."""
+    app = make_app(lm=bundled)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await started(app, pilot)
+        trace = app.screen.trace
+        fresh = StepScreen(app.session, trace)
+        app.push_screen(fresh)
+        fresh.go_to(5)
+        fresh.set_head(1)
+        fresh.load_trace(trace)
+        fresh.redraw_language()
+        fresh.verified()
+        await started(app, pilot)
+        assert app.screen is fresh and fresh.index == 5 and fresh.head == 1
+        assert fresh.stages[5].title in fresh.query_one("#stage-title").plain
+
+
 @pytest.mark.parametrize("menu", ["right_square_bracket settle x", "e", "ctrl+p settle t+o+k+e+n+i+z+e settle"])
 @run_async
 async def test_enter_twice_in_a_menu_closes_it_once(bundled, errors_log, menu):

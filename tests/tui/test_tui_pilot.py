@@ -80,6 +80,7 @@ async def test_steps_through_every_stage_of_a_random_checkpoint(ckpts):
         assert "Next token" in screen_text(app)
 
 
+@pytest.mark.slow  # every head and block of gpt2-small's shape (20 s)
 @run_async
 async def test_gpt2_small_shapes_heads_and_blocks(small_trace):
     app = make_app(trace=small_trace)

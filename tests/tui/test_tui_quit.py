@@ -103,6 +103,7 @@ async def test_escape_leaves_a_text_field_and_the_footer_says_so(bundled):
     assert app.return_code == 0
 
 
+@pytest.mark.slow  # many screens opened and closed (31 s)
 @run_async
 async def test_step_screens_opened_and_closed_leave_nothing_behind():
     """Opening a generation step's forward pass and going back, again and again: the step screens,

@@ -3,6 +3,8 @@ would have caught it."""
 
 from __future__ import annotations
 
+import pytest
+
 import gc
 import threading
 import weakref
@@ -26,6 +28,7 @@ from tui_helpers import panel_text, run_async, screen_text
 SIZE = (120, 40)
 
 
+@pytest.mark.slow  # many screens opened and closed (24 s)
 @run_async
 async def test_closed_step_screens_are_freed(ckpts):
     """Every step opened from the generation view and closed again must be collectable: a screen

@@ -70,7 +70,10 @@ def assert_chinese(chinese: str, english: str, allowed: set[str]) -> None:
     assert numbers(chinese) == numbers(english), (english, chinese)
 
 
-@pytest.mark.parametrize("size", SIZES, ids=["80x24", "120x40"])
+@pytest.mark.parametrize("size", [
+    pytest.param((80, 24), id="80x24"),
+    pytest.param((120, 40), id="120x40", marks=pytest.mark.slow),  # the same panels, wider (43 s)
+])
 @run_async
 async def test_every_panel_of_a_replayed_generation_in_chinese(size):
     """Every step of the recorded generation, then the same steps as sampled without the cache,

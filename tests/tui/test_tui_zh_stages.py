@@ -200,7 +200,10 @@ async def _walk(app, pilot, screen: StepScreen, allowed: set[str]) -> list[str]:
     return texts
 
 
-@pytest.mark.parametrize("which, size", [("tiny_trace", (80, 24)), ("tiny_trace", (120, 40)), ("small_trace", (120, 40))])
+@pytest.mark.parametrize("which, size", [
+    ("tiny_trace", (80, 24)), ("tiny_trace", (120, 40)),
+    pytest.param("small_trace", (120, 40), marks=pytest.mark.slow),  # every stage of 12 blocks (65 s)
+])
 @run_async
 async def test_the_step_through_in_chinese_has_no_english_and_the_same_numbers(which, size, request):
     trace = request.getfixturevalue(which)

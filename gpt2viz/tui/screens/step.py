@@ -98,6 +98,7 @@ class StepScreen(AppScreen[None]):
         # Opened from a generation step: start where that step's token is chosen.
         self.index = 0 if from_step is None else len(self.stages) - 1
         self.head = 0
+        self._mounted = False  # on_mount draws; before it nothing is composed to draw into
 
     def compose(self) -> ComposeResult:
         yield TopBar(id="top-bar")
@@ -109,6 +110,7 @@ class StepScreen(AppScreen[None]):
         yield AppFooter()
 
     def on_mount(self) -> None:
+        self._mounted = True
         self.query_one(PipelineNavigator).set_stages(self.stages, self.index)
         self._draw_top_bar()
         self._draw()
@@ -118,6 +120,8 @@ class StepScreen(AppScreen[None]):
         self.query_one(AppFooter).compact = event.size.width < 100
 
     def _draw_top_bar(self) -> None:
+        if not self._mounted:
+            return
         self.query_one(TopBar).draw(self.trace, self.replay, self.from_step, self.chosen, self.session.verification)
 
     @property
@@ -149,6 +153,8 @@ class StepScreen(AppScreen[None]):
             self.app.bell()
             return
         self.index = index
+        if not self._mounted:  # pushed, not composed yet (a key the moment it appears): on_mount draws it
+            return
         self.query_one(PipelineNavigator).set_current(index)
         self._draw()
 
@@ -171,6 +177,8 @@ class StepScreen(AppScreen[None]):
         found = index_by_key(self.stages, key)
         self.index = found if found is not None else 0
         self.head = min(self.head, self.n_head - 1)
+        if not self._mounted:
+            return
         self.query_one(PipelineNavigator).set_stages(self.stages, self.index)
         self._draw_top_bar()
         self._draw()
@@ -181,6 +189,8 @@ class StepScreen(AppScreen[None]):
 
     def redraw_language(self) -> None:
         """Redraws every text in the language just chosen, at the same stage and head."""
+        if not self._mounted:
+            return
         self.query_one(PipelineNavigator).set_stages(self.stages, self.index)
         self._draw_top_bar()
         self.query_one(SidePanel).name_the_lab()
@@ -191,6 +201,8 @@ class StepScreen(AppScreen[None]):
         self._draw_top_bar()
 
     def _draw(self, new_stage: bool = True) -> None:
+        if not self._mounted:
+            return
         self.query_one(StageView).draw(self.trace, self.stages, self.index, self.head, new_stage)
         # Before -> after, where the prediction is read: the next token and the logit lens.
         shows_prediction = self.stage.kind in ("next_token", "logit_lens") and self.is_main

@@ -22,7 +22,9 @@ from .model.config import GPT2Config, read_config
 from .model.files import ModelFiles
 from .model.gpt2 import GPT2
 from .model.placement import parse_device
-from .model.precision import Precision, apply_precision, parse_precision, unread_bytes, weight_bytes
+from .model.precision import (
+    Precision, apply_precision, give_back_freed_heap, parse_precision, unread_bytes, weight_bytes,
+)
 from .model.sources import DownloadProgress, ResolvedSource, resolve
 from .model.tokenizer import Tokenizer
 from .model.weights import load_weights, record_use
@@ -277,6 +279,8 @@ def load_model(
     model.eval()
     apply_precision(model, precision)
     files = ModelFiles(config_file, record_use(weights, model), tokenizer.record)
+    if precision.name != "float32":  # what was read (float32) was converted, and is let go now
+        give_back_freed_heap()
     notices = ([resolved.notice] if resolved.notice else []) + weights.notices
     return LanguageModel(
         model, tokenizer, resolved, weights.stored_dtype, weights.file_bytes, notices, n_params, weight_bytes(model), files

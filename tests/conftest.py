@@ -19,8 +19,7 @@ from checkpoints import write_checkpoint  # noqa: E402
 
 import gpt2viz  # noqa: E402
 
-# A multi-token prompt (12 tokens) used by the parity tests.
-PROMPT = "The meaning of life is, as everyone knows, not 42."
+from helpers import PROMPT  # noqa: E402,F401 (the parity tests' prompt)
 
 
 class Checkpoints:

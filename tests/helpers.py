@@ -10,6 +10,11 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file, save_file
 
+# A multi-token prompt (12 tokens) used by the parity tests. (Imported from here, not from conftest:
+# tests/tui has a conftest of its own, and which one `import conftest` finds depends on the order
+# pytest collected the files in.)
+PROMPT = "The meaning of life is, as everyone knows, not 42."
+
 
 @torch.no_grad()
 def hf_logits(hf_model, ids: list[int] | list[list[int]]) -> torch.Tensor:

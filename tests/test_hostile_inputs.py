@@ -714,7 +714,7 @@ print("same" if torch.equal(before, after) else "changed")
 
 def test_a_checkpoint_rewritten_under_a_loaded_model_changes_nothing(ckpts, tmp_path):
     """A float32 file run in float32 once used the file's mapped pages in place: truncating the
-    file killed the process with SIGBUS (exit -7, no message). The model holds copies of its own."""
+    file killed the process with SIGBUS (exit -7, no message). The weights are read, not mapped."""
     directory = tmp_path / "rewritten"
     shutil.copytree(ckpts.path("tiny"), directory)
     assert {t.dtype for t in load_file(str(directory / "model.safetensors")).values()} == {torch.float32}

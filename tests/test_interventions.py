@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import PROMPT
+from helpers import PROMPT
 from helpers import hf_logits
 from gpt2viz.attribution import direct_logit_attribution
 from gpt2viz.hooks import HookEditError

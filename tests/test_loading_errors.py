@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import gpt2viz
-from conftest import PROMPT
+from helpers import PROMPT
 from gpt2viz.errors import ConfigError, ModelSourceError, WeightsError
 from gpt2viz.trace.notices import notice_text
 from helpers import assert_same_logits, bare_tensors, clone_checkpoint, read_tensors

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import gpt2viz
-from conftest import PROMPT
+from helpers import PROMPT
 from helpers import assert_same_logits, bare_tensors, clone_checkpoint, hf_greedy, hf_logits, read_tensors
 
 SHAPES = ["tiny", "odd-heads", "distilgpt2", "gpt2-small"]

@@ -141,8 +141,8 @@ SCRIPT = textwrap.dedent(
 
 
 def test_every_format_lets_go_of_the_checkpoints_memory_mapping(ckpts):
-    """Every format holds copies of its own (float32 too: a file rewritten under the app must not
-    take its weights away), so its resident memory is what its format stores."""
+    """Every format reads the weights into memory of its own (float32 too: a file rewritten under
+    the app must not take its weights away), so its resident memory is what its format stores."""
     path = ckpts.path("gpt2-small")
 
     def rss(name: str) -> tuple[int, int]:

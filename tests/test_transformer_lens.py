@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from conftest import PROMPT
+from helpers import PROMPT
 
 transformer_lens = pytest.importorskip("transformer_lens")
 

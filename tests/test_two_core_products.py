@@ -6,7 +6,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from conftest import PROMPT
+from helpers import PROMPT
 from gpt2viz.model import layers
 from gpt2viz.model.layers import SPLIT_MAX_ROWS, UNEMBED_SPLIT_MAX_ROWS, Conv1D, unembed
 

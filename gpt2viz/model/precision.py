@@ -71,9 +71,9 @@ class Precision:
         return self.name == "int8"
 
 
-# Every format loads the file as float32 (memory-mapped where the file is float32) and converts
-# once, layer by layer, into memory of its own: the mapping is then released, so resident memory
-# after loading is what the format stores.
+# Every format loads the file as float32 (read into memory, as read where the file is float32) and
+# converts once, layer by layer, into memory of its own: what was read is then released, so
+# resident memory after loading is what the format stores.
 PRECISIONS = {
     "float32": Precision("float32", torch.float32, torch.float32),
     "bfloat16": Precision("bfloat16", torch.float32, torch.bfloat16),

@@ -1,6 +1,7 @@
 """Reading GPT-2 weights from safetensors files, checked against the config before use.
 
-The file is memory-mapped: a tensor stored in the compute dtype is used in place, not copied.
+Each tensor is read into memory of its own, never used from a mapping of the file (which another
+program may rewrite: `_read_tensors`); one stored in the compute dtype is used as read, not copied.
 Pickle-based files (`pytorch_model.bin`) are never opened, because unpickling runs code.
 
 Nothing is read or built from what config.json claims before the files agree with it: first
@@ -11,7 +12,9 @@ the memory a checkpoint takes is what its files hold, whatever its config.json s
 
 from __future__ import annotations
 
+import ctypes
 import itertools
+import json
 import os
 import re
 import sys
@@ -182,6 +185,7 @@ class StoredTensor:
     name: str  # as stored, with a `transformer.` prefix if the file has one
     dtype: str
     shape: tuple[int, ...]
+    at: tuple[int, int] = (0, 0)  # where its bytes lie in the file: [start, end)
 
 
 def _check_header_size(path: Path) -> tuple[int, int]:
@@ -225,7 +229,7 @@ def read_headers(files: list[Path]) -> tuple[list[StoredTensor], list[tuple[int,
     for path in files:
         sizes.append(_check_header_size(path))
         try:
-            with safe_open(str(path), framework="pt", device="cpu") as f:
+            with safe_open(str(path), framework="pt", device="cpu") as f:  # checks the header whole
                 names = f.keys()
                 if len(names) > MAX_TENSORS:
                     raise WeightsError(
@@ -233,9 +237,10 @@ def read_headers(files: list[Path]) -> tuple[list[StoredTensor], list[tuple[int,
                             path=path, n=count(len(names)), max=count(MAX_TENSORS)
                         )
                     )
+                offsets = _data_offsets(path, sizes[-1][1])
                 for name in names:
                     info = f.get_slice(name)  # the header's entry (dtype, shape): no bytes read
-                    stored.append(StoredTensor(path, name, info.get_dtype(), tuple(info.get_shape())))
+                    stored.append(StoredTensor(path, name, info.get_dtype(), tuple(info.get_shape()), offsets[name]))
         except SafetensorError as err:
             raise WeightsError(_("{path}: not a valid safetensors file ({error})").format(path=path, error=err)) from None
         except (OSError, ValueError, RuntimeError) as err:
@@ -297,35 +302,45 @@ def _untied(lm_head: StoredTensor) -> WeightsError:
     )
 
 
+def _data_offsets(path: Path, header_bytes: int) -> dict[str, tuple[int, int]]:
+    """Where each tensor's bytes lie in the file, from its JSON header (safe_open has checked that
+    the ranges lie in the file, one after another, and match each dtype and shape)."""
+    with open(path, "rb") as f:
+        header = json.loads(f.read(header_bytes)[8:])
+    return {
+        name: (header_bytes + entry["data_offsets"][0], header_bytes + entry["data_offsets"][1])
+        for name, entry in header.items() if name != "__metadata__"
+    }
+
+
 def _read_tensors(wanted: list[StoredTensor]) -> list[torch.Tensor]:
-    """The bytes of the checked tensors, file by file."""
-    out: dict[int, torch.Tensor] = {}
-    for path in dict.fromkeys(t.file for t in wanted):
-        try:
-            with safe_open(str(path), framework="pt", device="cpu") as f:
-                for i, t in enumerate(wanted):
-                    if t.file == path:
-                        out[i] = f.get_tensor(t.name)
-        except SafetensorError as err:
-            raise WeightsError(_("{path}: not a valid safetensors file ({error})").format(path=path, error=err)) from None
-        except (OSError, ValueError, RuntimeError) as err:
-            raise WeightsError(_("{path}: cannot read weights ({error})").format(path=path, error=err)) from None
-    return [out[i] for i in range(len(wanted))]
+    """The bytes of the checked tensors, read from the files into memory of their own.
 
-
-def _held(tensor: torch.Tensor, device: str, dtype: torch.dtype) -> torch.Tensor:
-    """The tensor as the model holds it, in memory of its own: converted, or copied where the
-    conversion had nothing to do.
-
-    safetensors hands tensors over in a memory mapping of the file, and a float32 file run in
-    float32 could be used right there, without a copy. But a mapped page belongs to the file: when
-    another program truncates or rewrites the checkpoint while gpt2viz runs (a training loop saving
-    over it), the next read of that page ends the process with SIGBUS, with no message and the
-    terminal left in the app's screen modes. The copy costs one pass over the weights at load
-    (gpt2-small, 498 MB: measured in docs/architecture.md) and the same resident memory, anonymous
-    instead of file-backed; the page cache may keep the file's pages too, until it needs them."""
-    held = tensor.to(device=device, dtype=dtype)
-    return held.clone() if held.data_ptr() == tensor.data_ptr() else held
+    Read, not mapped: safetensors' `get_tensor` hands over tensors in a memory mapping of the file,
+    and a model that used a float32 file's mapped pages in place died with SIGBUS (no message, the
+    terminal left in the app's modes) when a training loop rewrote the checkpoint under it. Copying
+    out of the mapping instead held the mapped pages and the copies at once (gpt2-small: a peak of
+    1.24 GB against 0.77 GB). Reading each tensor into a buffer torch allocated costs neither: one
+    pass over the file, resident memory as the model's own. (safetensors stores little-endian
+    numbers, as every machine torch runs on here is.)"""
+    out: list[torch.Tensor] = []
+    files: dict[Path, object] = {}
+    try:
+        for t in wanted:
+            f = files.get(t.file) or files.setdefault(t.file, open(t.file, "rb"))
+            tensor = torch.empty(t.shape, dtype=FLOAT_DTYPES[t.dtype])
+            start, end = t.at
+            if end > start:
+                f.seek(start)
+                if f.readinto((ctypes.c_char * (end - start)).from_address(tensor.data_ptr())) != end - start:
+                    raise WeightsError(_("{path}: the file got shorter while it was read").format(path=t.file))
+            out.append(tensor)
+    except OSError as err:
+        raise WeightsError(_("{path}: cannot read weights ({error})").format(path=t.file, error=err.strerror or err)) from None
+    finally:
+        for f in files.values():
+            f.close()
+    return out
 
 
 def load_weights(
@@ -348,7 +363,7 @@ def load_weights(
         if not torch.equal(head, tensors["wte.weight"]):
             raise _untied(lm_head_info)
 
-    converted = {name: _held(t, device, dtype) for name, t in tensors.items()}
+    converted = {name: t.to(device=device, dtype=dtype) for name, t in tensors.items()}
     notices = []
     for name, tensor in converted.items():
         # A sum is one pass with no temporary; only if it is not finite look element by element.

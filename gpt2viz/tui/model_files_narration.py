@@ -111,10 +111,6 @@ def _device(trace: Trace) -> str:
     return safe_line(str(trace.model.get("device") or "cpu"))
 
 
-# safetensors' name for each number format a model computes in that a file can store as it is.
-_STORED_AS = {"float32": "F32", "float16": "F16", "bfloat16": "BF16"}
-
-
 def _weights(trace: Trace, f: RunFacts, w: WeightFacts) -> str:
     """What the safetensors file holds, and how the model came to hold it."""
     header = sum(s.header_bytes or 0 for s in w.files)
@@ -126,14 +122,12 @@ def _weights(trace: Trace, f: RunFacts, w: WeightFacts) -> str:
     n, in_place = w.parameters, w.in_place or 0
     facts = {"file": file_names(w.files), "n": count(n), "in_place": count(in_place), "dtype": f.dtype,
              "device": _device(trace), "stored": "+".join(w.dtypes), "weight_bytes": nbytes(f.weight_bytes)}
-    if w.mapped is not True or w.in_place is None:
+    if w.in_place is None:
         how = "read"
-    elif in_place == n:
-        how = "in_place"
-    elif in_place == 0:
-        how = "copied_as_is" if tuple(w.dtypes) == (_STORED_AS.get(f.dtype),) else "copied"
-    else:
-        how = "partly"
+    elif w.mapped is True:  # a trace of a gpt2viz that used safetensors' mapping of the file
+        how = "in_place" if in_place == n else "copied" if in_place == 0 else "partly"
+    else:  # read into memory of its own (model/weights.py _read_tensors)
+        how = "read_as_is" if in_place == n else "read_converted" if in_place == 0 else "read"
     return sentences(what, say(f"stage.model_files.{how}", **facts), _beyond_the_parameters(f))
 
 

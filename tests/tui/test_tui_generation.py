@@ -286,10 +286,11 @@ async def test_kv_panel_bytes_follow_the_formula(ckpts):
         app.screen.query_one("#use-cache").value = False
         app.screen.apply()
         await wait_for(pilot, lambda: app.screen is screen)
+        # The new generation may not have started when the screen is back: wait for what it shows.
+        await wait_for(pilot, lambda: "full pass, no cache" in screen_text(app), what="a step without the cache")
         await finished(pilot, screen)
         text = panel_text(screen, "#kv-panel")
         assert "The cache is off" in text
-        assert "full pass, no cache" in screen_text(app)
 
 
 @run_async

@@ -3,7 +3,8 @@
 Chinese at 80 x 24.
 
 The traces are recorded here; what depends on the machine is fixed before drawing: the
-checkpoint's directory, and whether the system lists memory mappings (Linux does). Update after
+checkpoint's directory, and whether the system lists memory mappings (Linux does: the weights
+are read, not mapped). Update after
 an intended change with `pytest tests/tui/test_tui_model_files_snapshots.py --snapshot-update`
 and look at the SVGs before committing them.
 """
@@ -30,7 +31,7 @@ def fixed(trace: Trace, name: str) -> Trace:
     doc = copy.deepcopy(trace.to_dict())
     doc["model"]["name"] = name
     doc["model"]["source"]["path"] = f"checkpoints/{name}"
-    doc["model_files"]["weights"]["mapped"] = True
+    doc["model_files"]["weights"]["mapped"] = False
     return Trace.from_dict(doc)
 
 

@@ -38,17 +38,22 @@ TEXT = {
         "safetensors memory-mapped {file}, and the loader copied every tensor into {dtype} on {device} "
         "(the file stores {stored}): the model holds {weight_bytes} of its own."
     ),
-    "stage.model_files.copied_as_is": (
-        "safetensors memory-mapped {file}, and the loader copied every tensor out of the mapping, still "
-        "{dtype} as the file stores it: the model holds {weight_bytes} of its own, so a checkpoint "
-        "rewritten while gpt2viz runs (a training loop saving over it) cannot pull the weights from under it."
+    "stage.model_files.read_as_is": (
+        "gpt2viz read {file} into memory of its own, tensor by tensor, and the model uses all {n} "
+        "tensors as read: stored in {stored}, computed in {dtype}. It reads the file rather than mapping "
+        "it, so a checkpoint rewritten while gpt2viz runs (a training loop saving over it) cannot pull "
+        "the weights from under it."
+    ),
+    "stage.model_files.read_converted": (
+        "gpt2viz read {file} into memory and converted every tensor into {dtype} on {device} (the file "
+        "stores {stored}): the model holds {weight_bytes} of its own."
     ),
     "stage.model_files.partly": (
         "safetensors memory-mapped {file}; the model uses {in_place} of the {n} tensors where they "
         "lie and copied the others into {dtype} on {device}."
     ),
     "stage.model_files.read": (
-        "safetensors read {file} into memory; the model uses {in_place} of the {n} tensors as read and copied the "
+        "gpt2viz read {file} into memory; the model uses {in_place} of the {n} tensors as read and copied the "
         "others into {dtype} on {device}."
     ),
     # Where the model holds more than its parameters take in its format (bfloat16, float16, int8).

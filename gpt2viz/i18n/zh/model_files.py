@@ -34,10 +34,14 @@ TEXT = {
         "{file} 被映射到内存，加载器把每个张量都复制并转换成 {device} 上的 {dtype}"
         "（文件里存的是 {stored}）：模型自己持有 {weight_bytes}。"
     ),
-    "stage.model_files.copied_as_is": (
-        "{file} 被映射到内存，加载器把每个张量原样（仍是文件里存的 {dtype}）从映射中复制出来："
-        "模型自己持有 {weight_bytes}，这样即使 gpt2viz 运行时有程序改写这个检查点（比如训练循环覆盖保存），"
-        "权重也不会被抽走。"
+    "stage.model_files.read_as_is": (
+        "gpt2viz 把 {file} 逐个张量读入自己的内存，模型按读入的样子使用全部 {n} 个张量：文件里存的是 {stored}，"
+        "计算用 {dtype}。它读取文件而不是映射文件，所以即使 gpt2viz 运行时有程序改写这个检查点"
+        "（比如训练循环覆盖保存），权重也不会被抽走。"
+    ),
+    "stage.model_files.read_converted": (
+        "gpt2viz 把 {file} 读入内存，并把每个张量都转换成 {device} 上的 {dtype}"
+        "（文件里存的是 {stored}）：模型自己持有 {weight_bytes}。"
     ),
     "stage.model_files.partly": (
         "{file} 被映射到内存；{n} 个张量中，模型就地使用 {in_place} 个，"

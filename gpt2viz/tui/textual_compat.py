@@ -36,7 +36,9 @@ from rich.cells import cell_len, get_character_cell_size
 from rich.text import Text
 from textual.app import App
 from textual.binding import Binding
+from textual import work
 from textual.command import CommandList, CommandPalette
+from textual.css.query import NoMatches
 from textual.dom import DOMNode
 from textual.timer import Timer
 from textual.widgets import Input, OptionList
@@ -129,7 +131,7 @@ class CompatPalette(CommandPalette):
         self._stop_no_matches_countdown()
 
         def show_no_matches() -> None:
-            if not self._showing:
+            if not self._showing or not self._has_list:
                 return
             if search_value:
                 self.query_one(CommandList).add_option(
@@ -141,12 +143,29 @@ class CompatPalette(CommandPalette):
 
         self._no_matches_timer = self.set_timer(self._NO_MATCHES_COUNTDOWN, show_no_matches)
 
+    @property
+    def _has_list(self) -> bool:
+        """Whether the palette still has its list: not once it is being taken down (closed, or the
+        app quitting while a search runs, when it may still be the screen on top)."""
+        return self.is_attached and bool(self.query(CommandList))
+
     def _gather_commands(self, search_value: str):  # type: ignore[override]
         # A key typed just before the palette closed may still ask for a search: there is no
         # list left to fill.
         if not self._showing:
             return None
-        return super()._gather_commands(search_value)
+        return self._search_while_it_has_a_list(search_value)
+
+    @work(exclusive=True, group=CommandPalette._GATHER_COMMANDS_GROUP)
+    async def _search_while_it_has_a_list(self, search_value: str) -> None:
+        """Textual's search worker, which queries the palette's widgets as it goes: a search still
+        running when the palette is taken down ends quietly (WorkerFailed: NoMatches for
+        CommandList, the app quitting during a search), as it does when it was cancelled."""
+        try:
+            await _TEXTUAL_GATHER(self, search_value)
+        except NoMatches:
+            if self._has_list:
+                raise
 
     def stop_searching(self) -> None:
         """Cancels the search under way (the palette is closing)."""
@@ -162,12 +181,17 @@ class CompatPalette(CommandPalette):
     # whose watchers query the palette's widgets: by then they may be gone (WorkerFailed:
     # NoMatches for CommandList, the soak, a palette over the loading screen).
     async def _watch__show_busy(self) -> None:
-        if self._showing:
+        if self._has_list:
             await super()._watch__show_busy()
 
     def _watch__list_visible(self) -> None:
-        if self._showing:
+        if self._has_list:
             super()._watch__list_visible()
+
+
+# Textual's search, as written (under its @work decorator); CompatPalette runs it in a worker of
+# the same group.
+_TEXTUAL_GATHER = CommandPalette._gather_commands.__wrapped__
 
 
 # -- text fields --------------------------------------------------------------------------------------------

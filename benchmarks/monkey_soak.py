@@ -40,6 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=1, help="the first base seed (default 1)")
     ap.add_argument("--md", help="write the summary into this RESULTS.md's notes")
     args = ap.parse_args(argv)
+    md = Path(args.md).resolve() if args.md else None  # before the chdir below
 
     tmp = Path(tempfile.mkdtemp(prefix="gpt2viz-soak-"))
     os.environ["XDG_STATE_HOME"] = str(tmp / "state")
@@ -103,8 +104,8 @@ def main(argv: list[str] | None = None) -> int:
     lines += [f"- {failure.splitlines()[0]}" for failure in failures]
     summary = "\n".join(lines).rstrip() + "\n"
     print(summary)
-    if args.md:
-        path = Path(args.md)
+    if md is not None:
+        path = md
         text = path.read_text(encoding="utf-8")
         pattern = re.compile(re.escape(SECTION) + r".*?(?=\n## |\Z)", re.S)
         text = pattern.sub(summary.rstrip(), text) if SECTION in text else text.rstrip() + "\n\n" + summary

@@ -7,7 +7,6 @@ the code before the session and job service (and the screens' one lifecycle) cam
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import pytest
@@ -18,7 +17,7 @@ from gpt2viz.tui.app import make_app
 from gpt2viz.tui.screens.generation import GenerationScreen
 from gpt2viz.tui.screens.step import StepScreen
 from monkey import replay
-from tui_helpers import GENERATION_TRACE, run_async
+from tui_helpers import GENERATION_TRACE, run_async, started
 
 
 @pytest.fixture(scope="module")
@@ -33,15 +32,6 @@ def errors_log(tmp_path, monkeypatch) -> Path:
     return tmp_path / "state" / "gpt2viz" / "errors.log"
 
 
-async def started(app, pilot, screen=StepScreen) -> None:
-    """Until the app shows `screen` with no model work left, drawn."""
-    for _ in range(600):
-        await pilot.pause()
-        if isinstance(app.screen, screen) and app.session.jobs.idle:
-            await pilot.pause()
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError(f"still on {type(app.screen).__name__}")
 
 
 @pytest.mark.parametrize(

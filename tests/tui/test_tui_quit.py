@@ -3,10 +3,10 @@ and what closed screens leave behind stays bounded."""
 
 from __future__ import annotations
 
-import asyncio
 import gc
 
 import pytest
+from textual.command import CommandPalette
 from textual.strip import Strip
 
 import gpt2viz
@@ -17,7 +17,7 @@ from gpt2viz.tui.screens.generation import GenerationScreen
 from gpt2viz.tui.screens.prompt import PromptScreen
 from gpt2viz.tui.screens.step import StepScreen
 from monkey import OPENERS, replay
-from tui_helpers import GENERATION_TRACE, run_async, screen_text
+from tui_helpers import GENERATION_TRACE, run_async, screen_text, started
 
 
 @pytest.fixture(scope="module")
@@ -25,14 +25,6 @@ def bundled():
     return gpt2viz.load_model("tiny")
 
 
-async def started(app, pilot, screen=StepScreen) -> None:
-    for _ in range(600):
-        await pilot.pause()
-        if isinstance(app.screen, screen) and app.session.jobs.idle:
-            await pilot.pause()
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError(f"still on {type(app.screen).__name__}")
 
 
 async def ended(app, pilot) -> None:
@@ -59,26 +51,25 @@ async def test_q_quits_from_every_screen(bundled, screen):
     assert app.return_code == 0 and app.error is None
 
 
+def _typed_into_the_prompt(app) -> bool:
+    return isinstance(app.screen, PromptScreen) and app.screen.query_one("#prompt-input").value.endswith("q")
+
+
+def _typed_into_the_palette_search(app) -> bool:
+    return isinstance(app.screen, CommandPalette)
+
+
+@pytest.mark.parametrize("keys, typed_into", [
+    ("e settle end q", _typed_into_the_prompt),
+    ("ctrl+p settle q", _typed_into_the_palette_search),
+], ids=["prompt-editor", "palette"])
 @run_async
-async def test_q_types_into_a_text_field_and_ctrl_c_quits_from_it(bundled):
+async def test_q_types_into_a_text_field_and_ctrl_c_quits_from_it(bundled, keys, typed_into):
     app = make_app(lm=bundled)
     async with app.run_test(size=(80, 24)) as pilot:
         await started(app, pilot)
-        await replay(app, pilot, "e settle end q")
-        assert isinstance(app.screen, PromptScreen) and not app._exit
-        assert app.screen.query_one("#prompt-input").value.endswith("q")
-        await replay(app, pilot, "ctrl+c")
-        await ended(app, pilot)
-    assert app.return_code == 0
-
-
-@run_async
-async def test_ctrl_c_quits_from_the_palette(bundled):
-    app = make_app(lm=bundled)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await started(app, pilot)
-        await replay(app, pilot, "ctrl+p settle q")
-        assert not app._exit  # q is typed into the search
+        await replay(app, pilot, keys)
+        assert typed_into(app) and not app._exit
         await replay(app, pilot, "ctrl+c")
         await ended(app, pilot)
     assert app.return_code == 0

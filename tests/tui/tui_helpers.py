@@ -72,3 +72,19 @@ def panel_text(screen, selector: str) -> str:
         elif isinstance(widget, StripWidget):
             parts.extend(strip.text for strip in widget.lines(max(widget.size.width, 36)))
     return "\n".join(parts)
+
+
+async def started(app, pilot, screen=None) -> None:
+    """Until the app shows `screen` (the step-through by default) with no model work left, drawn."""
+    import asyncio
+
+    from gpt2viz.tui.screens.step import StepScreen
+
+    screen = screen or StepScreen
+    for _ in range(600):
+        await pilot.pause()
+        if isinstance(app.screen, screen) and app.session.jobs.idle:
+            await pilot.pause()
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"still on {type(app.screen).__name__}")

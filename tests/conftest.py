@@ -20,6 +20,9 @@ from checkpoints import write_checkpoint  # noqa: E402
 import gpt2viz  # noqa: E402
 
 from helpers import PROMPT  # noqa: E402,F401 (the parity tests' prompt)
+import pilot_speed  # noqa: E402
+
+pilot_speed.install()
 
 
 class Checkpoints:

@@ -40,7 +40,8 @@ class Result:
     """What one case did."""
 
     code: int  # exit status; -N when killed by signal N
-    stderr: str
+    stderr: str  # decoded (undecodable bytes replaced) and stripped
+    stderr_bytes: bytes  # as written
     stdout: bytes
     peak: int  # bytes of resident memory at most
     seconds: float
@@ -83,10 +84,13 @@ class Server:
 
     def run(self, argv: list[str | bytes], *, cwd: Path | None = None, stdin: bytes | None = None,
             close: tuple[int, ...] = (), pilot: list[str] | None = None, size: tuple[int, int] = (80, 24),
-            timeout: float = TIME_BOUND, stdout_to: str | None = None) -> Result:
+            timeout: float = TIME_BOUND, stdout_to: str | None = None, env: dict[str, str | None] | None = None) -> Result:
         """Runs `gpt2viz argv` (bytes are passed as the OS would, undecodable bytes and all).
         Standard input holds `stdin` (None: /dev/null); standard output is kept, or goes to the
-        file `stdout_to` (/dev/full, say); the descriptors in `close` are closed."""
+        file `stdout_to` (/dev/full, say); the descriptors in `close` are closed. `env` sets (or,
+        with None, removes) environment variables of this run, read when the run reads them as
+        in a fresh process: huggingface_hub reads HF_ENDPOINT when it is imported, and only a
+        run imports it."""
         case = self.workdir / f"case-{time.monotonic_ns()}"
         case.mkdir()
         stdin_file = None
@@ -97,14 +101,16 @@ class Server:
             "argv": [os.fsdecode(a) for a in argv], "cwd": str(cwd or self.workdir),
             "stdin": None if stdin_file is None else str(stdin_file), "stdout": stdout_to or str(case / "stdout"),
             "stderr": str(case / "stderr"), "close": list(close), "pilot": pilot, "size": list(size),
-            "timeout": timeout,
+            "timeout": timeout, "env": env or {},
         }
         self.proc.stdin.write(json.dumps(request) + "\n")
         self.proc.stdin.flush()
         answer = self._read()
+        stderr = (case / "stderr").read_bytes()
         result = Result(
             code=answer["code"],
-            stderr=(case / "stderr").read_text(encoding="utf-8", errors="replace").strip(),
+            stderr=stderr.decode("utf-8", errors="replace").strip(),
+            stderr_bytes=stderr,
             stdout=(case / "stdout").read_bytes() if (case / "stdout").exists() else b"",
             peak=answer["peak"],
             seconds=answer["seconds"],
@@ -123,6 +129,25 @@ class Server:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+
+
+_shared: Server | None = None
+
+
+def shared_server() -> Server:
+    """One server for every test file of this pytest process that runs `gpt2viz` (the CLI errors,
+    the hub): started on first use, stopped when pytest exits."""
+    global _shared
+    if _shared is None:
+        import atexit
+        import shutil
+        import tempfile
+
+        workdir = Path(tempfile.mkdtemp(prefix="gpt2viz-cli-server-"))
+        _shared = Server(workdir)
+        atexit.register(shutil.rmtree, workdir, ignore_errors=True)
+        atexit.register(_shared.close)  # (run first: last registered)
+    return _shared
 
 
 # -- the server's side -------------------------------------------------------------------------
@@ -164,6 +189,11 @@ def _pilot_run(keys: list[str], size: tuple[int, int]):
 def _child(request: dict) -> int:
     """Runs one case in the forked child; returns its exit status."""
     os.setsid()  # no controlling terminal, as in CI: the TUI cannot open /dev/tty
+    for name, value in request["env"].items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
     import resource
 
     resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE, ADDRESS_SPACE))
@@ -185,6 +215,9 @@ def _child(request: dict) -> int:
 
     if request["pilot"] is not None:
         from gpt2viz.tui.app import Gpt2VizApp
+        import pilot_speed
+
+        pilot_speed.install()
 
         Gpt2VizApp.run = _pilot_run(request["pilot"], tuple(request["size"]))
         cli.keys_from_the_terminal = lambda: None
@@ -203,7 +236,8 @@ def _child(request: dict) -> int:
 
 
 def _serve() -> None:
-    # What a run imports, imported once (and nothing run: no torch thread exists to fork).
+    # What a run imports, imported once (and nothing run: no torch thread exists to fork). Not
+    # huggingface_hub: it reads its environment when imported, and a run may set its own.
     import torch  # noqa: F401
     import safetensors.torch  # noqa: F401
     import tokenizers  # noqa: F401
@@ -213,6 +247,8 @@ def _serve() -> None:
     import gpt2viz.cli  # noqa: F401
     import gpt2viz.trace  # noqa: F401
     import gpt2viz.tui.app  # noqa: F401
+
+    assert "huggingface_hub" not in sys.modules, "a run's HF_* variables would come too late"
 
     answers = sys.stdout
     requests = sys.stdin

@@ -3,7 +3,6 @@ traceback, and no file left half-written."""
 
 from __future__ import annotations
 
-import atexit
 import json
 import os
 import shutil
@@ -11,50 +10,22 @@ import signal
 import struct
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import pytest
 
-from fuzz_runner import Server
+from fuzz_runner import shared_server
 
 PROMPT = "The meaning of life is"
 
 
-_server: Server | None = None
-
-
-def _fork_server() -> Server:
-    """One process that imported torch and gpt2viz, forking a child per run (tests/fuzz_runner.py):
-    each run is a fresh process as far as it can tell, without Python's and torch's start-up.
-    Started on first use (other test files call `gpt2viz` too), stopped when pytest exits."""
-    global _server
-    if _server is None:
-        workdir = Path(tempfile.mkdtemp(prefix="gpt2viz-cli-server-"))
-        _server = Server(workdir)
-        atexit.register(shutil.rmtree, workdir, ignore_errors=True)
-        atexit.register(_server.close)  # (run first: last registered)
-    return _server
-
-
 def gpt2viz(*args: str, timeout: float = 120, env: dict | None = None, stdin: bytes | None = None):
-    """`gpt2viz args` in a process of its own: (exit status, stderr, stdout bytes). Forked from the
-    module's server, or, with an environment of its own (`env`), started afresh."""
-    if env is None:
-        result = _fork_server().run(list(args), stdin=stdin, timeout=timeout)
-        code, stderr, stdout = result.code, result.stderr, result.stdout
-    else:
-        proc = subprocess.run(
-            [sys.executable, "-m", "gpt2viz", *args],
-            capture_output=True,
-            timeout=timeout,
-            env={**os.environ, **env},
-            input=stdin,
-        )
-        code, stderr, stdout = proc.returncode, proc.stderr.decode("utf-8", "replace"), proc.stdout
-    assert "Traceback" not in stderr, stderr
-    return code, stderr.strip(), stdout
+    """`gpt2viz args` in a process of its own, forked from the shared server (tests/fuzz_runner.py),
+    with the environment variables `env` set: (exit status, stderr, stdout bytes)."""
+    result = shared_server().run(list(args), stdin=stdin, timeout=timeout, env=env)
+    assert "Traceback" not in result.stderr, result.stderr
+    return result.code, result.stderr.strip(), result.stdout
 
 
 def one_error_line(stderr: str) -> str:

@@ -1,6 +1,6 @@
 """The hub path through the real `huggingface_hub` client, against a local stand-in for the hub
-(tests/hub_server.py, loopback only). Each run is a subprocess: the client reads HF_ENDPOINT once,
-when it is imported."""
+(tests/hub_server.py, loopback only). Each run is a process of its own (forked from a server that
+never imported the client: it reads HF_ENDPOINT once, when it is imported)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from gpt2viz.model.sources import DOWNLOAD_PIECE, PARTIAL_SUFFIX
+from fuzz_runner import shared_server
 from hub_server import HubServer, Repo
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,10 +38,15 @@ def environment(endpoint: str, home: Path, **env: str) -> dict[str, str]:
 
 
 def run(args: list[str], endpoint: str, home: Path, timeout: float = 120, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "gpt2viz", *args], env=environment(endpoint, home, **env), capture_output=True, text=True,
-        timeout=timeout,
+    """`gpt2viz args` against the hub at `endpoint`, forked from the shared server
+    (tests/fuzz_runner.py): a fresh process to the client, which it imports and configures anew."""
+    result = shared_server().run(
+        args, timeout=timeout,
+        env={"HF_ENDPOINT": endpoint, "HF_HOME": str(home), "HF_HUB_DISABLE_TELEMETRY": "1", "NO_PROXY": "127.0.0.1",
+             "HF_HUB_OFFLINE": None, **env},
     )
+    assert not result.timed_out, f"gpt2viz {args} ran past {timeout} s"
+    return subprocess.CompletedProcess(args, result.code, result.stdout.decode("utf-8", "replace"), result.stderr + "\n" if result.stderr else "")
 
 
 def blobs(home: Path, repo_id: str = "org/tiny") -> Path:

@@ -4,15 +4,14 @@ argparse's own words included, while the trace itself stays language-neutral."""
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import jsonschema
 import pytest
 from rich.cells import cell_len
+
+from fuzz_runner import shared_server
 
 from gpt2viz.i18n import set_language
 from gpt2viz.options import DEFAULT_PROMPT
@@ -26,12 +25,12 @@ FLAG = re.compile(r"--?[a-z][a-z0-9-]*")
 def gpt2viz(*args: str, lang: str = "C.UTF-8") -> tuple[int, str, bytes]:
     """Runs the command line in a process of its own under the locale `lang`; (exit status,
     stderr, stdout)."""
-    env = {k: v for k, v in os.environ.items() if k not in ("LC_ALL", "LC_MESSAGES", "LANGUAGE")}
-    env["LANG"] = lang
-    proc = subprocess.run([sys.executable, "-m", "gpt2viz", *args], capture_output=True, env=env, timeout=120)
-    stderr = proc.stderr.decode("utf-8")
+    result = shared_server().run(  # forked from the shared server (tests/fuzz_runner.py)
+        list(args), timeout=120, env={"LANG": lang, "LC_ALL": None, "LC_MESSAGES": None, "LANGUAGE": None}
+    )
+    stderr = result.stderr_bytes.decode("utf-8")
     assert "Traceback" not in stderr, stderr
-    return proc.returncode, stderr, proc.stdout
+    return result.code, stderr, result.stdout
 
 
 @pytest.fixture

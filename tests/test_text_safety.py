@@ -9,12 +9,13 @@ import io
 import os
 import subprocess
 import sys
-import unicodedata
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from fuzz_runner import shared_server
 
 from gpt2viz.text_safety import (
     EMPTY,
@@ -163,13 +164,15 @@ ESC_PATH = "x\x1b]0;PWNED\x07\x1b[5m\u202e"
 
 def run_cli(args: list[str], tmp_path: Path, stdin_tty: bool = False) -> tuple[int, bytes]:
     """gpt2viz `args` (stdin a pseudo-terminal when `stdin_tty`), its stderr as bytes."""
-    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state"), "TERM": "xterm-256color", "LANG": "C.UTF-8"}
-    env.pop("LC_ALL", None)
-    script = "import sys\nfrom gpt2viz.cli import main\nsys.exit(main(sys.argv[1:]))\n"
-    if not stdin_tty:
-        proc = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, timeout=300, env=env, stdin=subprocess.DEVNULL)
-        return proc.returncode, proc.stderr
+    env = {"XDG_STATE_HOME": str(tmp_path / "state"), "TERM": "xterm-256color", "LANG": "C.UTF-8", "LC_ALL": None}
+    if not stdin_tty:  # forked from the shared server (tests/fuzz_runner.py), standard input /dev/null
+        result = shared_server().run(args, cwd=tmp_path, env=env, timeout=300)
+        return result.code, result.stderr_bytes
     import pty
+
+    env = {**os.environ, **env}
+    env.pop("LC_ALL")
+    script = "import sys\nfrom gpt2viz.cli import main\nsys.exit(main(sys.argv[1:]))\n"
 
     main, child = pty.openpty()
     try:

@@ -140,6 +140,9 @@ SCRIPT = textwrap.dedent(
 )
 
 
+@pytest.mark.slow  # gpt2-small's 498 MB loaded in three processes (10 s); the fast tier's
+# test_hostile_inputs.py::test_a_checkpoint_rewritten_under_a_loaded_model_changes_nothing guards
+# that no mapping of the file is kept
 def test_every_format_lets_go_of_the_checkpoints_memory_mapping(ckpts):
     """Every format reads the weights into memory of its own (float32 too: a file rewritten under
     the app must not take its weights away), so its resident memory is what its format stores."""

@@ -79,8 +79,9 @@ def picture_text(screen: StepScreen) -> str:
     return "\n".join(parts)
 
 
-async def pictures(trace, language: str, size: tuple[int, int], stages=None) -> dict[tuple[str, int], str]:
-    """(stage key, head) -> the text of its picture, in `language`, walked in the app."""
+async def pictures(trace, language: str, size: tuple[int, int], stages=None, blocks=None) -> dict[tuple[str, int], str]:
+    """(stage key, head) -> the text of its picture, in `language`, walked in the app (the stages
+    `stages`, else every stage; with `blocks`, of the blocks only those)."""
     set_language(language)
     app = make_app(trace=trace)
     shown = {}
@@ -91,6 +92,8 @@ async def pictures(trace, language: str, size: tuple[int, int], stages=None) -> 
                 break
         screen = app.screen
         for stage in stages or screen.stages:
+            if blocks is not None and stage.layer is not None and stage.layer not in blocks:
+                continue
             screen.go_to(screen.stages.index(stage))
             await pilot.pause()
             shown[stage.key, 0] = picture_text(screen)
@@ -121,11 +124,13 @@ async def test_every_picture_of_a_prompt_speaks_chinese_with_the_english_numbers
 
 @run_async
 async def test_every_picture_of_a_decode_step_speaks_chinese(bundled):
-    """A decode step: cached positions above the token table, the KV cache after a decode step."""
+    """A decode step: cached positions above the token table, the KV cache after a decode step.
+    Block 0 and the last block stand for the blocks between (the same pictures, other numbers)."""
     ids = bundled.tokenizer.encode("The meaning of life is, as everyone knows, not 42")
     trace = trace_decode_step(bundled, ids)
-    english = await pictures(trace, "en", (120, 40))
-    chinese = await pictures(trace, "zh", (120, 40))
+    blocks = {0, bundled.config.n_layer - 1}
+    english = await pictures(trace, "en", (120, 40), blocks=blocks)
+    chinese = await pictures(trace, "zh", (120, 40), blocks=blocks)
     assert_chinese_with_the_english_numbers(trace, english, chinese)
     assert "位置 0–10：已在 KV cache 中" in chinese["tokenize", 0]
     assert "这一步 decode 之后的 KV cache" in chinese["next_token", 0]

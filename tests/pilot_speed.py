@@ -13,7 +13,8 @@ drawn, laid out again and its after-refresh callbacks run, but not always.
 So here the idle wait steps 2 ms (the same ratio of CPU time for "idle"), and `press` and `pause`
 go on pausing until the screen has nothing pending: no layout, scroll, repaint or recompose
 asked for, no dirty widget, no callback waiting for the next refresh (Textual's own flags,
-`Screen._on_timer_update` reads them), and no message waiting in the app's or a widget's queue. A test reads a screen that is done, on a quiet machine or
+`Screen._on_timer_update` reads them), no resize waiting for the app's 1/120 s timer, and no
+message waiting in the app's or a widget's queue. A test reads a screen that is done, on a quiet machine or
 a busy one. Tests that need a model job to finish wait for that (`tui_helpers.started`,
 `app.session.jobs.idle`), never for this.
 """
@@ -40,6 +41,9 @@ def install() -> None:
     screen = Screen()
     for name in (*PENDING, "_message_queue"):
         assert hasattr(screen, name), f"Screen.{name} is gone: see tests/pilot_speed.py"
+    from textual.app import App
+
+    assert hasattr(App(), "_resize_event"), "App._resize_event is gone: see tests/pilot_speed.py"
     wait.SLEEP_GRANULARITY = STEP
     wait.SLEEP_IDLE = IDLE
 
@@ -48,6 +52,8 @@ def install() -> None:
     def pending(app) -> bool:
         if app._exit or not app._screen_stack:
             return False
+        if app._resize_event is not None:  # a resize waiting for its 1/120 s timer
+            return True
         screen = app.screen
         return any(getattr(screen, name) for name in PENDING) or any(
             not node._message_queue.empty() for node in (app, *screen.walk_children(with_self=True))

@@ -54,7 +54,8 @@ class Session:
             f"--lang {lang}; echo $? > {shlex.quote(str(self.exit_file))}"
         )
         tmux("kill-session", "-t", name, check=False)
-        tmux("new-session", "-d", "-s", name, "-x", str(size[0]), "-y", str(size[1]), command)
+        # In the state folder: the palette's Screenshot, when the mash picks it, saves there.
+        tmux("new-session", "-d", "-s", name, "-x", str(size[0]), "-y", str(size[1]), "-c", str(state), command)
         tmux("set-option", "-t", name, "escape-time", "0")
         tmux("set-option", "-t", name, "remain-on-exit", "on")
 

@@ -31,6 +31,7 @@ def install() -> None:
     """Sets Textual's idle-wait step and wraps Pilot's press and pause. Fails loudly when a Textual
     upgrade renamed what it relies on."""
     import textual._wait as wait
+    from textual.app import App
     from textual.pilot import Pilot
     from textual.screen import Screen
 
@@ -41,8 +42,6 @@ def install() -> None:
     screen = Screen()
     for name in (*PENDING, "_message_queue"):
         assert hasattr(screen, name), f"Screen.{name} is gone: see tests/pilot_speed.py"
-    from textual.app import App
-
     assert hasattr(App(), "_resize_event"), "App._resize_event is gone: see tests/pilot_speed.py"
     wait.SLEEP_GRANULARITY = STEP
     wait.SLEEP_IDLE = IDLE

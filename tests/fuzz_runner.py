@@ -131,6 +131,17 @@ class Server:
             self.proc.wait()
 
 
+def with_env(environ: dict[str, str], changes: dict[str, str | None] | None) -> dict[str, str]:
+    """`environ` with `changes` made: a value sets a variable, None removes it."""
+    out = dict(environ)
+    for name, value in (changes or {}).items():
+        if value is None:
+            out.pop(name, None)
+        else:
+            out[name] = value
+    return out
+
+
 _shared: Server | None = None
 
 
@@ -189,11 +200,9 @@ def _pilot_run(keys: list[str], size: tuple[int, int]):
 def _child(request: dict) -> int:
     """Runs one case in the forked child; returns its exit status."""
     os.setsid()  # no controlling terminal, as in CI: the TUI cannot open /dev/tty
-    for name, value in request["env"].items():
-        if value is None:
-            os.environ.pop(name, None)
-        else:
-            os.environ[name] = value
+    environ = with_env(dict(os.environ), request["env"])
+    os.environ.clear()
+    os.environ.update(environ)
     import resource
 
     resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE, ADDRESS_SPACE))

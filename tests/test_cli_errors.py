@@ -25,7 +25,7 @@ def gpt2viz(*args: str, timeout: float = 120, env: dict | None = None, stdin: by
     with the environment variables `env` set: (exit status, stderr, stdout bytes)."""
     result = shared_server().run(list(args), stdin=stdin, timeout=timeout, env=env)
     assert "Traceback" not in result.stderr, result.stderr
-    return result.code, result.stderr.strip(), result.stdout
+    return result.code, result.stderr, result.stdout
 
 
 def one_error_line(stderr: str) -> str:

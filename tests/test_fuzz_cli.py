@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 from safetensors.torch import load_file, save_file
 
-from fuzz_runner import PEAK_BOUND, Server
+from fuzz_runner import PEAK_BOUND, shared_server
 
 REPO = Path(__file__).resolve().parent.parent
 TINY = REPO / "assets" / "tiny"
@@ -51,10 +51,8 @@ class Case:
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    runner = Server(tmp_path_factory.mktemp("fuzz-server"))
-    yield runner
-    runner.close()
+def server():
+    return shared_server()
 
 
 @pytest.fixture(scope="module")

@@ -30,7 +30,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from safetensors.torch import load_file, save_file
 
-from fuzz_runner import ADDRESS_SPACE, PEAK_BOUND, TIME_BOUND, Server
+from fuzz_runner import ADDRESS_SPACE, PEAK_BOUND, TIME_BOUND, shared_server
 from helpers import random_checkpoint, words
 
 REPO = Path(__file__).resolve().parent.parent
@@ -46,20 +46,6 @@ with open(sys.argv[1], "w") as f:
     f.write(str(usage.ru_maxrss * 1024))
 sys.exit(os.waitstatus_to_exitcode(status) % 256)
 """
-_runner: Server | None = None
-
-
-@pytest.fixture(scope="module", autouse=True)
-def runner(tmp_path_factory):
-    """The fork server that runs each case (tests/fuzz_runner.py): a fresh process per run,
-    without a Python start and a torch import each."""
-    global _runner
-    _runner = Server(tmp_path_factory.mktemp("gpt2viz-runs"))
-    yield _runner
-    _runner.close()
-    _runner = None
-
-
 class Run:
     def __init__(self, code: int, stderr: str, stdout: bytes, peak: int) -> None:
         self.code, self.stderr, self.stdout, self.peak = code, stderr, stdout, peak
@@ -79,7 +65,8 @@ def gpt2viz(*args: str | bytes, tmp_path: Path, stdin: bytes | None = b"", close
     `python -m gpt2viz`, since what Python makes of a closed descriptor at its start is the point."""
     if close:
         return _launched(args, tmp_path, stdin, close)
-    result = _runner.run(list(args), cwd=cwd, stdin=stdin, stdout_to=None if stdout is None else stdout.name)
+    result = shared_server().run(  # a fresh process per run, forked (tests/fuzz_runner.py)
+        list(args), cwd=cwd, stdin=stdin, stdout_to=None if stdout is None else stdout.name)
     if result.timed_out:
         pytest.fail(f"gpt2viz {args!r} did not finish within {TIME_BOUND} s")
     assert result.peak < PEAK_BOUND, f"{result.peak / 2**20:.0f} MiB resident for {args!r}"

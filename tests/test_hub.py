@@ -17,34 +17,28 @@ from pathlib import Path
 import pytest
 
 from gpt2viz.model.sources import DOWNLOAD_PIECE, PARTIAL_SUFFIX
-from fuzz_runner import shared_server
+from fuzz_runner import shared_server, with_env
 from hub_server import HubServer, Repo
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ROOT / "assets" / "tiny"
 
 
+def hub_variables(endpoint: str, home: Path, **env: str) -> dict[str, str | None]:
+    """What a run against the hub at `endpoint` sets in its environment (None: removes)."""
+    return {"HF_ENDPOINT": endpoint, "HF_HOME": str(home), "HF_HUB_DISABLE_TELEMETRY": "1", "NO_PROXY": "127.0.0.1",
+            "HF_HUB_OFFLINE": None, **env}
+
+
 def environment(endpoint: str, home: Path, **env: str) -> dict[str, str]:
-    environ = {
-        **os.environ,
-        "HF_ENDPOINT": endpoint,
-        "HF_HOME": str(home),
-        "HF_HUB_DISABLE_TELEMETRY": "1",
-        "NO_PROXY": "127.0.0.1",
-        **env,
-    }
-    environ.pop("HF_HUB_OFFLINE", None)
-    return environ
+    """The environment of a process started afresh against the hub at `endpoint`."""
+    return with_env(dict(os.environ), hub_variables(endpoint, home, **env))
 
 
 def run(args: list[str], endpoint: str, home: Path, timeout: float = 120, **env: str) -> subprocess.CompletedProcess:
     """`gpt2viz args` against the hub at `endpoint`, forked from the shared server
     (tests/fuzz_runner.py): a fresh process to the client, which it imports and configures anew."""
-    result = shared_server().run(
-        args, timeout=timeout,
-        env={"HF_ENDPOINT": endpoint, "HF_HOME": str(home), "HF_HUB_DISABLE_TELEMETRY": "1", "NO_PROXY": "127.0.0.1",
-             "HF_HUB_OFFLINE": None, **env},
-    )
+    result = shared_server().run(args, timeout=timeout, env=hub_variables(endpoint, home, **env))
     assert not result.timed_out, f"gpt2viz {args} ran past {timeout} s"
     return subprocess.CompletedProcess(args, result.code, result.stdout.decode("utf-8", "replace"), result.stderr + "\n" if result.stderr else "")
 

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fuzz_runner import shared_server
+from fuzz_runner import shared_server, with_env
 
 from gpt2viz.text_safety import (
     EMPTY,
@@ -170,8 +170,7 @@ def run_cli(args: list[str], tmp_path: Path, stdin_tty: bool = False) -> tuple[i
         return result.code, result.stderr_bytes
     import pty
 
-    env = {**os.environ, **env}
-    env.pop("LC_ALL")
+    env = with_env(dict(os.environ), env)
     script = "import sys\nfrom gpt2viz.cli import main\nsys.exit(main(sys.argv[1:]))\n"
 
     main, child = pty.openpty()

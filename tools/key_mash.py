@@ -164,12 +164,12 @@ def wait_until_idle(session: Session, limit: float = 30.0) -> float:
     return time.time() - started
 
 
-def quit_check(session: Session) -> tuple[bool, float, str]:
+def quit_check(session: Session) -> tuple[bool, float, str | None, str]:
     """Once the app has caught up with the keys sent: escape x3 (leaving any text field), then q,
-    then ctrl+c if q did not end it: (ended within 1 s of the key that ended it, seconds, how).
-    When q does not end it, `how` says what the screen showed."""
+    then ctrl+c if q did not end it: (ended within 1 s of the key that ended it, seconds, that key,
+    how). When q does not end it, `how` says what the screen showed."""
     if session.exited:
-        return False, 0.0, "had ended by itself"
+        return False, 0.0, None, "had ended by itself"
     backlog = wait_until_idle(session)
     session.resize((120, 40))
     for _ in range(3):
@@ -185,9 +185,9 @@ def quit_check(session: Session) -> tuple[bool, float, str]:
                 how = f"{key} (after {backlog:.1f} s catching up)"
                 if key != "q":
                     how += "; q did not end it on: " + " | ".join(l.strip() for l in shown.splitlines() if l.strip())[-400:]
-                return True, time.time() - started, how
+                return True, time.time() - started, key, how
             time.sleep(0.02)
-    return False, 2.0, "still running after q and ctrl+c"
+    return False, 2.0, None, "still running after q and ctrl+c"
 
 
 KEEP = False  # --keep: a failed run's session stays open to look at
@@ -218,9 +218,9 @@ def one_run(label: str, lang: str, size: tuple[int, int], seed: int, seconds: fl
                     restarts += 1  # quit through the palette: go on in a new app
                     continue
                 problems.append(f"ended by itself, exit status {status}: {session.screen().strip()[-300:]}")
-                quit_ok, quit_s, how = False, 0.0, "ended by itself"
+                quit_ok, quit_s, quit_key, how = False, 0.0, None, "ended by itself"
             else:
-                quit_ok, quit_s, how = quit_check(session)
+                quit_ok, quit_s, quit_key, how = quit_check(session)
                 if not quit_ok:
                     problems.append(how)
                     if KEEP:
@@ -242,7 +242,7 @@ def one_run(label: str, lang: str, size: tuple[int, int], seed: int, seconds: fl
     ok = not problems
     result = {
         "run": label, "lang": lang, "size": f"{size[0]}x{size[1]}", "seed": seed, "keys": sent, "ok": ok,
-        "quit": f"{how} in {quit_s:.2f} s", "quit_s": quit_s, "quit_key": how.split()[0], "restarts": restarts, "problems": problems,
+        "quit": f"{how} in {quit_s:.2f} s", "quit_s": quit_s, "quit_key": quit_key, "restarts": restarts, "problems": problems,
     }
     print(("ok  " if ok else "FAIL") + f" {label} {lang} {size[0]}x{size[1]} seed {seed}: {sent} keys, quit: {result['quit']}"
           + (f", {restarts} quit through the palette" if restarts else "") + ("" if ok else f"\n     {problems}"), flush=True)

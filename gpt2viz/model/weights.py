@@ -188,32 +188,36 @@ class StoredTensor:
     at: tuple[int, int] = (0, 0)  # where its bytes lie in the file: [start, end)
 
 
-def _check_header_size(path: Path) -> tuple[int, int]:
-    """The file's size and its header's (8 bytes and the JSON), once its first 8 bytes (the header's length) promise a header of at most
-    MAX_SAFETENSORS_HEADER_BYTES that ends inside the file. safetensors itself allows 100 MB."""
+def _read_header(path: Path) -> tuple[int, int, bytes]:
+    """The file's size, its header's (8 bytes and the JSON) and the JSON's bytes, once its first 8
+    bytes (the header's length) promise a header of at most MAX_SAFETENSORS_HEADER_BYTES that ends
+    inside the file. safetensors itself allows 100 MB."""
     try:
         fd = open_regular(path, sys.maxsize)
     except FileRefused as err:
         raise WeightsError(_("{path}: {problem}").format(path=path, problem=err.problem)) from None
-    try:
-        size = os.fstat(fd).st_size
-        head = os.read(fd, 8)
-    except OSError as err:
-        raise WeightsError(_("{path}: cannot read weights ({error})").format(path=path, error=err.strerror)) from None
-    finally:
-        os.close(fd)
-    if len(head) < 8:
-        raise WeightsError(_("{path}: not a valid safetensors file (shorter than its 8-byte header length)").format(path=path))
-    n = int.from_bytes(head, "little")
-    if n > MAX_SAFETENSORS_HEADER_BYTES:
-        raise WeightsError(
-            _("{path}: a header of {n} bytes, more than gpt2viz reads ({limit} bytes)").format(
-                path=path, n=count(n), limit=count(MAX_SAFETENSORS_HEADER_BYTES)
+    with os.fdopen(fd, "rb") as f:
+        try:
+            size = os.fstat(fd).st_size
+            head = f.read(8)
+        except OSError as err:
+            raise WeightsError(_("{path}: cannot read weights ({error})").format(path=path, error=err.strerror)) from None
+        if len(head) < 8:
+            raise WeightsError(_("{path}: not a valid safetensors file (shorter than its 8-byte header length)").format(path=path))
+        n = int.from_bytes(head, "little")
+        if n > MAX_SAFETENSORS_HEADER_BYTES:
+            raise WeightsError(
+                _("{path}: a header of {n} bytes, more than gpt2viz reads ({limit} bytes)").format(
+                    path=path, n=count(n), limit=count(MAX_SAFETENSORS_HEADER_BYTES)
+                )
             )
-        )
-    if 8 + n > size:
-        raise WeightsError(_("{path}: not a valid safetensors file (its header runs past the end of the file)").format(path=path))
-    return size, 8 + n
+        if 8 + n > size:
+            raise WeightsError(_("{path}: not a valid safetensors file (its header runs past the end of the file)").format(path=path))
+        try:
+            header = f.read(n)
+        except OSError as err:
+            raise WeightsError(_("{path}: cannot read weights ({error})").format(path=path, error=err.strerror)) from None
+    return size, 8 + n, header
 
 
 def is_buffer(tensor: StoredTensor) -> bool:
@@ -227,7 +231,8 @@ def read_headers(files: list[Path]) -> tuple[list[StoredTensor], list[tuple[int,
     stored: list[StoredTensor] = []
     sizes = []
     for path in files:
-        sizes.append(_check_header_size(path))
+        size, header_bytes, header = _read_header(path)
+        sizes.append((size, header_bytes))
         try:
             with safe_open(str(path), framework="pt", device="cpu") as f:  # checks the header whole
                 names = f.keys()
@@ -237,7 +242,7 @@ def read_headers(files: list[Path]) -> tuple[list[StoredTensor], list[tuple[int,
                             path=path, n=count(len(names)), max=count(MAX_TENSORS)
                         )
                     )
-                offsets = _data_offsets(path, sizes[-1][1])
+                offsets = _data_offsets(header, header_bytes)
                 for name in names:
                     info = f.get_slice(name)  # the header's entry (dtype, shape): no bytes read
                     stored.append(StoredTensor(path, name, info.get_dtype(), tuple(info.get_shape()), offsets[name]))
@@ -302,14 +307,12 @@ def _untied(lm_head: StoredTensor) -> WeightsError:
     )
 
 
-def _data_offsets(path: Path, header_bytes: int) -> dict[str, tuple[int, int]]:
+def _data_offsets(header: bytes, header_bytes: int) -> dict[str, tuple[int, int]]:
     """Where each tensor's bytes lie in the file, from its JSON header (safe_open has checked that
     the ranges lie in the file, one after another, and match each dtype and shape)."""
-    with open(path, "rb") as f:
-        header = json.loads(f.read(header_bytes)[8:])
     return {
         name: (header_bytes + entry["data_offsets"][0], header_bytes + entry["data_offsets"][1])
-        for name, entry in header.items() if name != "__metadata__"
+        for name, entry in json.loads(header).items() if name != "__metadata__"
     }
 
 

@@ -29,7 +29,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from fuzz_runner import PEAK_BOUND, Server  # noqa: E402
+from fuzz_runner import PEAK_BOUND, shared_server  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 LAB_TRACE = REPO / "tests" / "data" / "tiny-lab-trace.json"
@@ -176,10 +176,8 @@ def _digests(directory: Path) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    runner = Server(tmp_path_factory.mktemp("fuzz-server"))
-    yield runner
-    runner.close()
+def server():
+    return shared_server()
 
 
 @pytest.fixture(scope="module")

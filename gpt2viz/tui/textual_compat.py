@@ -7,7 +7,9 @@ test_textual_compat.py fails, naming the part, when an upgrade changes one, so t
 looked at again before it breaks silently.
 
 - `CompatApp`: the crash path. An error nobody foresaw ends the app with one line naming the log
-  (gpt2viz.crash_log) instead of Textual's traceback on the terminal.
+  (gpt2viz.crash_log) instead of Textual's traceback on the terminal. And `leaving`: once the app
+  exits, the input still queued (keys typed after q) is dropped, not handled by screens whose
+  widgets are being taken down.
 - `CompatPalette`: the command palette's own sentence ("No matches found") in the reader's
   language; no search started or finished, and none of its widgets touched, once it has closed.
 - `OptionList._move_page` pages only a list that has its lines: Textual 8.2.8's raises KeyError
@@ -36,7 +38,7 @@ from rich.cells import cell_len, get_character_cell_size
 from rich.text import Text
 from textual.app import App
 from textual.binding import Binding
-from textual import work
+from textual import events, work
 from textual.command import CommandList, CommandPalette
 from textual.css.query import NoMatches
 from textual.dom import DOMNode
@@ -48,6 +50,7 @@ from textual._styles_cache import StylesCache
 # (owner, name) -> sha256 of Textual's source for it at the pinned version (first 16 hex digits).
 TEXTUAL_PRIVATE: dict[tuple[type, str], str] = {
     (App, "_handle_exception"): "baea2e7f88e7ac52",
+    (App, "_exit"): "252ebc810445207d",
     (App, "_fatal_error"): "2474616cec7fa94d",
     (App, "_close_messages_no_wait"): "f5db7e8fd40afc56",
     (CommandPalette, "_start_no_matches_countdown"): "0bc07d1794718e89",
@@ -111,6 +114,18 @@ class CompatApp(App):
         """Ends the app without Textual's traceback on the terminal: the crash line says it."""
         self.bell()
         self._close_messages_no_wait()
+
+    @property
+    def leaving(self) -> bool:
+        """Whether the app was told to exit (it still handles what was queued before that)."""
+        return bool(self._exit)
+
+    async def on_event(self, event: events.Event) -> None:
+        # Keys typed after q reach the app before its exit takes effect; handled, they would open
+        # screens in an app that mounts nothing any more, or find no screen at all.
+        if self.leaving and isinstance(event, (events.InputEvent, events.Paste)):
+            return
+        await super().on_event(event)
 
 
 # -- the command palette -----------------------------------------------------------------------------------

@@ -233,6 +233,14 @@ async def wait_for_idle_model() -> None:
     raise AssertionError("a model job of an app that quit is still running after 30 s")
 
 
+async def until_ended(app) -> None:
+    """Until an app that exited has handled what was queued before its exit took effect (keys typed
+    after q reach it, as in a terminal). Leaving Pilot's `run_test` at once would prune its screens
+    while its loop still handles those keys (ScreenStackError in Textual's `_check_bindings`), which
+    in a terminal cannot happen: Textual shuts an app down after its loop ended."""
+    await asyncio.wait_for(asyncio.shield(app._task), timeout=30)
+
+
 async def monkey_run(
     lm, checkpoint: str | None, target: str, seed: int, keys: int, size: tuple[int, int], errors_log: Path | None
 ) -> int:
@@ -259,6 +267,7 @@ async def monkey_run(
                 sent += monkey.keys
                 if not monkey.ended:
                     await monkey.quits()
+                await until_ended(app)
         except MonkeyFailure:
             raise
         except Exception as err:  # raised by run_test for an exception in the app

@@ -16,7 +16,7 @@ from gpt2viz.trace import load
 from gpt2viz.tui.app import make_app
 from gpt2viz.tui.screens.generation import GenerationScreen
 from gpt2viz.tui.screens.step import StepScreen
-from monkey import replay
+from monkey import replay, until_ended
 from tui_helpers import GENERATION_TRACE, run_async, started
 
 
@@ -122,6 +122,50 @@ async def test_escape_held_over_every_screen_leaves_the_step_through(bundled, er
             await replay(app, pilot, f"{opener} escape×12 settle", errors_log)
             await started(app, pilot)
             assert [type(s).__name__ for s in app.screen_stack[1:]] == ["StepScreen"], opener
+
+
+@pytest.mark.parametrize(
+    "keys",
+    [
+        "q+w",  # the soak's run seed 6062323097 (zh, 120x40): 'hqw8w' typed on the step-through
+        "w+q",
+        "q+L",
+        "g settle q+s",
+        "ctrl+p settle q+u+i+t settle enter+w+L",  # the palette's Quit
+        "q+right+right+right+right+right+right",
+        "m+q+1+2",
+    ],
+)
+@run_async
+async def test_keys_typed_after_q(bundled, errors_log, keys):
+    """NoMatches 'TabbedContent' on AttributionScreen, from its on_mount: keys typed after q still
+    reach the app before its exit takes effect, and a screen they open (w: attribution) is given no
+    widgets in an app that exits. Once the app is leaving, queued keys do nothing and a screen
+    opened just before neither composes nor mounts; the app ends with status 0."""
+    app = make_app(lm=bundled)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await started(app, pilot)
+        monkey = await replay(app, pilot, keys, errors_log)
+        await until_ended(app)
+        monkey.check()
+        assert app.return_code == 0
+
+
+@pytest.mark.parametrize("opener", ["action_attribution", "action_cost_lab", "action_show_map", "action_generate"])
+@run_async
+async def test_a_screen_opened_as_the_app_leaves(bundled, errors_log, opener):
+    """The same NoMatches from another side: a screen pushed in the moment the app exits (a key
+    handled just before q, a run's result) is composed after the exit, when Textual mounts none of
+    its widgets; its Mount must not look for them."""
+    app = make_app(lm=bundled)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await started(app, pilot)
+        getattr(app.screen, opener)()
+        app.action_quit()
+        await until_ended(app)
+        monkey = await replay(app, pilot, "", errors_log)
+        monkey.check()
+        assert app.return_code == 0
 
 
 @run_async

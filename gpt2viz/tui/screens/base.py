@@ -13,12 +13,17 @@
    does nothing. Screens pushed over it are closed first.
 5. `redraw_language()` draws every text again in the current language from the data held;
    `help_text()` says how to read the screen (the help shows it).
+6. Once the app is leaving (q, ctrl+c, the palette's Quit) nothing new starts: the app drops the
+   keys, pastes and mouse events still queued (textual_compat.CompatApp), and a screen opened in
+   that moment (by a key handled before q took effect) neither composes nor mounts: Textual mounts
+   no widget in an app that exits, so its Mount would look for widgets that are not there.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Generic, TypeVar
 
+from textual import events
 from textual.await_complete import AwaitComplete
 from textual.screen import ModalScreen, Screen
 
@@ -69,6 +74,13 @@ class Lifecycle:
             return AwaitComplete.nothing()
         self._gpt2viz_dismissed = True
         return super().dismiss(result)  # type: ignore[misc]
+
+    async def on_event(self, event: events.Event) -> None:
+        """Textual's dispatch of every event to this screen, but no Compose or Mount once the app
+        is leaving (rule 6; Textual says then that no node is attached any more)."""
+        if isinstance(event, (events.Compose, events.Mount)) and not self.is_attached:  # type: ignore[attr-defined]
+            return
+        await super().on_event(event)  # type: ignore[misc]
 
     @property
     def closing(self) -> bool:

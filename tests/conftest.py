@@ -24,6 +24,21 @@ import pilot_speed  # noqa: E402
 
 pilot_speed.install()
 
+# The tests of the matrix products' kernels and what rests on them (parity, number formats, the
+# cache, batches). CI runs them a second time with the other x86 kind's kernels, the AVX2 ones
+# (README: the kernels tier; docs/testing.md): `-m kernels` under FBGEMM_ENABLE_INSTRUCTIONS=AVX2,
+# ATEN_CPU_CAPABILITY=avx2 and ONEDNN_MAX_CPU_ISA=AVX2.
+KERNEL_TESTS = {
+    "test_parity.py", "test_precision.py", "test_fbgemm_float16.py", "test_packed.py", "test_two_core_products.py",
+    "test_kv_cache.py", "test_batch.py", "test_tiny_model.py", "test_cpu_kinds.py",
+}
+
+
+def pytest_collection_modifyitems(items) -> None:
+    for item in items:
+        if item.path.name in KERNEL_TESTS:
+            item.add_marker(pytest.mark.kernels)
+
 
 class Checkpoints:
     """Lazily writes and caches one checkpoint per shape for the whole session."""

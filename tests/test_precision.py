@@ -96,8 +96,10 @@ def test_16_bit_cached_and_full_passes_agree_within_rounding(models, name):
 
 
 def test_int8_products_are_exact_int8_arithmetic():
-    """fbgemm with the full 8-bit input range (no reduce_range): the product must equal the exact
-    product of the quantized operands (VNNI accumulates in int32 without saturating)."""
+    """The product must equal the exact product of the quantized operands, on the path this CPU
+    takes: 8-bit inputs where fbgemm accumulates in int32 (VNNI), 7-bit inputs where it adds pairs
+    of products in a saturating 16-bit sum (AVX2), which 8-bit inputs overflow."""
+    levels = P.int8_input_levels()
     torch.manual_seed(0)
     weight = torch.randn(768, 3072) * 0.05  # [in, out]
     layer = P.Int8Linear(weight, torch.zeros(3072))
@@ -106,9 +108,9 @@ def test_int8_products_are_exact_int8_arithmetic():
         x = torch.randn(1, 768) * spread
         x[0, 5] = 40 * spread  # an outlier, as LayerNorm outputs have
         lo, hi = min(0.0, float(x.min())), max(0.0, float(x.max()))
-        step = (hi - lo) / 255
+        step = (hi - lo) / levels
         zero = round(-lo / step)
-        x_q = (torch.round(x / step + zero).clamp(0, 255) - zero) * step
+        x_q = (torch.round(x / step + zero).clamp(0, levels) - zero) * step
         exact = x_q.double() @ (values.double() * scales.double()[:, None]).t()
         got = layer(x).double()
         assert float((got - exact).abs().max() / exact.abs().max()) < 1e-5
@@ -125,7 +127,9 @@ def test_the_bundled_models_quality_on_held_out_text():
     int8 = heldout(gpt2viz.load_model("tiny", dtype="int8"), reference, ids)
     assert int8.predictions == 1020 and int8.reference_perplexity == same.perplexity
     assert int8.perplexity / int8.reference_perplexity - 1 < 0.03
-    assert int8.agreement.top1_agreement >= 0.97
+    # 8-bit inputs (VNNI) measured 97.8 % top-1 agreement; 7-bit ones (fbgemm's AVX2 kernel) 97.0 %
+    # (96.8 % with torch's AVX2 kernels as well), perplexity 0.2 % and 0.4 % above float32's.
+    assert int8.agreement.top1_agreement >= (0.96 if P.int8_inputs_reduced() else 0.97)
     fp16 = heldout(gpt2viz.load_model("tiny", dtype="float16"), reference, ids)
     assert abs(fp16.perplexity / fp16.reference_perplexity - 1) < 0.005
 

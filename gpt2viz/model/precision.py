@@ -27,9 +27,12 @@ Measured on this project's 2-core AVX-512 (VNNI, BF16) machines, torch 2.13 CPU:
   and the KV cache are float16.
 - **int8**: weights int8 with one scale per output channel (symmetric, round to nearest), run by
   torch's fbgemm dynamic-quantized linear: each product quantizes its input to 8 bits (one scale
-  and zero point per call) and multiplies int8 by int8 into int32. This CPU has AVX-512 VNNI, so
-  the full 8-bit input range is used (`reduce_range=False`, no overflow; checked against an exact
-  reference in the tests). Inputs are quantized one position at a time: one scale over a whole
+  and zero point per call) and multiplies int8 by int8 into int32. With AVX-512 VNNI the products
+  go straight into int32 and the input uses the full 8-bit range; without it (AVX2 CPUs) fbgemm
+  first adds two neighbouring products in a saturating 16-bit sum, which 8-bit inputs overflow
+  (a product 9 % off was measured), so there the input is quantized to 7 bits, which cannot
+  (`int8_inputs_reduced`, measured once per process; both checked against exact integer
+  arithmetic in the tests). Inputs are quantized one position at a time: one scale over a whole
   prompt cost the bundled model 2 points of top-1 agreement with float32, and per position a
   cached decode step computes exactly what a full pass does. Every block product and the LM head
   are int8; the token embeddings are the LM head's int8 rows (tied, as in float32), looked up and
@@ -41,6 +44,7 @@ Measured on this project's 2-core AVX-512 (VNNI, BF16) machines, torch 2.13 CPU:
 from __future__ import annotations
 
 import ctypes
+import functools
 import sys
 import warnings
 from concurrent.futures import ThreadPoolExecutor
@@ -156,13 +160,32 @@ def _packed(values: torch.Tensor, scales: torch.Tensor, bias: torch.Tensor | Non
         return torch.ops.quantized.linear_prepack(q, None if bias is None else bias.to(torch.float32, copy=True))
 
 
+@functools.cache
+def int8_inputs_reduced() -> bool:
+    """Whether this CPU's int8 product must quantize its inputs to 7 bits (0..127) rather than 8.
+    Without AVX-512 VNNI, fbgemm adds two neighbouring input x weight products in a saturating
+    16-bit sum (vpmaddubsw): 255 x 127 twice is 64,770, past 32,767. Measured, not read from the
+    CPU's flags (FBGEMM_ENABLE_INSTRUCTIONS can steer fbgemm to its AVX2 kernel anywhere): all 64
+    inputs and weights at their largest must add up to 64 exactly, or the sums saturated."""
+    values = torch.full((8, 64), 127, dtype=torch.int8)
+    packed = _packed(values, torch.full((8,), 1 / 127), None)
+    out = torch.ops.quantized.linear_dynamic(torch.ones(1, 64), packed, False)
+    return not bool(torch.allclose(out, torch.full_like(out, 64.0)))
+
+
+def int8_input_levels() -> int:
+    """The steps of an int8 product's quantized input: 255 (8 bits) or 127 (7 bits, see above)."""
+    return 127 if int8_inputs_reduced() else 255
+
+
 def int8_linear(x: torch.Tensor, packed) -> torch.Tensor:
     """`x @ W^T (+ b)` through fbgemm, each position's input quantized on its own (float32 out)."""
     rows = x.reshape(-1, x.size(-1))
+    reduced = int8_inputs_reduced()
     if rows.size(0) == 1:
-        out = torch.ops.quantized.linear_dynamic(rows, packed, False)
+        out = torch.ops.quantized.linear_dynamic(rows, packed, reduced)
     else:
-        out = torch.cat([torch.ops.quantized.linear_dynamic(row, packed, False) for row in rows.split(1)])
+        out = torch.cat([torch.ops.quantized.linear_dynamic(row, packed, reduced) for row in rows.split(1)])
     return out.view(*x.shape[:-1], out.size(-1))
 
 

@@ -134,6 +134,22 @@ def interleaved(fns: dict[str, callable], reps: int, warmup: int = 1) -> dict[st
 # machine
 
 
+# The variables that steer the kernels to another CPU kind's code paths (README: the kernels tier).
+KERNEL_VARIABLES = ("FBGEMM_ENABLE_INSTRUCTIONS", "ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA")
+
+
+def kernel_setting() -> str:
+    """Which kernels ran: torch's CPU capability, the steering variables set, and what
+    gpt2viz measured of fbgemm (int8 inputs of 7 or 8 bits; float16 rows independent or not)."""
+    from gpt2viz.model import fbgemm_float16, precision
+
+    steered = [f"{name}={os.environ[name]}" for name in KERNEL_VARIABLES if os.environ.get(name)]
+    measured = [f"int8 inputs {'7' if precision.int8_inputs_reduced() else '8'} bits"]
+    if fbgemm_float16.available():
+        measured.append("float16 rows " + ("independent" if fbgemm_float16.rows_independent() else "one at a time"))
+    return ", ".join([f"torch {torch.backends.cpu.get_cpu_capability()}", *(steered or ["not steered"]), *measured])
+
+
 def machine_info(threads: int) -> dict:
     cpu = "unknown"
     try:
@@ -148,7 +164,7 @@ def machine_info(threads: int) -> dict:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("flags"):
                 fl = line.split(":", 1)[1].split()
-                flags = " ".join(f for f in ("avx2", "avx512f", "avx512_bf16", "amx_tile") if f in fl)
+                flags = " ".join(f for f in ("avx2", "f16c", "avx512f", "avx512_vnni", "avx512_bf16", "amx_tile") if f in fl)
                 break
     except OSError:
         pass
@@ -165,6 +181,7 @@ def machine_info(threads: int) -> dict:
         "date_utc": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "cpu": cpu,
         "cpu_flags": flags,
+        "kernels": kernel_setting(),
         "logical_cpus": os.cpu_count(),
         "mem_gb": mem_gb,
         "python": platform.python_version(),
@@ -783,7 +800,8 @@ def fmt_table(rows: list[list[str]], header: list[str]) -> str:
 def render(results: dict) -> str:
     m = results["machine"]
     parts = [
-        f"gpt2viz benchmarks  {m['date_utc']}  {m['cpu']} ({m['cpu_flags']}), {m['logical_cpus']} logical CPUs, "
+        f"gpt2viz benchmarks  {m['date_utc']}  {m['cpu']} ({m['cpu_flags']}; kernels: {m.get('kernels', '?')}), "
+        f"{m['logical_cpus']} logical CPUs, "
         f"torch {m['torch']}, transformers {m['transformers']}, threads {m['threads']} (both sides)"
         + ("  [QUICK]" if results["quick"] else ""),
     ]
@@ -899,6 +917,7 @@ def markdown(results: dict, command: str) -> str:
         "|---|---|",
         f"| date | {m['date_utc']} |",
         f"| CPU | {m['cpu']} ({m['cpu_flags']}), {m['logical_cpus']} logical CPUs, {m['mem_gb']} GB RAM |",
+        f"| kernels | {m.get('kernels', 'not recorded')} |",
         f"| software | Python {m['python']}, torch {m['torch']}, transformers {m['transformers']} |",
         f"| threads | {m['threads']} intra-op (torch.set_num_threads, both sides), {m['interop_threads']} inter-op |",
         f"| load average | {m['loadavg_start']} at start, {m.get('loadavg_end')} at end |",

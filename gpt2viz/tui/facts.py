@@ -21,6 +21,18 @@ from .stages import Stage
 
 
 @dataclass(frozen=True)
+class StepChoice:
+    """What a generation step chose, shown with that step's forward pass: the token (id, text as
+    generated), its probability after the sampling settings, and those settings in short ('T 0.8 ·
+    top-k 40 · seed 1'; '' for a greedy step, whose choice is the pass's own argmax)."""
+
+    id: int
+    text: str
+    prob: float | None
+    sampling: str = ""
+
+
+@dataclass(frozen=True)
 class RunFacts:
     """The sizes of this run: the model's config, the prompt length, the number format."""
 

@@ -15,9 +15,11 @@ from dataclasses import dataclass
 from ..i18n import _, ngettext, plural, say, sentences
 from ..trace import Trace
 from ..trace.events import LAYER_NORM_STATS
+from ..text_safety import token_label
 from ..trace.notices import notice_text
 from .facts import (
     RunFacts,
+    StepChoice,
     argmax,
     attention_event,
     final_choice,
@@ -68,12 +70,15 @@ def _at(trace: Trace, f: RunFacts) -> dict:
 # -- the stages ----------------------------------------------------------------------------
 
 
-def narrate(trace: Trace, stage: Stage, head: int = 0, *, generate_key: str) -> Narration:
+def narrate(trace: Trace, stage: Stage, head: int = 0, *, generate_key: str, chosen: StepChoice | None = None) -> Narration:
     """The title, explanation, formula and shape flow of `stage` in this run. `generate_key` is
-    the key that opens the generation view, as bound now, which the last stage names."""
+    the key that opens the generation view, as bound now, which the last stage names. `chosen`:
+    what the generation step whose pass this is chose (a sampled step may differ from the argmax)."""
     facts = RunFacts.of(trace)
-    writer = _WRITERS[stage.kind]
-    text, formula, flow = writer(trace, stage, facts, head, generate_key)
+    if stage.kind == "next_token":
+        text, formula, flow = _next_token(trace, stage, facts, head, generate_key, chosen)
+    else:
+        text, formula, flow = _WRITERS[stage.kind](trace, stage, facts, head, generate_key)
     title = stage.title
     if stage.kind in ("scores", "pattern"):
         title = _("{title} · head {head}").format(title=title, head=head)
@@ -189,16 +194,14 @@ def _qkv(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key: str):
     head_shape = shape_of(trace, "attn.hook_q", i, [1, H, f.T, D])
     kv = hook_event(trace, "kv_cache")
     layer_kv = (kv.get("layers") or [None] * (i + 1))[i] if kv else None
-    if layer_kv:
-        kv_bytes = layer_kv["k_bytes"] + layer_kv["v_bytes"]
-    else:
-        kv_bytes = f.kv_bytes(f.T) // f.n_layer  # one layer's share
+    # What this layer's cache holds after the pass: every position its queries saw (f.L: on a
+    # decode step the cached ones and the new one), keys and values of every head.
+    numbers = 2 * H * f.L * D
+    kv_bytes = layer_kv["k_bytes"] + layer_kv["v_bytes"] if layer_kv else numbers * f.value_bytes
     heads = ngettext("{n} head", "{n} heads", H).format(n=count(H))
+    held = ngettext("{n} position", "{n} positions", f.L).format(n=count(f.L))
+    cache = say("stage.qkv.cache", heads=heads, positions=held, D=count(D), numbers=count(numbers), bytes=nbytes(kv_bytes))
     positions = ngettext("{n} position", "{n} positions", f.T).format(n=count(f.T))
-    cache = say(
-        "stage.qkv.cache", heads=heads, positions=positions, D=count(D), numbers=count(kv_bytes // f.value_bytes),
-        bytes=nbytes(kv_bytes),
-    )
     if f.past:
         decode = say(
             plural("stage.qkv.decode", f.past), new=shape([1, H, f.T, D]), n=count(f.past), all=shape([1, H, f.L, D])
@@ -464,13 +467,22 @@ def _logit_lens(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key
     return "\n\n".join(paragraphs), formula, flow
 
 
-def _next_token(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key: str):
-    token_id, token, prob = final_choice(trace)
+def _next_token(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key: str, chosen: StepChoice | None = None):
+    top_id, top, top_prob = final_choice(trace)
     kv = hook_event(trace, "kv_cache")
-    if prob is not None:
-        choice = say("stage.next_token.choice", token=quote(token), id=token_id, p=percent(prob), total=count(f.L + 1))
+    sampled = chosen is not None and bool(chosen.sampling)
+    token_id = chosen.id if sampled else top_id
+    if sampled:
+        token = token_label(chosen.text)
+        choice = say(
+            "stage.next_token.sampled_top" if chosen.id == top_id else "stage.next_token.sampled",
+            sampling=chosen.sampling, token=quote(token), id=chosen.id, p=percent(chosen.prob), top=quote(top),
+            top_p=percent(top_prob), total=count(f.L + 1),
+        )
+    elif top_prob is not None:
+        choice = say("stage.next_token.choice", token=quote(top), id=top_id, p=percent(top_prob), total=count(f.L + 1))
     else:
-        choice = say("stage.next_token.choice_no_p", token=quote(token), id=token_id, total=count(f.L + 1))
+        choice = say("stage.next_token.choice_no_p", token=quote(top), id=top_id, total=count(f.L + 1))
     cached = ngettext("{n} cached key and value", "{n} cached keys and values", f.L).format(n=count(f.L))
     rerun = say("stage.next_token.rerun", total=count(f.L + 1), cached=cached)
     if kv:
@@ -482,10 +494,10 @@ def _next_token(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key
             D=count(f.head_dim), value_bytes=count(f.value_bytes),
         )
         rerun = sentences(rerun, size)
-    text = "\n\n".join([choice, rerun, say("stage.next_token.sample", key=generate_key)])
-    formula = say("stage.next_token.formula", id=token_id)
+    paragraphs = [choice, rerun] if sampled else [choice, rerun, say("stage.next_token.sample", key=generate_key)]
+    formula = say("stage.next_token.formula_sampled" if sampled else "stage.next_token.formula", id=token_id)
     flow = [say("stage.next_token.flow", ids=shape([1, f.L]), more=shape([1, f.L + 1]))]
-    return text, formula, flow
+    return "\n\n".join(paragraphs), formula, flow
 
 
 _WRITERS = {

@@ -8,6 +8,8 @@ import time
 
 import pytest
 
+from gpt2viz.text_safety import token_label
+
 from gpt2viz.cli import parse_args
 from gpt2viz.trace import dump, load, trace_prompt
 from gpt2viz.tui.app import make_app
@@ -197,6 +199,21 @@ async def test_sampling_with_a_seed_is_reproducible_on_screen(ckpts):
         await finished(pilot, screen)
         assert text_of(screen) == first
         assert app.session.generation_settings.sampling.seed == 7  # kept for the next generation view
+        # A step that sampled a token other than its pass's argmax: its forward pass says what the
+        # step did, not what greedy decoding would have (issue 36: it said "Greedy decoding takes
+        # the most probable token: '␣not'" for a step that sampled ',').
+        index = next(i for i, st in enumerate(screen.gen.steps) if i and st["id"] != st["raw"]["ids"][0])
+        chosen, top = screen.gen.steps[index]["text"], screen.gen.steps[index]["raw"]["tokens"][0]
+        screen._select(index)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, StepScreen) and app.screen.from_step == index)
+        assert app.screen.stage == Stage("next_token")
+        shown = screen_text(app)
+        assert "This step sampled its token with T 1.5 · top-k 50 · seed 7" in shown and "Greedy" not in shown
+        assert f"sampled token {token_label(chosen)}" in shown and "next ~ p after the settings" in shown
+        assert f"The most probable token of this pass was '{token_label(top)}'" in shown
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: app.screen is screen)
 
 
 @run_async

@@ -82,6 +82,36 @@ def test_kv_bytes_per_layer_come_from_the_cache(small_trace):
     assert nbytes(layer["k_bytes"] + layer["v_bytes"]) in text
 
 
+@pytest.mark.parametrize("model", ["tiny", "gpt2-small"])
+def test_the_kv_cache_sentence_adds_up_on_every_pass(ckpts, model):
+    """'for this layer 2 × H heads × P positions × D = N numbers, B': the product is N, P is every
+    position the layer's cache holds after the pass (on a decode step the cached ones and the new
+    one), and B is the trace's own k_bytes + v_bytes, N numbers of the run's format. Over the
+    prefill and decode steps at several lengths, every block (issue 36: a decode step said
+    '2 × 8 heads × 1 position × 14 = 9,632 numbers', the cache's 43 positions against one)."""
+    import re
+
+    from gpt2viz.trace import trace_decode_step, trace_prompt
+
+    lm = ckpts.lm(model)
+    ids = lm.tokenizer.encode("ROMEO: But soft, what light through yonder window breaks? It is the east")
+    traces = [trace_prompt(lm, ids[:1]), trace_prompt(lm, ids[:7])]
+    traces += [trace_decode_step(lm, ids[:n]) for n in (2, 9, len(ids))]
+    pattern = re.compile(r"2 × ([\d,]+) heads? × ([\d,]+) positions? × ([\d,]+) = ([\d,]+) numbers, (.*?)\.(?:\s|$)")
+    for trace in traces:
+        f = RunFacts.of(trace)
+        layers = trace.event("kv_cache")["layers"]
+        for layer in range(f.n_layer):
+            found = pattern.search(narrate(trace, Stage("qkv", layer), generate_key="g").text)
+            assert found, trace.prompt
+            heads, positions, dims, numbers = (int(g.replace(",", "")) for g in found.groups()[:4])
+            assert (heads, positions, dims) == (f.n_head, f.past + f.T, f.head_dim)
+            assert numbers == 2 * heads * positions * dims
+            kv = layers[layer]
+            assert kv["k_bytes"] + kv["v_bytes"] == numbers * f.value_bytes
+            assert found.group(5) == nbytes(kv["k_bytes"] + kv["v_bytes"])
+
+
 @pytest.mark.parametrize("stage", build_stages(2), ids=lambda s: s.key)
 def test_every_stage_of_the_tiny_trace_has_words(tiny_trace, stage):
     words = narrate(tiny_trace, stage, head=1, generate_key="g")

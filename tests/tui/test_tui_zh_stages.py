@@ -141,8 +141,10 @@ def test_english_plurals_follow_the_count(ckpts):
     assert "The 4 tokens before it are not run again" in narrate(step, Stage("tokenize"), generate_key="g").text
     qkv = narrate(step, Stage("qkv", 0), generate_key="g")
     assert "appended to the 4 cached ones" in qkv.text
-    # A decode step computes one position: 1 position, never "1 positions".
-    assert "2 × 4 heads × 1 position × 16 =" in qkv.text and "T = 1 position, H = 4 heads, D = 16 numbers" in qkv.formula
+    # A decode step computes one position: 1 position, never "1 positions"; its layer's cache then
+    # holds the 4 cached positions and the new one.
+    assert "2 × 4 heads × 5 positions × 16 =" in qkv.text and "T = 1 position, H = 4 heads, D = 16 numbers" in qkv.formula
+    assert "2 × 4 heads × 1 position × 16 =" in narrate(one, Stage("qkv", 0), generate_key="g").text
     # The causal mask: one masked cell is, several are, a single cell has none.
     assert "Here 1 of the 4 cells is masked." in narrate(two, Stage("scores", 0), generate_key="g").text
     assert "Here 3 of the 9 cells are masked." in narrate(trace_prompt(lm, "x y z"), Stage("scores", 0), generate_key="g").text

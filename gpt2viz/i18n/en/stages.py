@@ -284,6 +284,18 @@ TEXT = {
         "Greedy decoding takes the most probable token: {token} (id {id}). Appended to the text it makes "
         "{total} tokens."
     ),
+    # A generation step that sampled: {sampling} is its settings in short ('T 0.8 · top-k 40 · seed 1').
+    "stage.next_token.sampled": (
+        "This step sampled its token with {sampling}: {token} (id {id}) had p = {p} after the settings. "
+        "The most probable token of this pass was {top} (p = {top_p}). Appended to the text, {token} makes "
+        "{total} tokens."
+    ),
+    "stage.next_token.sampled_top": (
+        "This step sampled its token with {sampling}: {token} (id {id}) had p = {p} after the settings, and "
+        "it is also the most probable token of this pass (p = {top_p}). Appended to the text it makes "
+        "{total} tokens."
+    ),
+    "stage.next_token.formula_sampled": "next ~ p after the settings = {id}",
     "stage.next_token.rerun": (
         "To write one more token the model runs again. Without a cache it would recompute all {total} "
         "positions; with the KV cache only the new token goes through the blocks, and each layer reads the "

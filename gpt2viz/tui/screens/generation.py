@@ -22,8 +22,8 @@ from ...generate import STOP_CANCELLED, new_generator
 from ...i18n import N_, _, count, ngettext
 from ...trace import Trace
 from ...interventions import parse_ablations
-from ..generation import Comparison, Generation, GenerationSettings
-from ..facts import RunFacts
+from ..generation import Comparison, Generation, GenerationSettings, decoding_label
+from ..facts import RunFacts, StepChoice
 from ..language import key_name
 from ..widgets.latency_chart import LatencyChart
 from ..widgets.generation_panels import (
@@ -424,7 +424,11 @@ class GenerationScreen(AppScreen[None]):
         if index is None:
             return
         ids = self.gen.prompt_ids + self.gen.ids[:index]
-        chosen = self.gen.steps[index]["text"]
+        step = self.gen.steps[index]
+        sampling = self.gen.settings.sampling
+        chosen = StepChoice(
+            step["id"], step["text"], step.get("chosen_prob"), "" if sampling.greedy else decoding_label(sampling, short=True)
+        )
         if ids == self.trace.token_ids:  # step 0: the prompt's own pass, already recorded
             self.app.push_screen(StepScreen(self.session, self.trace, from_step=index, chosen=chosen))
             return

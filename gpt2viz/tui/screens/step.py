@@ -86,7 +86,12 @@ class StepScreen(AppScreen[None]):
     ]
 
     def __init__(
-        self, session, trace: Trace, from_step: int | None = None, chosen: str | None = None, changes: list[dict] | None = None
+        self,
+        session,
+        trace: Trace,
+        from_step: int | None = None,
+        chosen: StepChoice | None = None,
+        changes: list[dict] | None = None,
     ) -> None:
         super().__init__(session)
         self.trace = trace
@@ -122,7 +127,8 @@ class StepScreen(AppScreen[None]):
     def _draw_top_bar(self) -> None:
         if not self._mounted:
             return
-        self.query_one(TopBar).draw(self.trace, self.replay, self.from_step, self.chosen, self.session.verification)
+        chosen = None if self.chosen is None else self.chosen.text
+        self.query_one(TopBar).draw(self.trace, self.replay, self.from_step, chosen, self.session.verification)
 
     @property
     def is_main(self) -> bool:
@@ -203,7 +209,7 @@ class StepScreen(AppScreen[None]):
     def _draw(self, new_stage: bool = True) -> None:
         if not self._mounted:
             return
-        self.query_one(StageView).draw(self.trace, self.stages, self.index, self.head, new_stage)
+        self.query_one(StageView).draw(self.trace, self.stages, self.index, self.head, new_stage, chosen=self.chosen)
         # Before -> after, where the prediction is read: the next token and the logit lens.
         shows_prediction = self.stage.kind in ("next_token", "logit_lens") and self.is_main
         self.query_one(BeforeAfter).draw(self.trace.interventions, self.changes if shows_prediction else None)

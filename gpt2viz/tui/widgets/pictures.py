@@ -14,7 +14,7 @@ from ...text_safety import token_label
 from ...trace import Trace
 from ..formatting import clip, count, fit, num, num_in, percent, shape, shown_positions
 from ...trace.events import LAYER_NORM_STATS
-from ..facts import RunFacts, final_choice, hook_event, layer_norm_event, lens_event, lens_first_top, shape_of
+from ..facts import RunFacts, StepChoice, final_choice, hook_event, layer_norm_event, lens_event, lens_first_top, shape_of
 from ..stages import Stage
 from ..styled_text import styled
 from ..table_layout import Column, chip_lines, header_lines, wrapped
@@ -531,26 +531,40 @@ class LogitLensTable(Picture):
 
 
 class NextTokenView(Picture):
-    """The prompt's tokens with the chosen one appended, and the runners-up."""
+    """The prompt's tokens with the chosen one appended, and the runners-up. `chosen` (set before
+    `draw`): what the generation step whose pass this is chose, which sampling may have taken from
+    below the top."""
+
+    chosen: StepChoice | None = None
 
     def build(self, trace: Trace, stage: Stage, head: int) -> Content:
         token_id, token, prob = final_choice(trace)
+        chosen = self.chosen if self.chosen is not None and self.chosen.sampling else None
+        if chosen is not None:
+            token_id, token, prob = chosen.id, token_label(chosen.text), chosen.prob
         chips = [(token_label(tok["text"]), CHIP_A if i % 2 == 0 else CHIP_B) for i, tok in enumerate((trace.context + trace.tokens)[-40:])]
         chips.append((f"{token}", NEW))
         rows = [*chip_lines(chips, self.room), Content("")]
         rows.append(
             Content.assemble(
-                (_("next token") + " ", ".picture--header"),
+                (_("sampled token") if chosen is not None else _("next token"), ".picture--header"),
+                " ",
                 (token, NEW),
                 f"   id {token_id}" + (f"   p = {percent(prob)}" if prob is not None else ""),
             )
         )
+        if chosen is not None:
+            rows += wrapped(Content.styled(chosen.sampling, ".picture--dim"), self.room)
         last = (hook_event(trace, "unembed.hook_out").get("positions") or [{}])[-1]
         if last.get("ids"):
             rows.append(Content(""))
-            rows.append(Content.styled(_("runners-up"), ".picture--dim"))
-            for tok, p in list(zip(last["tokens"], last["probs"]))[1:4]:
-                rows.append(Content.assemble("  ", (fit(token_label(tok), 16), ".picture--token"), f" {percent(p):>7}"))
+            # Sampled: the pass's own most probable tokens, the chosen one marked where it is one.
+            ranked = list(zip(last["ids"], last["tokens"], last["probs"]))
+            shown = ranked[:4] if chosen is not None else ranked[1:4]
+            rows.append(Content.styled(_("most probable in this pass") if chosen is not None else _("runners-up"), ".picture--dim"))
+            for tid, tok, p in shown:
+                mark = " ◀" if chosen is not None and tid == chosen.id else ""
+                rows.append(Content.assemble("  ", (fit(token_label(tok), 16), ".picture--token"), f" {percent(p):>7}{mark}"))
         kv = hook_event(trace, "kv_cache")
         if kv:
             layers = kv.get("layers") or []

@@ -17,6 +17,7 @@ from ...i18n import _, count
 from ...i18n.layout import wrap_lines
 from ...text_safety import safe_line, safe_text
 from ...trace import Trace
+from ..facts import StepChoice
 from ..language import key_name
 from ..narration import narrate
 from ..stages import Stage
@@ -199,10 +200,13 @@ class StageView(VerticalScroll):
             parts.append(_("heads 0–{last}").format(last=int(trace.model["config"]["n_head"]) - 1))
         return " · ".join(parts)
 
-    def draw(self, trace: Trace, stages: list[Stage], index: int, head: int, new_stage: bool = True) -> None:
-        """Shows stage `index` (with `head` selected); back to the top when the stage changed."""
+    def draw(
+        self, trace: Trace, stages: list[Stage], index: int, head: int, new_stage: bool = True, chosen: StepChoice | None = None
+    ) -> None:
+        """Shows stage `index` (with `head` selected); back to the top when the stage changed.
+        `chosen`: what the generation step whose pass this is chose (facts.StepChoice)."""
         stage = stages[index]
-        words = narrate(trace, stage, head, generate_key=key_name(self, "generate"))
+        words = narrate(trace, stage, head, generate_key=key_name(self, "generate"), chosen=chosen)
         # The narration quotes the trace (a prompt, token texts, a replay's fields): every line of
         # it shown by gpt2viz.text_safety's rule, as the Prose below does.
         self.query_one("#stage-title", Laid).show(Content(safe_line(words.title)))
@@ -212,6 +216,7 @@ class StageView(VerticalScroll):
         formula, flow = safe_text(words.formula), tuple(safe_line(line) for line in words.flow)
         self.query_one("#stage-formula", Laid).show(lambda width: formula_lines(formula, width))
         self.query_one("#stage-flow", Laid).show(lambda width: flow_lines(flow, width))
+        self.query_one(NextTokenView).chosen = chosen
         picture_id = PICTURE_FOR_KIND[stage.kind]
         self.query_one("#pictures", ContentSwitcher).current = picture_id
         self.query_one(f"#{picture_id}").draw(trace, stage, head)

@@ -23,7 +23,6 @@ from .facts import (
     argmax,
     attention_event,
     final_choice,
-    head_focus,
     hook_event,
     layer_norm_event,
     layer_norm_name,
@@ -297,17 +296,25 @@ def _pattern(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key: s
 
 def _heads(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key: str):
     i, H, T = stage.layer, f.n_head, f.T
-    focus = head_focus(trace, i)
-    on_self = sum(1 for j, _w in focus if j == f.L - 1)
-    on_first = sum(1 for j, _w in focus if j == 0)
     last = quote(token_text(trace, f.L - 1))
-    if f.L > 1:
-        focus_text = say(
-            "stage.heads.focus_first", token=last, on_self=count(on_self), H=count(H), first=quote(token_text(trace, 0)),
-            on_first=count(on_first),
-        )
+    if f.L == 1:
+        focus_text = say("stage.heads.focus_single", token=last)
     else:
-        focus_text = say("stage.heads.focus", token=last, on_self=count(on_self), H=count(H))
+        # Where each head's last row gives more than half of its weight (at most one position can).
+        halves = [argmax(row) if row and max(row) > 0.5 else None for row in (last_row(trace, i, h) for h in range(H))]
+        on_self = sum(1 for j in halves if j == f.L - 1)
+        on_first = sum(1 for j in halves if j == 0)
+        spread = halves.count(None)
+        facts = {
+            "token": last, "H": count(H), "on_self": count(on_self), "first": quote(token_text(trace, 0)),
+            "on_first": count(on_first), "elsewhere": count(H - on_self - on_first - spread),
+        }
+        if spread == H:
+            focus_text = say("stage.heads.focus_none", token=last, H=count(H), L=count(f.L), uniform=percent(1 / f.L))
+        elif spread:
+            focus_text = say("stage.heads.focus_spread", **facts, spread=count(spread), L=count(f.L), uniform=percent(1 / f.L))
+        else:
+            focus_text = say("stage.heads.focus", **facts)
     text = say("stage.heads.intro", H=count(H), layer=i) + "\n\n" + focus_text
     formula = say("stage.heads.formula", D=f.head_dim, last=H - 1)
     p_shape = shape_of(trace, "attn.hook_pattern", i, [1, H, T, T])

@@ -112,6 +112,58 @@ def test_the_kv_cache_sentence_adds_up_on_every_pass(ckpts, model):
             assert found.group(5) == nbytes(kv["k_bytes"] + kv["v_bytes"])
 
 
+@pytest.mark.parametrize("model", ["bundled", "gpt2-small"])
+def test_the_heads_sentence_counts_what_the_patterns_show(ckpts, model):
+    """A head 'gives more than half of its weight' to a position only where its last row does, and
+    the counts add up to the heads there are; a spread head is said to be spread, with the even
+    share beside it (issue 36: 'mostly at position 0 in 5' of heads giving it 33.8-43 % against an
+    even 33.3 %, and on a decode pass '0 of the 8 heads ... in 0' with nothing said of the rest).
+    Over prefills and decode steps at several lengths, every block."""
+    import re
+
+    from gpt2viz.trace import trace_decode_step, trace_prompt
+    from gpt2viz.tui.facts import last_row
+    from gpt2viz.tui.formatting import percent
+
+    import gpt2viz
+
+    lm = gpt2viz.load_model("tiny") if model == "bundled" else ckpts.lm(model)  # the bundled model's heads are trained
+    ids = lm.tokenizer.encode("ROMEO: But soft, what light through yonder window breaks? It is the east")
+    traces = [trace_prompt(lm, ids[:1]), trace_prompt(lm, ids[:3]), trace_prompt(lm, ids[:9])]
+    traces += [trace_decode_step(lm, ids[:n]) for n in (2, 9, len(ids))]
+    numbers = re.compile(
+        r"to itself in ([\d,]+) of the ([\d,]+) heads, to position 0 \(.*?\) in ([\d,]+) and to another "
+        r"position in ([\d,]+)(?:; in the other ([\d,]+) no position gets half \(spread evenly, each of the "
+        r"([\d,]+) positions would get ([^)]+)\))?\."
+    )
+    for trace in traces:
+        f = RunFacts.of(trace)
+        for layer in range(f.n_layer):
+            text = narrate(trace, Stage("heads", layer), generate_key="g").text
+            rows = [last_row(trace, layer, h) for h in range(f.n_head)]
+            if f.L == 1:
+                assert "every head gives it all of its weight" in text
+                continue
+            spread = sum(1 for row in rows if max(row) <= 0.5)
+            if spread == f.n_head:
+                none = f"all {f.n_head} spread it (spread evenly, each of the {f.L} positions would get {percent(1 / f.L)})"
+                assert "No head gives more than half" in text and none in text
+                continue
+            found = numbers.search(text)
+            assert found, text
+            on_self, heads, on_first, elsewhere = (int(g.replace(",", "")) for g in found.groups()[:4])
+            assert heads == f.n_head
+            assert on_self == sum(1 for row in rows if row[f.L - 1] > 0.5)
+            assert on_first == sum(1 for row in rows if row[0] > 0.5)
+            assert elsewhere == sum(1 for row in rows if max(row[1 : f.L - 1], default=0) > 0.5)
+            assert on_self + on_first + elsewhere + spread == f.n_head
+            if spread:
+                assert int(found.group(5)) == spread and int(found.group(6).replace(",", "")) == f.L
+                assert found.group(7) == percent(1 / f.L)
+            else:
+                assert found.group(5) is None
+
+
 @pytest.mark.parametrize("stage", build_stages(2), ids=lambda s: s.key)
 def test_every_stage_of_the_tiny_trace_has_words(tiny_trace, stage):
     words = narrate(tiny_trace, stage, head=1, generate_key="g")

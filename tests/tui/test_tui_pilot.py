@@ -349,3 +349,22 @@ async def test_navigator_clicks_unfold_blocks_and_choose_stages(tiny_trace):
         await pilot.pause()
         assert screen.stage == Stage("scores", 0)
         assert "Block 0 · Attention scores · head 0" in stage_text(app)
+
+
+@run_async
+async def test_a_decode_steps_heads_say_how_their_one_row_is_averaged(ckpts):
+    """A decode step's maps are one query row against the cache: past MAX_CELLS positions the grid
+    averages columns only, and says so (issue 36: 'each cell averages a block of 2 × 2 positions'
+    under maps of 1 × 43)."""
+    from gpt2viz.trace import trace_decode_step
+
+    lm = ckpts.lm("tiny")
+    ids = lm.tokenizer.encode((Path(__file__).parents[2] / "assets" / "tiny" / "heldout.txt").read_text(encoding="utf-8"))[:60]
+    app = make_app(trace=trace_decode_step(lm, ids).resolve_all())
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        step = app.screen
+        step.go_to(index_of(step.stages, "heads", 0))
+        await pilot.pause()
+        shown = screen_text(app)
+        assert "each cell averages 3 positions" in shown and "block of" not in shown

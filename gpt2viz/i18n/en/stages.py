@@ -173,12 +173,23 @@ TEXT = {
         "weight). With their own query, key and value slices, heads learn to look for different things. "
         "Under each map: the position the last token looks at most."
     ),
-    "stage.heads.focus": (
-        "In this layer the last position ({token}) looks mostly at itself in {on_self} of the {H} heads."
+    # A head "gives more than half of its weight" to a position only where its last row does; the
+    # rest spread it ({uniform}: the share each of the {L} positions would get, spread evenly).
+    "stage.heads.focus_single": (
+        "The last position ({token}) is the only one it can attend to: every head gives it all of its weight."
     ),
-    "stage.heads.focus_first": (
-        "In this layer the last position ({token}) looks mostly at itself in {on_self} of the {H} heads "
-        "and mostly at position 0 ({first}) in {on_first}."
+    "stage.heads.focus_none": (
+        "No head gives more than half of the last position's weight ({token}) to one position: all {H} "
+        "spread it (spread evenly, each of the {L} positions would get {uniform})."
+    ),
+    "stage.heads.focus": (
+        "The last position ({token}) gives more than half of its weight to itself in {on_self} of the {H} "
+        "heads, to position 0 ({first}) in {on_first} and to another position in {elsewhere}."
+    ),
+    "stage.heads.focus_spread": (
+        "The last position ({token}) gives more than half of its weight to itself in {on_self} of the {H} "
+        "heads, to position 0 ({first}) in {on_first} and to another position in {elsewhere}; in the other "
+        "{spread} no position gets half (spread evenly, each of the {L} positions would get {uniform})."
     ),
     "stage.heads.formula": "head_h = softmax(q_h k_hᵀ / √{D} + mask) v_h    h = 0 … {last}",
     "stage.heads.flow": "pattern {pattern} → {maps} of {shape}",

@@ -160,10 +160,19 @@ TEXT = {
         "第 {layer} 层的 {H} 个头并排显示，每个头有自己的注意力权重（越亮，权重越大）。每个头有自己的"
         "查询、键和值切片，学会寻找不同的东西。每张图下方：最后一个 token 最关注的位置。"
     ),
-    "stage.heads.focus": "在这一层，最后一个位置（{token}）在 {H} 个头中有 {on_self} 个最关注它自己。",
-    "stage.heads.focus_first": (
-        "在这一层，最后一个位置（{token}）在 {H} 个头中有 {on_self} 个最关注它自己，"
-        "有 {on_first} 个最关注位置 0（{first}）。"
+    "stage.heads.focus_single": "最后一个位置（{token}）只能关注它自己：每个头都把全部权重给它。",
+    "stage.heads.focus_none": (
+        "没有哪个头把最后一个位置（{token}）一半以上的权重给同一个位置：{H} 个头都把它分散开"
+        "（平均分配的话，{L} 个位置各得 {uniform}）。"
+    ),
+    "stage.heads.focus": (
+        "最后一个位置（{token}）的权重：{H} 个头中有 {on_self} 个把一半以上给它自己，{on_first} 个给位置 0"
+        "（{first}），{elsewhere} 个给另一个位置。"
+    ),
+    "stage.heads.focus_spread": (
+        "最后一个位置（{token}）的权重：{H} 个头中有 {on_self} 个把一半以上给它自己，{on_first} 个给位置 0"
+        "（{first}），{elsewhere} 个给另一个位置；其余 {spread} 个头里没有哪个位置得到一半"
+        "（平均分配的话，{L} 个位置各得 {uniform}）。"
     ),
     "stage.heads.formula": "head_h = softmax(q_h k_hᵀ / √{D} + 掩码) v_h    h = 0 … {last}",
     "stage.heads.flow": "pattern {pattern} → {maps}，每张 {shape}",

@@ -9,7 +9,7 @@ from rich.segment import Segment
 from rich.style import Style
 from textual.strip import Strip
 
-from ...i18n import _
+from ...i18n import _, ngettext
 from ..formatting import fit, percent
 from ..palette import sequential
 from .heatmap import HALF_BLOCK, pool
@@ -56,7 +56,8 @@ class HeadsGrid(StripWidget):
 
         # Queries x keys: square in a prefill, one row of query against the cache in a decode step.
         factor = math.ceil(max(len(d.maps[0]), len(d.maps[0][0])) / MAX_CELLS)
-        maps = [pool(m, factor, factor) if factor > 1 else m for m in d.maps]
+        row_factor = factor if len(d.maps[0]) > 1 else 1  # a decode step's one row is not averaged
+        maps = [pool(m, row_factor, factor) if factor > 1 else m for m in d.maps]
         n_rows, n_cols = len(maps[0]), len(maps[0][0])
         cell_width = 2 if n_cols <= 8 else 1  # small maps get square cells of two columns, larger ones half blocks
         half = cell_width == 1
@@ -103,6 +104,9 @@ class HeadsGrid(StripWidget):
             lines.append(Strip(caption).crop(0, width))
             lines.append(Strip.blank(1, base))
         if factor > 1:
-            note = _("each cell averages a block of {n} × {n} positions").format(n=factor)
+            if row_factor > 1:
+                note = _("each cell averages a block of {n} × {n} positions").format(n=factor)
+            else:
+                note = ngettext("each cell averages {n} position", "each cell averages {n} positions", factor).format(n=factor)
             lines.extend(text_strips(note, width, caption_style))
         return lines

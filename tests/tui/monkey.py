@@ -241,12 +241,40 @@ async def until_ended(app) -> None:
     await asyncio.wait_for(asyncio.shield(app._task), timeout=30)
 
 
+# A run that has not ended after this long hangs: it fails, with what every task was waiting on.
+HANG_S = 600
+
+
+def task_stacks() -> str:
+    """Where every asyncio task of this loop is waiting (the innermost frames), for a hang."""
+    import io
+
+    out = io.StringIO()
+    for task in asyncio.all_tasks():
+        if task is not asyncio.current_task():
+            task.print_stack(limit=12, file=out)
+    return out.getvalue()
+
+
 async def monkey_run(
     lm, checkpoint: str | None, target: str, seed: int, keys: int, size: tuple[int, int], errors_log: Path | None
 ) -> int:
     """One run: an app opened at `target` (the loading screen: loading `checkpoint`), then `keys`
     keys of `seed`'s stream, then q must quit it. An app that leaves on its own (the palette's
-    Quit) is followed by a new one until the keys are sent. Returns the keys sent."""
+    Quit) is followed by a new one until the keys are sent. Returns the keys sent. A run still
+    going after HANG_S seconds fails as a hang, naming what each task waits on."""
+    run = asyncio.ensure_future(_monkey_run(lm, checkpoint, target, seed, keys, size, errors_log))
+    done, _pending = await asyncio.wait([run], timeout=HANG_S)
+    if run in done:
+        return run.result()
+    stacks = task_stacks()
+    run.cancel()
+    raise MonkeyFailure(f"hang: the run had not ended after {HANG_S} s\n  run: {target} {size[0]}x{size[1]} seed={seed}\n{stacks[-6000:]}")
+
+
+async def _monkey_run(
+    lm, checkpoint: str | None, target: str, seed: int, keys: int, size: tuple[int, int], errors_log: Path | None
+) -> int:
     from gpt2viz.options import RunOptions
     from gpt2viz.tui.app import make_app
 

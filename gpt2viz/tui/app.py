@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Callable
 
+from textual import events
 from textual.app import SystemCommand
 from textual.binding import Binding
 from textual.command import CommandPalette
@@ -33,7 +34,7 @@ from ..text_safety import safe_line, safe_text
 from ..trace import Trace
 from .commands import Palette
 from .language import translate_bindings
-from .screens.base import close_above, close_screen
+from .screens.base import close_above, close_screen, take_typing
 from .screens.help import HelpScreen
 from .screens.loading import LoadingScreen
 from .screens.step import WIDE, StepScreen
@@ -94,6 +95,19 @@ class Gpt2VizApp(CompatApp):
 
     def on_delivered(self, message: Delivered) -> None:
         message.call()
+
+    # -- what is typed as a screen opens (screens/base.py, rule 7) --------------------------------
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, events.Key) and not event.is_forwarded and self.screen_stack:
+            event.typed_on = self.screen  # type: ignore[attr-defined]  # the screen on top when it was typed
+        await super().on_event(event)
+
+    def on_key(self, event: events.Key) -> None:
+        # A key typed right after the one that opened a screen went to the screen on top before
+        # it and comes back unhandled: the new screen's text field takes it.
+        typed_on = getattr(event, "typed_on", None)
+        if typed_on is not None and self.screen_stack and typed_on is not self.screen:
+            take_typing(self.screen, event)
 
     def on_mount(self) -> None:
         translate_bindings(self)

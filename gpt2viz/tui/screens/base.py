@@ -1,4 +1,5 @@
-"""The one lifecycle every screen of the app follows (docs/architecture.md, "Screens").
+"""The one lifecycle every screen of the app follows (docs/architecture.md, "The rule for every
+screen").
 
 1. A screen is given the session (gpt2viz.tui.session) and reads the model, the trace and the
    settings from it, never from the app.
@@ -13,7 +14,11 @@
    does nothing. Screens pushed over it are closed first.
 5. `redraw_language()` draws every text again in the current language from the data held;
    `help_text()` says how to read the screen (the help shows it).
-6. Once the app is leaving (q, ctrl+c, the palette's Quit) nothing new starts: the app drops the
+6. `q` quits from every screen except while typing into a text field; ctrl+c from anywhere.
+7. A screen with a text field names it (`typing_target`): what is typed before the field has
+   focus (keys sent right after the key that opened the screen, which Textual hands to the screen
+   while it is still being mounted) goes into that field, not to the screen's or the app's keys.
+8. Once the app is leaving (q, ctrl+c, the palette's Quit) nothing new starts: the app drops the
    keys, pastes and mouse events still queued (textual_compat.CompatApp), and a screen opened in
    that moment (by a key handled before q took effect) neither composes nor mounts: Textual mounts
    no widget in an app that exits, so its Mount would look for widgets that are not there.
@@ -27,10 +32,17 @@ from textual import events
 from textual.await_complete import AwaitComplete
 from textual.screen import ModalScreen, Screen
 
+from ..textual_compat import binding_table
+
 if TYPE_CHECKING:
+    from textual.widgets import Input
+
     from ..session import Session
 
 R = TypeVar("R")
+
+# Keys a text field takes besides printable characters (rule 7).
+TYPING_KEYS = frozenset({"enter", "backspace", "delete", "left", "right", "home", "end", "ctrl+u", "ctrl+k", "ctrl+w"})
 
 
 def close_screen(screen: Screen, result: object = None) -> bool:
@@ -57,6 +69,34 @@ def close_above(screen: Screen) -> None:
             break
 
 
+def take_typing(screen: Screen, event: events.Key) -> bool:
+    """Rule 7: gives `event` to `screen`'s text field when it is typing the field has not had yet,
+    and says whether it did. Keys typed right after the one that opened the screen were handed by
+    the app to the widget focused before it and come back to the app unhandled (the app passes
+    them here), or reach the screen before its field has focus (Lifecycle.on_key). A screen not
+    mounted yet gets the key back in its own queue, which it reads once mounted. Focus is set at
+    once: the field's own Focus event comes before the key, so its text is selected and replaced,
+    as when the key comes later. Escape and the rest stay the screen's keys."""
+    if not getattr(screen, "takes_typing", False) or not (event.is_printable or event.key in TYPING_KEYS):
+        return False
+    kept = [binding for binding in binding_table(screen).get(event.key, ()) if binding.priority]
+    if kept:  # a key the screen keeps before its fields (the settings form's q and L): its action
+        event.stop()
+        event.prevent_default()
+        screen.call_later(screen.run_action, kept[0].action)
+        return True
+    event.stop()
+    event.prevent_default()
+    if not screen.is_mounted:
+        screen.post_message(events.Key(event.key, event.character))
+        return True
+    target = screen.typing_target()  # type: ignore[attr-defined]
+    if not target.has_focus:
+        screen.set_focus(target)
+    target.post_message(events.Key(event.key, event.character))
+    return True
+
+
 class Lifecycle:
     """What every screen of the app shares (mixed into Screen and ModalScreen)."""
 
@@ -77,10 +117,21 @@ class Lifecycle:
 
     async def on_event(self, event: events.Event) -> None:
         """Textual's dispatch of every event to this screen, but no Compose or Mount once the app
-        is leaving (rule 6; Textual says then that no node is attached any more)."""
+        is leaving (rule 8; Textual says then that no node is attached any more)."""
         if isinstance(event, (events.Compose, events.Mount)) and not self.is_attached:  # type: ignore[attr-defined]
             return
         await super().on_event(event)  # type: ignore[misc]
+
+    takes_typing = False  # rule 7: whether the screen has a text field, `typing_target()`
+
+    def typing_target(self) -> "Input":
+        """The text field that takes what is typed as the screen opens (screens with `takes_typing`)."""
+        raise NotImplementedError
+
+    def on_key(self, event: events.Key) -> None:
+        # A key that reached the screen before anything in it had focus (then it is the field's).
+        if self.takes_typing and self.focused is None:  # type: ignore[attr-defined]
+            take_typing(self, event)  # type: ignore[arg-type]
 
     @property
     def closing(self) -> bool:

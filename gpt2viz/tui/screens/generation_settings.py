@@ -145,6 +145,7 @@ class SettingsScreen(AppModal[GenerationSettings | None]):
         # No field takes a q (NumberInput): q quits here as everywhere, before the focused field.
         Binding("q", "app.quit", N_("quit"), id="settings-quit", show=False, priority=True, tooltip=N_("Leave gpt2viz")),
     ]
+    takes_typing = True
 
     def __init__(self, settings: GenerationSettings) -> None:
         super().__init__()
@@ -185,6 +186,10 @@ class SettingsScreen(AppModal[GenerationSettings | None]):
                 yield Button("", id="apply", variant="primary", compact=True)
                 yield Button("", id="cancel", compact=True)
             yield Laid(id="settings-hint")
+
+    def typing_target(self) -> Input:
+        """The first field, where the form's focus starts."""
+        return self.query_one("#new-tokens", Input)
 
     def on_mount(self) -> None:
         self._enable_sampling(not self.settings.sampling.greedy)

@@ -18,6 +18,7 @@ class PromptScreen(AppModal[str | None]):
     """Edit the prompt; Enter runs it, Escape leaves it as it was."""
 
     BINDINGS = [Binding("escape", "cancel", N_("cancel"), id="cancel-edit", tooltip=N_("Keep the current prompt"))]
+    takes_typing = True
 
     def __init__(self, prompt: str) -> None:
         super().__init__()
@@ -31,6 +32,9 @@ class PromptScreen(AppModal[str | None]):
 
     def on_mount(self) -> None:
         self.redraw_language()
+
+    def typing_target(self) -> Input:
+        return self.query_one(Input)
 
     def redraw_language(self) -> None:
         self.query_one("#prompt-title", Static).update(Content.styled(_("Edit the prompt"), "bold"))

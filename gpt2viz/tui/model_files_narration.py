@@ -153,9 +153,15 @@ def _head(f: RunFacts, w: WeightFacts) -> str:
     return sentences(head, say(plural("stage.model_files.buffers", w.buffers), n=count(w.buffers)))
 
 
+BYTE_VALUES = 256  # what a byte-level BPE vocabulary starts from
+
+
 def _tokenizer(t: TokenizerFacts) -> str:
     added = ngettext("{n} added token", "{n} added tokens", t.added).format(n=count(t.added))
-    if t.merges is not None:
+    if t.merges is not None and t.base is not None and t.base > BYTE_VALUES:
+        text = say("stage.model_files.tokenizer_more", model=t.model, vocab=count(t.vocab_size), base=count(t.base),
+                   others=count(t.base - BYTE_VALUES), merges=count(t.merges), added=added)
+    elif t.merges is not None:
         text = say("stage.model_files.tokenizer", model=t.model, vocab=count(t.vocab_size), base=count(t.base),
                    merges=count(t.merges), added=added)
     else:

@@ -241,3 +241,17 @@ def test_what_a_format_holds_beyond_its_parameters_is_said_in_both_languages(dty
         chinese = narrate(trace, Stage("model_files"), generate_key="g").text
         assert f"多出 {count(extra)} B" in chinese
         assert Counter(NUMBER.findall(chinese)) == Counter(NUMBER.findall(english))
+
+
+@pytest.mark.parametrize("added, said", [
+    (1, "50,257 tokens: 256 to start from (for GPT-2, the 256 byte values), 50,000 merges"),
+    # GPT-2's own files list <|endoftext|> in the vocabulary, not as an added token (issue 36: "257
+    # to start from (... the 256 byte values)" on such a checkpoint).
+    (0, "50,257 tokens: 257 to start from (the 256 byte values and 1 more that no merge makes), 50,000 merges"),
+])
+def test_the_tokenizer_sentence_counts_what_the_vocabulary_starts_from(added, said):
+    from gpt2viz.tui.file_facts import TokenizerFacts
+    from gpt2viz.tui.model_files_narration import _tokenizer
+
+    text = _tokenizer(TokenizerFacts((), "BPE", 50257, 50000, added, ()))
+    assert said in text

@@ -95,6 +95,13 @@ TEXT = {
         "values), {merges} merges learned from text, each gluing a frequent pair into one longer token, "
         "and {added}."
     ),
+    # A byte-level vocabulary with tokens beyond the 256 byte values that no merge makes and that
+    # are not marked as added ({others}: how many; GPT-2's files list <|endoftext|> this way).
+    "stage.model_files.tokenizer_more": (
+        "The tokenizer ({model}) has {vocab} tokens: {base} to start from (the 256 byte values and {others} "
+        "more that no merge makes), {merges} merges learned from text, each gluing a frequent pair into one "
+        "longer token, and {added}."
+    ),
     "stage.model_files.tokenizer_plain": "The tokenizer ({model}) has {vocab} tokens, {added} among them.",
     "stage.model_files.special": "A special token is never cut or merged: {tokens}.",
     "stage.model_files.unrecorded": (

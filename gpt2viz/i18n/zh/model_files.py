@@ -84,6 +84,10 @@ TEXT = {
         "分词器（{model}）共有 {vocab} 个 token：起步的 {base} 个（对 GPT-2 来说就是 256 个字节值），"
         "从文本中学到的 {merges} 条合并规则（每条把一对常见的相邻片段合成一个更长的 token），以及 {added}。"
     ),
+    "stage.model_files.tokenizer_more": (
+        "分词器（{model}）共有 {vocab} 个 token：起步的 {base} 个（256 个字节值，外加 {others} 个不由任何合并规则产生的 token），"
+        "从文本中学到的 {merges} 条合并规则（每条把一对常见的相邻片段合成一个更长的 token），以及 {added}。"
+    ),
     "stage.model_files.tokenizer_plain": "分词器（{model}）共有 {vocab} 个 token，其中有 {added}。",
     "stage.model_files.special": "特殊 token 从不被切开或合并：{tokens}。",
     "stage.model_files.unrecorded": (

@@ -18,6 +18,7 @@ import platform
 import re
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -25,6 +26,14 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "tui")]
 
 SECTION = "## Key monkey soak"
+
+
+def resident_mb() -> int:
+    """This process's resident memory (a leak across runs shows here)."""
+    for line in Path("/proc/self/status").read_text().splitlines() if Path("/proc/self/status").exists() else []:
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) // 1024
+    return 0
 
 
 def cpu_name() -> str:
@@ -82,7 +91,11 @@ def main(argv: list[str] | None = None) -> int:
                         set_language("en")
                     runs += 1
         base += 1
-        print(f"{sent:,} keys, {runs} runs, {len(failures)} failures, {time.time() - started:,.0f} s", flush=True)
+        print(
+            f"{sent:,} keys, {runs} runs, {len(failures)} failures, {time.time() - started:,.0f} s "
+            f"({threading.active_count()} threads, {resident_mb()} MB resident)",
+            flush=True,
+        )
 
     wall, cpu = time.time() - started, time.process_time() - cpu0
     stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())

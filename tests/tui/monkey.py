@@ -245,15 +245,39 @@ async def until_ended(app) -> None:
 HANG_S = 600
 
 
-def task_stacks() -> str:
-    """Where every asyncio task of this loop is waiting (the innermost frames), for a hang."""
-    import io
+def await_chain(task: asyncio.Task) -> list[str]:
+    """'file:line in function' for each coroutine `task` is awaiting through, outermost first
+    (asyncio's own stacks show only the outermost), and what the innermost waits on."""
+    lines: list[str] = []
+    coro = task.get_coro()
+    while coro is not None:
+        frame = getattr(coro, "cr_frame", None) or getattr(coro, "gi_frame", None)
+        if frame is not None:
+            lines.append(f"{frame.f_code.co_filename}:{frame.f_lineno} in {frame.f_code.co_name}")
+        awaited = getattr(coro, "cr_await", None) or getattr(coro, "gi_yieldfrom", None)
+        if awaited is None or not (hasattr(awaited, "cr_frame") or hasattr(awaited, "gi_frame")):
+            if awaited is not None:
+                lines.append(f"waiting on {awaited!r}"[:300])
+            break
+        coro = awaited
+    return lines
 
-    out = io.StringIO()
+
+def task_stacks() -> str:
+    """Where the asyncio tasks of this loop are waiting, for a hang: every task but the timers and
+    the widgets' message pumps waiting for their next message (those are counted)."""
+    out: list[str] = []
+    quiet = 0
     for task in asyncio.all_tasks():
-        if task is not asyncio.current_task():
-            task.print_stack(limit=12, file=out)
-    return out.getvalue()
+        if task is asyncio.current_task():
+            continue
+        chain = await_chain(task)
+        if any(line.endswith((" in _get_message", " in _run_timer")) for line in chain):
+            quiet += 1
+            continue
+        out.append(f"task {task.get_name()}:\n    " + "\n    ".join(chain))
+    out.append(f"(and {quiet} timers and message pumps waiting for their next tick or message)")
+    return "\n".join(out)
 
 
 async def monkey_run(
@@ -269,7 +293,7 @@ async def monkey_run(
         return run.result()
     stacks = task_stacks()
     run.cancel()
-    raise MonkeyFailure(f"hang: the run had not ended after {HANG_S} s\n  run: {target} {size[0]}x{size[1]} seed={seed}\n{stacks[-6000:]}")
+    raise MonkeyFailure(f"hang: the run had not ended after {HANG_S} s\n  run: {target} {size[0]}x{size[1]} seed={seed}\n{stacks[:12000]}")
 
 
 async def _monkey_run(

@@ -523,5 +523,5 @@ _WRITERS = {
     "ln_final": _layer_norm,
     "lm_head": _lm_head,
     "logit_lens": _logit_lens,
-    "next_token": _next_token,
+    # next_token: narrate calls _next_token itself, with what a generation step chose.
 }

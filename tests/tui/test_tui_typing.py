@@ -34,7 +34,7 @@ async def test_a_setting_typed_as_the_form_opens_goes_into_its_first_field(ckpts
     async with app.run_test(size=(80, 24)) as pilot:
         await started(app, pilot)
         await replay(app, pilot, "g")
-        await started(app, pilot, GenerationScreen)
+        await started(app, pilot, GenerationScreen)  # the form opens from the generation view
         await replay(app, pilot, "s+5+0")
         assert isinstance(app.screen, SettingsScreen) and app.screen.query_one("#new-tokens", Input).value == "50"
         await replay(app, pilot, "escape")

@@ -79,21 +79,18 @@ def take_typing(screen: Screen, event: events.Key) -> bool:
     as when the key comes later. Escape and the rest stay the screen's keys."""
     if not getattr(screen, "takes_typing", False) or not (event.is_printable or event.key in TYPING_KEYS):
         return False
-    kept = [binding for binding in binding_table(screen).get(event.key, ()) if binding.priority]
-    if kept:  # a key the screen keeps before its fields (the settings form's q and L): its action
-        event.stop()
-        event.prevent_default()
-        screen.call_later(screen.run_action, kept[0].action)
-        return True
     event.stop()
     event.prevent_default()
-    if not screen.is_mounted:
+    kept = [binding for binding in binding_table(screen).get(event.key, ()) if binding.priority]
+    if kept:  # a key the screen keeps before its fields (the settings form's q and L): its action
+        screen.call_later(screen.run_action, kept[0].action)
+    elif not screen.is_mounted:
         screen.post_message(events.Key(event.key, event.character))
-        return True
-    target = screen.typing_target()  # type: ignore[attr-defined]
-    if not target.has_focus:
-        screen.set_focus(target)
-    target.post_message(events.Key(event.key, event.character))
+    else:
+        target = screen.typing_target()  # type: ignore[attr-defined]
+        if not target.has_focus:
+            screen.set_focus(target)
+        target.post_message(events.Key(event.key, event.character))
     return True
 
 

@@ -185,17 +185,30 @@ class Monkey:
             await self.pilot.pause()
             self.check()
 
+    async def press(self, key: str) -> None:
+        """Pilot's press, except that nothing is waited for once the app's loop has ended.
+
+        Pilot waits after each key until the app's animations are complete. A widget still handling
+        a key sent before q may start one (an immediate scroll) after the ended loop stopped the
+        app's animator: that animation never runs, so Pilot would wait for ever, where a terminal
+        app just ends (the monkey soaks' rare hangs)."""
+        press = asyncio.ensure_future(self.pilot.press(key))
+        await asyncio.wait([press, self.app._task], return_when=asyncio.FIRST_COMPLETED)
+        if not press.done():
+            press.cancel()
+            await asyncio.gather(press, return_exceptions=True)
+
     async def quits(self) -> None:
         """Leaves every text field (escape), then q; else ctrl+c: the app must end, exit status 0."""
-        app, pilot = self.app, self.pilot
+        app = self.app
         for _ in range(3):
             if not isinstance(app.focused, Input):
                 break
-            await pilot.press("escape")
+            await self.press("escape")
         if not app._exit:
-            await pilot.press("q")
+            await self.press("q")
         if not app._exit:
-            await pilot.press("ctrl+c")
+            await self.press("ctrl+c")
         self.check()
         if not app._exit:
             raise self.failure(f"q and ctrl+c did not quit (on {type(app.screen).__name__})")

@@ -32,7 +32,7 @@ from ..options import RunOptions
 from ..process import freeze_startup_objects
 from ..text_safety import safe_line, safe_text
 from ..trace import Trace
-from .commands import Palette
+from .commands import KeyCommands, Palette
 from .language import translate_bindings
 from .screens.base import close_above, close_screen, take_typing
 from .screens.help import HelpScreen
@@ -65,6 +65,8 @@ class Gpt2VizApp(CompatApp):
 
     CSS_PATH = "app.tcss"
     TITLE = "gpt2viz"
+    # Textual's own (get_system_commands below) and every key of the screen underneath.
+    COMMANDS = CompatApp.COMMANDS | {KeyCommands}
     HORIZONTAL_BREAKPOINTS = [(0, "-too-narrow"), (MIN_WIDTH, "-normal"), (100, "-roomy"), (WIDE, "-wide")]
     VERTICAL_BREAKPOINTS = [(0, "-too-short"), (MIN_HEIGHT, "-tall")]
 
@@ -124,7 +126,9 @@ class Gpt2VizApp(CompatApp):
     def _session_event(self, event: SessionEvent) -> None:
         loading = self._loading
         if isinstance(event, RunStarted):
-            if loading is None or loading.closing:
+            if event.in_place:  # parts switched off or back on: the stage on show is redrawn
+                self.notify(_("Running the pass again…"), timeout=2)
+            elif loading is None or loading.closing:
                 self._loading = LoadingScreen(self.session, event.model, event.prompt, can_cancel=event.can_cancel)
                 self.push_screen(self._loading)
         elif isinstance(event, RunProgressed):

@@ -1,15 +1,57 @@
 """The command palette in the reader's language, and its entries: every stage of the pipeline, to
-jump to by name, and the map of the model."""
+jump to by name ("mlp 3", "block 3 mlp", "第 3 层 注意力"), the map of the model, and every key of
+the screen underneath as a command (so the palette offers every screen the keys open)."""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from functools import partial
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.content import Content
 
 from ..i18n import _, count
 from .screens.base import Lifecycle
+from .screens.help import bound_actions
 from .textual_compat import CompatPalette
+
+# A query's terms: numbers, runs of Latin letters (and _), runs of Chinese characters.
+_TERM = re.compile(r"\d+|[A-Za-z_]+|[\u3400-\u9fff]+")
+
+
+def query_terms(query: str) -> list[str]:
+    """The terms of a palette query, lower case: 'mlp3' and '3 MLP' both give ['mlp', '3'] (in
+    their order)."""
+    return [term.lower() for term in _TERM.findall(query)]
+
+
+def term_spans(terms: list[str], text: str) -> list[tuple[int, int]] | None:
+    """Where each term occurs in `text` (any order), or None when one does not: a number as a whole
+    number (3 is not in 13), a Latin term at the start of a word (mlp in 'MLP:', attn not in 'pattern'),
+    Chinese anywhere."""
+    spans = []
+    lowered = text.lower()
+    for term in terms:
+        if term.isdigit():
+            pattern = rf"(?<!\d){term}(?!\d)"
+        elif term[0].isascii():
+            pattern = rf"(?<![a-z]){re.escape(term)}"
+        else:
+            pattern = re.escape(term)
+        found = re.search(pattern, lowered)
+        if found is None:
+            return None
+        spans.append(found.span())
+    return spans
+
+
+def highlighted(text: str, spans: list[tuple[int, int]], style) -> Content:
+    content = Content(text)
+    for start, end in spans:
+        content = content.stylize(style, start, end)
+    return content
 
 
 class Palette(Lifecycle, CompatPalette):
@@ -19,10 +61,55 @@ class Palette(Lifecycle, CompatPalette):
     no_matches_text = staticmethod(lambda: _("No matches found"))
 
 
-class StageCommands(Provider):
-    """'Go to Block 3 · Attention pattern' for every stage of the step-through."""
+@dataclass(frozen=True)
+class Entry:
+    """One palette command: the text shown, the words it is also found by, what it runs."""
 
-    def _entries(self):
+    text: str
+    command: Callable[[], object]
+    help: str
+    also: str = ""  # searched, not shown: English names, the stage's key, the keys
+    name: str = ""  # the entry's short name: a query naming it all ranks first
+
+
+def search_hits(entries: list[Entry], query: str, style) -> Iterator[Hit]:
+    """Hits for every entry in which each term of `query` occurs (terms in any order), the text's
+    matched terms highlighted; entries whose short name the query covers first, then the shorter
+    texts, then in their order."""
+    terms = query_terms(query)
+    if not terms:
+        return
+    for order, entry in enumerate(entries):
+        spans = term_spans(terms, f"{entry.text}\n{entry.also}")
+        if spans is None:
+            continue
+        named = term_spans(query_terms(entry.name), query.lower()) is not None if entry.name else False
+        score = 1 + named - len(entry.text) / 1000 - order / 1_000_000
+        shown = [(start, end) for start, end in spans if end <= len(entry.text)]
+        yield Hit(score, highlighted(entry.text, shown, style), entry.command, text=entry.text, help=entry.help)
+
+
+class EntryProvider(Provider):
+    """A provider of `_entries()`: all of them offered before anything is typed, then searched by
+    terms (search_hits)."""
+
+    def _entries(self) -> list[Entry]:
+        raise NotImplementedError
+
+    async def discover(self) -> Hits:
+        for entry in self._entries():
+            yield DiscoveryHit(entry.text, entry.command, help=entry.help)
+
+    async def search(self, query: str) -> Hits:
+        for hit in search_hits(self._entries(), query, self.match_style):
+            yield hit
+
+
+class StageCommands(EntryProvider):
+    """'Go to Block 3 · Attention pattern' for every stage of the step-through, found by its block
+    and part in either language: 'mlp 3', 'block 3 mlp', '3 MLP', 'attn 3', '第 3 层 注意力'."""
+
+    def _entries(self) -> list[Entry]:
         from .screens.step import StepScreen  # that screen registers this provider: imported late
 
         screen = self.screen
@@ -30,48 +117,37 @@ class StageCommands(Provider):
             return []
         stages = screen.stages
         return [
-            (
+            Entry(
                 _("Go to {stage}").format(stage=stage.title),
                 partial(screen.go_to, i),
                 _("stage {index} of {total}").format(index=i + 1, total=count(len(stages))),
+                also=f"{stage.english_title} {stage.key.replace('.', ' ').replace('_', ' ')} {stage.kind}",
+                name=f"{stage.layer if stage.layer is not None else ''} {stage.label}",
             )
             for i, stage in enumerate(stages)
         ]
 
-    async def discover(self) -> Hits:
-        for text, command, help_text in self._entries():
-            yield DiscoveryHit(text, command, help=help_text)
 
-    async def search(self, query: str) -> Hits:
-        matcher = self.matcher(query)
-        for text, command, help_text in self._entries():
-            score = matcher.match(text)
-            if score > 0:
-                yield Hit(score, matcher.highlight(text), command, text=text, help=help_text)
+class KeyCommands(EntryProvider):
+    """Every key of the screen underneath, as a command: 'Open the generation view' (key g)."""
+
+    def _entries(self) -> list[Entry]:
+        screen = self.screen
+        return [
+            Entry(bound.text, partial(self.app.run_action, bound.action, screen),
+                  _("key {keys}").format(keys=bound.keys), also=bound.action.replace("_", " "))
+            for bound in bound_actions(screen)
+            if bound.action != "command_palette"
+        ]
 
 
-class MapCommands(Provider):
+class MapCommands(EntryProvider):
     """'Map of the model': where the stage on screen sits in the whole data flow."""
 
-    def _entry(self):
+    def _entries(self) -> list[Entry]:
         from .screens.step import StepScreen  # that screen registers this provider: imported late
 
         screen = self.screen
         if not isinstance(screen, StepScreen):
-            return None
-        return _("Map of the model"), screen.action_show_map, _("where this stage sits in the whole data flow")
-
-    async def discover(self) -> Hits:
-        entry = self._entry()
-        if entry is not None:
-            text, command, help_text = entry
-            yield DiscoveryHit(text, command, help=help_text)
-
-    async def search(self, query: str) -> Hits:
-        entry = self._entry()
-        if entry is None:
-            return
-        text, command, help_text = entry
-        score = self.matcher(query).match(text)
-        if score > 0:
-            yield Hit(score, self.matcher(query).highlight(text), command, text=text, help=help_text)
+            return []
+        return [Entry(_("Map of the model"), screen.action_show_map, _("where this stage sits in the whole data flow"), also="map")]

@@ -41,11 +41,13 @@ class SessionEvent:
 
 @dataclass(frozen=True)
 class RunStarted(SessionEvent):
-    """A run of `model` over `prompt` started; `can_cancel`: there is a trace to go back to."""
+    """A run of `model` over `prompt` started; `can_cancel`: there is a trace to go back to;
+    `in_place`: the same pass again with other parts switched off, shown where the reader is."""
 
     model: str
     prompt: str
     can_cancel: bool
+    in_place: bool = False
 
 
 @dataclass(frozen=True)
@@ -211,10 +213,13 @@ class Session:
         self._tell(Failed(_("The run failed"), text))
 
     # -- runs: the prompt's forward pass, loading the model first if needed ---------------------------
-    def run(self, prompt: str | None = None, *, reload_from: str | None = None, then: str | None = None) -> Job:
+    def run(
+        self, prompt: str | None = None, *, reload_from: str | None = None, then: str | None = None, in_place: bool = False
+    ) -> Job:
         """Loads the model if needed (again from `reload_from`, in the options' number format, when
         given) and records the forward pass over `prompt` with the parts switched off. A run
-        started while another is under way replaces it."""
+        started while another is under way replaces it. `in_place`: the loaded model's pass again,
+        which the screens show where the reader is (RunStarted says so)."""
         prompt = self.prompt if prompt is None else prompt
         options, ablations, first = self.options, tuple(self.ablations), self.trace is None
         lm_then = self.lm
@@ -247,7 +252,7 @@ class Session:
         name = self.model_name() if reload_from is None else _("{model} in {dtype}").format(
             model=self.model_name(), dtype=options.dtype
         )
-        self._tell(RunStarted(name, prompt, can_cancel=not first))
+        self._tell(RunStarted(name, prompt, can_cancel=not first, in_place=in_place and not first))
         return job
 
     def _load(self, job: Job, source: str | None):
@@ -295,7 +300,7 @@ class Session:
         if self.lm is None:
             return None
         self.ablations = list(ablations)
-        return self.run(self.prompt)
+        return self.run(self.prompt, in_place=True)
 
     # -- another number format --------------------------------------------------------------------------
     def reload_in(self, settings: GenerationSettings) -> Job:

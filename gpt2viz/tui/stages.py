@@ -55,6 +55,12 @@ class Stage:
         return _(TITLES[self.kind][1])
 
     @property
+    def english_title(self) -> str:
+        """The full title in English whatever the language (the palette finds stages by it too)."""
+        title = TITLES[self.kind][0]
+        return title if self.layer is None else f"Block {self.layer} · {title}"
+
+    @property
     def title(self) -> str:
         """The full title, with the block for block stages, in the current language."""
         title = _(TITLES[self.kind][0])

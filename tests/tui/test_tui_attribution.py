@@ -19,12 +19,12 @@ from gpt2viz.attribution import direct_logit_attribution
 from gpt2viz.patching import patch_residual_stream
 from gpt2viz.trace import load
 from gpt2viz.tui.app import make_app
-from gpt2viz.tui.attribution_narration import default_corruption, grid_values, precise
+from gpt2viz.tui.attribution_narration import default_corruption, grid_columns, grid_values, precise
 from gpt2viz.tui.formatting import num
 from gpt2viz.tui.screens.attribution import AttributionScreen
 from gpt2viz.tui.screens.generation import GenerationScreen
 from gpt2viz.tui.screens.step import StepScreen
-from gpt2viz.tui.widgets.contribution_grid import ContributionGrid
+from gpt2viz.tui.widgets.contribution_grid import ContributionGrid, GridData
 from gpt2viz.tui.widgets.heatmap import Heatmap
 from gpt2viz.tui.widgets.strip_widget import Prose, StripWidget
 from gpt2viz.tui.widgets.laid import Laid
@@ -282,3 +282,33 @@ def on_tab(tab: str):
 def test_attribution_snapshots(snap_compare, bundled, tab, size):
     app = make_app(lm=bundled)
     assert snap_compare(app, terminal_size=size, run_before=on_tab(tab))
+
+
+@pytest.mark.parametrize("lang, bias", [("en", "bias"), ("zh", "偏置")])
+@run_async
+async def test_a_twelve_head_grid_keeps_two_significant_digits_and_whole_names(lang, bias):
+    # GPT-2 small's 12 heads in the room the 80-column screen leaves: the cells count in
+    # hundredths ('-24' for -0.243, said under the legend), the block-wide parts keep their names.
+    from textual.app import App
+
+    from gpt2viz.i18n import set_language
+
+    set_language(lang)
+    try:
+        values = [[(-1) ** (h + b) * (h + 1) / 50 for h in range(12)] + [0.5, -0.01] for b in range(12)]
+        values[3][7] = -0.243
+        data = GridData(values, [f"block {b}" for b in range(12)], grid_columns(12), rule_before=12, scale=0.5)
+        app = App()
+        async with app.run_test(size=(80, 24)):
+            grid = ContributionGrid()
+            await app.mount(grid)
+            grid.show(data)
+            narrow = strip_text(grid, 70).splitlines()
+            wide = strip_text(grid, 200)
+        assert narrow[0].split()[-2:] == ["MLP", bias]
+        assert narrow[4].split()[2 + 7] == "-24" and narrow[4].split()[-2:] == ["50", "-1"]
+        said = "In the cells: 50 means 0.50." if lang == "en" else "格中的数：50 表示 0.50。"
+        assert said in narrow[-1]
+        assert "-0.24" in wide and "In the cells" not in wide and "格中" not in wide
+    finally:
+        set_language("en")

@@ -97,3 +97,30 @@ async def test_clear_removes_every_change(bundled):
         await pilot.press("U")
         screen = await settled(pilot)
         assert screen.trace.interventions == [] and final_choice(screen.trace) == own
+
+
+@run_async
+async def test_switching_off_and_undo_redraw_the_stage_in_place(bundled):
+    # x, u and U run the pass again where the reader is: no loading screen, the same stage and
+    # head, the top bar naming what is off.
+    from gpt2viz.tui.screens.loading import LoadingScreen
+    from gpt2viz.tui.stages import Stage
+
+    app = make_app(lm=bundled)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await settled(pilot)
+        pushed = []
+        push = app.push_screen
+        app.push_screen = lambda pushed_screen, *args, **kwargs: (pushed.append(type(pushed_screen)), push(pushed_screen, *args, **kwargs))[1]
+        screen.go_to(index_of(screen.stages, "pattern", 1))
+        await pilot.press("full_stop")  # head 1
+        app.session.switch_off(Ablation("head", 1, head=1))
+        await pilot.pause()
+        assert app.screen is screen  # at once: the stage stays on show while the pass runs
+        screen = await settled(pilot)
+        assert screen.trace.interventions == ["L1H1"] and (screen.stage, screen.head) == (Stage("pattern", 1), 1)
+        assert "L1H1" in screen_text(app).split("\n")[0]
+        await pilot.press("u")
+        screen = await settled(pilot)
+        assert screen.trace.interventions == [] and (screen.stage, screen.head) == (Stage("pattern", 1), 1)
+        assert LoadingScreen not in pushed and app.screen is screen

@@ -240,6 +240,73 @@ async def test_palette_jumps_to_a_stage(tiny_trace):
         assert screen.stage == Stage("pattern", 1)
 
 
+async def run_from_palette(app, pilot, query: str) -> None:
+    """ctrl+p, `query` typed, its search finished, enter: the first hit runs."""
+    await pilot.press("ctrl+p")
+    await pilot.pause()
+    await pilot.press(*(" " if ch == " " else ch for ch in query))
+    await app.workers.wait_for_complete()
+    await pilot.pause()
+    await pilot.press("enter")
+    await pilot.pause()
+
+
+@pytest.mark.parametrize(
+    "lang, query, stage",
+    [
+        ("en", "mlp 1", Stage("mlp", 1)),
+        ("en", "block 1 mlp", Stage("mlp", 1)),
+        ("en", "1 MLP", Stage("mlp", 1)),
+        ("en", "attn 0", Stage("attn_out", 0)),
+        ("en", "ln_2 1", Stage("ln2", 1)),
+        ("en", "pattern 1", Stage("pattern", 1)),
+        ("zh", "第 1 层 注意力", Stage("scores", 1)),
+        ("zh", "mlp 1", Stage("mlp", 1)),
+        ("zh", "1 层 权重", Stage("pattern", 1)),
+    ],
+)
+@run_async
+async def test_the_palette_finds_a_stage_by_its_block_and_part_in_any_order(tiny_trace, lang, query, stage):
+    from gpt2viz.i18n import set_language
+
+    set_language(lang)
+    try:
+        app = make_app(trace=tiny_trace)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = await step_screen(app, pilot)
+            await run_from_palette(app, pilot, query)
+            assert screen.stage == stage
+    finally:
+        set_language("en")
+
+
+def test_a_number_in_the_query_is_a_whole_block_number():
+    from gpt2viz.tui.commands import query_terms, term_spans
+
+    assert query_terms("mlp3") == query_terms("3 MLP")[::-1] == ["mlp", "3"]
+    assert term_spans(["1"], "Block 11 · MLP") is None
+    assert term_spans(["attn"], "Attention pattern") is None  # a word's start, not its middle
+    assert term_spans(["pat"], "Attention pattern") == [(10, 13)]
+
+
+@pytest.mark.parametrize(
+    "query, screen_name",
+    [("cost", "CostLabScreen"), ("lab", "CostLabScreen"), ("generation", "GenerationScreen"), ("which parts", "AttributionScreen")],
+)
+@run_async
+async def test_the_palette_opens_every_screen_a_key_opens(tiny_lm, query, screen_name):
+    app = make_app(lm=tiny_lm)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await step_screen(app, pilot)
+        await run_from_palette(app, pilot, query)
+        assert type(app.screen).__name__ == screen_name
+        from gpt2viz.tui.commands import KeyCommands
+
+        offered = {entry.text for entry in KeyCommands(screen)._entries()}
+        assert {"Open the generation view", "Go to the next stage"} <= offered
+        assert "Search for commands…" not in offered  # not the palette itself
+
+
 @run_async
 async def test_keys_can_be_remapped_and_help_shows_them(tiny_trace):
     app = make_app(trace=tiny_trace)
@@ -368,3 +435,20 @@ async def test_a_decode_steps_heads_say_how_their_one_row_is_averaged(ckpts):
         await pilot.pause()
         shown = screen_text(app)
         assert "each cell averages 3 positions" in shown and "block of" not in shown
+
+
+@pytest.mark.parametrize("lang, key, shown", [("en", "w", "1 2 tab"), ("en", "m", "1 2 3 tab"), ("zh", "m", "1 2 3 标签页")])
+@run_async
+async def test_the_tab_keys_are_in_the_footer_at_80_columns(tiny_lm, lang, key, shown):
+    from gpt2viz.i18n import set_language
+
+    set_language(lang)
+    try:
+        app = make_app(lm=tiny_lm)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await step_screen(app, pilot)
+            await pilot.press(key)
+            await pilot.pause()
+            assert shown in screen_text(app).splitlines()[-1]
+    finally:
+        set_language("en")

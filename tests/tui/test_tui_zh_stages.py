@@ -257,7 +257,7 @@ async def test_the_palette_goes_to_stages_by_their_chinese_names(tiny_trace):
         provider = StageCommands(app.screen)
         entries = provider._entries()
         assert len(entries) == len(build_stages(2)) == 3 + 2 * len(BLOCK_KINDS) + 4
-        text, _command, help_text = entries[index_of(app.screen.stages, "mlp", 1)]
-        assert text == "转到：第 1 层 · MLP：c_fc → GELU → c_proj" and help_text == "阶段 20 / 25"
-        for text, _command, help_text in entries:
-            assert english_words(f"{text} {help_text}") == [], text
+        entry = entries[index_of(app.screen.stages, "mlp", 1)]
+        assert entry.text == "转到：第 1 层 · MLP：c_fc → GELU → c_proj" and entry.help == "阶段 20 / 25"
+        for entry in entries:
+            assert english_words(f"{entry.text} {entry.help}") == [], entry.text

@@ -47,6 +47,8 @@ from ..widgets.footer import AppFooter
 from .base import AppScreen
 
 TABS = ("dla", "patch")
+# The tab keys, together in the footer: "1 2 tab".
+TAB_KEYS = Binding.Group(N_("tab"))
 TITLES = {"dla": N_("Direct logit attribution"), "patch": N_("Activation patching")}
 
 HELP = N_(
@@ -85,9 +87,9 @@ class AttributionScreen(AppScreen[None]):
         Binding("space", "stop", N_("stop"), id="attribution-stop", tooltip=N_("Stop the patching run"),
                 key_display="␣"),
         Binding("1", "show('dla')", N_("attribution"), id="attribution-dla",
-                tooltip=N_("Direct logit attribution of the final token"), show=False),
+                tooltip=N_("Direct logit attribution of the final token"), group=TAB_KEYS),
         Binding("2", "show('patch')", N_("patching"), id="attribution-patching",
-                tooltip=N_("Activation patching between two prompts"), show=False),
+                tooltip=N_("Activation patching between two prompts"), group=TAB_KEYS),
         Binding("escape", "back", N_("back"), id="attribution-back", tooltip=N_("Back to where this was opened")),
     ]
 

@@ -29,6 +29,9 @@ from ..widgets.top_bar import TopBar
 from ..widgets.footer import AppFooter
 from .base import AppScreen
 
+# The tab keys, together in the footer: "1 2 3 tab".
+TAB_KEYS = Binding.Group(N_("tab"))
+
 EXPERIMENTS = ("context", "batch", "precision")
 TITLES = {"context": N_("Context length"), "batch": N_("Batch size"), "precision": N_("Number format")}
 PLOT_TITLES = {
@@ -96,10 +99,10 @@ class CostLabScreen(AppScreen[None]):
         Binding("space", "stop", N_("stop"), id="lab-stop", tooltip=N_("Stop the running experiment"), key_display="␣"),
         Binding("n", "length", N_("length"), id="lab-length", tooltip=N_("Change how far the context experiment goes")),
         Binding("1", "show('context')", N_("context"), id="lab-context", tooltip=N_("Per-token time against position"),
-                show=False),
-        Binding("2", "show('batch')", N_("batch"), id="lab-batch", tooltip=N_("Step time against batch size"), show=False),
+                group=TAB_KEYS),
+        Binding("2", "show('batch')", N_("batch"), id="lab-batch", tooltip=N_("Step time against batch size"), group=TAB_KEYS),
         Binding("3", "show('precision')", N_("formats"), id="lab-precision",
-                tooltip=N_("Step time and quality per number format"), show=False),
+                tooltip=N_("Step time and quality per number format"), group=TAB_KEYS),
         Binding("escape", "back", N_("back"), id="lab-back", tooltip=N_("Back to where the lab was opened")),
     ]
 

@@ -6,6 +6,8 @@ list is its `PALETTE_TEXT` (a msgid), else the app's palette."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
@@ -22,10 +24,20 @@ PALETTE_TEXT = N_("Command palette: theme, keys, screenshot")
 KEY_COLUMN = 14  # cells for the keys of a row of the key list
 
 
-def key_rows(screen: Screen) -> list[tuple[str, str]]:
-    """(keys, what they do) for the bindings active on `screen`, with the user's key map applied."""
+@dataclass(frozen=True)
+class BoundAction:
+    """One action bound on a screen: its keys as the user's key map has them, what it does."""
+
+    keys: str
+    text: str
+    action: str
+
+
+def bound_actions(screen: Screen) -> list[BoundAction]:
+    """The actions of the bindings active on `screen` (its own, its widgets' and the app's), one
+    per action, in binding order, with the user's key map applied."""
     by_action: dict[str, tuple[list[str], str]] = {}
-    for key, active in screen.active_bindings.items():
+    for _key, active in screen.active_bindings.items():
         binding = active.binding
         palette = binding.action == "command_palette"
         if binding.id is None and not palette:  # Textual's own focus and copy keys
@@ -35,7 +47,12 @@ def key_rows(screen: Screen) -> list[tuple[str, str]]:
         display = screen.app.get_key_display(binding)
         if display not in keys:
             keys.append(display)
-    return [(" ".join(keys), text) for keys, text in by_action.values()]
+    return [BoundAction(" ".join(keys), text, action) for action, (keys, text) in by_action.items()]
+
+
+def key_rows(screen: Screen) -> list[tuple[str, str]]:
+    """(keys, what they do) for the bindings active on `screen`, with the user's key map applied."""
+    return [(bound.keys, bound.text) for bound in bound_actions(screen)]
 
 
 def key_list(rows: list[tuple[str, str]], width: int) -> Content:

@@ -1,12 +1,17 @@
 """Signed terms on a grid of blocks x parts (heads, then the MLP and the like), coloured on the
 diverging scale, with the values printed where the cells are wide enough.
 
+Every cell shows the largest terms to two significant digits: where a cell is too narrow for
+'-0.24', the cells print whole numbers of one unit (hundredths: '-24'), which the legend names
+with an example ('24 = 0.24'). The block-wide parts after the rule are as wide as their names.
+
 Unlike a Heatmap, whose columns are positions numbered on an axis, the columns here are named
 parts, and a rule separates the heads from the block-wide parts after them.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from rich.cells import cell_len
@@ -14,6 +19,7 @@ from rich.segment import Segment
 from rich.style import Style
 from textual.strip import Strip
 
+from ...i18n import _
 from ..formatting import cell_value, fit, num
 from ..palette import LEVELS, diverging
 from .strip_widget import StripWidget, fit_strip
@@ -21,6 +27,20 @@ from .strip_widget import StripWidget, fit_strip
 MAX_CELL = 7
 MAX_LABEL = 12
 RULE = "│"
+PLAIN_DIGITS = 5  # '-0.24': a cell's text this wide shows values as they are
+
+
+def cell_unit(scale: float, room: int) -> float | None:
+    """The unit the cells count in when `room` characters cannot hold '-0.24' (None: no unit, the
+    values as they are): the power of ten that prints the largest term, `scale`, as two digits."""
+    if room >= PLAIN_DIGITS or scale <= 0 or not math.isfinite(scale):
+        return None
+    return 10.0 ** (math.floor(math.log10(scale)) - 1)
+
+
+def in_unit(value: float, unit: float) -> str:
+    """`value` as a whole number of `unit`s: '-24' for -0.243 in hundredths."""
+    return str(round(value / unit))
 
 
 @dataclass
@@ -67,20 +87,36 @@ class ContributionGrid(StripWidget):
         n_cols = len(d.col_labels)
         label_width = min(MAX_LABEL, max(cell_len(label) for label in d.row_labels))
         rule = 1 if 0 < d.rule_before < n_cols else 0
-        cw = max(1, min(MAX_CELL, (width - label_width - 1 - rule) // n_cols))
+        room = width - label_width - 1 - rule
+        # The block-wide parts after the rule are as wide as their names and values (two digits
+        # and a sign in a unit), with a space from the rule; the heads share the rest.
+        n_heads = n_cols - len(d.col_labels[d.rule_before:]) if rule else n_cols
+        for digits in (PLAIN_DIGITS, 3):
+            tail = [max(digits, cell_len(text)) + 2 for text in d.col_labels[n_heads:]]
+            cw = max(1, min(MAX_CELL, (room - sum(tail)) // max(1, n_heads)))
+            unit = cell_unit(d.scale, cw - 1)
+            if unit is None:
+                break
+        widths = [cw] * n_heads + [max(cw, w) for w in tail]
         show_values = cw >= 4
+
+        def text_of(value: float, w: int) -> str:
+            return in_unit(value, unit) if unit is not None else cell_value(value, w - 1)
 
         def row(label: Segment, cells: list[Segment]) -> Strip:
             if rule:
                 cells.insert(d.rule_before, Segment(RULE, axis_style))
             return Strip([label, Segment(" ", base), *cells]).simplify()
 
-        head = [Segment(fit(text, cw - 1, "right") + " " if cw > 1 else fit(text, 1), axis_style) for text in d.col_labels]
+        head = [
+            Segment(fit(text, w - 1, "right") + " " if w > 1 else fit(text, 1), axis_style)
+            for text, w in zip(d.col_labels, widths)
+        ]
         lines = [row(Segment(" " * label_width, base), head)]
         for label, values in zip(d.row_labels, d.values):
             cells = []
-            for value in values:
-                text = fit(cell_value(value, cw - 1), cw - 1, "right") + " " if show_values else " " * cw
+            for value, w in zip(values, widths):
+                text = fit(text_of(value, w), w - 1, "right") + " " if show_values else " " * w
                 cells.append(Segment(text, palette.cell_styles[palette.level(value, d.scale)]))
             lines.append(row(Segment(fit(label, label_width), label_style), cells))
         lines.append(Strip.blank(1, base))
@@ -91,4 +127,8 @@ class ContributionGrid(StripWidget):
             legend.append(Segment(" ", Style(bgcolor=palette.colors[level])))
         legend.append(Segment(f" +{num(d.scale, 2)}", axis_style))
         lines.extend(fit_strip(legend, width))
+        if show_values and unit is not None:
+            example = round(d.scale / unit)
+            said = _("In the cells: {cell} means {value}.").format(cell=example, value=num(example * unit, 2))
+            lines.extend(fit_strip([Segment(" " * (label_width + 1), base), Segment(said, axis_style)], width))
         return lines

@@ -127,6 +127,31 @@ class CompatApp(App):
             return
         await super().on_event(event)
 
+    def push_screen(self, screen, callback=None, wait_for_dismiss=False, **kwargs):
+        """Textual's push_screen; the screen's result goes to `callback` only while the app is not
+        leaving: a form submitted just before q would otherwise hand its result to a screen whose
+        widgets the shutdown is removing, and start work in an app that is ending."""
+        return super().push_screen(screen, self.while_staying(callback), wait_for_dismiss, **kwargs)
+
+    def while_staying(self, callback):
+        """`callback`, called only while the app is not leaving (None stays None)."""
+        if callback is None:
+            return None
+        if inspect.iscoroutinefunction(callback):
+
+            async def call_async(result):
+                if not self.leaving:
+                    await callback(result)
+
+            return call_async
+
+        def call(result):
+            if not self.leaving:
+                return callback(result)
+            return None
+
+        return call
+
 
 # -- the command palette -----------------------------------------------------------------------------------
 class CompatPalette(CommandPalette):

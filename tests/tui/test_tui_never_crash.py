@@ -16,6 +16,7 @@ from gpt2viz.trace import load
 from gpt2viz.tui.app import make_app
 from gpt2viz.tui.screens.generation import GenerationScreen
 from gpt2viz.tui.screens.step import StepScreen
+from gpt2viz.tui.stages import index_of
 from monkey import replay, until_ended
 from tui_helpers import GENERATION_TRACE, run_async, started
 
@@ -149,6 +150,44 @@ async def test_keys_typed_after_q(bundled, errors_log, keys):
         await until_ended(app)
         monkey.check()
         assert app.return_code == 0
+
+
+@pytest.mark.parametrize("form", ["settings", "what-if"])
+@run_async
+async def test_a_result_given_as_the_app_leaves_goes_to_nobody(bundled, errors_log, form):
+    """NoMatches 'TopBar' on GenerationScreen, from its settings' result (the soak's run seed
+    9517906787, zh, 80x24: enter in the settings form, then q): the result reached the generation
+    screen while the app shut down, its widgets removed. Once the app is leaving, a closed
+    screen's result starts nothing (rule 8): here the form is dismissed just after q."""
+    from gpt2viz.interventions import Ablation
+    from gpt2viz.tui.screens.generation_settings import SettingsScreen
+    from gpt2viz.tui.screens.interventions import InterventionMenu
+
+    app = make_app(lm=bundled)
+    started_runs = []
+    async with app.run_test(size=(120, 40)) as pilot:
+        await started(app, pilot)
+        if form == "settings":
+            await pilot.press("g")
+            await started(app, pilot, GenerationScreen)
+            owner = app.screen
+            owner.start = started_runs.append  # what the settings' result would start
+            await pilot.press("s")
+            await started(app, pilot, SettingsScreen)
+            result = owner.settings
+        else:
+            owner = app.screen
+            owner.go_to(index_of(owner.stages, "mlp", 0))
+            await pilot.press("x")
+            await started(app, pilot, InterventionMenu)
+            app.session.switch_off = started_runs.append
+            result = Ablation("mlp", 0)
+        app.action_quit()
+        app.screen.dismiss(result)
+        await until_ended(app)
+        monkey = await replay(app, pilot, "", errors_log)
+    monkey.check()
+    assert started_runs == [] and app.return_code == 0
 
 
 @pytest.mark.parametrize("opener", ["action_attribution", "action_cost_lab", "action_show_map", "action_generate"])

@@ -21,7 +21,10 @@ screen").
 8. Once the app is leaving (q, ctrl+c, the palette's Quit) nothing new starts: the app drops the
    keys, pastes and mouse events still queued (textual_compat.CompatApp), and a screen opened in
    that moment (by a key handled before q took effect) neither composes nor mounts: Textual mounts
-   no widget in an app that exits, so its Mount would look for widgets that are not there.
+   no widget in an app that exits, so its Mount would look for widgets that are not there. A
+   screen's result (a form submitted, a menu's choice) reaches its callback only while the app
+   is not leaving (CompatApp.push_screen): the shutdown may have removed the widgets of the
+   screen that asked for it.
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ FORMULA = "argmax tanh erf ln"  # functions a sentence names as the formula writ
 NAMES = """
     trace json utf tiny gpt gpt2viz cpu cuda mps fbgemm python pytorch torch transformers textual nan inf
 """  # trace: the file format gpt2viz writes, named so in Chinese too; tiny: the bundled model
-UNITS = "b s ms us µs ns kb mb gb kib mib gib gb/s flop flops gflop tflop gflop/s tokens/s"
+UNITS = "b s ms us µs ns kb mb gb kib mib gib gb/s flop flops gflop tflop gflop/s tokens/s nat"
 KEYS = "esc tab home end pgup pgdn space shift ctrl"  # how Textual shows keys (footer, help, sentences)
 
 ALLOWED = {word for words in (GLOSSARY, FORMULA, NAMES, UNITS, KEYS) for word in words.split()}

@@ -249,20 +249,30 @@ def bandwidth_text(f: RunFacts, gen: Generation, index: int | None, compare_key:
                 rate=num(rate),
             )
         )
+    busy = busy_text(gen)
     if mean:
         read = weights + gen.mean_decode_kv_bytes
         lines.append(
             say("generation.cost.mean_rate", ms=num(mean), bytes=nbytes(int(read)), rate=num(gb_per_s(read, mean)))
         )
-        lines.append(busy_text(gen) or bound_text(read, mean, gen.stream_gb_s))
-    return head + ("\n\n" + sentences(*lines) if lines else "")
+        if not busy:
+            lines.append(bound_text(read, mean, gen.stream_gb_s))
+    # Times measured busy: the warning first, above the rates it is about (a short panel shows it).
+    return (busy + "\n\n" if busy else "") + head + ("\n\n" + sentences(*lines) if lines else "")
+
+
+def busy_share(*runs: Generation) -> float | None:
+    """The largest share of the CPUs other processes used during one of `runs`, where it was over
+    the busy threshold (cpu_share.disturbed); None where none was busy, or nobody knows."""
+    busiest = max((gen for gen in runs if disturbed(gen)), key=lambda gen: gen.others_cpu, default=None)
+    return busiest.others_cpu if busiest else None
 
 
 def busy_text(*runs: Generation) -> str:
     """The warning that other processes kept the CPUs busy during one of `runs` ('' where none
     was, or nobody knows): its times are not the model's own, so no bound is claimed from them."""
-    busiest = max((gen for gen in runs if disturbed(gen)), key=lambda gen: gen.others_cpu, default=None)
-    return say("generation.busy", share=percent(busiest.others_cpu)) if busiest else ""
+    share = busy_share(*runs)
+    return say("generation.busy", share=percent(share)) if share is not None else ""
 
 
 def bound_text(n_bytes: float, ms: float, stream_gb_s: float | None) -> str:

@@ -32,9 +32,21 @@ def _sizes(sizes) -> str:
 
 
 def machine_text(result: LabResult) -> str:
+    """The machine's rates; rates measured while other processes were busy say so in the sentence."""
     m = result.machine
     threads = ngettext("{n} thread", "{n} threads", m.threads).format(n=count(m.threads))
+    if disturbed(m):
+        return say(
+            "lab.machine_while_busy", share=percent(m.others_cpu), stream=num(m.stream_gb_s),
+            compute=num(m.compute_gflop_s), threads=threads,
+        )
     return say("lab.machine", stream=num(m.stream_gb_s), compute=num(m.compute_gflop_s), threads=threads)
+
+
+def busy_table(sweep, rows: list[str]) -> str:
+    """Times measured while other processes kept the CPUs busy: a table under its mark, and no
+    slope, speed-up, ranking or cause drawn from them (the busy rule)."""
+    return "\n".join([say("lab.busy_table", share=percent(sweep.others_cpu)), *rows])
 
 
 def busy_sentence(result: LabResult, sweep) -> str | None:
@@ -81,8 +93,16 @@ def context_text(
     if result is None or sweep is None or not sweep.positions:
         return say("lab.context.idle", start=start, end=end, run=run_key)
     p, naive, cached = sweep.positions, sweep.naive_ms, sweep.cached_ms
-    # Steps slowed by other processes say nothing about what a step is made of: no reasons from them.
-    busy_times = disturbed(sweep)
+    if disturbed(sweep):  # times slowed by other processes: the table, nothing drawn from it
+        rows = [
+            say("lab.busy_row.context", position=position, naive=num(n), cached=num(c))
+            for position, n, c in zip(p, naive, cached)
+        ]
+        parts = [busy_sentence(result, sweep), busy_table(sweep, rows)]
+        if not sweep.complete:
+            parts.append(say("lab.context.partial", done=count(len(p)), last=p[-1]))
+        parts.append(machine_text(result))
+        return "\n\n".join(parts)
     parts = [
         say(
             "lab.context.ends", first=p[0], naive_first=num(naive[0]), cached_first=num(cached[0]),
@@ -95,7 +115,7 @@ def context_text(
         naive_slope, cached_slope = _slope(p, naive), _slope(p, cached)
         # "Grows" only where the fitted rise over the range is more than a tenth of the first step.
         grows = naive_slope * (p[-1] - p[0]) / 100 > 0.1 * naive[0]
-        key = "lab.context.slopes" if busy_times else "lab.context.growth" if grows else "lab.context.no_growth"
+        key = "lab.context.growth" if grows else "lab.context.no_growth"
         parts.append(say(key, naive_slope=num(naive_slope), cached_slope=num(cached_slope)))
     crossover = sweep.crossover
     if crossover is None:
@@ -103,8 +123,7 @@ def context_text(
     elif crossover == p[0]:
         parts.append(say("lab.context.crossover_start", crossover=crossover))
     else:
-        key = "lab.context.crossover_only" if busy_times else "lab.context.crossover"
-        parts.append(say(key, before=p[p.index(crossover) - 1], crossover=crossover))
+        parts.append(say("lab.context.crossover", before=p[p.index(crossover) - 1], crossover=crossover))
     if sweep.complete:
         naive_total, cached_total = sweep.naive_total_s, sweep.cached_total_s
         key = "lab.context.totals" if cached_total < naive_total else "lab.context.totals_slower"
@@ -135,6 +154,20 @@ def batch_text(
         return say("lab.batch.idle", sizes=_sizes(sizes), context=count(context), run=run_key)
     one, big = sweep.rows[0], sweep.rows[-1]
     busy = busy_sentence(result, sweep)
+    if disturbed(sweep):  # times slowed by other processes: the table, nothing drawn from it
+        rows = [
+            say("lab.busy_row.batch", batch=count(r.batch), ms=num(r.step_ms), tps=num(r.tokens_per_s))
+            for r in sweep.rows
+        ]
+        parts = [busy, busy_table(sweep, rows)]
+        if len(sweep.rows) > 1:
+            parts.append(say(
+                "lab.batch.intensity_only", one_i=num(one.intensity), big_i=num(big.intensity), big=count(big.batch),
+            ))
+        if sweep.skipped:
+            parts.append(say("lab.batch.skipped", sizes=_sizes(sweep.skipped)))
+        parts.append(machine_text(result))
+        return "\n\n".join(parts)
     if len(sweep.rows) == 1:
         what = say("lab.what.batch", batch=count(one.batch))
         return "\n\n".join([
@@ -147,7 +180,7 @@ def batch_text(
         big=count(big.batch),
         ratio=num(big.step_ms / one.step_ms), one_tps=num(one.tokens_per_s), big_tps=num(big.tokens_per_s),
     )]
-    if busy:
+    if busy:  # the machine's rates were measured busy: no bound named from them
         parts.append(busy)
     flat = sweep.flat_until
     if flat == one.batch:
@@ -183,6 +216,12 @@ def precision_text(
     base = rows.get("float32")
     busy = busy_sentence(result, sweep)
     parts = [busy] if busy else []
+    if disturbed(sweep):  # times slowed by other processes: the table, nothing drawn from it
+        table = [say("lab.busy_row.precision", format=r.format, ms=num(r.step_ms), read=nbytes(r.bytes_read)) for r in sweep.rows]
+        parts.append(busy_table(sweep, table))
+        parts += quality_sentences(sweep)
+        parts.append(machine_text(result))
+        return "\n\n".join(parts)
     for r in sweep.rows:
         facts = {"format": r.format, "ms": num(r.step_ms), "read": nbytes(r.bytes_read), "gb_s": num(r.gb_s)}
         if base is None or r is base:  # nothing to compare with
@@ -203,14 +242,21 @@ def precision_text(
     for r in () if busy else shown:
         what = say("lab.what.format", format=r.format)
         parts.append(bound_sentence(result, what, r.bytes_read, flops, r.step_ms))
+    parts += quality_sentences(sweep)
+    parts.append(machine_text(result))
+    return "\n\n".join(parts)
+
+
+def quality_sentences(sweep: PrecisionSweep) -> list[str]:
+    """Each format's logits against float32's (counts of the pass, not times: busy or not)."""
+    out = []
     for r in sweep.rows:
         if r.format == "float32":
             continue
         q = r.quality
         positions = ngettext("{n} position", "{n} positions", q["positions"]).format(n=count(q["positions"]))
-        parts.append(say(
+        out.append(say(
             "lab.precision.quality", format=r.format, positions=positions, max_dlogit=num(q["max_abs_dlogit"]),
             top1=percent(q["top1_agreement"]), kl=num(q["mean_kl"]),
         ))
-    parts.append(machine_text(result))
-    return "\n\n".join(parts)
+    return out

@@ -16,7 +16,8 @@ from gpt2viz import cost_lab
 from gpt2viz.costs import step_bound
 from gpt2viz.trace import load
 from gpt2viz.tui.app import make_app
-from gpt2viz.tui.formatting import num, percent
+from gpt2viz.cpu_share import disturbed
+from gpt2viz.tui.formatting import count, nbytes, num, percent
 from gpt2viz.i18n import say, set_language
 from gpt2viz.tui.lab_narration import batch_text, context_text, precision_text
 from gpt2viz.tui.screens.cost_lab import CostLabScreen
@@ -61,21 +62,31 @@ async def test_the_lab_runs_its_experiments_on_the_model_and_quotes_them(tiny_lm
         sweep = lab.result.context
         assert sweep.end == 64 and sweep.positions[-1] == 63 and sweep.complete
         text = words(lab, "context")
-        assert f"{num(sweep.naive_ms[0])} ms without the cache and {num(sweep.cached_ms[0])} ms with it" in text
+        # Quoted in a sentence, or in the busy rule's table when other processes kept the CPUs busy.
+        if disturbed(sweep):
+            first = say("lab.busy_row.context", position=sweep.positions[0], naive=num(sweep.naive_ms[0]), cached=num(sweep.cached_ms[0]))
+        else:
+            first = f"{num(sweep.naive_ms[0])} ms without the cache and {num(sweep.cached_ms[0])} ms with it"
+        assert first in text
         assert lab.query_one("#plot-context", PlotextPlot).display
 
         await pilot.press("2", "r")
         await wait_for(pilot, lambda: lab.running is None and lab.result.batch is not None)
         rows = lab.result.batch.rows
         assert [r.batch for r in rows] == list(cost_lab.BATCH_SIZES)
-        assert f"tokens/s went from {num(rows[0].tokens_per_s)} to {num(rows[-1].tokens_per_s)}" in words(lab, "batch")
+        if disturbed(lab.result.batch):
+            quoted = [say("lab.busy_row.batch", batch=count(r.batch), ms=num(r.step_ms), tps=num(r.tokens_per_s)) for r in rows]
+        else:
+            quoted = [f"tokens/s went from {num(rows[0].tokens_per_s)} to {num(rows[-1].tokens_per_s)}"]
+        batch_words = words(lab, "batch")
+        assert all(line in batch_words for line in quoted)
 
         # The result stays with the app: closing and reopening the lab shows it again.
         await pilot.press("escape")
         await wait_for(pilot, lambda: isinstance(app.screen, StepScreen))
         await pilot.press("m")
         await wait_for(pilot, lambda: isinstance(app.screen, CostLabScreen) and app.screen.is_mounted)
-        assert app.screen.result is lab.result and "tokens/s went from" in words(app.screen, "batch")
+        assert app.screen.result is lab.result and words(app.screen, "batch") == batch_words
 
 
 @run_async
@@ -249,22 +260,48 @@ def test_no_bound_is_claimed_while_other_processes_kept_the_cpus_busy():
             assert (whats[name] in text) is not busy, (name, share)
 
 
-def test_a_busy_context_sweep_draws_no_lesson_from_its_slopes():
-    """A naive step that did not grow, timed while other processes were busy, is no sign of fixed
-    per-step work: the text gives the fitted slopes and the crossover, and no reason for them."""
+# Sentences that draw a slope, a speed-up, a ranking or a cause from times.
+CONCLUSIONS = (
+    "per 100 positions", "x faster", "faster at every", "not yet faster", "was slower", "does not depend on the length",
+    "its time grows", "x float32", "No format was faster", "Fewer bytes a weight", "not free", "stayed within", "so tokens/s",
+)
+
+
+@pytest.mark.parametrize("machine_busy", [False, True])
+def test_times_measured_while_busy_are_a_table_and_nothing_is_drawn_from_them(machine_busy):
+    """The busy rule: an experiment timed while other processes used more than BUSY_SHARE of the
+    CPUs shows its times as a table under the share, and no slope, speed-up, ranking or cause; the
+    sentence naming the machine's rates carries its own caveat when they were measured busy."""
     result = _result()
-    flat = cost_lab.ContextSweep([5, 50, 100], [2.0, 2.0, 2.0], [1.0, 1.0, 1.0], 5, 101)
-    quiet = context_text(result, flat, 5, 101, "r", "n")
-    assert "does not depend on the length" in quiet
-    busy = context_text(result, dataclasses.replace(flat, others_cpu=0.5), 5, 101, "r", "n")
-    assert "does not depend on the length" not in busy
-    assert say("lab.context.slopes", naive_slope=num(0.0), cached_slope=num(0.0)) in busy
-    # Nor does it say why the cache was not yet faster before its crossover.
-    late = cost_lab.ContextSweep([5, 50, 100], [1.0, 2.0, 3.0], [1.5, 1.5, 1.5], 5, 101)
-    assert "does not depend on the length" in context_text(result, late, 5, 101, "r", "n")
-    busy = context_text(result, dataclasses.replace(late, others_cpu=0.5), 5, 101, "r", "n")
-    assert say("lab.context.crossover_only", before=5, crossover=50) in busy
-    assert "does not depend on the length" not in busy
+    machine = dataclasses.replace(result.machine, others_cpu=0.6 if machine_busy else 0.0)
+    result = dataclasses.replace(result, machine=machine)
+    context = dataclasses.replace(
+        cost_lab.ContextSweep([5, 50, 100], [1.0, 2.0, 3.0], [1.5, 1.5, 1.5], 5, 101), others_cpu=0.83
+    )
+    batch = dataclasses.replace(result.batch, others_cpu=0.83)
+    precision = dataclasses.replace(result.precision_formats, others_cpu=0.83)
+    texts = {
+        "context": context_text(result, context, 5, 101, "r", "n"),
+        "batch": batch_text(result, batch, cost_lab.BATCH_SIZES, 64, "r"),
+        "precision": precision_text(result, precision, (), precision.context, "r"),
+    }
+    table = say("lab.busy_table", share=percent(0.83))
+    rows = {
+        "context": [say("lab.busy_row.context", position=p, naive=num(n), cached=num(c))
+                    for p, n, c in zip(context.positions, context.naive_ms, context.cached_ms)],
+        "batch": [say("lab.busy_row.batch", batch=count(r.batch), ms=num(r.step_ms), tps=num(r.tokens_per_s))
+                  for r in batch.rows],
+        "precision": [say("lab.busy_row.precision", format=r.format, ms=num(r.step_ms), read=nbytes(r.bytes_read))
+                      for r in precision.rows],
+    }
+    for name, text in texts.items():
+        assert "\n".join([table, *rows[name]]) in text, name
+        assert [c for c in CONCLUSIONS if c in text] == [], name
+        rates = f"measured by the lab while other processes used {percent(0.6)}" in text
+        assert rates is machine_busy, name
+    # Quiet, the same context sweep draws its lessons.
+    quiet = context_text(result, dataclasses.replace(context, others_cpu=0.0), 5, 101, "r", "n")
+    assert table not in quiet and "From 50 on the cache was faster" in quiet
 
 
 # -- how it looks ---------------------------------------------------------------------------------

@@ -126,6 +126,7 @@ def test_times_taken_while_other_processes_were_busy_claim_no_bound(small):
     assert warning not in bandwidth_text(f, quiet, 2, "c") and "GB/s this machine streams" in bandwidth_text(f, quiet, 2, "c")
     text = bandwidth_text(f, busy, 2, "c")
     assert warning in text and "GB/s this machine streams" not in text
+    assert text.startswith(warning)  # first: a short panel shows it above the rates it is about
     # A comparison with a busy run: the warning in place of the fitted cost split.
     slow_naive = dataclasses.replace(naive, others_cpu=0.6)
     assert warning in compare_text(f, Comparison(slow_naive, quiet))

@@ -22,10 +22,6 @@ TEXT = {
         "it a step computes one position and reads the cached keys and values: {cached_slope} ms per 100 "
         "positions."
     ),
-    "lab.context.slopes": (
-        "Fitted to the measured points, a step's time changed by {naive_slope} ms per 100 positions without "
-        "the cache and by {cached_slope} ms with it."
-    ),
     "lab.context.no_growth": (
         "Without the cache every step computes all its positions again, yet its time did not grow measurably "
         "here ({naive_slope} ms per 100 positions, fitted): in this range a step is dominated by work that "
@@ -37,11 +33,6 @@ TEXT = {
         "At position {before} the cache was not yet faster: a short pass costs little more than one position, "
         "because most of a step is work that does not depend on the length. From {crossover} on the cache "
         "was faster at every measured position."
-    ),
-    # The same, measured while other processes were busy: no reason given from such times.
-    "lab.context.crossover_only": (
-        "At position {before} the cache was not yet faster. From {crossover} on the cache was faster at every "
-        "measured position."
     ),
     "lab.context.no_crossover": (
         "The cache was not faster at the last measured position ({last}): on this model and machine, "
@@ -115,8 +106,17 @@ TEXT = {
     ),
     "lab.busy": (
         "While this ran, other processes used {share} of this machine's CPU time: these times are slower than "
-        "the model runs here on its own, so the lab claims nothing about what bounds its steps. Run it again "
-        "when the machine is quiet."
+        "the model runs here on its own, so the lab draws nothing from them (no slope, speed-up, ranking or "
+        "cause) and claims nothing about what bounds its steps. Run it again when the machine is quiet."
+    ),
+    "lab.busy_table": "Measured while other processes used {share} of the CPUs:",
+    "lab.busy_row.context": "  position {position}: {naive} ms without the cache, {cached} ms with it",
+    "lab.busy_row.batch": "  B = {batch}: {ms} ms a step, {tps} tokens/s",
+    "lab.busy_row.precision": "  {format}: {ms} ms a token, reading {read} a step",
+    "lab.machine_while_busy": (
+        "This machine, measured by the lab while other processes used {share} of its CPU time (so below "
+        "its own rates): it streams a large matrix from memory at {stream} GB/s and multiplies at {compute} "
+        "GFLOP/s (a large float32 product), on {threads}."
     ),
     "lab.bound.memory": (
         "{what}: reading its {read} at {stream} GB/s takes {memory_ms} ms, {share} of its {ms} ms: bound by "

@@ -22,10 +22,6 @@ TEXT = {
         "{naive_slope} ms（对测量点拟合的一条直线）。用缓存时，一步只算一个位置，并读取缓存里的键和值："
         "每 100 个位置 {cached_slope} ms。"
     ),
-    "lab.context.slopes": (
-        "对测量点拟合一条直线：不用缓存时，每 100 个位置一步的耗时变化 {naive_slope} ms；用缓存时变化 "
-        "{cached_slope} ms。"
-    ),
     "lab.context.no_growth": (
         "不用缓存时，每一步都要把所有位置重新算一遍，但这里的耗时并没有明显增长（拟合得每 100 个位置 "
         "{naive_slope} ms）：在这个范围内，一步的耗时主要来自与长度无关的工作。用缓存时：每 100 个位置 "
@@ -37,7 +33,6 @@ TEXT = {
         "在位置 {before}，缓存还没有更快：一次短的前向传播只比算一个位置多花一点，因为一步的大部分工作"
         "与长度无关。从 {crossover} 起，在每个测量的位置上缓存都更快。"
     ),
-    "lab.context.crossover_only": "在位置 {before}，缓存还没有更快。从 {crossover} 起，在每个测量的位置上缓存都更快。",
     "lab.context.no_crossover": (
         "在最后一个测量的位置（{last}）上缓存并没有更快：在这个模型和这台机器上，这个范围内把每个位置"
         "重新算一遍并不比一个用缓存的步骤更慢。"
@@ -90,7 +85,7 @@ TEXT = {
     "lab.precision.no_faster": "这里没有哪种格式比 float32 更快。",
     "lab.precision.quality": (
         "{format} 与 float32 在提示词的 {positions}上比较：logit 的最大差值 {max_dlogit}，"
-        "最高 token 相同的比例 {top1}，平均 KL 散度 {kl} 奈特。"
+        "最高 token 相同的比例 {top1}，平均 KL 散度 {kl} nat。"
     ),
     # -- 一步受什么限制："{what}" 是下面这些步骤的名字之一
     "lab.what.cached": "位置 {position} 上用缓存的一步",
@@ -103,7 +98,16 @@ TEXT = {
     ),
     "lab.busy": (
         "这个实验运行时，其他进程占用了本机 {share} 的 CPU 时间：这些耗时比模型在本机单独运行时要慢，"
-        "所以实验室不判断它的每一步受什么限制。请等机器空闲时再运行一次。"
+        "所以实验室不从中得出任何结论（不给斜率、加速比、快慢排名或原因），也不判断它的每一步受什么限制。"
+        "请等机器空闲时再运行一次。"
+    ),
+    "lab.busy_table": "在其他进程占用 {share} 的 CPU 时测得：",
+    "lab.busy_row.context": "  位置 {position}：不用缓存 {naive} ms，用缓存 {cached} ms",
+    "lab.busy_row.batch": "  B = {batch}：每步 {ms} ms，每秒 {tps} 个 token",
+    "lab.busy_row.precision": "  {format}：每个 token {ms} ms，每步读取 {read}",
+    "lab.machine_while_busy": (
+        "本机的实测结果（测量时其他进程占用了 {share} 的 CPU 时间，所以低于本机自身的速度）：从内存流式读取"
+        "一个大矩阵的速度是 {stream} GB/s，矩阵乘的速度是 {compute} GFLOP/s（一个大的 float32 矩阵乘），使用 {threads}。"
     ),
     "lab.bound.memory": (
         "{what}：以 {stream} GB/s 读取它的 {read} 需要 {memory_ms} ms，占它 {ms} ms 的 {share}："

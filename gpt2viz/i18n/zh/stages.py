@@ -240,12 +240,12 @@ TEXT = {
         "一行变成概率（先减去最大的 logit，这样不会溢出）。"
     ),
     "stage.lm_head.entropy": (
-        "这个分布的熵是 {entropy} 奈特；在 {vocab} 个 token 上均匀猜测，熵是 ln {vocab_size} = {uniform}。"
+        "这个分布的熵是 {entropy} nat；在 {vocab} 个 token 上均匀猜测，熵是 ln {vocab_size} = {uniform}。"
     ),
     "stage.lm_head.quality": (
         "这次运行以 {dtype} 存储权重：{weight_bytes}。在同一个检查点上与 float32 对比，在这个提示词的 "
         "{positions}上：最可能的 token 有 {agree} 个相同（共 {n} 个），最大的 logit 相差 {dlogit}，"
-        "两个分布的平均 KL 散度是 {kl} 奈特。"
+        "两个分布的平均 KL 散度是 {kl} nat。"
     ),
     "stage.lm_head.flow_last": "最后一个位置 → {shape} → softmax",
     # -- logit lens -------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ from ..generation import Comparison, Generation
 from ..table_layout import wrapped
 from ..generation_narration import (
     bandwidth_text,
+    busy_share,
     choice_text,
     compare_text,
     kv_formula,
@@ -395,12 +396,19 @@ class CostPanel(Panel):
                 (label(_("cached"), 10), ".gen-panel--cached"),
                 f"{num(c.cached.total_ms):>6} ms  {num(c.cached.mean_decode_ms):>8} ms",
             ),
-            Content.assemble(
+        ]
+        share = busy_share(c.naive, c.cached)
+        if share is None:
+            rows.append(Content.assemble(
                 (label(_("speedup"), 10), ".gen-panel--dim"),
                 (f"{num(c.speedup_total):>8}×", "bold"),
                 (f"  {num(c.speedup_decode):>10}×", "bold"),
-            ),
-        ]
+            ))
+        else:  # the busy rule: times slowed by other processes, no speed-up from them
+            rows.append(Content.assemble(
+                (label(_("speedup"), 10), ".gen-panel--dim"),
+                (_("— machine {share} busy").format(share=percent(share)), ".gen-panel--dim"),
+            ))
         if c.identical:
             n = len(c.cached.ids)
             same = ngettext(
@@ -534,7 +542,11 @@ class StatusLine(Static):
         elif state.comparison is not None:
             c = state.comparison
             speedup = {"speedup_total": num(c.speedup_total), "speedup_decode": num(c.speedup_decode)}
-            if c.identical:
+            if busy_share(c.naive, c.cached) is not None:  # the busy rule: no speed-up from such times
+                text = (_("{mark} compared · ids identical · timed while the machine was busy") if c.identical
+                        else _("{mark} compared · ids differ from step {step}: a bug · timed while the machine was busy"))
+                head = styled(text, mark=("✓", good), step=(str(c.first_divergence), bad))
+            elif c.identical:
                 text = _("{mark} compared · ids identical · speedup {speedup_total}× in all, {speedup_decode}× per decode step")
                 head = styled(text, mark=("✓", good), **speedup)
             else:

@@ -132,11 +132,11 @@ class Gpt2VizApp(CompatApp):
                 self._loading = LoadingScreen(self.session, event.model, event.prompt, can_cancel=event.can_cancel)
                 self.push_screen(self._loading)
         elif isinstance(event, RunProgressed):
-            if loading is not None and loading.is_mounted:
+            if self._showing(loading):
                 loading.progress(event.step, event.total, event.text)
         elif isinstance(event, DownloadProgressed):
             self.session.download_progressed(event.progress)
-            if loading is not None and loading.is_mounted:
+            if self._showing(loading):
                 loading.download(event.progress)
         elif isinstance(event, TraceRecorded):
             self._close_loading()
@@ -162,6 +162,12 @@ class Gpt2VizApp(CompatApp):
             self._show_verification(event.result)
         elif isinstance(event, Failed):
             self.notify(event.text, title=event.title, severity="error")
+
+    @staticmethod
+    def _showing(screen) -> bool:
+        """Whether `screen` is there to draw on: mounted and not closing (a loading screen left
+        with escape is still mounted while Textual removes its widgets)."""
+        return screen is not None and screen.is_mounted and not screen.closing
 
     def _show_steps(self, trace: Trace, changes: list[dict] | None = None) -> None:
         self._steps = StepScreen(self.session, trace, changes=changes)

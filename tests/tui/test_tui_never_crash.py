@@ -190,6 +190,35 @@ async def test_a_result_given_as_the_app_leaves_goes_to_nobody(bundled, errors_l
     assert started_runs == [] and app.return_code == 0
 
 
+@run_async
+async def test_progress_after_the_loading_screen_was_left_goes_to_nobody(bundled, errors_log):
+    """NoMatches 'ProgressBar' on LoadingScreen (the tmux key-mash, prompt editor, en, 120x40):
+    escape left the loading screen of a new prompt's run, and the run's next progress report
+    reached it while Textual was removing its widgets. A closing loading screen is given nothing."""
+    from types import SimpleNamespace
+
+    from gpt2viz.tui.screens.loading import LoadingScreen
+    from gpt2viz.tui.session import DownloadProgressed, RunProgressed, RunStarted
+
+    app = make_app(lm=bundled)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await started(app, pilot)
+        app._session_event(RunStarted("tiny", "ROMEO:", can_cancel=True))  # as a new prompt's run does
+        await pilot.pause()
+        loading = app.screen
+        assert isinstance(loading, LoadingScreen)
+        drawn = []
+        loading.progress = lambda *args: drawn.append(args)
+        loading.download = lambda *args: drawn.append(args)
+        await pilot.press("escape")  # back to the last trace: the run is dropped
+        app._session_event(RunProgressed(2, 3, "Running the forward pass"))
+        app._session_event(DownloadProgressed(SimpleNamespace(file="model.safetensors", done=8, total=8)))
+        assert drawn == []
+        await pilot.pause()
+        monkey = await replay(app, pilot, "", errors_log)
+        monkey.check()
+
+
 @pytest.mark.parametrize("opener", ["action_attribution", "action_cost_lab", "action_show_map", "action_generate"])
 @run_async
 async def test_a_screen_opened_as_the_app_leaves(bundled, errors_log, opener):

@@ -7,7 +7,7 @@ import json
 import re
 from pathlib import Path
 
-import jsonschema
+import trace_schema
 import pytest
 from rich.cells import cell_len
 
@@ -18,7 +18,6 @@ from gpt2viz.options import DEFAULT_PROMPT
 from zh_words import english_words
 
 DATA = Path(__file__).resolve().parent / "data"
-SCHEMA_FILE = DATA.parent.parent / "docs" / "trace.schema.json"
 FLAG = re.compile(r"--?[a-z][a-z0-9-]*")
 
 
@@ -198,9 +197,8 @@ def test_the_json_is_the_same_bytes_in_every_language_and_its_notices_are_said_i
             runs[lang, bool(prompt)] = stderr, out
     for long in (False, True):
         assert _without_timings(runs["en", long][1]) == _without_timings(runs["zh", long][1])
-    schema = json.loads(SCHEMA_FILE.read_text())
     for _, out in runs.values():
-        jsonschema.validate(json.loads(out), schema)
+        trace_schema.validate(json.loads(out))
     n_ctx = json.loads((tiny_dir / "config.json").read_text())["n_positions"]
     doc = json.loads(runs["en", True][1])
     assert doc["schema"] == "gpt2viz.trace/2"
@@ -253,7 +251,7 @@ def test_a_trace_of_the_old_format_is_still_read_with_its_sentences(tmp_path):
     from gpt2viz.trace.notices import notice_text
 
     path = _old_trace(tmp_path)
-    jsonschema.validate(json.loads(path.read_text(encoding="utf-8")), json.loads(SCHEMA_FILE.read_text()))
+    trace_schema.validate(json.loads(path.read_text(encoding="utf-8")))
     trace = load(path)
     set_language("zh")
     assert [notice_text(n) for n in trace.notices] == [OLD_NOTICE]
@@ -263,7 +261,6 @@ def test_a_trace_of_the_old_format_is_still_read_with_its_sentences(tmp_path):
 def test_notices_that_do_not_fit_the_format_are_refused_by_gpt2viz_and_the_schema(tmp_path):
     from gpt2viz.trace import TraceFileError, load
 
-    schema = json.loads(SCHEMA_FILE.read_text())
     doc = json.loads((DATA / "tiny-trace.json").read_text(encoding="utf-8"))
     cases = {
         "a sentence in a new trace": ("gpt2viz.trace/2", ["the prompt is empty"]),
@@ -277,8 +274,8 @@ def test_notices_that_do_not_fit_the_format_are_refused_by_gpt2viz_and_the_schem
         path.write_text(json.dumps(bad), encoding="utf-8")
         with pytest.raises(TraceFileError, match=r"notices\[0\]"):
             load(path)
-        with pytest.raises(jsonschema.ValidationError):
-            jsonschema.validate(bad, schema)
+        with pytest.raises(trace_schema.SchemaError):
+            trace_schema.validate(bad)
 
 
 

@@ -223,8 +223,7 @@ def test_patching_refuses_prompts_of_different_lengths(tiny_lm):
 def test_ablate_on_the_command_line_is_recorded_and_replays(tmp_path, capsys):
     import json
 
-    import jsonschema
-
+    import trace_schema
     from gpt2viz.cli import main
     from gpt2viz.trace import load
 
@@ -233,8 +232,7 @@ def test_ablate_on_the_command_line_is_recorded_and_replays(tmp_path, capsys):
     assert main(["Hello there", "--model", "tiny", "--json", str(edited), "--generate", "6",
                  "--ablate", "L0H1", "--ablate", "L0.mlp:mean"]) == 0
     doc = json.loads(edited.read_text())
-    schema = json.loads((ROOT / "docs" / "trace.schema.json").read_text())
-    jsonschema.validate(doc, schema)
+    trace_schema.validate(doc)
     assert doc["interventions"] == ["L0H1", "L0.mlp:mean"] and json.loads(plain.read_text())["interventions"] == []
     assert load(edited).interventions == ["L0H1", "L0.mlp:mean"]
     # The edited run is the bundled model's own run with those parts off, not the plain one.

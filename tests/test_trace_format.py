@@ -19,6 +19,7 @@ import jsonschema
 import pytest
 
 import gpt2viz
+import trace_schema
 from gpt2viz.errors import TraceError
 from gpt2viz.interventions import Ablation
 from gpt2viz.trace import dumps, load, trace_decode_step, trace_prompt, validate
@@ -27,7 +28,8 @@ REPO = Path(__file__).resolve().parent.parent
 SCHEMA = json.loads((REPO / "docs" / "trace.schema.json").read_text(encoding="utf-8"))
 DOC = (REPO / "docs" / "trace.md").read_text(encoding="utf-8")
 DATA = REPO / "tests" / "data"
-VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
+# jsonschema, the reference validator of draft 2020-12: the oracle trace_schema is checked against.
+REFERENCE = jsonschema.Draft202012Validator(SCHEMA)
 
 
 # -- real dumps ----------------------------------------------------------------------------------
@@ -243,16 +245,17 @@ def cross_field_rules() -> set[str]:
 # The schema judges each event on its own, and the rest of the document apart from the events: so
 # a mutated event is judged by the event's schema alone, and a mutation elsewhere with the events
 # cut to one, which is the whole document's verdict since the rest of it is valid
-# (test_the_schema_judges_each_event_on_its_own checks the premises). jsonschema is slow: that
-# makes the comparison a minute, not ten.
-EVENT = VALIDATOR.evolve(schema=SCHEMA["$defs"]["event"])
+# (test_the_schema_judges_each_event_on_its_own checks the premises).
+REFERENCE_EVENT = REFERENCE.evolve(schema=SCHEMA["$defs"]["event"])
 
 
-def schema_accepts(doc: dict, path: tuple) -> bool:
-    """The schema's verdict on `doc`, whose only change is at `path`."""
+def schema_accepts(doc: dict, path: tuple, reference: bool = False) -> bool:
+    """The schema's verdict on `doc`, whose only change is at `path` (by jsonschema: `reference`)."""
+    is_event, is_doc = (REFERENCE_EVENT.is_valid, REFERENCE.is_valid) if reference else (
+        trace_schema.event_is_valid, trace_schema.is_valid)
     if path[0] == "events":
-        return EVENT.is_valid(doc["events"][path[1]]) if len(path) >= 2 else VALIDATOR.is_valid(doc)
-    return VALIDATOR.is_valid({**doc, "events": doc["events"][:1]})
+        return is_event(doc["events"][path[1]]) if len(path) >= 2 else is_doc(doc)
+    return is_doc({**doc, "events": doc["events"][:1]})
 
 
 def load_verdict(doc: dict) -> tuple[bool, str | None, str]:
@@ -296,7 +299,7 @@ def compare(docs: dict[str, dict], places=None):
 def test_every_dump_is_valid_for_the_schema_and_the_loader(dumps_by_name):
     jsonschema.Draft202012Validator.check_schema(SCHEMA)
     for name, doc in dumps_by_name.items():
-        errors = [f"{'.'.join(map(str, e.absolute_path))}: {e.message}" for e in VALIDATOR.iter_errors(doc)]
+        errors = [f"{'.'.join(map(str, e.absolute_path))}: {e.message}" for e in REFERENCE.iter_errors(doc)]
         assert errors == [], (name, errors[:5])
         validate(doc)
 
@@ -317,11 +320,35 @@ def test_the_schema_judges_each_event_on_its_own(dumps_by_name):
         for _, new in mutations(parent[path[-1]], type(parent) is dict):
             undo = set_at(doc, path, new)
             try:
-                assert schema_accepts(doc, path) == VALIDATOR.is_valid(doc), (path, new)
+                assert schema_accepts(doc, path) == trace_schema.is_valid(doc), (path, new)
             finally:
                 undo()
             checked += 1
     assert checked > 150
+
+
+def test_the_compiled_schema_judges_as_jsonschema_does(dumps_by_name):
+    """trace_schema (fastjsonschema, drafts 4-7) gives draft 2020-12's verdict: on every valid dump
+    and on a sample of mutations of every kind of field of two dumps, jsonschema agrees."""
+    for name, doc in dumps_by_name.items():
+        assert trace_schema.is_valid(doc), name
+    places = sample_paths({"prompt": dumps_by_name["prompt"], "sampled": dumps_by_name["sampled"]})
+    refused = checked = 0
+    for name, path, _ in places[::7]:
+        doc = dumps_by_name[name]
+        parent = doc
+        for key in path[:-1]:
+            parent = parent[key]
+        for _, new in mutations(parent[path[-1]], type(parent) is dict):
+            undo = set_at(doc, path, new)
+            try:
+                verdict = schema_accepts(doc, path)
+                assert verdict == schema_accepts(doc, path, reference=True), (path, new)
+            finally:
+                undo()
+            checked += 1
+            refused += not verdict
+    assert checked > 400 and refused > 100
 
 
 @pytest.mark.slow  # every mutation of every trace kind (61 s)

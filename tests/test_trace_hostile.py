@@ -62,9 +62,9 @@ def refusal(tmp_path: Path, doc: dict | str) -> TraceError:
 
 
 def schema_rejects(doc: dict) -> bool:
-    import jsonschema
+    import trace_schema
 
-    return not jsonschema.Draft202012Validator(SCHEMA).is_valid(doc)
+    return not trace_schema.is_valid(doc)
 
 
 # -- each class of hostile trace ------------------------------------------------------------------

@@ -351,7 +351,7 @@ def test_the_compiled_schema_judges_as_jsonschema_does(dumps_by_name):
     assert checked > 400 and refused > 100
 
 
-@pytest.mark.slow  # every mutation of every trace kind (61 s)
+@pytest.mark.slow  # every mutation of every trace kind: 3,000+ documents checked by both (9 s)
 def test_the_schema_and_the_loader_refuse_the_same_mutations(dumps_by_name):
     from gpt2viz.trace.checks import RULES
 

@@ -225,3 +225,21 @@ async def test_the_palette_says_no_matches_in_the_language(tiny_trace, lang, sai
         await pilot.press(*"zzqx")
         await wait_for(pilot, lambda: said in screen_text(app), timeout=10, what="the no-matches line")
         assert (lang == "en") == ("No matches found" in screen_text(app))
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+@run_async
+async def test_the_kv_cache_stays_in_sight_under_the_growing_shapes_at_80x24(small_trace, lang):
+    # gpt2-small's shapes list outgrows the short column by the last stages; the panel keeps its
+    # end in sight (the latest shapes and the KV cache), as it did not before.
+    set_language(lang)
+    app = make_app(trace=small_trace)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await step_screen(app, pilot)
+        screen.go_to(len(screen.stages) - 3)  # the LM head: every shape met
+        await pilot.pause()
+        panel = screen.query_one(SidePanel)
+        assert panel.max_scroll_y > 0  # the list does not fit
+        text = screen_text(app)
+        reserved = _("{n} reserved").format(n="")
+        assert reserved.strip() in text and _("KV cache (prefill)") in text

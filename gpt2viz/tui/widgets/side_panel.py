@@ -88,6 +88,9 @@ class SidePanel(VerticalScroll):
 
     def on_mount(self) -> None:
         self.name_the_lab()
+        # Kept scrolled to its end (Textual's anchor): where the column is short, the shapes met
+        # first scroll away and the latest ones and the KV cache below them stay in sight.
+        self.anchor()
 
     def name_the_lab(self) -> None:
         """The border names the keys of the map of the model and of the cost lab (what the cache and

@@ -24,6 +24,12 @@ import pilot_speed  # noqa: E402
 
 pilot_speed.install()
 
+# The app's model thread follows the machine's load (gpt2viz.threads): pinned here, so that no
+# number a test compares depends on how busy the machine is (tests/test_threads.py tests the policy).
+import os  # noqa: E402
+
+os.environ.setdefault("GPT2VIZ_THREADS", str(torch.get_num_threads()))
+
 # The tests of the matrix products' kernels and what rests on them (parity, number formats, the
 # cache, batches). CI runs them a second time with the other x86 kind's kernels, the AVX2 ones
 # (README: the kernels tier; docs/testing.md): `-m kernels` under FBGEMM_ENABLE_INSTRUCTIONS=AVX2,

@@ -31,6 +31,7 @@ from typing import Any, Callable
 
 from ..crash_log import unexpected_error_line
 from ..errors import Gpt2VizError
+from ..threads import ThreadPolicy
 
 THREAD_NAME = "gpt2viz-model"
 
@@ -108,6 +109,7 @@ class JobService:
         self._thread: threading.Thread | None = None
         self._current: Job | None = None
         self._closed = False
+        self._threads = ThreadPolicy()  # torch's threads: the CPUs other processes leave free
         _services.add(self)
 
     # -- the UI thread's side -------------------------------------------------------------------
@@ -233,6 +235,7 @@ class JobService:
                 continue
             self._current = job
             try:
+                self._threads.apply()
                 result = job.work(job)
             except Cancelled:
                 self._finish(job, None, ())

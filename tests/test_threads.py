@@ -1,0 +1,63 @@
+"""Torch's thread count follows the CPUs the process may use and the load of other processes."""
+
+from __future__ import annotations
+
+import time
+
+import torch
+
+from gpt2viz import threads
+from gpt2viz.cpu_share import CpuTicks
+from gpt2viz.threads import ThreadPolicy, threads_for
+
+
+def test_threads_are_the_cpus_other_processes_leave_free():
+    assert [threads_for(share, 2) for share in (0.0, 0.2, 0.26, 0.5, 0.87, 1.0)] == [2, 2, 1, 1, 1, 1]
+    assert [threads_for(share, 8) for share in (0.0, 0.3, 0.83)] == [8, 6, 1]
+    # Other processes' share is of the whole machine; this process may use only its own CPUs.
+    assert threads_for(0.5, 2, machine_cpus=64) == 2 and threads_for(0.99, 2, machine_cpus=64) == 1
+
+
+def test_the_policy_sets_torch_s_threads_from_the_load_since_the_last_job(monkeypatch):
+    monkeypatch.delenv("GPT2VIZ_THREADS", raising=False)  # the suite pins the count (conftest.py)
+    before = torch.get_num_threads()
+    ticks = iter([CpuTicks(0, 0, 0), CpuTicks(170, 200, 0), CpuTicks(170, 205, 0), CpuTicks(190, 400, 20)])
+    monkeypatch.setattr(threads, "cpu_ticks", lambda: next(ticks))
+    monkeypatch.setattr(threads, "available_cpus", lambda: 2)
+    monkeypatch.setattr(threads.os, "cpu_count", lambda: 2)
+    try:
+        policy = ThreadPolicy()
+        assert policy.apply() == 1 == torch.get_num_threads()  # others used 170 of 200 ticks: busy
+        assert policy.apply() == 1  # 5 ticks: too few to tell, the count stays
+        assert policy.apply() == 2 == torch.get_num_threads()  # quiet again since the last reading
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_the_model_thread_applies_the_policy_before_each_job(monkeypatch):
+    from gpt2viz.tui.jobs import JobService
+
+    applied = []
+    monkeypatch.setattr(ThreadPolicy, "apply", lambda self: applied.append(1) or 1)
+    results = []
+    service = JobService(lambda call: call(), lambda text, code: None)
+    service.submit(object(), "work", lambda job: 42, on_result=results.append)
+    for _ in range(3000):  # until the job has run (a condition, not a duration)
+        if results:
+            break
+        time.sleep(0.01)
+    service.close()
+    assert applied and results == [42]
+
+
+def test_gpt2viz_threads_fixes_the_count(monkeypatch):
+    before = torch.get_num_threads()
+    monkeypatch.setattr(threads, "cpu_ticks", lambda: CpuTicks(0, 0, 0))
+    try:
+        for value, fixed in (("1", 1), (" 2 ", 2), ("0", None), ("two", None), ("", None)):
+            monkeypatch.setenv("GPT2VIZ_THREADS", value)
+            assert threads.fixed_threads() == fixed, value
+        monkeypatch.setenv("GPT2VIZ_THREADS", "1")
+        assert ThreadPolicy().apply() == 1 == torch.get_num_threads()
+    finally:
+        torch.set_num_threads(before)

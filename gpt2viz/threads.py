@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 
-from .cpu_share import CpuTicks, cpu_ticks, others_share
+from .cpu_share import BUSY_SHARE, CpuTicks, cpu_ticks, others_share
 
 
 def available_cpus() -> int:
@@ -42,34 +42,45 @@ FIXED_ENV = "GPT2VIZ_THREADS"
 def fixed_threads() -> int | None:
     """The thread count GPT2VIZ_THREADS fixes, or None (unset, or not a whole number above 0)."""
     value = os.environ.get(FIXED_ENV, "").strip()
-    return int(value) if value.isdigit() and int(value) > 0 else None
+    return int(value) if value.isascii() and value.isdecimal() and int(value) > 0 else None
 
 
 class ThreadPolicy:
-    """Sets torch's thread count before each piece of model work, from the load since the last."""
+    """Sets torch's thread count before each piece of model work: torch's own count (its default,
+    or OMP_NUM_THREADS; at most the CPUs of the affinity) while the machine is quiet, fewer only
+    while other processes used more than cpu_share.BUSY_SHARE of it since the last piece of work.
+    So on a quiet machine every measurement runs on the same threads, and one taken on fewer is
+    one the busy rule already marks."""
 
     def __init__(self) -> None:
         self.cpus = available_cpus()
+        self.default: int | None = None  # torch's count, read on the model thread at its first job
         self._since: CpuTicks | None = cpu_ticks()
 
     def apply(self) -> int:
-        """Sets and returns the thread count for the work about to run. Where too little time
-        passed to tell the load (cpu_share.MIN_TICKS), or the system does not say, the count
-        stays as it was; the first time, it is the available CPUs."""
+        """Sets and returns the thread count for the work about to run (never raises: a policy
+        that fails leaves the count as it is)."""
         import torch
 
+        try:
+            wanted = self._wanted(torch.get_num_threads())
+            if wanted != torch.get_num_threads():
+                torch.set_num_threads(wanted)
+        except Exception:  # noqa: BLE001  (the count is a speed matter: the work runs anyway)
+            return torch.get_num_threads()
+        return wanted
+
+    def _wanted(self, current: int) -> int:
         fixed = fixed_threads()
         if fixed is not None:
-            if fixed != torch.get_num_threads():
-                torch.set_num_threads(fixed)
             return fixed
+        if self.default is None:
+            self.default = max(1, min(current, self.cpus))
         now = cpu_ticks()
         share = others_share(self._since, now)
-        if share is not None:
-            self._since = now
-            wanted = threads_for(share, self.cpus, os.cpu_count())
-        else:
-            wanted = min(torch.get_num_threads(), self.cpus)
-        if wanted != torch.get_num_threads():
-            torch.set_num_threads(wanted)
-        return wanted
+        if share is None:  # too short a time to tell (cpu_share.MIN_TICKS): as it was
+            return current
+        self._since = now
+        if share <= BUSY_SHARE:
+            return self.default
+        return min(self.default, threads_for(share, self.cpus, os.cpu_count()))

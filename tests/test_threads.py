@@ -26,10 +26,29 @@ def test_the_policy_sets_torch_s_threads_from_the_load_since_the_last_job(monkey
     monkeypatch.setattr(threads, "available_cpus", lambda: 2)
     monkeypatch.setattr(threads.os, "cpu_count", lambda: 2)
     try:
+        torch.set_num_threads(2)  # torch's own count: the policy's ceiling
         policy = ThreadPolicy()
         assert policy.apply() == 1 == torch.get_num_threads()  # others used 170 of 200 ticks: busy
         assert policy.apply() == 1  # 5 ticks: too few to tell, the count stays
         assert policy.apply() == 2 == torch.get_num_threads()  # quiet again since the last reading
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_below_the_busy_share_the_count_stays_torch_s_own(monkeypatch):
+    # On 8 CPUs, others at 10 % leave 7 free, but a quiet machine's measurements all run on the
+    # same threads: the count moves only where the busy rule marks the times anyway.
+    monkeypatch.delenv("GPT2VIZ_THREADS", raising=False)
+    before = torch.get_num_threads()
+    ticks = iter([CpuTicks(0, 0, 0), CpuTicks(100, 1000, 0), CpuTicks(700, 2000, 0)])
+    monkeypatch.setattr(threads, "cpu_ticks", lambda: next(ticks))
+    monkeypatch.setattr(threads, "available_cpus", lambda: 8)
+    monkeypatch.setattr(threads.os, "cpu_count", lambda: 8)
+    try:
+        torch.set_num_threads(4)  # torch's own count (physical cores, say): never exceeded
+        policy = ThreadPolicy()
+        assert policy.apply() == 4  # others used 10 %
+        assert policy.apply() == 3  # others used 60 %: 3.2 CPUs free, rounded, at most 4
     finally:
         torch.set_num_threads(before)
 
@@ -54,7 +73,7 @@ def test_gpt2viz_threads_fixes_the_count(monkeypatch):
     before = torch.get_num_threads()
     monkeypatch.setattr(threads, "cpu_ticks", lambda: CpuTicks(0, 0, 0))
     try:
-        for value, fixed in (("1", 1), (" 2 ", 2), ("0", None), ("two", None), ("", None)):
+        for value, fixed in (("1", 1), (" 2 ", 2), ("0", None), ("two", None), ("", None), ("²", None)):
             monkeypatch.setenv("GPT2VIZ_THREADS", value)
             assert threads.fixed_threads() == fixed, value
         monkeypatch.setenv("GPT2VIZ_THREADS", "1")

@@ -5,6 +5,7 @@ the screen underneath as a command (so the palette offers every screen the keys 
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
@@ -17,25 +18,26 @@ from .screens.base import Lifecycle
 from .screens.help import bound_actions
 from .textual_compat import CompatPalette
 
-# A query's terms: numbers, runs of Latin letters (and _), runs of Chinese characters.
-_TERM = re.compile(r"\d+|[A-Za-z_]+|[\u3400-\u9fff]+")
+# A query's terms: a LayerNorm's name (ln_1, ln_f), numbers, runs of Latin letters (and _), each
+# Chinese character (Chinese is typed without spaces: '第1层注意力').
+_TERM = re.compile(r"ln_[12f]|\d+|[A-Za-z_]+|[\u3400-\u9fff]")
 
 
 def query_terms(query: str) -> list[str]:
-    """The terms of a palette query, lower case: 'mlp3' and '3 MLP' both give ['mlp', '3'] (in
-    their order)."""
-    return [term.lower() for term in _TERM.findall(query)]
+    """The terms of a palette query, lower case, full-width forms as their ASCII ('３' is 3):
+    'mlp3' and '3 MLP' both give ['mlp', '3'] (in their order)."""
+    return [term.lower() for term in _TERM.findall(unicodedata.normalize("NFKC", query))]
 
 
 def term_spans(terms: list[str], text: str) -> list[tuple[int, int]] | None:
     """Where each term occurs in `text` (any order), or None when one does not: a number as a whole
-    number (3 is not in 13), a Latin term at the start of a word (mlp in 'MLP:', attn not in 'pattern'),
-    Chinese anywhere."""
+    number standing on its own (3 is not in 13, 1 is not in ln_1), a Latin term at the start of a
+    word (mlp in 'MLP:', attn not in 'pattern'), Chinese anywhere."""
     spans = []
     lowered = text.lower()
     for term in terms:
         if term.isdigit():
-            pattern = rf"(?<!\d){term}(?!\d)"
+            pattern = rf"(?<![\w]){term}(?!\d)"
         elif term[0].isascii():
             pattern = rf"(?<![a-z]){re.escape(term)}"
         else:
@@ -75,7 +77,7 @@ class Entry:
 def search_hits(entries: list[Entry], query: str, style) -> Iterator[Hit]:
     """Hits for every entry in which each term of `query` occurs (terms in any order), the text's
     matched terms highlighted; entries whose short name the query covers first, then the shorter
-    texts, then in their order."""
+    texts (the query is more of them), then in their order."""
     terms = query_terms(query)
     if not terms:
         return
@@ -121,7 +123,8 @@ class StageCommands(EntryProvider):
                 _("Go to {stage}").format(stage=stage.title),
                 partial(screen.go_to, i),
                 _("stage {index} of {total}").format(index=i + 1, total=count(len(stages))),
-                also=f"{stage.english_title} {stage.key.replace('.', ' ').replace('_', ' ')} {stage.kind}",
+                also=f"{stage.english_title} {stage.key.replace('.', ' ').replace('_', ' ')} {stage.kind}"
+                + (" attn" if stage.is_attention or stage.kind in ("qkv", "attn_out") else ""),
                 name=f"{stage.layer if stage.layer is not None else ''} {stage.label}",
             )
             for i, stage in enumerate(stages)
@@ -134,7 +137,7 @@ class KeyCommands(EntryProvider):
     def _entries(self) -> list[Entry]:
         screen = self.screen
         return [
-            Entry(bound.text, partial(self.app.run_action, bound.action, screen),
+            Entry(bound.text, partial(self.app.run_action, bound.action, bound.node),
                   _("key {keys}").format(keys=bound.keys), also=bound.action.replace("_", " "))
             for bound in bound_actions(screen)
             if bound.action != "command_palette"

@@ -237,9 +237,12 @@ async def test_the_kv_cache_stays_in_sight_under_the_growing_shapes_at_80x24(sma
     async with app.run_test(size=(80, 24)) as pilot:
         screen = await step_screen(app, pilot)
         screen.go_to(len(screen.stages) - 3)  # the LM head: every shape met
-        await pilot.pause()
         panel = screen.query_one(SidePanel)
+        reserved = _("{n} reserved").format(n="").strip()
+        for _attempt in range(100):  # until laid out and scrolled (a condition, not a duration)
+            await pilot.pause()
+            text = screen_text(app)
+            if panel.max_scroll_y > 0 and reserved in text:
+                break
         assert panel.max_scroll_y > 0  # the list does not fit
-        text = screen_text(app)
-        reserved = _("{n} reserved").format(n="")
-        assert reserved.strip() in text and _("KV cache (prefill)") in text
+        assert reserved in text and _("KV cache (prefill)") in text

@@ -257,10 +257,14 @@ async def run_from_palette(app, pilot, query: str) -> None:
         ("en", "mlp 1", Stage("mlp", 1)),
         ("en", "block 1 mlp", Stage("mlp", 1)),
         ("en", "1 MLP", Stage("mlp", 1)),
-        ("en", "attn 0", Stage("attn_out", 0)),
+        ("en", "attn 0", Stage("scores", 0)),
         ("en", "ln_2 1", Stage("ln2", 1)),
         ("en", "pattern 1", Stage("pattern", 1)),
         ("zh", "第 1 层 注意力", Stage("scores", 1)),
+        ("zh", "第1层注意力", Stage("scores", 1)),  # typed without spaces
+        ("en", "１ mlp", Stage("mlp", 1)),  # a full-width digit
+        ("en", "ln_1 1", Stage("ln1", 1)),  # ln_1 is a name, not block 1
+        ("en", "attn out 1", Stage("attn_out", 1)),
         ("zh", "mlp 1", Stage("mlp", 1)),
         ("zh", "1 层 权重", Stage("pattern", 1)),
     ],
@@ -287,11 +291,14 @@ def test_a_number_in_the_query_is_a_whole_block_number():
     assert term_spans(["1"], "Block 11 · MLP") is None
     assert term_spans(["attn"], "Attention pattern") is None  # a word's start, not its middle
     assert term_spans(["pat"], "Attention pattern") == [(10, 13)]
+    assert term_spans(["1"], "Block 2 · LayerNorm before attention (ln_1)") is None  # ln_1 is no block 1
+    assert query_terms("第1层注意力") == ["第", "1", "层", "注", "意", "力"] and query_terms("３") == ["3"]
 
 
 @pytest.mark.parametrize(
     "query, screen_name",
-    [("cost", "CostLabScreen"), ("lab", "CostLabScreen"), ("generation", "GenerationScreen"), ("which parts", "AttributionScreen")],
+    [("cost", "CostLabScreen"), ("lab", "CostLabScreen"), ("generation", "GenerationScreen"), ("which parts", "AttributionScreen"),
+     ("show all keys", "HelpScreen")],  # the app's own key (?): run on the app, not the screen
 )
 @run_async
 async def test_the_palette_opens_every_screen_a_key_opens(tiny_lm, query, screen_name):

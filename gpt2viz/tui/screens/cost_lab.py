@@ -19,6 +19,7 @@ from textual.widgets import ProgressBar, Static, TabbedContent, TabPane
 from textual_plotext import PlotextPlot
 
 from ... import cost_lab
+from ...cpu_share import disturbed
 from ...i18n import N_, _, say
 from ...trace import Trace
 from ..lab_narration import batch_text, context_text, precision_text
@@ -282,7 +283,8 @@ class CostLabScreen(AppScreen[None]):
             if plot.display:
                 plt.plot(sweep.positions, sweep.naive_ms, label=plot_text(_("no cache")), marker="braille")
                 plt.plot(sweep.positions, sweep.cached_ms, label=plot_text(_("cached")), marker="braille")
-                if sweep.crossover is not None and sweep.crossover != sweep.positions[0]:
+                # The crossover is a ranking: none drawn from times measured busy (the busy rule).
+                if sweep.crossover is not None and sweep.crossover != sweep.positions[0] and not disturbed(sweep):
                     plt.vline(sweep.crossover)
                 plt.ylim(0, max(sweep.naive_ms + sweep.cached_ms) * 1.05)  # from 0: flat reads as flat
                 plt.xlabel(plot_text(_("position")))

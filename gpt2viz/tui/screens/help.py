@@ -26,28 +26,30 @@ KEY_COLUMN = 14  # cells for the keys of a row of the key list
 
 @dataclass(frozen=True)
 class BoundAction:
-    """One action bound on a screen: its keys as the user's key map has them, what it does."""
+    """One action bound on a screen: its keys as the user's key map has them, what it does, and
+    the node that binds it (the screen, a widget of it, or the app), on which it runs."""
 
     keys: str
     text: str
     action: str
+    node: object = None
 
 
 def bound_actions(screen: Screen) -> list[BoundAction]:
     """The actions of the bindings active on `screen` (its own, its widgets' and the app's), one
     per action, in binding order, with the user's key map applied."""
-    by_action: dict[str, tuple[list[str], str]] = {}
+    by_action: dict[str, tuple[list[str], str, object]] = {}
     for _key, active in screen.active_bindings.items():
         binding = active.binding
         palette = binding.action == "command_palette"
         if binding.id is None and not palette:  # Textual's own focus and copy keys
             continue
         text = _(getattr(screen, "PALETTE_TEXT", PALETTE_TEXT)) if palette else binding.tooltip or binding.description
-        keys, _text = by_action.setdefault(binding.action, ([], text))
+        keys, _text, _node = by_action.setdefault(binding.action, ([], text, active.node))
         display = screen.app.get_key_display(binding)
         if display not in keys:
             keys.append(display)
-    return [BoundAction(" ".join(keys), text, action) for action, (keys, text) in by_action.items()]
+    return [BoundAction(" ".join(keys), text, action, node) for action, (keys, text, node) in by_action.items()]
 
 
 def key_rows(screen: Screen) -> list[tuple[str, str]]:

@@ -32,15 +32,18 @@ PLAIN_DIGITS = 5  # '-0.24': a cell's text this wide shows values as they are
 
 def cell_unit(scale: float, room: int) -> float | None:
     """The unit the cells count in when `room` characters cannot hold '-0.24' (None: no unit, the
-    values as they are): the power of ten that prints the largest term, `scale`, as two digits."""
-    if room >= PLAIN_DIGITS or scale <= 0 or not math.isfinite(scale):
+    values as they are): the power of ten that prints the largest term, `scale`, as two digits
+    (the scale rounded first: 0.996 is 1.0, ten tenths, not a hundred hundredths)."""
+    if room >= PLAIN_DIGITS or not math.isfinite(scale) or scale <= 0:
         return None
-    return 10.0 ** (math.floor(math.log10(scale)) - 1)
+    rounded = float(f"{scale:.2g}")
+    unit = 10.0 ** (math.floor(math.log10(rounded)) - 1) if rounded > 0 else 0.0
+    return unit if unit > 0 else None
 
 
 def in_unit(value: float, unit: float) -> str:
-    """`value` as a whole number of `unit`s: '-24' for -0.243 in hundredths."""
-    return str(round(value / unit))
+    """`value` as a whole number of `unit`s: '-24' for -0.243 in hundredths ('?' for no number)."""
+    return str(round(value / unit)) if math.isfinite(value) else "?"
 
 
 @dataclass

@@ -78,10 +78,27 @@ def narrate(trace: Trace, stage: Stage, head: int = 0, *, generate_key: str, cho
         text, formula, flow = _next_token(trace, stage, facts, head, generate_key, chosen)
     else:
         text, formula, flow = _WRITERS[stage.kind](trace, stage, facts, head, generate_key)
+    edited = edited_sentence(trace, stage)
+    if edited:
+        text = f"{edited}\n\n{text}"
     title = stage.title
     if stage.kind in ("scores", "pattern"):
         title = _("{title} · head {head}").format(title=title, head=head)
     return Narration(title, text, formula, tuple(flow))
+
+
+def edited_sentence(trace: Trace, stage: Stage) -> str:
+    """For a stage of a block with parts switched off (what-if), what is off there: its numbers
+    are the edited pass's, and may disagree with the model's own ('' elsewhere)."""
+    from ..interventions import AblationError, parse_ablations
+
+    if stage.layer is None or not trace.interventions:
+        return ""
+    try:
+        here = [a.spec for a in parse_ablations(trace.interventions) if a.layer == stage.layer]
+    except AblationError:
+        return ""
+    return say("stage.edited", parts=_(", ").join(here)) if here else ""
 
 
 def _tokenize(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key: str):

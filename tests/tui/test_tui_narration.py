@@ -235,3 +235,24 @@ def test_quoted_prompts_stay_on_one_line():
     assert clip("Line one\nLine two\r\n\tend", 40) == "Line one↵Line two↵⇥end"
     short = clip("first line\n" + "x" * 100, 20)
     assert "\n" not in short and len(short) == 20 and short.startswith("first line↵")
+
+
+@pytest.mark.parametrize("lang, said", [("en", "Edited pass: L1.mlp, L1H2 switched off in this block"), ("zh", "这一层里的 L1.mlp、L1H2 被关掉了")])
+def test_every_stage_of_an_edited_block_says_what_is_off(tiny_trace, lang, said):
+    # Issue 36 item 5: after a what-if, the edited block's stages say what is off there (their
+    # numbers are the edited pass's); the stages of other blocks and outside them do not.
+    import copy
+
+    from gpt2viz.i18n import set_language
+    from gpt2viz.tui.stages import build_stages
+
+    trace = copy.copy(tiny_trace)
+    trace.interventions = ["L1.mlp", "L1H2"]
+    set_language(lang)
+    try:
+        for stage in build_stages(trace.n_layer):
+            text = narrate(trace, stage, generate_key="g").text
+            assert (said in text) is (stage.layer == 1), stage
+        assert said not in narrate(tiny_trace, Stage("mlp", 1), generate_key="g").text
+    finally:
+        set_language("en")

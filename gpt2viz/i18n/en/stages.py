@@ -9,6 +9,10 @@ TEXT = {
     ),
     "stage.flow.update": "c_proj → update {update}",
     # -- tokenize -------------------------------------------------------------------------------
+    "stage.edited": (
+        "Edited pass: {parts} switched off in this block (what-if). Every number of this stage comes "
+        "from the edited pass, not from the model's own."
+    ),
     "stage.tokenize.lead": "GPT-2 never sees letters.",
     "stage.tokenize.empty": "The prompt is empty, so there is nothing to cut: the model starts from one special token.",
     "stage.tokenize.cut": "Its byte-level BPE tokenizer cuts the {bytes} of the prompt into {tokens}.",

@@ -239,10 +239,6 @@ async def test_the_kv_cache_stays_in_sight_under_the_growing_shapes_at_80x24(sma
         screen.go_to(len(screen.stages) - 3)  # the LM head: every shape met
         panel = screen.query_one(SidePanel)
         reserved = _("{n} reserved").format(n="").strip()
-        for _attempt in range(100):  # until laid out and scrolled (a condition, not a duration)
-            await pilot.pause()
-            text = screen_text(app)
-            if panel.max_scroll_y > 0 and reserved in text:
-                break
+        await wait_for(pilot, lambda: panel.max_scroll_y > 0 and reserved in screen_text(app), what="the KV block")
         assert panel.max_scroll_y > 0  # the list does not fit
-        assert reserved in text and _("KV cache (prefill)") in text
+        assert reserved in screen_text(app) and _("KV cache (prefill)") in screen_text(app)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
@@ -98,12 +98,23 @@ class EntryProvider(Provider):
     def _entries(self) -> list[Entry]:
         raise NotImplementedError
 
+    def _commands(self) -> list[Entry]:
+        """The entries, each command run only while the screen it is for is still on the stack:
+        the palette runs its choice a moment after it closes, and a key typed before may have
+        closed that screen, or quit the app."""
+        screen, app = self.screen, self.app
+
+        def while_there(command: Callable[[], object]) -> Callable[[], object]:
+            return lambda: None if app.leaving or screen not in app.screen_stack else command()
+
+        return [replace(entry, command=while_there(entry.command)) for entry in self._entries()]
+
     async def discover(self) -> Hits:
-        for entry in self._entries():
+        for entry in self._commands():
             yield DiscoveryHit(entry.text, entry.command, help=entry.help)
 
     async def search(self, query: str) -> Hits:
-        for hit in search_hits(self._entries(), query, self.match_style):
+        for hit in search_hits(self._commands(), query, self.match_style):
             yield hit
 
 

@@ -9,7 +9,7 @@ looked at again before it breaks silently.
 - `CompatApp`: the crash path. An error nobody foresaw ends the app with one line naming the log
   (gpt2viz.crash_log) instead of Textual's traceback on the terminal. And `leaving`: once the app
   exits, the input still queued (keys typed after q) is dropped, not handled by screens whose
-  widgets are being taken down.
+  widgets are being taken down; and `run_action` runs no action for a screen that has left.
 - `CompatPalette`: the command palette's own sentence ("No matches found") in the reader's
   language; no search started or finished, and none of its widgets touched, once it has closed.
 - `OptionList._move_page` pages only a list that has its lines: Textual 8.2.8's raises KeyError
@@ -41,7 +41,8 @@ from textual.binding import Binding
 from textual import events, work
 from textual.command import CommandList, CommandPalette
 from textual.css.query import NoMatches
-from textual.dom import DOMNode
+from textual.dom import DOMNode, NoScreen
+from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Input, OptionList
 from textual.widgets.option_list import Option
@@ -126,6 +127,25 @@ class CompatApp(App):
         if self.leaving and isinstance(event, (events.InputEvent, events.Paste)):
             return
         await super().on_event(event)
+
+    async def run_action(self, action, default_namespace=None, namespaces=None) -> bool:
+        """Textual's run_action, for a node still on the app's screens: an action queued for a
+        screen that has left since (the palette runs its command a moment after it closes, when a
+        key typed before may have closed that screen) does nothing, nor does any once the app is
+        leaving."""
+        if self.leaving or not self.is_on_stack(default_namespace):
+            return False
+        return await super().run_action(action, default_namespace, namespaces)
+
+    def is_on_stack(self, node: DOMNode | None) -> bool:
+        """Whether `node` (None or the app: the app itself) is, or is in, a screen on the stack."""
+        if node is None or node is self:
+            return True
+        try:
+            screen = node if isinstance(node, Screen) else node.screen
+        except NoScreen:
+            return False
+        return screen in self.screen_stack
 
     def push_screen(self, screen, callback=None, wait_for_dismiss=False, **kwargs):
         """Textual's push_screen; the screen's result goes to `callback` only while the app is not

@@ -7,6 +7,7 @@ the code before the session and job service (and the screens' one lifecycle) cam
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -358,3 +359,38 @@ async def test_the_batch_plot_squeezed_by_a_small_terminal(errors_log):
         await started(app, pilot)
         await replay(app, pilot, "m settle 2 settle resize:40x12 settle resize:60x20 settle resize:120x40 settle", errors_log)
         assert type(app.screen).__name__ == "CostLabScreen"
+
+
+@pytest.mark.parametrize("after", ["escape", "q"])
+@run_async
+async def test_a_palette_command_for_a_screen_that_has_left(bundled, errors_log, after):
+    """NoMatches '#sampling' on SettingsScreen (the soak, seed 10332832719, en, 120x40): the
+    palette runs its chosen command a moment after it closes (Textual's call_later); keys typed
+    just before had closed the settings form (escape), or quit the app (q), and its 'generate'
+    ran on a form whose fields were gone. A command or action for a screen that has left does
+    nothing. The race is set up in its order: the command is queued after the form has left."""
+    from gpt2viz.tui.commands import KeyCommands
+    from gpt2viz.tui.screens.generation_settings import SettingsScreen
+
+    app = make_app(lm=bundled)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await started(app, pilot)
+        await replay(app, pilot, "g settle", errors_log)
+        await started(app, pilot, GenerationScreen)
+        generation = app.screen
+        generation.start = lambda *args: pytest.fail("the closed form's settings started a run")
+        await replay(app, pilot, "s settle tab settle", errors_log)  # a switch focused: Enter is the form's
+        settings = app.screen
+        assert isinstance(settings, SettingsScreen)
+        generate = next(e.command for e in KeyCommands(settings)._entries() if e.help.endswith("⏎"))
+        await replay(app, pilot, after, errors_log)
+        app.call_later(generate)
+        if after == "q":
+            await until_ended(app)
+            await replay(app, pilot, "", errors_log)
+            assert app.return_code == 0
+        else:
+            await replay(app, pilot, "settle", errors_log)
+            assert app.screen is generation
+            app.call_later(partial(app.run_action, "apply", settings))  # a key's action, late
+            await replay(app, pilot, "settle", errors_log)

@@ -244,6 +244,7 @@ TERMINOLOGY = {
     r"[前后]一个块|第 \S+ 块": "层 (block)",
     r"记录(?:里|文件)": "trace",
     r"\{params\} 参数": "{params} 个参数",
+    r"成本实验(?!室)": "成本实验室",
 }
 
 
@@ -289,3 +290,24 @@ def test_a_notice_is_read_as_strictly_as_the_schema():
     assert not is_notice({"code": "prompt_empty", "params": {"eos_id": [50256]}})
     assert not is_notice({"code": "prompt_empty", "params": {"eos_id": None}})
     assert not is_notice({"code": "prompt_empty"}) and not is_notice({"code": "nope", "params": {}})
+
+
+def test_a_change_of_probability_is_said_in_the_reader_s_language():
+    """The what-if table's change column: percentage points, 'pp' in English, 百分点 in Chinese
+    (a learner walk found 'pp' left in the Chinese table), the column as wide as its widest cell."""
+    from rich.cells import cell_len
+
+    from gpt2viz.tui.widgets.before_after import before_after_lines, change_text
+    from zh_words import english_words
+
+    changes = [{"text": " the", "before": 0.2, "after": 0.9}, {"text": " a", "before": 0.99, "after": 0.0}]
+    assert change_text(0.5, 0.308) == "−19.2 pp"
+    en = str(before_after_lines(["L0H1"], changes, "u", "U", 80))
+    set_language("zh")
+    assert change_text(0.5, 0.531) == "+3.1 百分点"
+    zh = str(before_after_lines(["L0H1"], changes, "u", "U", 80))
+    assert "−99.0 百分点" in zh and english_words(zh, {"the", "a"}) == []
+    assert "−99.0 pp" in en
+    for text in (en, zh):
+        widths = {cell_len(line) for line in text.splitlines()[-3:]}
+        assert len(widths) == 1, text  # header and rows end in one column

@@ -445,6 +445,7 @@ def _lm_head(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key: s
             ),
         )
     paragraphs = [say("stage.lm_head.tying", vocab=count(f.vocab), total=count(f.T * f.vocab)), prediction]
+    paragraphs += _untrained_paragraph(trace, f)
     paragraphs += _quality_paragraph(trace, f)
     formula = f"logits = ln_f(x) @ wteᵀ\np = softmax(logits[{last}])"
     flow = [
@@ -452,6 +453,23 @@ def _lm_head(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key: s
         say("stage.lm_head.flow_last", shape=shape([1, out_shape[-1]])),
     ]
     return "\n\n".join(paragraphs), formula, flow
+
+
+# A prediction whose entropy is at least this share of a uniform guess's (ln vocab) at every
+# position is an untrained model's: random-weight checkpoints give 0.98-0.999 of it, the bundled
+# model (a few minutes of training) 0.28-0.67 and GPT-2 far less.
+UNTRAINED_ENTROPY_SHARE = 0.95
+
+
+def _untrained_paragraph(trace: Trace, f: RunFacts) -> list[str]:
+    """A warning that this checkpoint predicts like a random one, when every position's
+    prediction is almost uniform (its entropy from the trace)."""
+    positions = hook_event(trace, "unembed.hook_out").get("positions") or []
+    entropies = [p["entropy"] for p in positions if p.get("entropy") is not None]
+    uniform = math.log(f.vocab)
+    if not entropies or min(entropies) < UNTRAINED_ENTROPY_SHARE * uniform:
+        return []
+    return [say("stage.untrained", lowest=num(min(entropies)), uniform=num(uniform, 4))]
 
 
 def _quality_paragraph(trace: Trace, f: RunFacts) -> list[str]:
@@ -518,7 +536,9 @@ def _next_token(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key
             D=count(f.head_dim), value_bytes=count(f.value_bytes),
         )
         rerun = sentences(rerun, size)
-    paragraphs = [choice, rerun] if sampled else [choice, rerun, say("stage.next_token.sample", key=generate_key)]
+    paragraphs = [choice, *_untrained_paragraph(trace, f), rerun]
+    if not sampled:
+        paragraphs.append(say("stage.next_token.sample", key=generate_key))
     formula = say("stage.next_token.formula_sampled" if sampled else "stage.next_token.formula", id=token_id)
     flow = [say("stage.next_token.flow", ids=shape([1, f.L]), more=shape([1, f.L + 1]))]
     return "\n\n".join(paragraphs), formula, flow

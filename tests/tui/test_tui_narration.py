@@ -256,3 +256,23 @@ def test_every_stage_of_an_edited_block_says_what_is_off(tiny_trace, lang, said)
         assert said not in narrate(tiny_trace, Stage("mlp", 1), generate_key="g").text
     finally:
         set_language("en")
+
+
+def test_an_untrained_checkpoint_is_said_to_predict_nothing(tiny_trace):
+    """A random-weight checkpoint's predictions mean nothing, and the LM head and next-token stages
+    say so, from the run's own entropies (issue 36: nothing told a learner on a random checkpoint);
+    the bundled model, trained, is not warned about, nor is a run whose entropies stay low."""
+    from gpt2viz.trace import load
+    from gpt2viz.tui.narration import UNTRAINED_ENTROPY_SHARE
+    from tui_helpers import GENERATION_TRACE
+
+    warning = "random (untrained) weights"
+    positions = tiny_trace.event("unembed.hook_out")["positions"]
+    lowest = min(p["entropy"] for p in positions)
+    assert lowest >= UNTRAINED_ENTROPY_SHARE * math.log(50257)
+    for kind in ("lm_head", "next_token"):
+        text = narrate(tiny_trace, Stage(kind), generate_key="g").text
+        assert warning in text and f"{lowest:.3g} nats" in text, text
+    trained = load(GENERATION_TRACE)  # the bundled model
+    for kind in ("lm_head", "next_token"):
+        assert warning not in narrate(trained, Stage(kind), generate_key="g").text

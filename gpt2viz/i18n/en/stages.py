@@ -271,6 +271,11 @@ TEXT = {
         "Their entropy is {entropy} nats; a uniform guess over {vocab} tokens would have ln {vocab_size} = "
         "{uniform}."
     ),
+    "stage.untrained": (
+        "Every position's prediction is this close to uniform: {lowest} nats of entropy at the least, where a "
+        "uniform guess has {uniform}. That is how a model with random (untrained) weights predicts, so what "
+        "this checkpoint predicts means nothing; what each stage computes is still exactly what it shows."
+    ),
     "stage.lm_head.quality": (
         "This run stores its weights in {dtype}: {weight_bytes}. Against float32 on the same checkpoint, "
         "over this prompt's {positions}: the most likely token is the same at {agree} of {n}, the largest "

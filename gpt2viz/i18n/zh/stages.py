@@ -243,6 +243,11 @@ TEXT = {
     "stage.lm_head.entropy": (
         "这个分布的熵是 {entropy} nat；在 {vocab} 个 token 上均匀猜测，熵是 ln {vocab_size} = {uniform}。"
     ),
+    "stage.untrained": (
+        "每个位置的预测都接近均匀分布：熵最低也有 {lowest} nat，而均匀猜测的熵是 {uniform}。"
+        "权重随机（未经训练）的模型就是这样预测的，所以这个检查点预测出的 token 没有意义；"
+        "不过每一步的计算仍然和画面上显示的完全一致。"
+    ),
     "stage.lm_head.quality": (
         "这次运行以 {dtype} 存储权重：{weight_bytes}。在同一个检查点上与 float32 对比，在这个提示词的 "
         "{positions}上：最可能的 token 有 {agree} 个相同（共 {n} 个），最大的 logit 相差 {dlogit}，"

@@ -14,9 +14,10 @@ from .laid import Laid
 
 
 def change_text(before: float, after: float) -> str:
-    """A change of probability in percentage points, signed: '+3.1 pp', '−19.2 pp'."""
+    """A change of probability in percentage points, signed: '+3.1 pp', '−19.2 pp' (百分点)."""
     points = 100 * (after - before)
-    return ("+" if points >= 0 else "−") + f"{abs(points):.1f} pp"
+    # TRANSLATORS: a change of probability in percentage points, its sign included: '−19.2 pp'
+    return _("{points} pp").format(points=("+" if points >= 0 else "−") + f"{abs(points):.1f}")
 
 
 def before_after_lines(interventions: list[str], changes: list[dict], undo: str, clear: str, width: int) -> Content:
@@ -34,13 +35,14 @@ def before_after_lines(interventions: list[str], changes: list[dict], undo: str,
             after=token_label(top_after["text"]), after_p=percent(top_after["after"]),
         )
     rows += [Content(wrap_wide(summary, width)), Content("")]
-    token_w = max(6, min(max(12, max(cell_len(c["text"]) for c in changes) + 1), width - 3 - 9 - 4 - 9 - 12))
-    header = "   " + fit(_("token"), token_w) + fit(_("p before"), 9, "right") + "    " + fit(_("p after"), 9, "right") + fit(_("change"), 12, "right")
+    change_w = max(12, 1 + max(cell_len(change_text(c["before"], c["after"])) for c in changes))
+    token_w = max(6, min(max(12, max(cell_len(c["text"]) for c in changes) + 1), width - 3 - 9 - 4 - 9 - change_w))
+    header = "   " + fit(_("token"), token_w) + fit(_("p before"), 9, "right") + "    " + fit(_("p after"), 9, "right") + fit(_("change"), change_w, "right")
     rows.append(Content.styled(header, "bold"))
     for i, c in enumerate(changes, 1):
         rows.append(Content(
             f"{i:>2} " + fit(c["text"], token_w) + fit(percent(c["before"]), 9, "right") + "  → "
-            + fit(percent(c["after"]), 9, "right") + fit(change_text(c["before"], c["after"]), 12, "right")
+            + fit(percent(c["after"]), 9, "right") + fit(change_text(c["before"], c["after"]), change_w, "right")
         ))
     return Content("\n").join(rows)
 

@@ -27,6 +27,7 @@ from .model.precision import (
 )
 from .model.sources import DownloadProgress, ResolvedSource, resolve
 from .model.tokenizer import Tokenizer
+from .model.training_tokens import read as read_training_tokens
 from .model.weights import load_weights, record_use
 
 
@@ -43,6 +44,8 @@ class LanguageModel:
     n_params: int = 0  # counted from the checkpoint's tensors (the tied LM head once)
     weight_bytes: int = 0  # what the weights take in memory in this precision
     files: ModelFiles | None = None  # what the checkpoint's files held, as the loader saw them
+    # The ids of the tokens its training text held (model/training_tokens.py): the bundled model's.
+    training_tokens: frozenset[int] | None = None
     _twin: "LanguageModel | None" = field(default=None, init=False, repr=False)
 
     @property
@@ -282,6 +285,8 @@ def load_model(
     if precision.name != "float32":  # what was read (float32) was converted, and is let go now
         give_back_freed_heap()
     notices = ([resolved.notice] if resolved.notice else []) + weights.notices
+    trained_on = read_training_tokens(resolved.path, config.vocab_size) if resolved.kind == "bundled" else None
     return LanguageModel(
-        model, tokenizer, resolved, weights.stored_dtype, weights.file_bytes, notices, n_params, weight_bytes(model), files
+        model, tokenizer, resolved, weights.stored_dtype, weights.file_bytes, notices, n_params, weight_bytes(model), files,
+        training_tokens=trained_on,
     )

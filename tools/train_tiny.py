@@ -17,6 +17,8 @@ Held-out evaluation (what MODEL_CARD.md reports, recomputable from assets/tiny/h
 Every window starts with a fresh context (no carry-over between windows).
 
 Usage: python tools/train_tiny.py            (about 50 minutes on 2 CPU cores)
+       python tools/train_tiny.py --tokens   (only assets/tiny/training_tokens.json: which tokens
+                                             the training text holds, seconds)
 Progress goes to stdout; run it e.g. as
     nohup nice -n 10 python tools/train_tiny.py > /tmp/train_tiny.log 2>&1 &
 """
@@ -266,9 +268,7 @@ def main() -> None:
     tok = Tokenizer.from_file(str(TOKENIZER_JSON))
     works = load_works()
     train_names = [n for n in ALL_WORKS if n not in HELDOUT_WORKS]
-    train_ids: list[int] = []
-    for n in train_names:
-        train_ids += tok.encode(works[n]).ids + [EOT_ID]
+    train_ids = training_ids(tok, works)
     held_text = heldout_text(works)
     held_ids = tok.encode(held_text).ids
     train = torch.tensor(train_ids, dtype=torch.long)
@@ -374,6 +374,7 @@ def main() -> None:
     (OUT_DIR / "generation_config.json").unlink(missing_ok=True)
     shutil.copyfile(TOKENIZER_JSON, OUT_DIR / "tokenizer.json")
     (OUT_DIR / "heldout.txt").write_text(held_text, encoding="utf-8", newline="\n")
+    write_training_tokens(train_ids)
 
     # Re-evaluate exactly what ships: fp16 weights loaded back into fp32, text read from disk.
     shipped = GPT2LMHeadModel.from_pretrained(OUT_DIR, dtype=torch.float32)
@@ -406,5 +407,29 @@ def main() -> None:
         raise SystemExit(f"assets/tiny is {size:,} bytes > {SIZE_LIMIT:,}")
 
 
+def training_ids(tok: Tokenizer, works: dict[str, str]) -> list[int]:
+    """The training text's token ids: every work but the held-out ones, each ended by EOT."""
+    ids: list[int] = []
+    for n in ALL_WORKS:
+        if n not in HELDOUT_WORKS:
+            ids += tok.encode(works[n]).ids + [EOT_ID]
+    return ids
+
+
+def write_training_tokens(train_ids: list[int]) -> None:
+    """assets/tiny/training_tokens.json: which of the vocabulary's tokens the training text holds
+    (gpt2viz.model.training_tokens): the app marks the others, whose rows were never trained."""
+    sys.path.insert(0, str(ROOT))
+    from gpt2viz.model import training_tokens
+
+    about = (f"Bit i of the bitmap (base64, little-endian bits) is set when token i occurs in the "
+             f"{len(train_ids):,} training tokens of tools/train_tiny.py.")
+    text = training_tokens.encode(set(train_ids), VOCAB_SIZE, about)
+    (OUT_DIR / training_tokens.FILE).write_text(text, encoding="utf-8", newline="\n")
+
+
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:] == ["--tokens"]:
+        write_training_tokens(training_ids(Tokenizer.from_file(str(TOKENIZER_JSON)), load_works()))
+    else:
+        main()

@@ -300,10 +300,12 @@ def _check_mlp(event: dict, field: str, s: Sizes) -> None:
             _num(neuron["pre"], f"{where}.pre", null=True)
         for p, token in enumerate(_list(neuron.get("promotes", []), f"{where}.promotes", MAX_TOPK)):
             at = f"{where}.promotes[{p}]"
-            token = _fields(token, at, ("id", "text", "logit"))
+            token = _fields(token, at, ("id", "text", "logit"), ("trained",))
             _id(token["id"], f"{at}.id", s)
             _str(token["text"], f"{at}.text")
             _num(token["logit"], f"{at}.logit", null=True)
+            if "trained" in token:
+                _bool(token["trained"], f"{at}.trained")
         _within(index, f"{where}.index", 0, s.d_mlp - 1)
     _length(frac, f"{field}.frac_active", s.T, f"T = {s.T}")
 

@@ -368,13 +368,14 @@ def top_of_distribution(probs: torch.Tensor, k: int, display) -> dict:
     return {"ids": ids_list, "tokens": [display(i) for i in ids_list], "probs": rnd_list(values[keep])}
 
 
-def mlp_activity(post: torch.Tensor, pre: torch.Tensor, writes, display) -> dict:
+def mlp_activity(post: torch.Tensor, pre: torch.Tensor, writes, display, trained_on: frozenset[int] | None = None) -> dict:
     """Fraction of GELU outputs above 0 per position (a tensor), and the most active neurons at the
     last position read as a key-value memory: `pre`, the key's match (the neuron's pre-GELU value:
     its row of c_fc's weight dotted with the input, plus bias), `value`, what GELU lets through,
     and `promotes`, the tokens its value vector (its row of c_proj's weight, scaled by `value`)
-    raises most through the unembedding. `writes(indices)` gives those vectors' logits `[k, V]`,
-    worked out only when the event is read (`Later`)."""
+    raises most through the unembedding, each marked `"trained": false` when the model's training
+    text never held it (`trained_on`, the ids it held, where known). `writes(indices)` gives those
+    vectors' logits `[k, V]`, worked out only when the event is read (`Later`)."""
     h = post[0]  # (T, d_mlp)
     values, idx = torch.topk(h[-1].float(), min(TOP_NEURONS, h.size(-1)))
     keys = pre[0, -1, idx].float()
@@ -388,7 +389,10 @@ def mlp_activity(post: torch.Tensor, pre: torch.Tensor, writes, display) -> dict
                 "index": i,
                 "value": rnd(v),
                 "pre": rnd(k),
-                "promotes": [{"id": t, "text": display(t), "logit": rnd(l)} for t, l in zip(ids, scores)],
+                "promotes": [
+                    {"id": t, "text": display(t), "logit": rnd(l)} | ({} if trained_on is None or t in trained_on else {"trained": False})
+                    for t, l in zip(ids, scores)
+                ],
             }
             for i, v, k, ids, scores in zip(indices, values.tolist(), keys.tolist(), top.indices.tolist(), top.values.tolist())
         ]

@@ -160,7 +160,7 @@ class Recorder:
             rows = c_proj(one_hot) - c_proj(torch.zeros_like(one_hot[:1]))
             return lm_head(rows)
 
-        return ev.mlp_activity(post, self._mlp_pre, writes, self._display)
+        return ev.mlp_activity(post, self._mlp_pre, writes, self._display, self.lm.training_tokens)
 
     # -- output -----------------------------------------------------------------------------
     def _on_hook_out(self, name, logits):

@@ -388,7 +388,11 @@ def _mlp(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key: str):
     if top and top[0].get("promotes"):  # recorded since the key-value view (not in older traces)
         first = top[0]
         tokens = _(", ").join(quote(t["text"]) for t in first["promotes"])
-        paragraphs.append(say("stage.mlp.memory", neuron=first["index"], pre=num(first["pre"]), value=num(first["value"]), tokens=tokens))
+        memory = say("stage.mlp.memory", neuron=first["index"], pre=num(first["pre"]), value=num(first["value"]), tokens=tokens)
+        untrained = [quote(t["text"]) for t in first["promotes"] if t.get("trained") is False]
+        if untrained:
+            memory = sentences(memory, say("stage.mlp.untrained", tokens=_(", ").join(untrained)))
+        paragraphs.append(memory)
     formula = "mlp(x) = gelu(x @ W_fc + b_fc) @ W_proj + b_proj\ngelu(u) = 0.5 · u · (1 + tanh(√(2/π) · (u + 0.044715 · u³)))"
     flow = [
         f"ln_2(x) {shape([1, T, C])}{ARROW}c_fc{ARROW}{shape(pre_shape)}",

@@ -229,6 +229,12 @@ TEXT = {
         "At position {position} ({token}), {share} of the {F} neurons are positive after GELU; the "
         "strongest is neuron {neuron} at {value}."
     ),
+    "stage.mlp.untrained": (
+        "Of these, {tokens} never occur in the text this model was trained on: their rows of wte were "
+        "never trained on their own tokens, only moved, all such rows together, in one shared direction, "
+        "so a value vector that points that way raises them all at once. That is a quirk of a small "
+        "training text, not something the model knows."
+    ),
     # -- MLP output -----------------------------------------------------------------------------
     "stage.mlp.memory": (
         "Read as a key-value memory: each neuron's key is its column of W_fc, matched against this "

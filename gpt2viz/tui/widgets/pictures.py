@@ -9,7 +9,7 @@ from __future__ import annotations
 from rich.cells import cell_len
 from textual.content import Content
 
-from ...i18n import _, ngettext
+from ...i18n import N_, _, ngettext
 from ...text_safety import token_label
 from ...trace import Trace
 from ..formatting import clip, count, fit, num, num_in, percent, shape, shown_positions
@@ -45,6 +45,17 @@ def bar(fraction: float | None, width: int) -> str:
 def token_column_width(trace: Trace, limit: int = TOKEN_COLUMN) -> int:
     """Cells for a column of this run's token texts (and its header)."""
     return min(limit, max([cell_len(_("token"))] + [cell_len(token_label(t["text"])) for t in trace.tokens]))
+
+
+# A token the model's training text never held: its row of wte was never trained on it.
+UNTRAINED_MARK = "†"
+UNTRAINED_MARK_NOTE = N_("{mark} never in this model's training text: an untrained row of wte")
+
+
+def promoted_label(token: dict) -> str:
+    """A token a neuron's value raises, marked when its row was never trained (the trace says)."""
+    label = token_label(token["text"])
+    return label + UNTRAINED_MARK if token.get("trained") is False else label
 
 
 class Picture(Laid):
@@ -374,7 +385,7 @@ class MLPActivity(Picture):
                         ("  " + fit(str(n["index"]), index_width, "right"), ".picture--dim"),
                         fit(num(n.get("pre")), 10, "right"), "  ",
                         (bar((n["value"] or 0) / peak, bar_width), ".picture--bar"), fit(num(n["value"]), 8, "right"), "  ",
-                        (whole_tokens([token_label(t["text"]) for t in n["promotes"]], self.room - x - bar_width - 10), ".picture--token"),
+                        (whole_tokens([promoted_label(t) for t in n["promotes"]], self.room - x - bar_width - 10), ".picture--token"),
                     ))
                     continue
                 rows.append(
@@ -384,6 +395,8 @@ class MLPActivity(Picture):
                         f" {num(n['value']):>8}",
                     )
                 )
+            if memory and any(t.get("trained") is False for n in top for t in n["promotes"]):
+                rows += wrapped(Content.styled(_(UNTRAINED_MARK_NOTE).format(mark=UNTRAINED_MARK), ".picture--dim"), self.room)
         return lines(rows)
 
 

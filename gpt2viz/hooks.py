@@ -21,6 +21,11 @@ No hook hands out storage shared with the weights or the KV cache, so an in-plac
 subscriber changes this pass at most, never a later one. `kv_cache` and `sample` carry records,
 not activations: what they return is ignored.
 
+**Which pass.** While anyone listens, the core says at the start of each pass what it runs on:
+`hooks.current_pass` is a `PassInfo` (`past`, the positions already in the KV cache; `real`, which
+of the new positions are real tokens in a padded batch, or None when all are). An editing hook
+that needs more than the value in hand (a mean over a prompt's real positions) reads it there.
+
 **Whose passes.** `subscribe(...)` (a `with` block) and `run_with_cache` listen to the passes of
 the thread that subscribed only, so passes run at the same time by other threads (a TUI worker, a
 web server's requests) neither reach nor are edited by them. `add` / `remove` subscribe to every
@@ -43,7 +48,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
-__all__ = ["HookEditError", "HookFn", "Hooks", "all_hook_names", "block_hook_names", "hook_name", "layer_of"]
+__all__ = ["HookEditError", "HookFn", "Hooks", "PassInfo", "all_hook_names", "block_hook_names", "hook_name", "layer_of"]
 
 HookFn = Callable[[str, Any], Any]  # returns None, or a tensor that replaces the value
 
@@ -136,11 +141,20 @@ class _Subscription:
         return self._regex.match(name) is not None
 
 
+@dataclass(frozen=True)
+class PassInfo:
+    """What the pass now running in this thread runs on."""
+
+    past: int = 0  # positions already in the KV cache before it
+    real: Any = None  # [batch, new positions] bool tensor, True at a real token; None: all real
+
+
 class Hooks:
     """The hook points of one model and their subscribers."""
 
     def __init__(self) -> None:
         self.active = False  # read on the hot path: True while anyone is subscribed, in any thread
+        self._pass = threading.local()  # each thread's PassInfo (begin_pass)
         self._subs: list[_Subscription] = []  # every thread's passes (add / remove)
         self._scoped: dict[int, list[_Subscription]] = {}  # thread id -> its own (subscribe)
         self._by_name: dict[tuple[int, str], tuple[HookFn, ...]] = {}
@@ -184,6 +198,15 @@ class Hooks:
                 if not mine:
                     self._scoped.pop(thread, None)
                 self._changed()
+
+    def begin_pass(self, past: int, real: Any = None) -> None:
+        """Called by the core as a pass starts (while anyone listens): see `current_pass`."""
+        self._pass.info = PassInfo(past, real)
+
+    @property
+    def current_pass(self) -> PassInfo:
+        """The pass this thread is running (a pass over new positions only, before any)."""
+        return getattr(self._pass, "info", None) or PassInfo()
 
     def wants(self, name: str) -> bool:
         """Whether anyone listens at `name` in this thread's pass (lets the core skip work nobody

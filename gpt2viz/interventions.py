@@ -2,9 +2,9 @@
 
 An `Ablation` names a part of the network and how it is switched off:
 
-- one attention head (`L3H5`): its output `z` is set to zero, or to its mean over the
-  positions of this pass (`L3H5:mean`); the head then adds nothing (or only its average) to
-  the residual stream, as if its rows of `c_proj` were zero;
+- one attention head (`L3H5`): its output `z` is set to zero, or to its mean over the prompt's
+  positions (`L3H5:mean`); the head then adds nothing (or only its average) to the residual
+  stream, as if its rows of `c_proj` were zero;
 - all heads of a block (`L3.heads`), a block's MLP (`L3.mlp`), or a whole block (`L3`: both of
   its updates to the residual stream);
 - chosen MLP neurons at the last position (`L3.n12,40`): their GELU outputs.
@@ -12,6 +12,12 @@ An `Ablation` names a part of the network and how it is switched off:
 `applied(hooks, ablations)` subscribes the editing hooks for a `with` block; every forward pass
 inside (a prefill, each decode step) runs with the parts switched off. The specs are the command
 line's syntax (`--ablate L3H5`) and what a trace records.
+
+**The mean of a mean ablation** is the prompt's: the part's output averaged over the real
+positions of the first pass inside the block (padding left out, each row of a batch its own
+mean), kept and used again at every later pass on a batch of that size: each decode step through
+the cache, and each full pass of a generation without it, so cached and naive generation choose
+the same tokens. One prompt (or one batch of prompts) per block: a new prompt, a new block.
 """
 
 from __future__ import annotations
@@ -32,7 +38,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # annotations only: the model sits beside these modules
     from .language_model import LanguageModel
 
-__all__ = ["Ablation", "AblationError", "PredictionChange", "applied", "parse_ablations", "prediction_changes"]
+__all__ = ["Ablation", "AblationError", "Means", "PredictionChange", "applied", "parse_ablations", "prediction_changes"]
 
 KINDS = ("head", "heads", "mlp", "block", "neurons")
 HOW = ("zero", "mean")
@@ -56,7 +62,7 @@ class Ablation:
     layer: int
     head: int | None = None  # for kind "head"
     neurons: tuple[int, ...] = ()  # for kind "neurons" (at the last position)
-    how: str = "zero"  # "zero", or "mean" over the positions of the pass
+    how: str = "zero"  # "zero", or "mean" over the prompt's positions (the module's docstring)
 
     @classmethod
     def parse(cls, spec: str) -> "Ablation":
@@ -97,37 +103,71 @@ class Ablation:
         if self.kind == "neurons" and (not self.neurons or not all(0 <= n < d_mlp for n in self.neurons)):
             raise AblationError(_("{spec}: the MLP has neurons 0 to {last}").format(spec=self.spec, last=d_mlp - 1))
 
-    def edits(self) -> list[tuple[str, object]]:
-        """(hook name, editing function) pairs that switch this part off."""
+    def edits(self, means: "Means | None" = None) -> list[tuple[str, object]]:
+        """(hook name, editing function) pairs that switch this part off (a mean ablation's means
+        kept in `means`, one `applied` block's)."""
+        means = means if means is not None else Means(None)
         if self.kind in ("head", "heads"):
-            return [(hook_name("attn.hook_z", self.layer), self._edit_z)]
+            heads = slice(self.head, self.head + 1) if self.kind == "head" else slice(None)
+
+            def edit_z(name: str, z: torch.Tensor) -> torch.Tensor:  # z: (B, nh, T, hd)
+                out = z.clone()
+                out[:, heads] = self._off(means, name, z[:, heads], positions_dim=2)
+                return out
+
+            return [(hook_name("attn.hook_z", self.layer), edit_z)]
+
+        def edit_all(name: str, update: torch.Tensor) -> torch.Tensor:  # (B, T, C)
+            return self._off(means, name, update, positions_dim=1)
+
         if self.kind == "mlp":
-            return [(hook_name("hook_mlp_out", self.layer), self._edit_all)]
+            return [(hook_name("hook_mlp_out", self.layer), edit_all)]
         if self.kind == "block":
-            return [(hook_name(name, self.layer), self._edit_all) for name in ("hook_attn_out", "hook_mlp_out")]
-        return [(hook_name("mlp.hook_post", self.layer), self._edit_neurons)]
+            return [(hook_name(name, self.layer), edit_all) for name in ("hook_attn_out", "hook_mlp_out")]
+
+        def edit_neurons(name: str, post: torch.Tensor) -> torch.Tensor:  # (B, T, 4C)
+            index = torch.tensor(self.neurons, device=post.device)
+            out = post.clone()
+            replacement = self._off(means, name, post[:, :, index], positions_dim=1)
+            out[:, -1, index] = replacement[:, -1]  # the last position only: where the prediction is made
+            return out
+
+        return [(hook_name("mlp.hook_post", self.layer), edit_neurons)]
 
     # The edits return new tensors and never write into the value they are handed.
-    def _off(self, part: torch.Tensor, positions_dim: int) -> torch.Tensor:
+    def _off(self, means: "Means", name: str, part: torch.Tensor, positions_dim: int) -> torch.Tensor:
         if self.how == "mean":
-            return part.mean(dim=positions_dim, keepdim=True).expand_as(part)
+            return means.of(f"{self.spec} {name}", part, positions_dim).expand_as(part)
         return torch.zeros_like(part)
 
-    def _edit_z(self, name: str, z: torch.Tensor) -> torch.Tensor:  # z: (B, nh, T, hd)
-        heads = slice(self.head, self.head + 1) if self.kind == "head" else slice(None)
-        out = z.clone()
-        out[:, heads] = self._off(z[:, heads], positions_dim=2)
-        return out
 
-    def _edit_all(self, name: str, update: torch.Tensor) -> torch.Tensor:  # (B, T, C)
-        return self._off(update, positions_dim=1)
+class Means:
+    """The means of one `applied` block's mean ablations: each part's mean over the real positions
+    of the first pass on a batch of its size (the prompt's), per row, kept for the later passes."""
 
-    def _edit_neurons(self, name: str, post: torch.Tensor) -> torch.Tensor:  # (B, T, 4C)
-        index = torch.tensor(self.neurons, device=post.device)
-        out = post.clone()
-        replacement = self._off(post[:, :, index], positions_dim=1)
-        out[:, -1, index] = replacement[:, -1]  # the last position only: where the prediction is made
-        return out
+    def __init__(self, hooks: Hooks | None) -> None:
+        self.hooks = hooks  # whose passes say which positions are real (None: all are)
+        self._kept: dict[tuple[str, int], torch.Tensor] = {}
+
+    def of(self, key: str, part: torch.Tensor, positions_dim: int) -> torch.Tensor:
+        """`part`'s kept mean for `key` (positions dimension of size 1), taken from `part` on the
+        first pass that asks for it."""
+        found = self._kept.get((key, part.shape[0]))
+        if found is not None:
+            return found
+        info = self.hooks.current_pass if self.hooks is not None else None
+        if info is not None and info.past:
+            raise AblationError(_("{spec}: a mean ablation takes its mean from the prompt's pass, and this pass "
+                                  "continues a cache filled without it").format(spec=key.split()[0]))
+        if info is None or info.real is None:
+            mean = part.mean(dim=positions_dim, keepdim=True)
+        else:  # a padded batch: each row's real positions only
+            shape = [1] * part.dim()
+            shape[0], shape[positions_dim] = part.shape[0], part.shape[positions_dim]
+            real = info.real.reshape(shape).to(part.dtype)
+            mean = (part * real).sum(dim=positions_dim, keepdim=True) / real.sum(dim=positions_dim, keepdim=True).clamp_min(1)
+        self._kept[(key, part.shape[0])] = mean
+        return mean
 
 
 def parse_ablations(specs: list[str] | tuple[str, ...]) -> list[Ablation]:
@@ -138,9 +178,10 @@ def parse_ablations(specs: list[str] | tuple[str, ...]) -> list[Ablation]:
 @contextmanager
 def applied(hooks: Hooks, ablations: list[Ablation] | tuple[Ablation, ...]) -> Iterator[None]:
     """Runs the `with` block with `ablations` in effect on the model of `hooks`."""
+    means = Means(hooks)
     with ExitStack() as stack:
         for ablation in ablations:
-            for name, edit in ablation.edits():
+            for name, edit in ablation.edits(means):
                 stack.enter_context(hooks.subscribe(name, edit))
         yield
 

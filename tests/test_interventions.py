@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 import torch
 
+import gpt2viz
+
 from helpers import PROMPT
 from helpers import hf_logits
 from gpt2viz.attribution import direct_logit_attribution
@@ -89,6 +91,69 @@ def test_an_ablation_holds_for_every_decode_step_and_ends_with_the_block(tiny_lm
         naive = tiny_lm.generate(PROMPT, 8, use_cache=False).token_ids
     assert ablated == naive != plain
     assert tiny_lm.generate(PROMPT, 8).token_ids == plain and not tiny_lm.hooks.active
+
+
+def _plain_mean(lm, ids: list[int], name: str) -> torch.Tensor:
+    """The mean over `ids`' positions of the value at hook `name`, in a pass with nothing edited."""
+    seen = {}
+    with lm.hooks.subscribe(name, lambda n, v: seen.setdefault("v", v.clone())):
+        lm.model(torch.tensor([ids]))
+    return seen["v"].mean(dim=1, keepdim=True)
+
+
+@pytest.mark.parametrize("use_cache", [True, False])
+def test_every_pass_of_a_generation_uses_the_prompt_s_mean(tiny_lm, use_cache):
+    """Issue 35: with the cache a decode step has one position, and a mean over it did nothing;
+    without it each step's full pass averaged the generated tokens in too. Every pass of the
+    generation now replaces the MLP's output by the prompt's mean."""
+    ids = tiny_lm.tokenizer.encode(PROMPT)
+    name = "blocks.1.hook_mlp_out"
+    mean = _plain_mean(tiny_lm, ids, name)
+    seen = []
+    with applied(tiny_lm.hooks, [Ablation.parse("L1.mlp:mean")]):
+        with tiny_lm.hooks.subscribe(name, lambda n, v: seen.append(v.clone())):  # after the edit
+            tiny_lm.generate(ids, 6, use_cache=use_cache)
+    assert len(seen) == 6
+    for value in seen:
+        assert torch.equal(value, mean.expand_as(value))
+
+
+@pytest.fixture(scope="module")
+def bundled():
+    return gpt2viz.load_model("tiny")
+
+
+@pytest.mark.parametrize("spec", ["L3.mlp:mean", "L2H5:mean", "L4.heads:mean", "L5.n12,40,300:mean", "L1:mean"])
+def test_mean_ablated_generation_is_the_same_cached_or_not(bundled, spec):
+    """On the bundled model (trained: its choices follow what the parts write)."""
+    ablations = [Ablation.parse(spec)]
+    with applied(bundled.hooks, ablations):
+        cached = bundled.generate("ROMEO:", 24).token_ids
+    with applied(bundled.hooks, ablations):
+        naive = bundled.generate("ROMEO:", 24, use_cache=False).token_ids
+    assert cached == naive
+
+
+def test_a_padded_batch_under_a_mean_ablation_is_each_prompt_alone(tiny_lm):
+    """Each row's mean is over its own real positions: the padding on the left is left out."""
+    prompts = [PROMPT, "Hello", "ROMEO: But soft, what light through yonder window breaks"]
+    ablations = [Ablation.parse("L1.mlp:mean"), Ablation.parse("L0H2:mean")]
+    with applied(tiny_lm.hooks, ablations):
+        together = tiny_lm.generate_prompts(prompts, 8)
+    for prompt, row in zip(prompts, together.rows):
+        with applied(tiny_lm.hooks, ablations):
+            alone = tiny_lm.generate(prompt, 8)
+        assert row.token_ids == alone.token_ids
+
+
+def test_a_mean_needs_the_prompt_s_pass(tiny_lm):
+    """A decode step through a cache filled outside the block has no prompt to average: refused."""
+    ids = torch.tensor([tiny_lm.tokenizer.encode(PROMPT)])
+    cache = tiny_lm.model.new_cache(reserve=ids.shape[1] + 1)
+    tiny_lm.model(ids, cache)
+    with applied(tiny_lm.hooks, [Ablation.parse("L1.mlp:mean")]):
+        with pytest.raises(AblationError, match="L1.mlp:mean: a mean ablation takes its mean from the prompt"):
+            tiny_lm.model(ids[:, -1:], cache)
 
 
 @pytest.mark.parametrize(
@@ -287,3 +352,24 @@ def test_prediction_changes_cover_both_runs_top_tokens(tiny_lm):
     for c in changes:
         assert c.before == pytest.approx(float(p_before[c.token_id]), abs=1e-9)
         assert c.after == pytest.approx(float(p_after[c.token_id]), abs=1e-9)
+
+
+@pytest.mark.parametrize("decode", [True, False])
+def test_a_generation_step_s_pass_uses_the_mean_the_generation_used(bundled, decode):
+    """The TUI opens a generated step's forward pass (gpt2viz.tui.session.record_pass): under a
+    mean ablation its pass must average the generation's prompt, as the step itself did, not the
+    prompt and the tokens generated before the step. Its prediction is then the step's choice."""
+    from gpt2viz.tui.facts import final_choice
+    from gpt2viz.tui.session import record_pass
+
+    prompt = bundled.tokenizer.encode("ROMEO:")
+    ablations = [Ablation.parse("L3.mlp:mean"), Ablation.parse("L2H5:mean")]
+    with applied(bundled.hooks, ablations):
+        made = bundled.generate(prompt, 24, use_cache=decode).token_ids
+    mismatched = []
+    for step in range(1, 24, 3):
+        ids = prompt + made[:step]
+        trace = record_pass(bundled, ids, 5, decode=decode, ablations=ablations, prompt_length=len(prompt))
+        if final_choice(trace)[0] != made[step]:
+            mismatched.append(step)
+    assert mismatched == [] and trace.interventions == ["L3.mlp:mean", "L2H5:mean"]

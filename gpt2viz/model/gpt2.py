@@ -83,6 +83,7 @@ class GPT2(nn.Module):
             pos = self.wpe.lookup(positions)  # (B, T, C)
             keys_seen = attention_with_padding(real, T)  # (B, 1, T, L)
         if hooks.active:
+            hooks.begin_pass(past, None if attention_mask is None else real[:, past:])
             tok = hooks.fire("hook_embed", tok)  # rows picked out of wte: a copy, not the table
             # Without a mask, `pos` is a slice of wpe itself: subscribers get a copy of it.
             pos = hooks.fire("hook_pos_embed", pos.expand(B, T, -1).clone() if attention_mask is None else pos)

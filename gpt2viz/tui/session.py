@@ -116,18 +116,27 @@ def throttled(report: Callable[[Any], None], interval_s: float = PROGRESS_INTERV
 
 
 # -- model work: plain functions the jobs call in the model thread -------------------------------
-def record_pass(lm, prompt: str | list[int], topk: int, decode: bool = False, ablations=()) -> Trace:
+def record_pass(lm, prompt: str | list[int], topk: int, decode: bool = False, ablations=(), prompt_length: int | None = None) -> Trace:
     """The forward pass over `prompt` (with `decode`: the decode step that reads its last id with
     the others cached), recorded and worked out completely (`Trace.resolve_all`), so that a screen
-    only ever reads plain data. `ablations` (gpt2viz.interventions) switch parts of the model off."""
+    only ever reads plain data. `ablations` (gpt2viz.interventions) switch parts of the model off.
+    A generation step's pass (`prompt_length`: the generation's prompt is `prompt`'s first ids)
+    takes a mean ablation's mean from that prompt, as the generation did."""
+    import torch
+
     from ..trace import trace_decode_step, trace_prompt
 
-    if decode:
-        with applied(lm.hooks, ablations):
+    with applied(lm.hooks, ablations):
+        if prompt_length is not None and any(ablation.how == "mean" for ablation in ablations):
+            # The prompt's pass first: its means are kept for the passes below (interventions.py;
+            # the edits inside trace_prompt's own block then average what is a mean already).
+            lm.model(torch.tensor([list(prompt)[:prompt_length]], device=lm.model.device), last_only=True)
+        if decode:
             trace = trace_decode_step(lm, prompt, topk=topk, quality=True)
-        trace.interventions = [ablation.spec for ablation in ablations]
-        return trace.resolve_all()
-    return trace_prompt(lm, prompt, topk=topk, quality=True, ablations=ablations).resolve_all()
+            trace.interventions = [ablation.spec for ablation in ablations]
+        else:
+            trace = trace_prompt(lm, prompt, topk=topk, quality=True, ablations=ablations)
+    return trace.resolve_all()
 
 
 def measure_changes(lm, ids: list[int], ablations) -> list[dict]:
@@ -423,13 +432,16 @@ class Session:
         return self.jobs.submit(owner, name, work, on_result=on_end, on_progress=on_step, on_error=on_error)
 
     def trace_step(
-        self, owner: object, ids: list[int], topk: int, decode: bool, ablations, *, on_result: Callable[[Trace], None], on_error: OnError
+        self, owner: object, ids: list[int], topk: int, decode: bool, ablations, *, prompt_length: int,
+        on_result: Callable[[Trace], None], on_error: OnError,
     ) -> Job:
         """Records the forward pass that chose a generation step's token: a decode step's (one new
-        position against the cache) or a full pass (a prefill, or a step without the cache)."""
+        position against the cache) or a full pass (a prefill, or a step without the cache), over
+        `ids`, whose first `prompt_length` are the generation's prompt."""
         lm = self.lm
         return self.jobs.submit(
-            owner, "trace-step", lambda job: record_pass(lm, ids, topk, decode=decode, ablations=ablations),
+            owner, "trace-step",
+            lambda job: record_pass(lm, ids, topk, decode=decode, ablations=ablations, prompt_length=prompt_length),
             on_result=on_result, on_error=on_error,
         )
 

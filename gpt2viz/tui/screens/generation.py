@@ -472,7 +472,9 @@ class GenerationScreen(AppScreen[None]):
         def failed(text: str, code: int) -> None:
             self.notify(text, title=_("The forward pass failed"), severity="error", markup=False)
 
-        self.session.trace_step(self, ids, self.topk, decode, self.ablations, on_result=traced, on_error=failed)
+        self.session.trace_step(
+            self, ids, self.topk, decode, self.ablations, prompt_length=len(self.gen.prompt_ids), on_result=traced, on_error=failed
+        )
 
     def action_cost_lab(self) -> None:
         from .cost_lab import CostLabScreen

@@ -41,6 +41,7 @@ With nobody subscribed a hook site costs one attribute check: `if hooks.active:`
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
 import re
 import threading
@@ -48,7 +49,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
-__all__ = ["HookEditError", "HookFn", "Hooks", "PassInfo", "all_hook_names", "block_hook_names", "hook_name", "layer_of"]
+from .errors import Gpt2VizError
+from .i18n import _
+
+__all__ = ["HookEditError", "HookFn", "HookNameError", "Hooks", "PassInfo", "all_hook_names", "block_hook_names", "hook_name", "layer_of"]
 
 HookFn = Callable[[str, Any], Any]  # returns None, or a tensor that replaces the value
 
@@ -112,6 +116,24 @@ def layer_of(name: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
+class HookNameError(Gpt2VizError, KeyError):
+    """A hook name or pattern that names no hook point of the model (a KeyError too, as a
+    dictionary's unknown key is)."""
+
+    def __init__(self, pattern: str, names: tuple[str, ...]) -> None:
+        close = difflib.get_close_matches(pattern, names, n=3, cutoff=0.6)
+        if close:
+            message = _("no hook point is named {pattern!r}; the closest: {names}").format(pattern=pattern, names=", ".join(close))
+        else:
+            message = _("no hook point is named {pattern!r}; the model's go from {first} to {last} (all_hook_names)").format(
+                pattern=pattern, first=names[0], last=names[-1])
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:  # KeyError's would quote the sentence
+        return self.message
+
+
 class HookEditError(ValueError):
     """A subscriber returned something that cannot stand in for the value at its hook point."""
 
@@ -140,6 +162,13 @@ class _Subscription:
     def matches(self, name: str) -> bool:
         return self._regex.match(name) is not None
 
+    def matches_any(self, names: tuple[str, ...]) -> bool:
+        return any(self.matches(name) for name in names)
+
+
+def _no_fn(name: str, value: Any) -> None:
+    return None
+
 
 @dataclass(frozen=True)
 class PassInfo:
@@ -155,14 +184,28 @@ class Hooks:
     def __init__(self) -> None:
         self.active = False  # read on the hot path: True while anyone is subscribed, in any thread
         self._pass = threading.local()  # each thread's PassInfo (begin_pass)
+        self.names: tuple[str, ...] = ()  # the model's hook points (bind); none known: nothing checked
+        self.sizes: dict[str, int] = {}  # n_layer, n_head, d_mlp of the model (bind)
         self._subs: list[_Subscription] = []  # every thread's passes (add / remove)
         self._scoped: dict[int, list[_Subscription]] = {}  # thread id -> its own (subscribe)
         self._by_name: dict[tuple[int, str], tuple[HookFn, ...]] = {}
         self._lock = threading.Lock()  # subscriptions change from several threads
 
+    def bind(self, names: list[str] | tuple[str, ...], **sizes: int) -> None:
+        """Tells the hooks their model's hook points and sizes: a subscription that matches none
+        of the names is refused (HookNameError), and ablations are checked against the sizes."""
+        self.names = tuple(names)
+        self.sizes = dict(sizes)
+
+    def _check(self, patterns: list[str] | tuple[str, ...]) -> None:
+        for pattern in patterns:
+            if self.names and not _Subscription(pattern, _no_fn).matches_any(self.names):
+                raise HookNameError(pattern, self.names)
+
     def add(self, pattern: str, fn: HookFn) -> _Subscription:
         """Subscribes `fn(name, value)` to every hook whose name matches `pattern` (fnmatch), in
         the passes of every thread, until `remove`."""
+        self._check([pattern])
         sub = _Subscription(pattern, fn)
         with self._lock:
             self._subs.append(sub)
@@ -182,6 +225,7 @@ class Hooks:
         even on error."""
         if isinstance(patterns, str):
             patterns = [patterns]
+        self._check(patterns)
         subs = [_Subscription(p, fn) for p in patterns]
         thread = threading.get_ident()
         with self._lock:

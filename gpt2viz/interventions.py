@@ -177,7 +177,11 @@ def parse_ablations(specs: list[str] | tuple[str, ...]) -> list[Ablation]:
 
 @contextmanager
 def applied(hooks: Hooks, ablations: list[Ablation] | tuple[Ablation, ...]) -> Iterator[None]:
-    """Runs the `with` block with `ablations` in effect on the model of `hooks`."""
+    """Runs the `with` block with `ablations` in effect on the model of `hooks` (AblationError,
+    before anything runs, for a part the model does not have)."""
+    if hooks.sizes:
+        for ablation in ablations:
+            ablation.check(hooks.sizes["n_layer"], hooks.sizes["n_head"], hooks.sizes["d_mlp"])
     means = Means(hooks)
     with ExitStack() as stack:
         for ablation in ablations:

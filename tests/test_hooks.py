@@ -160,3 +160,35 @@ def test_kv_cache_hook_sees_the_growing_cache(tiny_lm):
     with tiny_lm.hooks.subscribe("kv_cache", lambda n, cache: lengths.append(cache.length)):
         tiny_lm.generate(PROMPT, 3)
     assert lengths == [5, 6, 7]
+
+
+@pytest.mark.parametrize(
+    "pattern, closest",
+    [
+        ("blocks.0.hook_resid_prre", "blocks.0.hook_resid_pre"),
+        ("blocks.0.attn.hook_patern", "blocks.0.attn.hook_pattern"),
+        ("blocks.99.*", None),  # the test checkpoint has blocks 0 and 1
+        ("hook_embedding", "hook_embed"),
+    ],
+)
+def test_a_name_that_matches_no_hook_point_is_refused(tiny_lm, pattern, closest):
+    """Issue 35: a misspelt name subscribed to nothing and run_with_cache returned {}; it is a
+    HookNameError now (a gpt2viz error and a KeyError), naming the closest real names."""
+    from gpt2viz.errors import Gpt2VizError
+    from gpt2viz.hooks import HookNameError
+
+    for subscribe in (
+        lambda: tiny_lm.hooks.subscribe(pattern, lambda n, v: None).__enter__(),
+        lambda: tiny_lm.hooks.add(pattern, lambda n, v: None),
+        lambda: tiny_lm.run_with_cache("Hello", names_filter=pattern),
+        lambda: tiny_lm.run_with_cache("Hello", names_filter=["hook_embed", pattern]),
+    ):
+        with pytest.raises(HookNameError) as raised:
+            subscribe()
+        assert isinstance(raised.value, KeyError) and isinstance(raised.value, Gpt2VizError)
+        said = str(raised.value)
+        assert said.startswith(f"no hook point is named {pattern!r}")
+        assert (closest in said) if closest else "hook_embed to sample" in said
+    assert not tiny_lm.hooks.active  # nothing was left subscribed
+    with tiny_lm.hooks.subscribe(["blocks.1.*", "hook_embed"], lambda n, v: None):  # patterns that match stay fine
+        pass

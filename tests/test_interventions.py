@@ -179,10 +179,18 @@ def test_bad_specs_are_refused(spec):
 
 
 def test_parts_the_model_lacks_are_refused(tiny_lm):
+    """Checked by `check`, and by `applied` before anything runs (issue 35: `applied` took L99H0,
+    L1H99 and L1.n999999 and had no effect, or raised a builtin IndexError mid-pass)."""
     c = tiny_lm.config
-    for spec, message in [("L2", "blocks 0 to 1"), ("L0H4", "heads 0 to 3"), ("L0.n512", "neurons 0 to 255")]:
+    cases = [("L2", "blocks 0 to 1"), ("L0H4", "heads 0 to 3"), ("L0.n512", "neurons 0 to 255"),
+             ("L99H0", "blocks 0 to 1"), ("L1H99", "heads 0 to 3"), ("L1.n999999", "neurons 0 to 255")]
+    for spec, message in cases:
         with pytest.raises(AblationError, match=message):
             Ablation.parse(spec).check(c.n_layer, c.n_head, c.d_mlp)
+        with pytest.raises(AblationError, match=message):
+            with applied(tiny_lm.hooks, [Ablation.parse("L0H0"), Ablation.parse(spec)]):
+                pytest.fail("the block ran")
+        assert not tiny_lm.hooks.active
 
 
 def test_a_replacement_of_another_shape_or_dtype_is_refused(tiny_lm):

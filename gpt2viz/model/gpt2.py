@@ -6,7 +6,7 @@ import torch
 from torch import nn
 
 from ..errors import InputError
-from ..hooks import Hooks
+from ..hooks import Hooks, all_hook_names
 from ..i18n import N_
 from .config import GPT2Config
 from .kv_cache import KVCache
@@ -20,6 +20,7 @@ class GPT2(nn.Module):
         super().__init__()
         self.config = config
         self.hooks = hooks or Hooks()
+        self.hooks.bind(all_hook_names(config.n_layer), n_layer=config.n_layer, n_head=config.n_head, d_mlp=config.d_mlp)
         self.wte = Embedding(config.vocab_size, config.n_embd)  # token vectors
         self.wpe = Embedding(config.n_ctx, config.n_embd)  # position vectors
         self.h = nn.ModuleList(Block(config, i, self.hooks) for i in range(config.n_layer))

@@ -134,7 +134,7 @@ class HookNameError(Gpt2VizError, KeyError):
         return self.message
 
 
-class HookEditError(ValueError):
+class HookEditError(Gpt2VizError, ValueError):
     """A subscriber returned something that cannot stand in for the value at its hook point."""
 
 

@@ -18,6 +18,7 @@ from typing import Callable
 
 import torch
 
+from .errors import Gpt2VizError
 from .hooks import hook_name
 from .i18n import _
 
@@ -29,7 +30,7 @@ if TYPE_CHECKING:  # annotations only: the model sits beside these modules
 __all__ = ["PatchingError", "PatchingResult", "patch_residual_stream", "patched_logits", "residuals"]
 
 
-class PatchingError(ValueError):
+class PatchingError(Gpt2VizError, ValueError):
     """Prompts that cannot be patched into each other."""
 
 

@@ -192,3 +192,14 @@ def test_a_name_that_matches_no_hook_point_is_refused(tiny_lm, pattern, closest)
     assert not tiny_lm.hooks.active  # nothing was left subscribed
     with tiny_lm.hooks.subscribe(["blocks.1.*", "hook_embed"], lambda n, v: None):  # patterns that match stay fine
         pass
+
+
+def test_the_library_s_deliberate_errors_are_gpt2viz_errors_and_builtins():
+    """docs/api.md: every deliberate error is a Gpt2VizError (issue 35: HookEditError and
+    PatchingError were not), and also the builtin a caller would catch."""
+    from gpt2viz.errors import Gpt2VizError
+    from gpt2viz.hooks import HookEditError, HookNameError
+    from gpt2viz.patching import PatchingError
+
+    for error, builtin in ((HookEditError, ValueError), (PatchingError, ValueError), (HookNameError, KeyError)):
+        assert issubclass(error, Gpt2VizError) and issubclass(error, builtin), error

@@ -214,11 +214,14 @@ def one_run(label: str, lang: str, size: tuple[int, int], seed: int, seconds: fl
             if ended:
                 status = session.exit_file.read_text().strip()
                 errors_now = errors_log.stat().st_size if errors_log.exists() else 0
-                if status == "0" and errors_now == errors_before and time.time() < deadline:
-                    restarts += 1  # quit through the palette: go on in a new app
-                    continue
-                problems.append(f"ended by itself, exit status {status}: {session.screen().strip()[-300:]}")
-                quit_ok, quit_s, quit_key, how = False, 0.0, None, "ended by itself"
+                if status == "0" and errors_now == errors_before:
+                    restarts += 1  # quit through the palette: go on in a new app (or end the run)
+                    if time.time() < deadline:
+                        continue
+                    quit_ok, quit_s, quit_key, how = True, 0.0, None, "quit through the palette as the run ended"
+                else:
+                    problems.append(f"ended by itself, exit status {status}: {session.screen().strip()[-300:]}")
+                    quit_ok, quit_s, quit_key, how = False, 0.0, None, "ended by itself"
             else:
                 quit_ok, quit_s, quit_key, how = quit_check(session)
                 if not quit_ok:

@@ -162,12 +162,6 @@ class _Subscription:
     def matches(self, name: str) -> bool:
         return self._regex.match(name) is not None
 
-    def matches_any(self, names: tuple[str, ...]) -> bool:
-        return any(self.matches(name) for name in names)
-
-
-def _no_fn(name: str, value: Any) -> None:
-    return None
 
 
 @dataclass(frozen=True)
@@ -197,16 +191,17 @@ class Hooks:
         self.names = tuple(names)
         self.sizes = dict(sizes)
 
-    def _check(self, patterns: list[str] | tuple[str, ...]) -> None:
-        for pattern in patterns:
-            if self.names and not _Subscription(pattern, _no_fn).matches_any(self.names):
-                raise HookNameError(pattern, self.names)
+    def _checked(self, subs: list[_Subscription]) -> list[_Subscription]:
+        """`subs`, each matching some hook point of the model (HookNameError for one that does not)."""
+        for sub in subs:
+            if self.names and not any(sub.matches(name) for name in self.names):
+                raise HookNameError(sub.pattern, self.names)
+        return subs
 
     def add(self, pattern: str, fn: HookFn) -> _Subscription:
         """Subscribes `fn(name, value)` to every hook whose name matches `pattern` (fnmatch), in
         the passes of every thread, until `remove`."""
-        self._check([pattern])
-        sub = _Subscription(pattern, fn)
+        (sub,) = self._checked([_Subscription(pattern, fn)])
         with self._lock:
             self._subs.append(sub)
             self._changed()
@@ -225,8 +220,7 @@ class Hooks:
         even on error."""
         if isinstance(patterns, str):
             patterns = [patterns]
-        self._check(patterns)
-        subs = [_Subscription(p, fn) for p in patterns]
+        subs = self._checked([_Subscription(p, fn) for p in patterns])
         thread = threading.get_ident()
         with self._lock:
             self._scoped.setdefault(thread, []).extend(subs)

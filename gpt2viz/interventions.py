@@ -103,10 +103,9 @@ class Ablation:
         if self.kind == "neurons" and (not self.neurons or not all(0 <= n < d_mlp for n in self.neurons)):
             raise AblationError(_("{spec}: the MLP has neurons 0 to {last}").format(spec=self.spec, last=d_mlp - 1))
 
-    def edits(self, means: "Means | None" = None) -> list[tuple[str, object]]:
+    def edits(self, means: "Means") -> list[tuple[str, object]]:
         """(hook name, editing function) pairs that switch this part off (a mean ablation's means
         kept in `means`, one `applied` block's)."""
-        means = means if means is not None else Means(None)
         if self.kind in ("head", "heads"):
             heads = slice(self.head, self.head + 1) if self.kind == "head" else slice(None)
 
@@ -137,7 +136,7 @@ class Ablation:
     # The edits return new tensors and never write into the value they are handed.
     def _off(self, means: "Means", name: str, part: torch.Tensor, positions_dim: int) -> torch.Tensor:
         if self.how == "mean":
-            return means.of(f"{self.spec} {name}", part, positions_dim).expand_as(part)
+            return means.of(self.spec, name, part, positions_dim).expand_as(part)
         return torch.zeros_like(part)
 
 
@@ -145,28 +144,29 @@ class Means:
     """The means of one `applied` block's mean ablations: each part's mean over the real positions
     of the first pass on a batch of its size (the prompt's), per row, kept for the later passes."""
 
-    def __init__(self, hooks: Hooks | None) -> None:
-        self.hooks = hooks  # whose passes say which positions are real (None: all are)
-        self._kept: dict[tuple[str, int], torch.Tensor] = {}
+    def __init__(self, hooks: Hooks) -> None:
+        self.hooks = hooks  # whose passes say which positions are real
+        self._kept: dict[tuple[str, str, int], torch.Tensor] = {}
 
-    def of(self, key: str, part: torch.Tensor, positions_dim: int) -> torch.Tensor:
-        """`part`'s kept mean for `key` (positions dimension of size 1), taken from `part` on the
-        first pass that asks for it."""
-        found = self._kept.get((key, part.shape[0]))
+    def of(self, spec: str, name: str, part: torch.Tensor, positions_dim: int) -> torch.Tensor:
+        """`part`'s kept mean for ablation `spec` at hook `name` (positions dimension of size 1),
+        taken from `part` on the first pass that asks for it."""
+        key = (spec, name, part.shape[0])
+        found = self._kept.get(key)
         if found is not None:
             return found
-        info = self.hooks.current_pass if self.hooks is not None else None
-        if info is not None and info.past:
+        info = self.hooks.current_pass
+        if info.past:
             raise AblationError(_("{spec}: a mean ablation takes its mean from the prompt's pass, and this pass "
-                                  "continues a cache filled without it").format(spec=key.split()[0]))
-        if info is None or info.real is None:
+                                  "continues a cache filled without it").format(spec=spec))
+        if info.real is None:
             mean = part.mean(dim=positions_dim, keepdim=True)
         else:  # a padded batch: each row's real positions only
             shape = [1] * part.dim()
             shape[0], shape[positions_dim] = part.shape[0], part.shape[positions_dim]
             real = info.real.reshape(shape).to(part.dtype)
             mean = (part * real).sum(dim=positions_dim, keepdim=True) / real.sum(dim=positions_dim, keepdim=True).clamp_min(1)
-        self._kept[(key, part.shape[0])] = mean
+        self._kept[key] = mean
         return mean
 
 

@@ -92,6 +92,13 @@ def tiny_hf(ckpts):
 
 
 @pytest.fixture(scope="session")
+def bundled() -> gpt2viz.LanguageModel:
+    """The bundled model (assets/tiny, trained), loaded once per session; files that load their
+    own per module shadow this."""
+    return gpt2viz.load_model("tiny")
+
+
+@pytest.fixture(scope="session")
 def tokenizer(tiny_lm):
     """The real GPT-2 tokenizer (every checkpoint copies assets/tokenizer/tokenizer.json)."""
     return tiny_lm.tokenizer

@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 import torch
 
-import gpt2viz
 
 from helpers import PROMPT
 from helpers import hf_logits
@@ -116,11 +115,6 @@ def test_every_pass_of_a_generation_uses_the_prompt_s_mean(tiny_lm, use_cache):
     assert len(seen) == 6
     for value in seen:
         assert torch.equal(value, mean.expand_as(value))
-
-
-@pytest.fixture(scope="module")
-def bundled():
-    return gpt2viz.load_model("tiny")
 
 
 @pytest.mark.parametrize("spec", ["L3.mlp:mean", "L2H5:mean", "L4.heads:mean", "L5.n12,40,300:mean", "L1:mean"])

@@ -11,7 +11,6 @@ import json
 import pytest
 from trace_schema import validate
 
-import gpt2viz
 from gpt2viz.errors import TraceError
 from gpt2viz.model import training_tokens
 from gpt2viz.model.sources import bundled_dir
@@ -20,11 +19,6 @@ from gpt2viz.trace.checks import check_document
 from gpt2viz.trace.jsonio import dumps
 from gpt2viz.tui.narration import narrate
 from gpt2viz.tui.stages import Stage
-
-
-@pytest.fixture(scope="module")
-def bundled():
-    return gpt2viz.load_model("tiny")
 
 
 def test_the_bundled_model_knows_its_training_tokens(bundled, tiny_lm):

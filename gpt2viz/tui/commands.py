@@ -105,7 +105,7 @@ class EntryProvider(Provider):
         screen, app = self.screen, self.app
 
         def while_there(command: Callable[[], object]) -> Callable[[], object]:
-            return lambda: None if app.leaving or screen not in app.screen_stack else command()
+            return lambda: command() if app.still_there(screen) else None
 
         return [replace(entry, command=while_there(entry.command)) for entry in self._entries()]
 

@@ -254,6 +254,12 @@ def head_focus(trace: Trace, layer: int) -> list[tuple[int, float]]:
 # -- the prediction ---------------------------------------------------------------------------
 
 
+def untrained(token: dict) -> bool:
+    """Whether a token a neuron raises (an MLP event's `promotes` entry) never occurred in the
+    model's training text, as the trace marks it (the bundled model's tokens only)."""
+    return token.get("trained") is False
+
+
 def final_choice(trace: Trace) -> tuple[int | None, str, float | None]:
     """The predicted next token: id, display text (safe to show) and probability."""
     out = hook_event(trace, "unembed.hook_out").get("positions") or []

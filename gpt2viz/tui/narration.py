@@ -31,6 +31,7 @@ from .facts import (
     last_row,
     shape_of,
     token_text,
+    untrained,
     value_at,
 )
 from .formatting import clip, count, millions, nbytes, num, percent, quote, shape
@@ -389,9 +390,9 @@ def _mlp(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key: str):
         first = top[0]
         tokens = _(", ").join(quote(t["text"]) for t in first["promotes"])
         memory = say("stage.mlp.memory", neuron=first["index"], pre=num(first["pre"]), value=num(first["value"]), tokens=tokens)
-        untrained = [quote(t["text"]) for t in first["promotes"] if t.get("trained") is False]
-        if untrained:
-            memory = sentences(memory, say("stage.mlp.untrained", tokens=_(", ").join(untrained)))
+        never_seen = [quote(t["text"]) for t in first["promotes"] if untrained(t)]
+        if never_seen:
+            memory = sentences(memory, say("stage.mlp.untrained", tokens=_(", ").join(never_seen)))
         paragraphs.append(memory)
     formula = "mlp(x) = gelu(x @ W_fc + b_fc) @ W_proj + b_proj\ngelu(u) = 0.5 · u · (1 + tanh(√(2/π) · (u + 0.044715 · u³)))"
     flow = [

@@ -127,7 +127,7 @@ def record_pass(lm, prompt: str | list[int], topk: int, decode: bool = False, ab
     from ..trace import trace_decode_step, trace_prompt
 
     with applied(lm.hooks, ablations):
-        if prompt_length is not None and any(ablation.how == "mean" for ablation in ablations):
+        if prompt_length is not None and prompt_length < len(prompt) and any(a.how == "mean" for a in ablations):
             # The prompt's pass first: its means are kept for the passes below (interventions.py;
             # the edits inside trace_prompt's own block then average what is a mean already).
             lm.model(torch.tensor([list(prompt)[:prompt_length]], device=lm.model.device), last_only=True)

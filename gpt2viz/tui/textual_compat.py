@@ -133,12 +133,15 @@ class CompatApp(App):
         screen that has left since (the palette runs its command a moment after it closes, when a
         key typed before may have closed that screen) does nothing, nor does any once the app is
         leaving."""
-        if self.leaving or not self.is_on_stack(default_namespace):
+        if not self.still_there(default_namespace):
             return False
         return await super().run_action(action, default_namespace, namespaces)
 
-    def is_on_stack(self, node: DOMNode | None) -> bool:
-        """Whether `node` (None or the app: the app itself) is, or is in, a screen on the stack."""
+    def still_there(self, node: DOMNode | None) -> bool:
+        """Whether work queued for `node` may still run: the app is not leaving and `node` (None or
+        the app: the app itself) is, or is in, a screen on the stack."""
+        if self.leaving:
+            return False
         if node is None or node is self:
             return True
         try:

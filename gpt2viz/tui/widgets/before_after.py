@@ -35,14 +35,15 @@ def before_after_lines(interventions: list[str], changes: list[dict], undo: str,
             after=token_label(top_after["text"]), after_p=percent(top_after["after"]),
         )
     rows += [Content(wrap_wide(summary, width)), Content("")]
-    change_w = max(12, 1 + max(cell_len(change_text(c["before"], c["after"])) for c in changes))
+    change_texts = [change_text(c["before"], c["after"]) for c in changes]
+    change_w = max(12, 1 + max(cell_len(text) for text in change_texts))
     token_w = max(6, min(max(12, max(cell_len(c["text"]) for c in changes) + 1), width - 3 - 9 - 4 - 9 - change_w))
     header = "   " + fit(_("token"), token_w) + fit(_("p before"), 9, "right") + "    " + fit(_("p after"), 9, "right") + fit(_("change"), change_w, "right")
     rows.append(Content.styled(header, "bold"))
-    for i, c in enumerate(changes, 1):
+    for i, (c, change) in enumerate(zip(changes, change_texts), 1):
         rows.append(Content(
             f"{i:>2} " + fit(c["text"], token_w) + fit(percent(c["before"]), 9, "right") + "  → "
-            + fit(percent(c["after"]), 9, "right") + fit(change_text(c["before"], c["after"]), change_w, "right")
+            + fit(percent(c["after"]), 9, "right") + fit(change, change_w, "right")
         ))
     return Content("\n").join(rows)
 

@@ -36,9 +36,8 @@ def cell_unit(scale: float, room: int) -> float | None:
     (the scale rounded first: 0.996 is 1.0, ten tenths, not a hundred hundredths)."""
     if room >= PLAIN_DIGITS or not math.isfinite(scale) or scale <= 0:
         return None
-    rounded = float(f"{scale:.2g}")
-    unit = 10.0 ** (math.floor(math.log10(rounded)) - 1) if rounded > 0 else 0.0
-    return unit if unit > 0 else None
+    unit = 10.0 ** (math.floor(math.log10(float(f"{scale:.2g}"))) - 1)
+    return unit if unit > 0 else None  # (0 where the power of ten underflows)
 
 
 def in_unit(value: float, unit: float) -> str:

@@ -14,7 +14,7 @@ from ...text_safety import token_label
 from ...trace import Trace
 from ..formatting import clip, count, fit, num, num_in, percent, shape, shown_positions
 from ...trace.events import LAYER_NORM_STATS
-from ..facts import RunFacts, StepChoice, final_choice, hook_event, layer_norm_event, lens_event, lens_first_top, shape_of
+from ..facts import RunFacts, StepChoice, final_choice, untrained, hook_event, layer_norm_event, lens_event, lens_first_top, shape_of
 from ..stages import Stage
 from ..styled_text import styled
 from ..table_layout import Column, chip_lines, header_lines, wrapped
@@ -55,7 +55,7 @@ UNTRAINED_MARK_NOTE = N_("{mark} never in this model's training text: an untrain
 def promoted_label(token: dict) -> str:
     """A token a neuron's value raises, marked when its row was never trained (the trace says)."""
     label = token_label(token["text"])
-    return label + UNTRAINED_MARK if token.get("trained") is False else label
+    return label + UNTRAINED_MARK if untrained(token) else label
 
 
 class Picture(Laid):
@@ -395,7 +395,7 @@ class MLPActivity(Picture):
                         f" {num(n['value']):>8}",
                     )
                 )
-            if memory and any(t.get("trained") is False for n in top for t in n["promotes"]):
+            if memory and any(untrained(t) for n in top for t in n["promotes"]):
                 rows += wrapped(Content.styled(_(UNTRAINED_MARK_NOTE).format(mark=UNTRAINED_MARK), ".picture--dim"), self.room)
         return lines(rows)
 

@@ -1,8 +1,8 @@
 """The GPT-2 step with no hook sites: the reference for what gpt2viz's hooks cost.
 
 Same parameters (the loaded model's tensors, not copies), same kernels in the same order as
-`gpt2viz.model` (F.layer_norm, `conv1d`, F.scaled_dot_product_attention,
-F.gelu(approximate="tanh"), `unembed`) and the same `KVCache`, but written as one plain
+`gpt2viz.model` (F.layer_norm, each product's kernel as gpt2viz.kernels chose it,
+F.scaled_dot_product_attention, F.gelu(approximate="tanh")) and the same `KVCache`, but written as one plain
 function over a flat list of tensors: no `if hooks.active` checks and no nn.Module dispatch.
 It should give bit-identical logits; `check_same_logits` verifies that.
 """
@@ -14,7 +14,12 @@ import torch.nn.functional as F
 
 from gpt2viz.model.gpt2 import GPT2
 from gpt2viz.model.kv_cache import KVCache
-from gpt2viz.model.layers import conv1d, unembed
+
+
+def conv1d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, product) -> torch.Tensor:
+    """`x @ weight + bias` by the model's kernel for that weight (`Conv1D.product`)."""
+    out = product(x.reshape(-1, x.size(-1)), weight, bias)
+    return out.view(*x.shape[:-1], out.size(-1))
 
 
 class HookFreeGPT2:
@@ -45,6 +50,8 @@ class HookFreeGPT2:
             )
             for b in model.h
         ]
+        self.products = [(b.attn.c_attn.product, b.attn.c_proj.product, b.mlp.c_fc.product, b.mlp.c_proj.product) for b in model.h]
+        self.head_product = model.lm_head.product
         self._model = model
 
     def new_cache(self) -> KVCache:
@@ -58,8 +65,9 @@ class HookFreeGPT2:
         x = self.wte[input_ids] + self.wpe[past : past + T]
         shape = (C,)
         for layer, (l1w, l1b, aw, ab, pw, pb, l2w, l2b, fw, fb, mw, mb) in enumerate(self.blocks):
+            qkv_product, proj_product, fc_product, mlp_proj_product = self.products[layer]
             h = F.layer_norm(x, shape, l1w, l1b, eps)
-            qkv = conv1d(h, aw, ab)
+            qkv = conv1d(h, aw, ab, qkv_product)
             q, k, v = qkv.split(C, dim=2)
             q = q.view(B, T, nh, hd).transpose(1, 2)
             k = k.view(B, T, nh, hd).transpose(1, 2)
@@ -74,16 +82,17 @@ class HookFreeGPT2:
                 allowed = torch.ones(T, k.size(2), dtype=torch.bool).tril(diagonal=past)
                 z = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
             z = z.transpose(1, 2).reshape(B, T, C)
-            x = x + conv1d(z, pw, pb)
+            x = x + conv1d(z, pw, pb, proj_product)
             h = F.layer_norm(x, shape, l2w, l2b, eps)
-            h = F.gelu(conv1d(h, fw, fb), approximate="tanh")
-            x = x + conv1d(h, mw, mb)
+            h = F.gelu(conv1d(h, fw, fb, fc_product), approximate="tanh")
+            x = x + conv1d(h, mw, mb, mlp_proj_product)
         if cache is not None:
             cache.advance(T)
         if last_only:
             x = x[:, -1:]
         x = F.layer_norm(x, shape, self.ln_f[0], self.ln_f[1], eps)
-        return unembed(x, self.wte)
+        logits = self.head_product(x.reshape(-1, C), self.wte)
+        return logits.view(B, x.size(1), -1)
 
     __call__ = forward
 

@@ -67,7 +67,7 @@ GROUPS = (
 
 def profile_decode(lm, free=None, steps: int = 20, ctx: int = 256, out_dir: Path | None = None) -> dict:
     from gpt2viz.generate import SamplingSettings, choose_token
-    from gpt2viz.model.layers import conv1d, unembed
+    from gpt2viz.kernels.split import conv1d_halves, unembed_halves
     from hookfree import HookFreeGPT2
 
     model = lm.model
@@ -134,14 +134,14 @@ def profile_decode(lm, free=None, steps: int = 20, ctx: int = 256, out_dir: Path
     ids = list(range(300))
     exp["input_tensor_from_list_ms"] = _med_ms(lambda: torch.tensor([ids[299:]], dtype=torch.long), 20)
 
-    # (3) parts of the step, each alone, on one core (the BLAS's own matrix-vector product) and on
-    # two (gpt2viz's split, see gpt2viz/model/layers.py). Weights are read cold (500 MB does not fit
+    # (3) parts of the step, each alone, by the BLAS's own matrix-vector product and by gpt2viz's
+    # two-core split (gpt2viz/kernels/split.py; whether the model uses it, kernels/choice.py decides). Weights are read cold (500 MB does not fit
     # in L3): the block products are timed over all layers in a row, as the step reads them.
     x1 = torch.randn(1, 1, cfg.n_embd)
     wte = model.wte.weight
     exp["lm_head_bytes"] = wte.numel() * wte.element_size()
     exp["lm_head_one_core_ms"] = _med_ms(lambda: F.linear(x1, wte), steps)
-    exp["lm_head_ms"] = _med_ms(lambda: unembed(x1, wte), steps)
+    exp["lm_head_ms"] = _med_ms(lambda: unembed_halves(x1[0], wte), steps)
     # What the [V, C] layout costs: the same product with a [C, V] copy (W stored [in, out],
     # like Conv1D), also split over two cores, for 4 x V x C more bytes of memory.
     wte_t = wte.t().contiguous()
@@ -161,7 +161,7 @@ def profile_decode(lm, free=None, steps: int = 20, ctx: int = 256, out_dir: Path
         return run
 
     exp["all_layers_one_core_ms"] = _med_ms(all_products(lambda x, w, b: torch.addmm(b, x.view(1, -1), w)), steps)
-    exp["all_layers_ms"] = _med_ms(all_products(conv1d), steps)
+    exp["all_layers_ms"] = _med_ms(all_products(lambda x, w, b: conv1d_halves(x.view(1, -1), w, b)), steps)
     exp["all_layers_bytes"] = sum(
         t.numel() * t.element_size()
         for b in model.h

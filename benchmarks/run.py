@@ -9,6 +9,7 @@ See benchmarks/README.md for what every number means.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
 import gc
 import json
@@ -151,23 +152,9 @@ def kernel_setting() -> str:
 
 
 def machine_info(threads: int) -> dict:
-    cpu = "unknown"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    flags = ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("flags"):
-                fl = line.split(":", 1)[1].split()
-                flags = " ".join(f for f in ("avx2", "f16c", "avx512f", "avx512_vnni", "avx512_bf16", "amx_tile") if f in fl)
-                break
-    except OSError:
-        pass
+    from gpt2viz.kernels.cpu import this_cpu
+
+    cpu = this_cpu()
     import transformers
 
     mem_gb = None
@@ -179,8 +166,8 @@ def machine_info(threads: int) -> dict:
         pass
     return {
         "date_utc": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "cpu": cpu,
-        "cpu_flags": flags,
+        "cpu": cpu.model,
+        "cpu_flags": " ".join(cpu.flags),
         "kernels": kernel_setting(),
         "logical_cpus": os.cpu_count(),
         "mem_gb": mem_gb,
@@ -219,16 +206,16 @@ def _bandwidth_text(bw: dict) -> str:
     if "variants_gb_s" not in bw:  # results written before the two-core measurements
         return f"bandwidth {bw['gb_s']:.1f} GB/s mv, {bw['sum_gb_s']:.1f} GB/s sum"
     v = bw["variants_gb_s"]
-    return (f"bandwidth {bw['gb_s']:.1f} GB/s, the fastest matrix-vector product: one core {v['mv']:.1f}, "
+    return (f"bandwidth {bw['gb_s']:.1f} GB/s, the fastest matrix-vector product: the BLAS's own {v['mv']:.1f}, "
             f"two cores by columns {v['split_columns']:.1f}, by rows {v['split_rows']:.1f}; sum {bw['sum_gb_s']:.1f}")
 
 
 def measure_bandwidth(reps: int) -> dict:
     """Memory read bandwidth from a large fp32 matrix-vector product `x @ A` (8192 x 8192 = 268 MB).
 
-    Three ways, and the fastest counts: `torch.mv` on A's transpose, which the BLAS runs on one
-    core; `gpt2viz.model.layers.conv1d`, which splits the product over two cores by columns as a
-    decode step does; and a split by rows, each core streaming one contiguous half of A into a
+    Three ways, and the fastest counts: `torch.mv` on A's transpose, which the BLAS runs as it
+    decides (one core on some machines, all on others); gpt2viz's two-core split by columns
+    (`gpt2viz.kernels.split`, used by a decode step where it measured faster); and a split by rows, each core streaming one contiguous half of A into a
     partial sum (a little faster, but not the digits of the one-core product, so gpt2viz does not
     use it). A plain `sum` over A is shown too: a read with no arithmetic at all.
     """
@@ -685,6 +672,9 @@ def run_shape(shape: str, cfg: dict, threads: int, with_extras: bool, profile_st
     # garbage collection over torch's and transformers' objects lands in some measurements.
     freeze_startup_objects()
     out["checkpoint"]["n_params"] = lm.n_params
+    # Which kernel multiplies by each weight shape on this CPU (gpt2viz/kernels/choice.py).
+    out["kernel_choices"] = [dataclasses.asdict(c) for c in lm.kernels]
+    log(f"{shape}: kernels " + ", ".join(f"{c.product} {c.n_in}x{c.n_out} {c.kernel} ({c.reason})" for c in lm.kernels))
     out["transformers_attn_implementation"] = hf.config._attn_implementation
     out["hookfree_check"] = check_same_logits(lm.model, free, random_ids(12, lm.config.vocab_size, 7))
     log(f"{shape}: hook-free forward vs ours: {out['hookfree_check']}")

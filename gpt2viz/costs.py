@@ -32,11 +32,13 @@ FIXED_SHARE = 0.25
 
 def bandwidth_probes(n: int = PROBE_N) -> tuple[dict[str, Callable[[], object]], torch.Tensor]:
     """One-row products with an `n x n` float32 matrix, three ways, and the matrix they read:
-    `mv` (the BLAS, one core), `split_columns` (gpt2viz's two-core decode product, by column
-    halves) and `split_rows` (two partial sums over row halves: a little faster, but not the
-    one-core product's digits, so gpt2viz does not use it)."""
-    from .model.layers import conv1d
+    `mv` (the BLAS's own kernel, on one core or several as the BLAS decides), `split_columns`
+    (gpt2viz's two-core decode product, by column halves: gpt2viz.kernels.split) and `split_rows`
+    (two partial sums over row halves: a little faster, but not the plain product's digits, so
+    gpt2viz does not use it)."""
+    from .kernels.split import SplitBlockProduct
 
+    conv1d = SplitBlockProduct(max_rows=1)  # splits with two threads or more
     a = torch.randn(n, n)
     x = torch.randn(n)
     zero = torch.zeros(n)

@@ -16,6 +16,7 @@ from .batch import BatchResult, generate_batch, generate_prompts
 from .errors import InputError, SettingError
 from .i18n import N_
 from .input_files import shown as _shown
+from .kernels.choice import Choice, choose_kernels
 from .generate import GenerationResult, SamplingSettings, generate
 from .hooks import Hooks
 from .model.config import GPT2Config, read_config
@@ -46,6 +47,8 @@ class LanguageModel:
     files: ModelFiles | None = None  # what the checkpoint's files held, as the loader saw them
     # The ids of the tokens its training text held (model/training_tokens.py): the bundled model's.
     training_tokens: frozenset[int] | None = None
+    # Which kernel multiplies by each weight shape on this CPU (gpt2viz.kernels.choice): float32.
+    kernels: list[Choice] = field(default_factory=list)
     _twin: "LanguageModel | None" = field(default=None, init=False, repr=False)
 
     @property
@@ -281,6 +284,7 @@ def load_model(
     del state
     model.eval()
     apply_precision(model, precision)
+    kernels = choose_kernels(model)
     files = ModelFiles(config_file, record_use(weights, model), tokenizer.record)
     if precision.name != "float32":  # what was read (float32) was converted, and is let go now
         give_back_freed_heap()
@@ -288,5 +292,5 @@ def load_model(
     trained_on = read_training_tokens(resolved.path, config.vocab_size) if resolved.kind == "bundled" else None
     return LanguageModel(
         model, tokenizer, resolved, weights.stored_dtype, weights.file_bytes, notices, n_params, weight_bytes(model), files,
-        training_tokens=trained_on,
+        training_tokens=trained_on, kernels=kernels,
     )

@@ -1,14 +1,28 @@
-"""Decode-step products split over two cores give the numbers of the plain kernels."""
+"""The two-core products (gpt2viz/kernels/split.py) and the choice of kernel per weight
+(gpt2viz/kernels/choice.py): a split runs only where it gives the plain product's digits and, when
+measured, where it is faster on this CPU."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 import torch
 import torch.nn.functional as F
-
 from helpers import PROMPT
-from gpt2viz.model import layers
-from gpt2viz.model.layers import SPLIT_MAX_ROWS, UNEMBED_SPLIT_MAX_ROWS, Conv1D, unembed
+
+import gpt2viz
+from gpt2viz.kernels import choice
+from gpt2viz.kernels.choice import PLAIN, SPLIT, Choice
+from gpt2viz.kernels.split import (
+    BLOCK_MAX_ROWS,
+    HEAD_MAX_ROWS,
+    SplitBlockProduct,
+    SplitHeadProduct,
+    conv1d_halves,
+    unembed_halves,
+)
+from gpt2viz.model.layers import Conv1D, plain_block_product, plain_head_product
 
 
 @pytest.fixture
@@ -21,15 +35,19 @@ def two_threads():
 
 
 @pytest.fixture
-def any_size(monkeypatch):
-    """Split weights of every size, so small test matrices exercise the split's arithmetic."""
-    monkeypatch.setattr(layers, "SPLIT_MIN_BYTES", 0)
+def cache_dir(tmp_path, monkeypatch):
+    """The kernel cache in a directory of the test's own, measured choices left to each test."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.delenv(choice.MODE_ENV, raising=False)
+    return tmp_path / "gpt2viz"
 
 
 @pytest.fixture
 def count_bmm(monkeypatch):
     """How many batched products (the two-core path) ran."""
     calls = []
+    from gpt2viz.kernels import split
+
     for name in ("bmm", "baddbmm"):
         real = getattr(torch, name)
 
@@ -37,7 +55,7 @@ def count_bmm(monkeypatch):
             calls.append(args[0].shape)
             return _real(*args, **kwargs)
 
-        monkeypatch.setattr(layers.torch, name, counting)
+        monkeypatch.setattr(split.torch, name, counting)
     return calls
 
 
@@ -48,74 +66,167 @@ def _conv(n_in: int, n_out: int) -> Conv1D:
     return conv
 
 
-@pytest.mark.parametrize("rows", [1, 2, SPLIT_MAX_ROWS, SPLIT_MAX_ROWS + 1])
 @pytest.mark.parametrize("n_in,n_out", [(64, 96), (100, 112), (112, 336), (768, 2304), (3072, 768)])
-def test_conv1d_split_equals_addmm(two_threads, any_size, count_bmm, rows, n_in, n_out):
-    torch.manual_seed(rows * n_in)
+def test_a_block_split_runs_only_where_it_gives_the_plain_digits(two_threads, n_in, n_out):
+    torch.manual_seed(n_in)
     conv = _conv(n_in, n_out)
-    x = torch.randn(1, rows, n_in)
-    got = conv(x)
-    want = torch.addmm(conv.bias, x[0], conv.weight)
-    assert got.shape == (1, rows, n_out)
-    # The same dot products as addmm: a cached decode step reproduces a full pass digit for digit.
-    assert torch.equal(got[0], want)
-    assert len(count_bmm) == (1 if rows <= SPLIT_MAX_ROWS else 0)
+    decided = choice._decide(conv, "block", threads=2)
+    same = choice._same_digits(conv.weight, conv.bias)
+    for rows in (1, 2, BLOCK_MAX_ROWS):
+        x = torch.randn(rows, n_in)  # other inputs than the check's
+        got, want = conv1d_halves(x, conv.weight, conv.bias), torch.addmm(conv.bias, x, conv.weight)
+        # The same dot products: equal within float32's rounding on every CPU ...
+        torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-5)
+        # ... and, where the check found the split's digits equal, equal for any input: the BLAS
+        # adds in an order set by the shapes, not the values.
+        if same:
+            assert torch.equal(got, want)
+    if not same:
+        assert (decided.kernel, decided.reason) == (PLAIN, "other digits")
 
 
 @pytest.mark.parametrize("n_out", [33, 300])
-def test_conv1d_widths_that_would_round_differently_use_the_plain_product(two_threads, any_size, count_bmm, n_out):
-    conv = _conv(10, n_out)
-    x = torch.randn(1, 1, 10)
-    assert torch.equal(conv(x)[0], torch.addmm(conv.bias, x[0], conv.weight))
-    assert count_bmm == []
+def test_widths_whose_halves_are_not_whole_vectors_stay_plain(n_out):
+    decided = choice._decide(_conv(10, n_out), "block", threads=2)
+    assert (decided.kernel, decided.reason) == (PLAIN, "odd width")
 
 
 @pytest.mark.parametrize("vocab", [50, 51])  # GPT-2's vocabulary is odd: one row left over
-@pytest.mark.parametrize("rows", [1, 3, SPLIT_MAX_ROWS + 2, UNEMBED_SPLIT_MAX_ROWS, UNEMBED_SPLIT_MAX_ROWS + 1])
-def test_unembed_split_equals_linear(two_threads, any_size, count_bmm, vocab, rows):
+@pytest.mark.parametrize("rows", [1, 3, HEAD_MAX_ROWS])
+def test_unembed_halves_equal_linear(vocab, rows):
     torch.manual_seed(vocab + rows)
     wte = torch.randn(vocab, 24)
-    x = torch.randn(1, rows, 24)
-    got = unembed(x, wte)
-    assert got.shape == (1, rows, vocab)
+    x = torch.randn(rows, 24)
+    got = unembed_halves(x, wte)
+    assert got.shape == (rows, vocab)
     # Each logit is the same dot product either way; only the kernel's summation order may differ.
     torch.testing.assert_close(got, F.linear(x, wte), atol=1e-5, rtol=1e-5)
-    assert len(count_bmm) == (1 if rows <= UNEMBED_SPLIT_MAX_ROWS else 0)
 
 
-def test_small_weights_use_the_plain_product(two_threads, count_bmm):
-    """Below SPLIT_MIN_BYTES one core reads a weight faster than the split costs to set up."""
-    conv = _conv(112, 336)  # 147 KiB: the bundled model's c_attn
-    conv(torch.randn(1, 1, 112))
-    assert count_bmm == []
-    big = _conv(768, 2304)  # 6.75 MiB: GPT-2 small's c_attn
-    big(torch.randn(1, 1, 768))
-    assert len(count_bmm) == 1
-
-
-def test_one_thread_uses_plain_products(any_size, count_bmm):
-    before = torch.get_num_threads()
+def test_a_split_product_splits_up_to_its_rows_on_two_threads_only(two_threads, count_bmm):
+    conv = _conv(64, 96)
+    block, head = SplitBlockProduct(max_rows=4), SplitHeadProduct(max_rows=4)
+    wte = torch.randn(11, 64)
+    for rows, split in ((1, True), (4, True), (5, False)):
+        count_bmm.clear()
+        x = torch.randn(rows, 64)
+        torch.testing.assert_close(block(x, conv.weight, conv.bias), plain_block_product(x, conv.weight, conv.bias))
+        torch.testing.assert_close(head(x, wte), plain_head_product(x, wte))
+        assert len(count_bmm) == (2 if split else 0)
     torch.set_num_threads(1)
-    try:
-        conv = _conv(64, 64)
-        conv(torch.randn(1, 1, 64))
-        unembed(torch.randn(1, 1, 8), torch.randn(11, 8))
-    finally:
-        torch.set_num_threads(before)
+    count_bmm.clear()
+    block(torch.randn(1, 64), conv.weight, conv.bias)
+    head(torch.randn(1, 64), wte)
     assert count_bmm == []
 
 
-def test_decode_step_on_two_cores_matches_transformers(two_threads, count_bmm, ckpts):
-    """A whole cached decode step through the split products, against transformers."""
-    lm, hf = ckpts.lm("distilgpt2"), ckpts.hf("distilgpt2")
+@pytest.mark.parametrize(
+    "plain_us, split_us, many, kernel, reach",
+    [(100.0, 50.0, (100.0, 60.0), SPLIT, BLOCK_MAX_ROWS), (100.0, 50.0, (100.0, 99.0), SPLIT, 1), (100.0, 95.0, None, PLAIN, 0)],
+)
+def test_the_split_is_chosen_where_it_is_faster_by_the_margin(monkeypatch, cache_dir, plain_us, split_us, many, kernel, reach):
+    timings = iter([(plain_us, split_us)] + ([many] if many else []))
+    monkeypatch.setattr(choice, "_time_both", lambda layer, product, n_rows: next(timings))
+    monkeypatch.setattr(choice, "_same_digits", lambda weight, bias: True)
+    decided = choice._decide(_conv(64, 96), "block", threads=2)
+    assert (decided.kernel, decided.max_rows) == (kernel, reach)
+    assert (decided.plain_us, decided.split_us) == (plain_us, split_us)  # kept, to show and to cache
+    assert choice._decide(_conv(64, 96), "block", threads=1).reason == "one thread"
+
+
+def _quiet(monkeypatch):
+    """Other processes used nothing while the kernels were measured."""
+    monkeypatch.setattr(choice, "others_share", lambda before, after: 0.0)
+
+
+def test_a_model_gets_the_kernels_chosen_and_the_next_load_measures_nothing(monkeypatch, cache_dir, ckpts, two_threads):
+    _quiet(monkeypatch)
+    monkeypatch.setattr(choice, "_same_digits", lambda weight, bias: True)
+    measured = []
+
+    def fake_timing(layer, product, n_rows):
+        measured.append(product)
+        return (100.0, 40.0) if product == "head" else (100.0, 100.0)
+
+    monkeypatch.setattr(choice, "_time_both", fake_timing)
+    lm = gpt2viz.load_model(str(ckpts.path("distilgpt2")))
+    by_product = {c.product: c for c in lm.kernels}
+    assert by_product["head"].kernel == SPLIT and isinstance(lm.model.lm_head.product, SplitHeadProduct)
+    assert all(c.kernel == PLAIN for c in lm.kernels if c.product == "block")
+    assert lm.model.h[0].attn.c_attn.product is plain_block_product
+    distinct_shapes = len(lm.kernels)
+    assert measured.count("head") == 2  # at one row, then at HEAD_MAX_ROWS
+    saved = json.loads((cache_dir / "kernels.json").read_text())
+    assert len(next(iter(saved["cpus"].values()))) == distinct_shapes
+
+    measured.clear()
+    again = gpt2viz.load_model(str(ckpts.path("distilgpt2")))
+    assert measured == [] and again.kernels == lm.kernels
+    assert isinstance(again.model.lm_head.product, SplitHeadProduct)
+
+
+def test_a_measurement_on_a_busy_machine_is_used_but_not_kept(monkeypatch, cache_dir, ckpts, two_threads):
+    monkeypatch.setattr(choice, "others_share", lambda before, after: 0.9)
+    lm = gpt2viz.load_model(str(ckpts.path("distilgpt2")))
+    assert lm.kernels and all(c.reason for c in lm.kernels)
+    assert not (cache_dir / "kernels.json").exists()
+
+
+@pytest.mark.parametrize("content", ["{not json", '{"version": 1, "cpus": {"k": {"x": {"bogus": 1}}}}', '[1, 2]', ""])
+def test_a_damaged_cache_is_measured_again_and_replaced(monkeypatch, cache_dir, ckpts, two_threads, content):
+    _quiet(monkeypatch)
+    cache_dir.mkdir(parents=True)
+    (cache_dir / "kernels.json").write_text(content)
+    lm = gpt2viz.load_model(str(ckpts.path("distilgpt2")))
+    assert lm.kernels
+    assert json.loads((cache_dir / "kernels.json").read_text())["version"] == choice.CACHE_VERSION
+    assert [p.name for p in cache_dir.iterdir()] == ["kernels.json"]  # no temporary file left
+
+
+def test_a_cache_that_cannot_be_written_leaves_loading_alone(monkeypatch, tmp_path, ckpts, two_threads):
+    _quiet(monkeypatch)
+    (tmp_path / "file").write_text("in the way")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "file"))  # a file where the directory goes
+    lm = gpt2viz.load_model(str(ckpts.path("distilgpt2")))
+    assert lm.kernels and (tmp_path / "file").read_text() == "in the way"
+
+
+@pytest.mark.parametrize("setting, kernel", [("plain", PLAIN), ("split", SPLIT)])
+def test_gpt2viz_kernels_sets_the_choice_without_measuring(monkeypatch, cache_dir, ckpts, two_threads, setting, kernel):
+    monkeypatch.setenv(choice.MODE_ENV, setting)
+    monkeypatch.setattr(choice, "_time_both", lambda *a: pytest.fail("measured although the choice was set"))
+    lm = gpt2viz.load_model(str(ckpts.path("distilgpt2")))
+    assert lm.model.lm_head.product.__class__ is (SplitHeadProduct if kernel == SPLIT else type(plain_head_product))
+    assert not (cache_dir / "kernels.json").exists()
+
+
+def test_other_formats_get_no_choice(ckpts):
+    assert gpt2viz.load_model(str(ckpts.path("distilgpt2")), dtype="bfloat16").kernels == []
+
+
+def test_decode_step_through_the_split_products_matches_transformers(monkeypatch, cache_dir, two_threads, count_bmm, ckpts):
+    """A whole cached decode step with every product split that may be, against transformers."""
+    monkeypatch.setenv(choice.MODE_ENV, "split")
+    lm, hf = gpt2viz.load_model(str(ckpts.path("distilgpt2"))), ckpts.hf("distilgpt2")
+    split_blocks = sum(
+        1
+        for block in lm.model.h
+        for conv in (block.attn.c_attn, block.attn.c_proj, block.mlp.c_fc, block.mlp.c_proj)
+        if isinstance(conv.product, SplitBlockProduct)
+    )
+    count_bmm.clear()  # the load's check of the split's digits
     ids = lm.tokenizer.encode(PROMPT)
     cache = lm.model.new_cache()
     lm.model(torch.tensor([ids[:-1]]), cache)
-    assert SPLIT_MAX_ROWS < len(ids) - 1 <= UNEMBED_SPLIT_MAX_ROWS
+    assert BLOCK_MAX_ROWS < len(ids) - 1 <= HEAD_MAX_ROWS
     assert len(count_bmm) == 1  # prefill: the block products are plain, the LM head is split
     step, _ = lm.model(torch.tensor([ids[-1:]]), cache)
-    # Four products per block (all at least SPLIT_MIN_BYTES) plus the LM head went through the split.
-    assert len(count_bmm) == 1 + 4 * lm.config.n_layer + 1
+    assert len(count_bmm) == 1 + split_blocks + 1
     with torch.no_grad():
         ref = hf(torch.tensor([ids])).logits[0, -1]
     assert float((step[0, 0] - ref).abs().max()) <= 1e-4
+
+
+def test_a_choice_round_trips_through_the_cache_format():
+    made = Choice("head", 768, 50257, SPLIT, HEAD_MAX_ROWS, "faster", 4120.7, 2010.3)
+    assert Choice(**json.loads(json.dumps(choice.asdict(made)))) == made

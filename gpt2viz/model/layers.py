@@ -19,68 +19,14 @@ from .config import GPT2Config
 from .kv_cache import KVCache
 
 
-# A decode step multiplies one row by each weight matrix: a matrix-vector product, whose cost is
-# reading the weights from memory. The CPU BLAS runs it on one core, and one core cannot draw the
-# whole memory bandwidth. So products with at most this many rows are split into two halves run
-# as a batch of two, which torch gives one core each.
-SPLIT_MAX_ROWS = 8
-# The LM head's product with wte [V, C] stays faster split up to more rows (a prefill that keeps
-# every position's logits, the logit lens) than the block products do. Beyond, one product
-# without the halves' concatenation (a V x T copy: 206 MB at T = 1024).
-UNEMBED_SPLIT_MAX_ROWS = 32
+def plain_block_product(rows: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    """`rows @ weight + bias`, `(R, in) -> (R, out)`, by the BLAS's own kernel."""
+    return torch.addmm(bias, rows, weight)
 
 
-# Below this size a weight is read faster by one core than the two-core batch costs to set up:
-# measured one-row products, 112 x 336 (147 KiB, the bundled model): 8 us on one core, 24 us
-# split; 768 x 3072 (9 MiB): 277 us against 176 us. GPT-2 small's 768 x 768 (2.3 MiB) is even
-# alone, but a whole decode step at 256 positions is faster with it split (31.3 against 32.8 ms,
-# interleaved medians), so the line is drawn at 1 MiB.
-SPLIT_MIN_BYTES = 2**20
-
-
-def _two_cores(rows: torch.Tensor, weight: torch.Tensor, max_rows: int = SPLIT_MAX_ROWS) -> bool:
-    return (
-        rows.size(0) <= max_rows
-        and rows.is_cpu
-        and weight.numel() * weight.element_size() >= SPLIT_MIN_BYTES
-        and torch.get_num_threads() > 1
-    )
-
-
-def conv1d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
-    """`x @ weight + bias` with the weight stored `[in, out]`, `(..., in) -> (..., out)`."""
-    rows = x.reshape(-1, x.size(-1))  # every position at once: (B*T, in)
-    n_in, n_out = weight.shape
-    if _two_cores(rows, weight) and n_out % 16 == 0:
-        # The left and right halves of W's columns make the left and right halves of y. With
-        # halves of whole 8-float SIMD vectors, each output is computed exactly as addmm does,
-        # so a cached decode step gives the digits of a full pass. (Splitting W's rows instead,
-        # into two partial sums, reads memory a little faster but changes the last digits.)
-        halves = weight.view(n_in, 2, n_out // 2).permute(1, 0, 2)  # (2, in, out/2), no copy
-        out = torch.baddbmm(bias.view(2, 1, n_out // 2), rows.expand(2, *rows.shape), halves)
-        out = out.permute(1, 0, 2).reshape(rows.size(0), n_out)  # (rows, out)
-    else:
-        out = torch.addmm(bias, rows, weight)  # y = x @ W + b
-    return out.view(*x.shape[:-1], n_out)
-
-
-def unembed(x: torch.Tensor, wte: torch.Tensor) -> torch.Tensor:
-    """The LM head: `x @ wte^T`, one score per token id, `(..., C) -> (..., V)`."""
-    rows = x.reshape(-1, x.size(-1))
-    if not _two_cores(rows, wte, UNEMBED_SPLIT_MAX_ROWS):
-        return F.linear(x, wte)
-    # Row v of wte makes logit v, so each contiguous half of wte's rows makes one half of the
-    # logits, on one core each. Computed as wte_half @ x^T: the product streams wte's rows in the
-    # order they lie in memory, which reads the 154 MB of GPT-2 small's head near this machine's
-    # stream rate (4.8 against 8.2 ms for x @ wte_half^T, one row; 15 against 19 ms for 8 rows;
-    # interleaved medians). An odd vocabulary (GPT-2's 50,257) leaves one last row for a product
-    # of its own.
-    half = wte.size(0) // 2
-    halves = wte[: 2 * half].view(2, half, wte.size(1))  # (2, V/2, C), no copy
-    cols = rows.t()  # (C, rows)
-    both = torch.bmm(halves, cols.expand(2, *cols.shape))  # (2, V/2, rows)
-    logits = torch.cat([both[0].t(), both[1].t(), F.linear(rows, wte[2 * half :])], dim=1)  # (rows, V)
-    return logits.view(*x.shape[:-1], wte.size(0))
+def plain_head_product(rows: torch.Tensor, wte: torch.Tensor) -> torch.Tensor:
+    """`rows @ wte^T`, `(R, C) -> (R, V)`, by the BLAS's own kernel."""
+    return F.linear(rows, wte)
 
 
 def causal_mask(n_new: int, n_total: int, device: torch.device | str | None = None) -> torch.Tensor:
@@ -132,9 +78,14 @@ class TiedLMHead(Layer):
     def __init__(self, wte: Embedding) -> None:
         super().__init__()
         object.__setattr__(self, "wte", wte)  # not a sub-layer: the model owns wte
+        # How x @ wte^T is multiplied: the plain product, or a faster kernel gpt2viz.kernels
+        # chose for this CPU (the same dot products).
+        self.product = plain_head_product
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return unembed(x, self.wte.weight)  # x @ wte^T: (..., vocab)
+        rows = x.reshape(-1, x.size(-1))  # every position at once: (B*T, C)
+        logits = self.product(rows, self.wte.weight)  # x @ wte^T: (B*T, vocab)
+        return logits.view(*x.shape[:-1], logits.size(-1))
 
 
 class Conv1D(Layer):
@@ -144,9 +95,14 @@ class Conv1D(Layer):
         super().__init__()
         self.weight = _param(n_in, n_out)
         self.bias = _param(n_out)
+        # How x @ W + b is multiplied: the plain product, or a faster kernel gpt2viz.kernels chose
+        # for this CPU (the same digits).
+        self.product = plain_block_product
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return conv1d(x, self.weight, self.bias)
+        rows = x.reshape(-1, x.size(-1))  # every position at once: (B*T, in)
+        out = self.product(rows, self.weight, self.bias)  # y = x @ W + b: (B*T, out)
+        return out.view(*x.shape[:-1], out.size(-1))
 
 
 class LayerNorm(Layer):

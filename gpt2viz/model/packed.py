@@ -14,9 +14,9 @@ interleaved medians):
   15.9 ms with `F.linear`, 12.3 ms packed, and 9.0 ms through model/fbgemm_float16.py's product.
   So bfloat16 models use packed weights for the LM head, and for the block products fbgemm's
   product cannot hold exactly.
-- float32, several rows (a batched decode step): 8 rows 28 ms with the two-core product of
-  `layers.conv1d` against 16-20 ms packed, and the LM head 16.6 against 6.2 ms. One row stays on
-  `layers.conv1d` (it is as fast, and gives a full pass's digits exactly), so float32 packs its
+- float32, several rows (a batched decode step): 8 rows 28 ms with the two-core product
+  (gpt2viz/kernels/split.py) against 16-20 ms packed, and the LM head 16.6 against 6.2 ms. One row
+  stays on the kernel gpt2viz.kernels chose (as fast, and a full pass's digits), so float32 packs its
   weights only for batched decoding (`for_batches`): a copy of every product's weight, made once
   on the first batched step and kept for the model's life (GPT-2 small: +490 MB).
 

@@ -4,8 +4,8 @@ The forward pass is the same maths in every format; only the matrix products and
 their weights change, so this module swaps those layers after loading and leaves the rest alone.
 Measured on this project's 2-core AVX-512 (VNNI, BF16) machines, torch 2.13 CPU:
 
-- **float32**: the checkpoint's own layout, `[in, out]`, and the two-core products of
-  `layers.conv1d` / `layers.unembed`. Exact against transformers.
+- **float32**: the checkpoint's own layout, `[in, out]`, multiplied by the plain products or, where
+  gpt2viz.kernels measured it faster on this CPU, the two-core split. Exact against transformers.
 - **bfloat16**: weights in bfloat16. The block products go through fbgemm's float16-weight
   product, which holds every bfloat16 weight exactly once the matrix is scaled by a power of two
   (model/fbgemm_float16.py: a decode step at 256 positions 0.59x float32's time, against 0.73x

@@ -58,6 +58,11 @@ def precise(x: float) -> str:
     return num(x, 7)
 
 
+def difference(x: float) -> str:
+    """How far the sum of the terms is from the logit: '4.7e-07'."""
+    return num(x, 2)
+
+
 # -- direct logit attribution ----------------------------------------------------------------------
 
 
@@ -124,7 +129,7 @@ def dla_text(
         ),
     ]
     diff = abs(a.total - a.logit)
-    facts = dict(total=precise(a.total), logit=precise(a.logit), diff=num(diff, 2), tolerance=num(TOLERANCE, 1))
+    facts = dict(total=precise(a.total), logit=precise(a.logit), diff=difference(diff), tolerance=num(TOLERANCE, 1))
     if diff <= TOLERANCE:
         paragraphs.append(say("attribution.dla.sum", **facts))
     else:

@@ -165,11 +165,28 @@ def test_a_model_gets_the_kernels_chosen_and_the_next_load_measures_nothing(monk
     assert isinstance(again.model.lm_head.product, SplitHeadProduct)
 
 
-def test_a_measurement_on_a_busy_machine_is_used_but_not_kept(monkeypatch, cache_dir, ckpts, two_threads):
-    monkeypatch.setattr(choice, "others_share", lambda before, after: 0.9)
+def test_a_measurement_on_a_busy_machine_is_kept_marked_and_measured_again_once_quiet(
+    monkeypatch, cache_dir, ckpts, two_threads
+):
+    share, quiet, measured = [0.9], [False], []
+    monkeypatch.setattr(choice, "others_share", lambda before, after: share[0])
+    monkeypatch.setattr(choice, "_quiet_now", lambda: quiet[0])
+    monkeypatch.setattr(choice, "_same_digits", lambda weight, bias: True)
+    monkeypatch.setattr(choice, "_time_both", lambda layer, product, n_rows: measured.append(product) or (100.0, 100.0))
+
+    def saved():
+        return next(iter(json.loads((cache_dir / "kernels.json").read_text())["cpus"].values()))
+
     lm = gpt2viz.load_model(str(ckpts.path("distilgpt2")))
-    assert lm.kernels and all(c.reason for c in lm.kernels)
-    assert not (cache_dir / "kernels.json").exists()
+    assert lm.kernels and all(c.busy for c in lm.kernels)
+    assert all(entry["busy"] for entry in saved().values())
+    first = len(measured)
+    gpt2viz.load_model(str(ckpts.path("distilgpt2")))  # still busy: the busy numbers serve
+    assert len(measured) == first
+    share[0], quiet[0] = 0.0, True
+    again = gpt2viz.load_model(str(ckpts.path("distilgpt2")))  # quiet: measured again, kept unmarked
+    assert len(measured) == 2 * first
+    assert not any(c.busy for c in again.kernels) and not any(entry["busy"] for entry in saved().values())
 
 
 @pytest.mark.parametrize("content", ["{not json", '{"version": 1, "cpus": {"k": {"x": {"bogus": 1}}}}', '[1, 2]', ""])

@@ -13,7 +13,9 @@ split wins at one row, it is timed again at its largest row count to decide how 
 The choices are kept in `$XDG_CACHE_HOME/gpt2viz/kernels.json` (default `~/.cache/gpt2viz`),
 under the CPU kind's key (kernels/cpu.py) and the thread count, so the next load measures
 nothing. A measurement taken while other processes kept the CPUs busy (gpt2viz/cpu_share.py) is
-used, but not kept. `GPT2VIZ_KERNELS=plain` uses the plain products everywhere and `=split` the
+kept marked `busy`, and measured again by the first load that finds the machine quiet (its load
+average under half its CPUs): so a machine that is always busy, such as a test suite's, measures
+once, and a quiet one ends with quiet numbers. `GPT2VIZ_KERNELS=plain` uses the plain products everywhere and `=split` the
 split wherever its digits allow, without measuring (for benchmarks and tests).
 """
 
@@ -22,7 +24,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import torch
@@ -62,6 +64,7 @@ class Choice:
     reason: str  # "faster", "slower", "other digits", "odd width", "one thread", "set by GPT2VIZ_KERNELS"
     plain_us: float | None = None  # the fastest call measured, one row
     split_us: float | None = None
+    busy: bool = False  # measured while other processes kept the CPUs busy
 
 
 def cache_path() -> Path:
@@ -95,7 +98,7 @@ def choose_kernels(model) -> list[Choice]:
         name = f"{product} {n_in}x{n_out}"
         if name not in made:
             known = remembered.get(name)
-            if known is not None and mode() == "measure":
+            if known is not None and mode() == "measure" and not (known.busy and _quiet_now()):
                 made[name] = known
             else:
                 made[name] = _decide(layer, product, threads)
@@ -104,12 +107,23 @@ def choose_kernels(model) -> list[Choice]:
             layer.product = SplitBlockProduct(choice.max_rows) if choice.kernel == SPLIT else plain_block_product
         else:
             layer.product = SplitHeadProduct(choice.max_rows) if choice.kernel == SPLIT else plain_head_product
-    measured = {name: c for name, c in made.items() if name not in remembered}
+    measured = {name: c for name, c in made.items() if c is not remembered.get(name)}
     if measured and mode() == "measure":
         share = others_share(before, cpu_ticks())
-        if share is not None and share <= BUSY_SHARE:
-            _write_cache(key, {**remembered, **measured})
+        busy = share is None or share > BUSY_SHARE
+        measured = {name: replace(c, busy=busy) for name, c in measured.items()}
+        made.update(measured)
+        _write_cache(key, {**remembered, **measured})
     return list(made.values())
+
+
+def _quiet_now() -> bool:
+    """Whether the machine looks quiet enough to measure again: its load average over the last
+    minute under half its CPUs (False where the system does not say)."""
+    try:
+        return os.getloadavg()[0] < 0.5 * (os.cpu_count() or 1)
+    except (AttributeError, OSError):
+        return False
 
 
 def _decide(layer, product: str, threads: int) -> Choice:
@@ -117,14 +131,14 @@ def _decide(layer, product: str, threads: int) -> Choice:
     n_in, n_out = (weight.shape if product == "block" else weight.shape[::-1])
     plain = Choice(product, n_in, n_out, PLAIN, 0, "")
     if threads < 2:
-        return _with(plain, reason="one thread")
+        return replace(plain, reason="one thread")
     if product == "block" and not block_splittable(n_out):
-        return _with(plain, reason="odd width")
+        return replace(plain, reason="odd width")
     if product == "block" and not _same_digits(layer.weight, layer.bias):
-        return _with(plain, reason="other digits")
+        return replace(plain, reason="other digits")
     max_rows = BLOCK_MAX_ROWS if product == "block" else HEAD_MAX_ROWS
     if mode() == PLAIN:
-        return _with(plain, reason="set by " + MODE_ENV)
+        return replace(plain, reason="set by " + MODE_ENV)
     if mode() == "split":
         return Choice(product, n_in, n_out, SPLIT, max_rows, "set by " + MODE_ENV)
     plain_us, split_us = _time_both(layer, product, 1)
@@ -133,10 +147,6 @@ def _decide(layer, product: str, threads: int) -> Choice:
     many_plain, many_split = _time_both(layer, product, max_rows)
     reach = max_rows if many_split < MARGIN * many_plain else 1
     return Choice(product, n_in, n_out, SPLIT, reach, "faster", plain_us, split_us)
-
-
-def _with(choice: Choice, reason: str) -> Choice:
-    return Choice(choice.product, choice.n_in, choice.n_out, choice.kernel, choice.max_rows, reason)
 
 
 def _same_digits(weight: torch.Tensor, bias: torch.Tensor) -> bool:

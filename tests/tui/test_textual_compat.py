@@ -50,3 +50,23 @@ def test_no_other_module_of_the_app_touches_textuals_private_parts():
             if isinstance(node, ast.FunctionDef) and node.name in PRIVATE:
                 found.append(f"{path.relative_to(TUI)}:{node.lineno} def {node.name}")
     assert not found, found
+
+
+def test_a_strip_makes_the_caches_textual_gives_it_on_first_use_and_keeps_them():
+    from rich.segment import Segment
+    from textual.cache import FIFOCache
+    from textual.strip import Strip
+
+    # The caches Textual's own __init__ makes, by name and size, are the ones made lazily.
+    original = object.__new__(Strip)
+    textual_compat._REPLACED[Strip, "__init__"](original, [Segment("ab")])
+    made = {}
+    for name in Strip.__slots__:
+        value = Strip.__dict__[name].fget(original) if isinstance(Strip.__dict__[name], property) else None
+        if isinstance(value, FIFOCache):
+            made[name] = value._maxsize
+    assert made == textual_compat._STRIP_CACHES
+    strip = Strip([Segment("hello "), Segment("world")])
+    assert strip.crop(0, 7) is strip.crop(0, 7)  # the crop cache holds what it made
+    assert strip.crop(0, 7).text == "hello w" and strip.cell_length == 11
+    assert len(strip._crop_cache) == 1

@@ -171,9 +171,18 @@ def _pilot_run(keys: list[str], size: tuple[int, int]):
     import asyncio
 
     def run(app, *args, **kwargs):
+        async def settled(pilot):
+            """Until the app's model work is done or the app has ended: a key then goes to the screen
+            the work leads to, and the walk never leaves before a refusal the work would report (a
+            slow load on a busy machine once let the walk end first, exit status 0)."""
+            while app.return_code is None and not app.session.jobs.idle:  # the case's timeout ends a hang
+                await pilot.pause()
+                await asyncio.sleep(0.01)
+
         async def walk():
             async with app.run_test(size=size) as pilot:
                 await pilot.pause()
+                await settled(pilot)
                 for key in keys:
                     if app.return_code is not None:
                         break  # the app ended (an error it reported): nothing more to press
@@ -186,6 +195,7 @@ def _pilot_run(keys: list[str], size: tuple[int, int]):
                                 await pilot.pause()
                     else:
                         await pilot.press(key)
+                await settled(pilot)
                 await pilot.pause()
 
         try:

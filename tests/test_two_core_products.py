@@ -245,5 +245,5 @@ def test_decode_step_through_the_split_products_matches_transformers(monkeypatch
 
 
 def test_a_choice_round_trips_through_the_cache_format():
-    made = Choice("head", 768, 50257, SPLIT, HEAD_MAX_ROWS, "faster", 4120.7, 2010.3)
-    assert Choice(**json.loads(json.dumps(choice.asdict(made)))) == made
+    made = Choice("head", 768, 50257, SPLIT, HEAD_MAX_ROWS, "faster", 4120.7, 2010.3, busy=True, layers=("lm_head",))
+    assert Choice.from_dict(json.loads(json.dumps(made.to_dict()))) == made

@@ -65,6 +65,18 @@ class Choice:
     plain_us: float | None = None  # the fastest call measured, one row
     split_us: float | None = None
     busy: bool = False  # measured while other processes kept the CPUs busy
+    layers: tuple[str, ...] = ()  # the model's layers with this shape: "attn.c_attn", "lm_head"
+
+    def to_dict(self) -> dict:
+        """As a trace and the cache record it (docs/trace.md, `model.kernels`)."""
+        return {**asdict(self), "layers": list(self.layers)}
+
+    @classmethod
+    def from_dict(cls, fields: dict) -> "Choice":
+        return cls(**{**fields, "layers": tuple(fields.get("layers", ()))})
+
+
+REASONS = ("faster", "slower", "other digits", "odd width", "one thread", "set by " + MODE_ENV)
 
 
 def cache_path() -> Path:
@@ -87,8 +99,9 @@ def choose_kernels(model) -> list[Choice]:
     key = this_cpu().key(threads)
     remembered = _read_cache().get(key, {})
     made: dict[str, Choice] = {}
+    layers: dict[str, list[str]] = {}
     before = cpu_ticks()
-    for layer in model.modules():
+    for path, layer in model.named_modules():
         if isinstance(layer, Conv1D):
             product, n_in, n_out = "block", *layer.weight.shape
         elif isinstance(layer, TiedLMHead):
@@ -96,6 +109,9 @@ def choose_kernels(model) -> list[Choice]:
         else:
             continue
         name = f"{product} {n_in}x{n_out}"
+        role = "lm_head" if product == "head" else path.split(".", 2)[-1]  # "h.3.attn.c_attn" -> "attn.c_attn"
+        if role not in layers.setdefault(name, []):
+            layers[name].append(role)
         if name not in made:
             known = remembered.get(name)
             if known is not None and mode() == "measure" and not (known.busy and _quiet_now()):
@@ -114,7 +130,7 @@ def choose_kernels(model) -> list[Choice]:
         measured = {name: replace(c, busy=busy) for name, c in measured.items()}
         made.update(measured)
         _write_cache(key, {**remembered, **measured})
-    return list(made.values())
+    return [replace(c, layers=tuple(layers[name])) for name, c in made.items()]
 
 
 def _quiet_now() -> bool:
@@ -193,7 +209,7 @@ def _read_cache() -> dict[str, dict[str, Choice]]:
         data = json.loads(cache_path().read_text(encoding="utf-8"))
         if data.get("version") != CACHE_VERSION:
             return {}
-        return {key: {name: Choice(**fields) for name, fields in entries.items()} for key, entries in data["cpus"].items()}
+        return {key: {name: Choice.from_dict(fields) for name, fields in entries.items()} for key, entries in data["cpus"].items()}
     except (OSError, ValueError, TypeError, KeyError, AttributeError):
         return {}
 
@@ -203,8 +219,8 @@ def _write_cache(key: str, entries: dict[str, Choice]) -> None:
     reader never sees half a file); a cache that cannot be written is left as it is."""
     path = cache_path()
     try:
-        cpus = {k: {name: asdict(c) for name, c in v.items()} for k, v in _read_cache().items()}
-        cpus[key] = {name: asdict(c) for name, c in entries.items()}
+        cpus = {k: {name: c.to_dict() for name, c in v.items()} for k, v in _read_cache().items()}
+        cpus[key] = {name: c.to_dict() for name, c in entries.items()}
         path.parent.mkdir(parents=True, exist_ok=True)
         temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         try:

@@ -37,10 +37,9 @@ class CpuKind:
         return f"{self.model} | {' '.join(self.flags)} | torch {self.torch} {self.capability} | {steered} | threads {threads}"
 
     def describe(self) -> str:
-        """For benchmark records: 'Intel(R) Xeon(R) Processor; avx2 fma ...; torch AVX512, not steered'."""
-        return f"{self.model}; {' '.join(self.flags) or 'none of ' + ', '.join(FLAGS)}; torch {self.capability}, " + (
-            " ".join(self.steered) or "not steered"
-        )
+        """In one line, names and codes only (a trace shows it in every language): 'Intel(R) Xeon(R)
+        Processor; avx2 fma ... amx_tile; torch AVX2; ATEN_CPU_CAPABILITY=avx2'."""
+        return "; ".join(part for part in (self.model, " ".join(self.flags), f"torch {self.capability}", " ".join(self.steered)) if part)
 
 
 def _cpuinfo() -> dict[str, str]:

@@ -34,6 +34,8 @@ from ..i18n import _, placeholders, table
 from ..i18n.language import DEFAULT
 from ..input_files import shown as _shown
 from ..interventions import Ablation, AblationError
+from ..kernels.choice import PLAIN, REASONS, SPLIT
+from ..kernels.split import HEAD_MAX_ROWS
 from ..model.config import MAX_TOKEN_ID, GPT2Config
 from .document import CONFIG_LIMITS, MAX_INTERVENTIONS, MAX_NOTICES, MAX_TOPK, SCHEMA, SCHEMA_V1
 from .event_checks import _check_events, _check_kv_cache, _check_topk
@@ -114,9 +116,35 @@ def check_document(doc: object) -> None:
         _check_model_files(doc["model_files"], model, config)
 
 
+MAX_KERNEL_PRODUCTS = 16  # distinct weight shapes: GPT-2 has at most five
+MAX_KERNEL_LAYERS = 8  # layer names sharing one shape
+
+
+def _check_kernels(kernels: dict, where: str) -> None:
+    """How the recording machine multiplied by the weights (gpt2viz.kernels)."""
+    kernels = _fields(kernels, where, ("cpu", "products"))
+    _str(kernels["cpu"], f"{where}.cpu")
+    for i, product in enumerate(_list(kernels["products"], f"{where}.products", MAX_KERNEL_PRODUCTS)):
+        at = f"{where}.products[{i}]"
+        product = _fields(product, at, ("product", "n_in", "n_out", "kernel", "max_rows", "reason", "plain_us",
+                                        "split_us", "busy", "layers"))
+        _choice(product["product"], f"{at}.product", ("block", "head"))
+        _int(product["n_in"], f"{at}.n_in", 1)
+        _int(product["n_out"], f"{at}.n_out", 1)
+        _choice(product["kernel"], f"{at}.kernel", (PLAIN, SPLIT))
+        _int(product["max_rows"], f"{at}.max_rows", 0, HEAD_MAX_ROWS)  # the split's reach (0: plain)
+        _choice(product["reason"], f"{at}.reason", REASONS)
+        for key in ("plain_us", "split_us"):
+            if product[key] is not None:
+                _positive(product[key], f"{at}.{key}")
+        _bool(product["busy"], f"{at}.busy")
+        for k, name in enumerate(_list(product["layers"], f"{at}.layers", MAX_KERNEL_LAYERS, non_empty=True)):
+            _str(name, f"{at}.layers[{k}]", 100)
+
+
 def _check_model(model: dict) -> GPT2Config:
     _fields(model, "model", ("name", "source", "config", "n_params", "dtype", "stored_dtype", "device"),
-            ("compute_dtype", "weight_bytes", "step_weight_bytes"))  # missing in traces written before 2026-12-01 (-02)
+            ("compute_dtype", "weight_bytes", "step_weight_bytes", "kernels"))  # missing in traces written before 2026-12-01 (-02, -04)
     _str(model["name"], "model.name")
     source = _fields(model["source"], "model.source", ("kind", "path"))
     _choice(source["kind"], "model.source.kind", SOURCE_KINDS)
@@ -136,6 +164,8 @@ def _check_model(model: dict) -> GPT2Config:
         _fail("model.stored_dtype", _("{field} must be one of {choices}, got {value}").format(
             field="model.stored_dtype", choices="float32, bfloat16, float16, float64 (+ ...)", value=_shown(model["stored_dtype"])))
     _str(model["device"], "model.device")
+    if "kernels" in model:
+        _check_kernels(model["kernels"], "model.kernels")
     try:  # the checks a config.json gets
         return GPT2Config.from_saved(config)
     except ConfigError as err:

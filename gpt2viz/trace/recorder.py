@@ -16,6 +16,7 @@ from ..generate import STOP_CANCELLED, STOP_CONTEXT, SamplingSettings, SampleEve
 from ..hooks import layer_of
 from ..i18n import N_, count
 from ..interventions import Ablation, applied
+from ..kernels.cpu import this_cpu
 from ..language_model import LanguageModel
 from ..model.weights import FLOAT_DTYPES
 from . import events as ev
@@ -508,6 +509,8 @@ def model_info(lm: LanguageModel) -> dict:
         "step_weight_bytes": lm.step_weight_bytes,
         "stored_dtype": stored_formats(lm.stored_dtype),
         "device": str(lm.model.device),
+        # How this machine multiplies by the weights (gpt2viz.kernels): float32 products only.
+        "kernels": {"cpu": this_cpu().describe(), "products": [c.to_dict() for c in lm.kernels]},
     }
 
 

@@ -13,7 +13,7 @@ from ..trace import Trace
 from ..trace.notices import notice_text
 from .facts import RunFacts
 from .file_facts import FileFacts, Setting, StoredFile, TokenizerFacts, WeightFacts
-from .formatting import DTYPE_BYTES, clip, count, nbytes
+from .formatting import DTYPE_BYTES, clip, count, nbytes, num
 from .stages import Stage
 
 DIRECTORY_CELLS = 60  # of a checkpoint's directory quoted in the text
@@ -87,6 +87,9 @@ def model_files_words(trace: Trace, stage: Stage, f: RunFacts, head: int, genera
         paragraphs += [_weights(trace, f, w), _head(f, w)]
     if t is not None:
         paragraphs.append(_tokenizer(t))
+    kernels = _kernels(trace)
+    if kernels:
+        paragraphs.append(kernels)
     # What the user was told (the hub, the weights, the prompt), on the stage the walk starts at.
     paragraphs += [say("stage.note", notice=notice_text(notice)) for notice in trace.notices]
     p = f.params
@@ -104,6 +107,36 @@ def model_files_words(trace: Trace, stage: Stage, f: RunFacts, head: int, genera
     else:
         flow = [say("stage.model_files.flow_config_unrecorded")]
     return "\n\n".join(paragraphs), formula, flow
+
+
+# A product's choice (model.kernels.products[].reason) -> its sentence.
+KERNEL_REASONS = {
+    "faster": "faster", "slower": "slower", "other digits": "other_digits", "odd width": "odd_width",
+    "one thread": "one_thread",
+}
+
+
+def _kernels(trace: Trace) -> str:
+    """How the recording machine multiplied by each weight shape: one line each ('' for a trace
+    without them, or of a format whose kernels its number format sets)."""
+    kernels = trace.model.get("kernels") or {}
+    products = kernels.get("products") or []
+    if not products:
+        return ""
+    lines = [say("stage.model_files.kernels", cpu=safe_line(str(kernels.get("cpu", "?"))))]
+    for p in products:
+        reason = KERNEL_REASONS.get(p["reason"]) or ("set_split" if p["kernel"] != "plain" else "set_plain")
+        lines.append(say(
+            f"stage.model_files.kernel.{reason}", layers=_(", ").join(safe_line(str(name)) for name in p["layers"]),
+            shape=f"{count(p['n_in'])} × {count(p['n_out'])}", plain=_micro(p["plain_us"]), split=_micro(p["split_us"]),
+        ))
+    if any(p["busy"] and p["plain_us"] is not None for p in products):
+        lines.append(say("stage.model_files.kernels_busy"))
+    return "\n".join(lines)
+
+
+def _micro(us: float | None) -> str:
+    return "?" if us is None else num(us, 3)
 
 
 def _device(trace: Trace) -> str:

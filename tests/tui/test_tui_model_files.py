@@ -17,7 +17,7 @@ from tui_helpers import TINY_TRACE, run_async, stage_text
 from zh_words import english_words, run_words
 from gpt2viz.i18n import count, set_language
 from gpt2viz.model.sources import bundled_dir
-from gpt2viz.trace import load, trace_prompt
+from gpt2viz.trace import Trace, load, trace_prompt
 from gpt2viz.tui.app import make_app
 from gpt2viz.tui.commands import MapCommands
 from gpt2viz.tui.screens.help import HelpScreen, key_rows
@@ -255,3 +255,38 @@ def test_the_tokenizer_sentence_counts_what_the_vocabulary_starts_from(added, sa
 
     text = _tokenizer(TokenizerFacts((), "BPE", 50257, 50000, added, ()))
     assert said in text
+
+
+def test_the_kernels_this_machine_chose_are_said_in_both_languages():
+    """The Model files stage says, per weight shape, which kernel the recording machine chose and
+    why (gpt2viz.kernels): what the trace records, whatever the machine; nothing for another format."""
+    lm = gpt2viz.load_model(str(bundled_dir()))
+    trace = trace_prompt(lm, "Hello")
+    doc = trace.to_dict()
+    recorded = doc["model"]["kernels"]
+    assert [p["layers"] for p in recorded["products"]] == [
+        ["attn.c_attn"], ["attn.c_proj"], ["mlp.c_fc"], ["mlp.c_proj"], ["lm_head"]
+    ]
+    # Every sentence, whichever this machine's choices are: one product per reason.
+    for p, reason in zip(doc["model"]["kernels"]["products"], ["faster", "slower", "other digits", "odd width", "one thread"]):
+        p.update(reason=reason, kernel="two-core split" if reason == "faster" else "plain",
+                 max_rows=8 if reason == "faster" else 0, plain_us=120.0, split_us=61.5, busy=True)
+    doc["model"]["kernels"]["cpu"] = "Some CPU; avx2"
+    shown = Trace.from_dict(doc)
+    english = narrate(shown, Stage("model_files"), generate_key="g").text
+    assert "measured on the machine that ran this (Some CPU; avx2)" in english
+    assert "• attn.c_attn (112 × 336): two halves, 61.5 µs against 120 µs as one product (one row)." in english
+    assert "• attn.c_proj (112 × 112): one product, 120 µs against 61.5 µs in two halves (one row)." in english
+    assert "• mlp.c_fc (112 × 448): one product; in two halves this CPU's BLAS adds in another order" in english
+    assert "• mlp.c_proj (448 × 112): one product; its halves would not be whole SIMD vectors." in english
+    assert "• lm_head (112 × 50,257): one product; with one thread there is nothing to split over." in english
+    assert "Other programs kept the CPUs busy while these were timed" in english
+    set_language("zh")
+    chinese = narrate(shown, Stage("model_files"), generate_key="g").text
+    assert "拆成两半，61.5 微秒" in chinese and "重新计时" in chinese
+    assert Counter(NUMBER.findall(chinese)) == Counter(NUMBER.findall(english))
+    set_language("en")
+    # Another format: its kernels are its number format's (model/precision.py); no paragraph.
+    other = trace_prompt(gpt2viz.load_model(str(bundled_dir()), dtype="bfloat16"), "Hello")
+    assert other.to_dict()["model"]["kernels"]["products"] == []
+    assert "measured on the machine" not in narrate(other, Stage("model_files"), generate_key="g").text

@@ -90,6 +90,25 @@ TEXT = {
         "{n} tensors are causal masks that older versions of transformers saved with the weights: not "
         "weights, never read."
     ),
+    # How the machine that recorded the run multiplies by the weights (gpt2viz.kernels; float32).
+    "stage.model_files.kernels": (
+        "How to multiply by each weight was measured on the machine that ran this ({cpu}) when it "
+        "loaded them: one product as the BLAS computes it, or the weight's two halves on one core each."
+    ),
+    "stage.model_files.kernel.faster": "• {layers} ({shape}): two halves, {split} µs against {plain} µs as one product (one row).",
+    "stage.model_files.kernel.slower": "• {layers} ({shape}): one product, {plain} µs against {split} µs in two halves (one row).",
+    "stage.model_files.kernel.other_digits": (
+        "• {layers} ({shape}): one product; in two halves this CPU's BLAS adds in another order, so the "
+        "last digits would change."
+    ),
+    "stage.model_files.kernel.odd_width": "• {layers} ({shape}): one product; its halves would not be whole SIMD vectors.",
+    "stage.model_files.kernel.one_thread": "• {layers} ({shape}): one product; with one thread there is nothing to split over.",
+    "stage.model_files.kernel.set_split": "• {layers} ({shape}): two halves, as GPT2VIZ_KERNELS sets.",
+    "stage.model_files.kernel.set_plain": "• {layers} ({shape}): one product, as GPT2VIZ_KERNELS sets.",
+    "stage.model_files.kernels_busy": (
+        "Other programs kept the CPUs busy while these were timed: the times are not the kernels' own, "
+        "and gpt2viz times them again once the machine is quiet."
+    ),
     "stage.model_files.tokenizer": (
         "The tokenizer ({model}) has {vocab} tokens: {base} to start from (for GPT-2, the 256 byte "
         "values), {merges} merges learned from text, each gluing a frequent pair into one longer token, "

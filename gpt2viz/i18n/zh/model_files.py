@@ -65,6 +65,22 @@ TEXT = {
         "这比它的 {n_params} 个参数每个占一个字节所需的 {plain} 多出 {extra}：每一行 int8 数都有一个 float32 "
         "缩放系数，内核为了读得更快会保存打包的副本，还有一些权重保持 float32。一次解码步读取其中的 {step}。"
     ),
+    "stage.model_files.kernels": (
+        "每个权重怎么乘，是运行这次的机器（{cpu}）在加载时实测决定的：要么按 BLAS 的方式算成一次乘法，"
+        "要么把权重拆成两半，每半用一个核。"
+    ),
+    "stage.model_files.kernel.faster": "• {layers}（{shape}）：拆成两半，{split} 微秒，一次乘法要 {plain} 微秒（一行）。",
+    "stage.model_files.kernel.slower": "• {layers}（{shape}）：一次乘法，{plain} 微秒，拆成两半要 {split} 微秒（一行）。",
+    "stage.model_files.kernel.other_digits": (
+        "• {layers}（{shape}）：一次乘法；拆成两半时这台 CPU 的 BLAS 相加的顺序不同，最后几位数字会变。"
+    ),
+    "stage.model_files.kernel.odd_width": "• {layers}（{shape}）：一次乘法；拆开的两半不是完整的 SIMD 向量。",
+    "stage.model_files.kernel.one_thread": "• {layers}（{shape}）：一次乘法；只有一个线程，没法拆。",
+    "stage.model_files.kernel.set_split": "• {layers}（{shape}）：拆成两半，由 GPT2VIZ_KERNELS 指定。",
+    "stage.model_files.kernel.set_plain": "• {layers}（{shape}）：一次乘法，由 GPT2VIZ_KERNELS 指定。",
+    "stage.model_files.kernels_busy": (
+        "计时的时候其他程序占着 CPU：这些时间不只是内核本身的，机器空闲后 gpt2viz 会重新计时。"
+    ),
     "stage.model_files.tied": (
         "文件里没有单独的 LM head：GPT-2 直接用 wte 给下一个 token 打分（权重共享），"
         "所以 wte 的 {wte} 个数用了两次：一次查表，一次打分。"

@@ -55,6 +55,9 @@ def direct_logit_attribution(lm: LanguageModel, ids: list[int], token_id: int | 
     """Splits the logit of `token_id` (default: the model's top token) at the last position of
     the pass over `ids` into the direct terms of every part of the network."""
     model, config = lm.model, lm.config
+    ids = lm.encode_prompt(ids)  # integers in the vocabulary, or an InputError
+    if token_id is not None:
+        token_id = lm.check_token_id(token_id, "token_id")
     names = ["hook_embed", "hook_pos_embed", "ln_final.hook_scale"]
     for layer in range(config.n_layer):
         names += [hook_name("attn.hook_z", layer), hook_name("hook_mlp_out", layer)]

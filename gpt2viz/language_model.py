@@ -7,6 +7,7 @@ This facade sits above the core (`model/`) and above `generate`, and uses both; 
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -109,6 +110,21 @@ class LanguageModel:
         if bad is not None:
             raise InputError("prompt", N_("{setting}: id {id} is outside the vocabulary (0 to {last})"), id=bad, last=vocab - 1)
         return list(prompt)
+
+    def check_token_id(self, value: object, setting: str) -> int:
+        """`value` as a token id of this model's vocabulary: an integer (a Python, NumPy or
+        one-element torch integer) from 0 to vocab_size - 1. Anything else is an InputError: a
+        negative id such as -1 is refused, not read from the end."""
+        try:
+            if isinstance(value, bool):
+                raise TypeError
+            index = operator.index(value)  # not a float, a string, or a tensor of several ids
+        except TypeError:
+            index = -1
+        if not 0 <= index < self.config.vocab_size:
+            raise InputError(setting, N_("{setting} must be a token id from 0 to {last}, got {value}"),
+                             last=self.config.vocab_size - 1, value=_shown(value))
+        return index
 
     def pad(self, prompts: list[str | list[int]], side: str = "left") -> tuple[torch.Tensor, torch.Tensor]:
         """Several prompts as one batch: ids `[B, T]` padded to the longest with end-of-text, and

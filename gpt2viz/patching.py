@@ -85,6 +85,9 @@ def patch_residual_stream(
                 clean=len(clean_ids), corrupted=len(corrupted_ids)
             )
         )
+    clean_ids, corrupted_ids = lm.encode_prompt(clean_ids), lm.encode_prompt(corrupted_ids)  # ids in the vocabulary
+    if rival is not None:
+        rival = lm.check_token_id(rival, "rival")
     clean, clean_logits = residuals(lm, clean_ids)
     _unused, corrupted_logits = residuals(lm, corrupted_ids)
     answer = int(torch.argmax(clean_logits))

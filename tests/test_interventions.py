@@ -287,6 +287,32 @@ def test_patching_refuses_prompts_of_different_lengths(tiny_lm):
         patch_residual_stream(tiny_lm, [1, 2, 3], [1, 2])
 
 
+@pytest.mark.parametrize("bad", [-1, 50257, 2.0, "3", True, torch.tensor([1, 2])])
+def test_a_token_id_outside_the_vocabulary_is_refused_not_read_from_the_end(tiny_lm, bad):
+    """-1 would silently be the last token through indexing, 50257 a builtin IndexError."""
+    from gpt2viz.errors import InputError
+
+    ids = tiny_lm.encode_prompt(PROMPT)
+    with pytest.raises(InputError, match=r"token_id must be a token id from 0 to 50256, got") as refused:
+        direct_logit_attribution(tiny_lm, ids, bad)
+    assert isinstance(refused.value, ValueError)
+    with pytest.raises(InputError, match=r"rival must be a token id from 0 to 50256"):
+        patch_residual_stream(tiny_lm, ids, ids, rival=bad)
+    with pytest.raises(InputError, match="id 99999 is outside the vocabulary"):
+        direct_logit_attribution(tiny_lm, [1, 99999])
+    with pytest.raises(InputError, match="id -1 is outside the vocabulary"):
+        patch_residual_stream(tiny_lm, ids, [*ids[:-1], -1])
+
+
+def test_a_token_id_may_be_any_integer_kind(tiny_lm):
+    import numpy as np
+
+    ids = tiny_lm.encode_prompt(PROMPT)
+    want = direct_logit_attribution(tiny_lm, ids, 5).logit
+    for same in (np.int64(5), torch.tensor(5), torch.tensor([5])):
+        assert direct_logit_attribution(tiny_lm, ids, same).logit == want
+
+
 def test_ablate_on_the_command_line_is_recorded_and_replays(tmp_path, capsys):
     import json
 

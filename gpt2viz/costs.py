@@ -38,7 +38,7 @@ def bandwidth_probes(n: int = PROBE_N) -> tuple[dict[str, Callable[[], object]],
     gpt2viz does not use it)."""
     from .kernels.split import SplitBlockProduct
 
-    conv1d = SplitBlockProduct(max_rows=1)  # splits with two threads or more
+    conv1d = SplitBlockProduct(max_rows=1, threads=torch.get_num_threads())  # always the split
     a = torch.randn(n, n)
     x = torch.randn(n)
     zero = torch.zeros(n)

@@ -103,9 +103,9 @@ def test_unembed_halves_equal_linear(vocab, rows):
     torch.testing.assert_close(got, F.linear(x, wte), atol=1e-5, rtol=1e-5)
 
 
-def test_a_split_product_splits_up_to_its_rows_on_two_threads_only(two_threads, count_bmm):
+def test_a_split_product_splits_up_to_its_rows_at_its_thread_count_only(two_threads, count_bmm):
     conv = _conv(64, 96)
-    block, head = SplitBlockProduct(max_rows=4), SplitHeadProduct(max_rows=4)
+    block, head = SplitBlockProduct(max_rows=4, threads=2), SplitHeadProduct(max_rows=4, threads=2)
     wte = torch.randn(11, 64)
     for rows, split in ((1, True), (4, True), (5, False)):
         count_bmm.clear()
@@ -247,3 +247,59 @@ def test_decode_step_through_the_split_products_matches_transformers(monkeypatch
 def test_a_choice_round_trips_through_the_cache_format():
     made = Choice("head", 768, 50257, SPLIT, HEAD_MAX_ROWS, "faster", 4120.7, 2010.3, busy=True, layers=("lm_head",))
     assert Choice.from_dict(json.loads(json.dumps(made.to_dict()))) == made
+
+
+@pytest.mark.parametrize("entry", [
+    {"max_rows": None}, {"max_rows": "x"}, {"max_rows": 64}, {"kernel": "fast"}, {"reason": "because"},
+    {"plain_us": float("nan")}, {"plain_us": -1.0}, {"busy": "no"}, {"n_in": 0},
+    {"kernel": "two-core split", "max_rows": 8, "reason": "slower"},  # a split the measurement refused
+    {"kernel": "plain", "max_rows": 8},
+])
+def test_a_cache_entry_this_version_would_not_write_is_measured_again(monkeypatch, cache_dir, ckpts, two_threads, entry):
+    """A damaged or edited cache never reaches a product: a null max_rows once failed every pass."""
+    _quiet(monkeypatch)
+    gpt2viz.load_model(str(ckpts.path("distilgpt2")))
+    path = cache_dir / "kernels.json"
+    data = json.loads(path.read_text())
+    key = next(iter(data["cpus"]))
+    name = next(n for n in data["cpus"][key] if n.startswith("head"))
+    data["cpus"][key][name].update(entry)
+    path.write_text(json.dumps(data))
+    measured = []
+    real = choice._time_both
+    monkeypatch.setattr(choice, "_time_both", lambda *a: measured.append(a[1]) or real(*a))
+    lm = gpt2viz.load_model(str(ckpts.path("distilgpt2")))
+    assert "head" in measured  # only the damaged entry
+    assert all(p == "head" for p in measured)
+    ids = torch.tensor([lm.tokenizer.encode(PROMPT)])
+    lm.model(ids)  # runs
+    assert json.loads(path.read_text())["cpus"][key][name] != data["cpus"][key][name]
+
+
+@pytest.mark.parametrize("content", ["[" * 200_000, '{"version": 1, "cpus": [1]}', '{"version": 1, "cpus": {"k": 3}}'])
+def test_a_cache_file_of_any_shape_is_measured_again(monkeypatch, cache_dir, ckpts, two_threads, content):
+    _quiet(monkeypatch)
+    cache_dir.mkdir(parents=True)
+    (cache_dir / "kernels.json").write_text(content)
+    assert gpt2viz.load_model(str(ckpts.path("distilgpt2"))).kernels
+
+
+def test_a_relative_cache_home_is_ignored_and_no_home_is_no_error(monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/dir")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert choice.cache_path() == tmp_path / ".cache" / "gpt2viz" / "kernels.json"
+    monkeypatch.setattr(choice.Path, "home", lambda: (_ for _ in ()).throw(RuntimeError("no home")))
+    assert choice._read_cache() == {}
+    choice._write_cache("k", {})  # nothing to write to, no error
+
+
+def test_a_split_chosen_at_two_threads_is_plain_at_one(count_bmm):
+    conv = _conv(64, 96)
+    block = SplitBlockProduct(max_rows=8, threads=2)
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        block(torch.randn(1, 64), conv.weight, conv.bias)
+    finally:
+        torch.set_num_threads(before)
+    assert count_bmm == []

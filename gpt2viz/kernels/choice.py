@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -72,15 +73,36 @@ class Choice:
         return {**asdict(self), "layers": list(self.layers)}
 
     @classmethod
-    def from_dict(cls, fields: dict) -> "Choice":
-        return cls(**{**fields, "layers": tuple(fields.get("layers", ()))})
+    def from_dict(cls, fields: dict) -> Choice:
+        """A choice read back from the cache; a ValueError for one that this version could not
+        have written (a damaged or edited file): it is then measured again."""
+        choice = cls(**{**fields, "layers": tuple(fields.get("layers", ()))})
+        reach = BLOCK_MAX_ROWS if choice.product == "block" else HEAD_MAX_ROWS
+        timed = (choice.plain_us, choice.split_us)
+        if not (
+            choice.product in ("block", "head")
+            and all(type(n) is int and n > 0 for n in (choice.n_in, choice.n_out))
+            and choice.reason in REASONS
+            and type(choice.max_rows) is int
+            and (choice.kernel, choice.max_rows > 0) in ((PLAIN, False), (SPLIT, True))
+            and choice.max_rows <= reach
+            and (choice.kernel == SPLIT) == (choice.reason in ("faster", "set by " + MODE_ENV))
+            and all(t is None or (type(t) in (int, float) and 0 < t < 1e9) for t in timed)
+            and type(choice.busy) is bool
+        ):
+            raise ValueError("not a kernel choice this version writes")
+        return choice
 
 
 REASONS = ("faster", "slower", "other digits", "odd width", "one thread", "set by " + MODE_ENV)
 
 
 def cache_path() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    """$XDG_CACHE_HOME/gpt2viz/kernels.json; ~/.cache where it is unset or not absolute (the XDG
+    rule: a relative one is ignored)."""
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    if not os.path.isabs(base):
+        base = str(Path.home() / ".cache")
     return Path(base) / "gpt2viz" / CACHE_FILE
 
 
@@ -96,6 +118,10 @@ def choose_kernels(model) -> list[Choice]:
     if model.precision != "float32" or model.device.type != "cpu":
         return []
     threads = torch.get_num_threads()
+    if threads == 1 and (os.cpu_count() or 1) > 1:
+        # Loaded while the machine was busy (gpt2viz/threads.py): choose for the two threads a
+        # quiet moment gives, which the products check at each call.
+        threads = 2
     key = this_cpu().key(threads)
     remembered = _read_cache().get(key, {})
     made: dict[str, Choice] = {}
@@ -114,30 +140,44 @@ def choose_kernels(model) -> list[Choice]:
             layers[name].append(role)
         if name not in made:
             known = remembered.get(name)
-            if known is not None and mode() == "measure" and not (known.busy and _quiet_now()):
-                made[name] = known
-            else:
-                made[name] = _decide(layer, product, threads)
+            usable = known is not None and mode() == "measure" and not (known.busy and _quiet_now())
+            if usable and known.kernel == SPLIT and product == "block":
+                # Checked again on this weight: another weight of the shape, or a BLAS steered
+                # otherwise, may add in another order (two small products per shape).
+                usable = _at_threads(threads, _same_digits, layer.weight, layer.bias)
+            made[name] = known if usable else _at_threads(threads, _decide, layer, product, threads)
         choice = made[name]
         if product == "block":
-            layer.product = SplitBlockProduct(choice.max_rows) if choice.kernel == SPLIT else plain_block_product
+            layer.product = SplitBlockProduct(choice.max_rows, threads) if choice.kernel == SPLIT else plain_block_product
         else:
-            layer.product = SplitHeadProduct(choice.max_rows) if choice.kernel == SPLIT else plain_head_product
+            layer.product = SplitHeadProduct(choice.max_rows, threads) if choice.kernel == SPLIT else plain_head_product
     measured = {name: c for name, c in made.items() if c is not remembered.get(name)}
     if measured and mode() == "measure":
         share = others_share(before, cpu_ticks())
-        busy = share is None or share > BUSY_SHARE
+        busy = share is not None and share > BUSY_SHARE  # unknown (no /proc/stat): taken as it is
         measured = {name: replace(c, busy=busy) for name, c in measured.items()}
         made.update(measured)
         _write_cache(key, {**remembered, **measured})
     return [replace(c, layers=tuple(layers[name])) for name, c in made.items()]
 
 
+def _at_threads(threads: int, work, *args):
+    """`work(*args)` with torch's thread count set to `threads`, then set back."""
+    before = torch.get_num_threads()
+    if before == threads:
+        return work(*args)
+    torch.set_num_threads(threads)
+    try:
+        return work(*args)
+    finally:
+        torch.set_num_threads(before)
+
+
 def _quiet_now() -> bool:
     """Whether the machine looks quiet enough to measure again: its load average over the last
-    minute under half its CPUs (False where the system does not say)."""
+    minute under a quarter of its CPUs (False where the system does not say)."""
     try:
-        return os.getloadavg()[0] < 0.5 * (os.cpu_count() or 1)
+        return os.getloadavg()[0] < 0.25 * (os.cpu_count() or 1)
     except (AttributeError, OSError):
         return False
 
@@ -171,7 +211,7 @@ def _same_digits(weight: torch.Tensor, bias: torch.Tensor) -> bool:
     rows = torch.randn(BLOCK_MAX_ROWS, weight.size(0), generator=generator)
     return all(
         torch.equal(conv1d_halves(rows[:n], weight, bias), torch.addmm(bias, rows[:n], weight))
-        for n in (1, BLOCK_MAX_ROWS)
+        for n in range(1, BLOCK_MAX_ROWS + 1)
     )
 
 
@@ -180,13 +220,13 @@ def _time_both(layer, product: str, n_rows: int) -> tuple[float, float]:
     if product == "block":
         rows = torch.randn(n_rows, layer.weight.size(0))
         plain = lambda: torch.addmm(layer.bias, rows, layer.weight)
-        split = SplitBlockProduct(n_rows)
+        split = SplitBlockProduct(n_rows, torch.get_num_threads())
         fast = lambda: split(rows, layer.weight, layer.bias)
     else:
         wte = layer.wte.weight
         rows = torch.randn(n_rows, wte.size(1))
         plain = lambda: torch.nn.functional.linear(rows, wte)
-        split = SplitHeadProduct(n_rows)
+        split = SplitHeadProduct(n_rows, torch.get_num_threads())
         fast = lambda: split(rows, wte)
     best = [float("inf"), float("inf")]
     plain(), fast()  # the first calls pay for allocations and caches
@@ -203,30 +243,39 @@ def _time_both(layer, product: str, n_rows: int) -> tuple[float, float]:
 
 
 def _read_cache() -> dict[str, dict[str, Choice]]:
-    """The remembered choices by CPU key; nothing where the file is missing, unreadable or not
-    what this version wrote (it is then measured again and rewritten)."""
+    """The remembered choices by CPU key; an entry that is not what this version writes is left
+    out (measured again and rewritten), and a file that cannot be read at all gives nothing."""
     try:
         data = json.loads(cache_path().read_text(encoding="utf-8"))
-        if data.get("version") != CACHE_VERSION:
-            return {}
-        return {key: {name: Choice.from_dict(fields) for name, fields in entries.items()} for key, entries in data["cpus"].items()}
-    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+    except Exception:  # noqa: BLE001 (missing, unreadable, not JSON, nested too deep, no home directory)
         return {}
+    if not isinstance(data, dict) or data.get("version") != CACHE_VERSION or not isinstance(data.get("cpus"), dict):
+        return {}
+    kept: dict[str, dict[str, Choice]] = {}
+    for key, entries in data["cpus"].items():
+        for name, fields in entries.items() if isinstance(entries, dict) else ():
+            try:
+                kept.setdefault(key, {})[name] = Choice.from_dict(fields)
+            except (TypeError, ValueError):
+                continue
+    return kept
 
 
 def _write_cache(key: str, entries: dict[str, Choice]) -> None:
-    """Keeps `entries` under `key`, written whole through a temporary file beside the cache (a
+    """Keeps `entries` under `key`, written whole through a new temporary file beside the cache (a
     reader never sees half a file); a cache that cannot be written is left as it is."""
-    path = cache_path()
     try:
+        path = cache_path()
         cpus = {k: {name: c.to_dict() for name, c in v.items()} for k, v in _read_cache().items()}
         cpus[key] = {name: c.to_dict() for name, c in entries.items()}
         path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         try:
-            temporary.write_text(json.dumps({"version": CACHE_VERSION, "cpus": cpus}, indent=1), encoding="utf-8")
+            with os.fdopen(handle, "w", encoding="utf-8") as out:
+                json.dump({"version": CACHE_VERSION, "cpus": cpus}, out, indent=1, allow_nan=False)
             os.replace(temporary, path)
         finally:
-            temporary.unlink(missing_ok=True)
-    except OSError:
+            if os.path.exists(temporary):
+                os.unlink(temporary)
+    except (OSError, RuntimeError, ValueError):  # RuntimeError: no home directory to put it in
         pass

@@ -4,7 +4,7 @@ Two machines of the same model, flags and torch version run the same code paths 
 speed, so a kernel choice measured on one holds for the other: `CpuKind.key` names that kind.
 torch, oneDNN and fbgemm can be steered to another kind's code paths (an AVX-512 machine running
 the AVX2 kernels: `ATEN_CPU_CAPABILITY=avx2`, `ONEDNN_MAX_CPU_ISA=AVX2`,
-`FBGEMM_ENABLE_INSTRUCTIONS=AVX2`), so the steering is part of the kind too.
+`FBGEMM_ENABLE_INSTRUCTIONS=AVX2`; MKL by `MKL_ENABLE_INSTRUCTIONS`), so the steering is part of the kind too.
 """
 
 from __future__ import annotations
@@ -20,7 +20,10 @@ import torch
 # The instruction sets that change which kernel is fastest or exact: 256- and 512-bit vectors,
 # half-precision conversions, 8-bit and bfloat16 dot products, Intel's matrix tiles.
 FLAGS = ("avx2", "fma", "f16c", "avx512f", "avx512_vnni", "avx_vnni", "avx512_bf16", "avx512_fp16", "amx_tile")
-STEERING = ("ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA", "FBGEMM_ENABLE_INSTRUCTIONS")
+STEERING = (
+    "ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA", "FBGEMM_ENABLE_INSTRUCTIONS",
+    "MKL_ENABLE_INSTRUCTIONS", "MKL_CBWR", "MKL_DEBUG_CPU_TYPE",  # MKL's own code paths
+)
 
 
 @dataclass(frozen=True)

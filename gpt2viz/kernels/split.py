@@ -7,7 +7,8 @@ batch of two (torch gives each its own core) reads it up to twice as fast. Where
 uses every core, the split only adds work: `choice` measures which is the case.
 
 Both products take rows `(R, in)` and fall back to the plain product above `max_rows` rows (a
-prefill: there the BLAS's own matrix-matrix kernel uses the cores) and with one torch thread.
+prefill: there the BLAS's own matrix-matrix kernel uses the cores) and at another torch thread
+count than the one they were chosen at (one thread has nothing to split over).
 """
 
 from __future__ import annotations
@@ -59,11 +60,14 @@ class SplitBlockProduct:
 
     name = "two-core split"
 
-    def __init__(self, max_rows: int) -> None:
+    def __init__(self, max_rows: int, threads: int) -> None:
         self.max_rows = max_rows
+        self.threads = threads  # the thread count its digits were checked at
 
     def __call__(self, rows: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
-        if rows.size(0) <= self.max_rows and torch.get_num_threads() > 1:
+        # Another thread count (gpt2viz/threads.py lowers it on a busy machine) may add in another
+        # order: then the plain product.
+        if rows.size(0) <= self.max_rows and torch.get_num_threads() == self.threads:
             return conv1d_halves(rows, weight, bias)
         return torch.addmm(bias, rows, weight)
 
@@ -73,10 +77,11 @@ class SplitHeadProduct:
 
     name = "two-core split"
 
-    def __init__(self, max_rows: int) -> None:
+    def __init__(self, max_rows: int, threads: int) -> None:
         self.max_rows = max_rows
+        self.threads = threads  # the thread count it was chosen at
 
     def __call__(self, rows: torch.Tensor, wte: torch.Tensor) -> torch.Tensor:
-        if rows.size(0) <= self.max_rows and torch.get_num_threads() > 1:
+        if rows.size(0) <= self.max_rows and torch.get_num_threads() == self.threads:
             return unembed_halves(rows, wte)
         return F.linear(rows, wte)

@@ -66,11 +66,11 @@ TEXT = {
         "缩放系数，内核为了读得更快会保存打包的副本，还有一些权重保持 float32。一次解码步读取其中的 {step}。"
     ),
     "stage.model_files.kernels": (
-        "每个权重怎么乘，是运行这次的机器（{cpu}）在加载时实测决定的：要么按 BLAS 的方式算成一次乘法，"
+        "每个权重怎么乘，是运行本次的机器（{cpu}）在加载时实测决定的：要么按 BLAS 的方式算成一次乘法，"
         "要么把权重拆成两半，每半用一个核。"
     ),
-    "stage.model_files.kernel.faster": "• {layers}（{shape}）：拆成两半，{split} 微秒，一次乘法要 {plain} 微秒（一行）。",
-    "stage.model_files.kernel.slower": "• {layers}（{shape}）：一次乘法，{plain} 微秒，拆成两半要 {split} 微秒（一行）。",
+    "stage.model_files.kernel.faster": "• {layers}（{shape}）：拆成两半，{split} 微秒，一次乘法要 {plain} 微秒（输入一行时）。",
+    "stage.model_files.kernel.slower": "• {layers}（{shape}）：一次乘法，{plain} 微秒，拆成两半要 {split} 微秒（输入一行时）。",
     "stage.model_files.kernel.other_digits": (
         "• {layers}（{shape}）：一次乘法；拆成两半时这台 CPU 的 BLAS 相加的顺序不同，最后几位数字会变。"
     ),

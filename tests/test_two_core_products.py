@@ -303,3 +303,21 @@ def test_a_split_chosen_at_two_threads_is_plain_at_one(count_bmm):
     finally:
         torch.set_num_threads(before)
     assert count_bmm == []
+
+
+@pytest.mark.parametrize("edit", [
+    {"kernel": "two-core split", "reason": "slower", "max_rows": 8},
+    {"kernel": "plain", "reason": "faster", "max_rows": 0},
+    {"kernel": "plain", "reason": "slower", "max_rows": 4},
+    {"kernel": "two-core split", "reason": "faster", "max_rows": 0},
+])
+def test_a_trace_whose_kernel_disagrees_with_its_reason_is_refused(tiny_lm, edit):
+    from gpt2viz.trace import trace_prompt
+    from gpt2viz.trace.checks import RuleBroken, check_document
+
+    doc = trace_prompt(tiny_lm, "Hello").to_dict()
+    check_document(doc)
+    doc["model"]["kernels"]["products"][0].update(edit)
+    with pytest.raises(RuleBroken, match=r"model\.kernels\.products\[0\]\.kernel is .* do not agree with") as refused:
+        check_document(doc)
+    assert refused.value.rule == "same"

@@ -86,7 +86,7 @@ class Choice:
             and type(choice.max_rows) is int
             and (choice.kernel, choice.max_rows > 0) in ((PLAIN, False), (SPLIT, True))
             and choice.max_rows <= reach
-            and (choice.kernel == SPLIT) == (choice.reason in ("faster", "set by " + MODE_ENV))
+            and (choice.kernel == SPLIT) == (choice.reason in SPLIT_REASONS)
             and all(t is None or (type(t) in (int, float) and 0 < t < 1e9) for t in timed)
             and type(choice.busy) is bool
         ):
@@ -95,6 +95,7 @@ class Choice:
 
 
 REASONS = ("faster", "slower", "other digits", "odd width", "one thread", "set by " + MODE_ENV)
+SPLIT_REASONS = ("faster", "set by " + MODE_ENV)  # the reasons a split is chosen for
 
 
 def cache_path() -> Path:

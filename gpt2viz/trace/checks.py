@@ -34,14 +34,14 @@ from ..i18n import _, placeholders, table
 from ..i18n.language import DEFAULT
 from ..input_files import shown as _shown
 from ..interventions import Ablation, AblationError
-from ..kernels.choice import PLAIN, REASONS, SPLIT
-from ..kernels.split import HEAD_MAX_ROWS
+from ..kernels.choice import PLAIN, REASONS, SPLIT, SPLIT_REASONS
+from ..kernels.split import BLOCK_MAX_ROWS, HEAD_MAX_ROWS
 from ..model.config import MAX_TOKEN_ID, GPT2Config
 from .document import CONFIG_LIMITS, MAX_INTERVENTIONS, MAX_NOTICES, MAX_TOPK, SCHEMA, SCHEMA_V1
 from .event_checks import _check_events, _check_kv_cache, _check_topk
 from .field_checks import (
     BIG_INT, BOUNDS, CONFIG, CONFIG_SETTINGS, MAX_ID, MAX_POSITIONS, MIN_POSITIVE, ORDER, RULES, SHORT_TEXT, Sizes,
-    RuleBroken, _at_most, _between, _bool, _check_setting, _choice, _dict, _equal, _fail, _fields, _id, _ids,
+    SAME, RuleBroken, _at_most, _between, _bool, _check_setting, _choice, _dict, _equal, _fail, _fields, _id, _ids,
     _increasing, _int, _ints, _length, _list, _num, _numbers, _positive, _str, _within,
 )
 from .file_checks import _check_model_files
@@ -128,12 +128,17 @@ def _check_kernels(kernels: dict, where: str) -> None:
         at = f"{where}.products[{i}]"
         product = _fields(product, at, ("product", "n_in", "n_out", "kernel", "max_rows", "reason", "plain_us",
                                         "split_us", "busy", "layers"))
-        _choice(product["product"], f"{at}.product", ("block", "head"))
+        kind = _choice(product["product"], f"{at}.product", ("block", "head"))
         _int(product["n_in"], f"{at}.n_in", 1)
         _int(product["n_out"], f"{at}.n_out", 1)
-        _choice(product["kernel"], f"{at}.kernel", (PLAIN, SPLIT))
-        _int(product["max_rows"], f"{at}.max_rows", 0, HEAD_MAX_ROWS)  # the split's reach (0: plain)
-        _choice(product["reason"], f"{at}.reason", REASONS)
+        kernel = _choice(product["kernel"], f"{at}.kernel", (PLAIN, SPLIT))
+        rows = _int(product["max_rows"], f"{at}.max_rows", 0, HEAD_MAX_ROWS)  # the split's reach (0: plain)
+        reason = _choice(product["reason"], f"{at}.reason", REASONS)
+        split = kernel == SPLIT
+        agree = split == (reason in SPLIT_REASONS) == (rows > 0) and (kind == "head" or rows <= BLOCK_MAX_ROWS)
+        if not agree:
+            _fail(f"{at}.kernel", _("{field} is {kernel}, which its reason ({reason}) and max_rows ({rows}) do not "
+                                    "agree with").format(field=f"{at}.kernel", kernel=kernel, reason=reason, rows=rows), SAME)
         for key in ("plain_us", "split_us"):
             if product[key] is not None:
                 _positive(product[key], f"{at}.{key}")

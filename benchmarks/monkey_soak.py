@@ -25,6 +25,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "tui")]
 
+from gpt2viz.kernels.cpu import this_cpu
+
 SECTION = "## Key monkey soak"
 
 
@@ -34,13 +36,6 @@ def resident_mb() -> int:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) // 1024
     return 0
-
-
-def cpu_name() -> str:
-    for line in Path("/proc/cpuinfo").read_text().splitlines() if Path("/proc/cpuinfo").exists() else []:
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return platform.processor() or platform.machine()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -104,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
         "",
         f"`python benchmarks/monkey_soak.py --keys {args.keys} --seed {args.seed}` on {stamp}: "
         f"**{sent:,} keys in {runs} runs, {len(failures)} failures** ({wall / 60:,.0f} min, {cpu / 60:,.0f} CPU-min of "
-        f"this process, {sent / wall:,.0f} keys/s). {cpu_name()}, {os.cpu_count()} CPUs, Python "
+        f"this process, {sent / wall:,.0f} keys/s). {this_cpu().model}, {os.cpu_count()} CPUs, Python "
         f"{platform.python_version()}.",
         "",
         f"Each run: one of the {len(OPENERS)} screens ({', '.join(OPENERS)}) opened first, then {KEYS_PER_RUN} keys of a "

@@ -135,20 +135,17 @@ def interleaved(fns: dict[str, callable], reps: int, warmup: int = 1) -> dict[st
 # machine
 
 
-# The variables that steer the kernels to another CPU kind's code paths (README: the kernels tier).
-KERNEL_VARIABLES = ("FBGEMM_ENABLE_INSTRUCTIONS", "ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA")
-
-
 def kernel_setting() -> str:
     """Which kernels ran: torch's CPU capability, the steering variables set, and what
     gpt2viz measured of fbgemm (int8 inputs of 7 or 8 bits; float16 rows independent or not)."""
+    from gpt2viz.kernels.cpu import this_cpu
     from gpt2viz.model import fbgemm_float16, precision
 
-    steered = [f"{name}={os.environ[name]}" for name in KERNEL_VARIABLES if os.environ.get(name)]
+    cpu = this_cpu()  # the steering variables set (README: the kernels tier) are part of its kind
     measured = [f"int8 inputs {'7' if precision.int8_inputs_reduced() else '8'} bits"]
     if fbgemm_float16.available():
         measured.append("float16 rows " + ("independent" if fbgemm_float16.rows_independent() else "one at a time"))
-    return ", ".join([f"torch {torch.backends.cpu.get_cpu_capability()}", *(steered or ["not steered"]), *measured])
+    return ", ".join([f"torch {cpu.capability}", *(cpu.steered or ["not steered"]), *measured])
 
 
 def machine_info(threads: int) -> dict:

@@ -36,9 +36,7 @@ def bandwidth_probes(n: int = PROBE_N) -> tuple[dict[str, Callable[[], object]],
     (gpt2viz's two-core decode product, by column halves: gpt2viz.kernels.split) and `split_rows`
     (two partial sums over row halves: a little faster, but not the plain product's digits, so
     gpt2viz does not use it)."""
-    from .kernels.split import SplitBlockProduct
-
-    conv1d = SplitBlockProduct(max_rows=1, threads=torch.get_num_threads())  # always the split
+    from .kernels.split import conv1d_halves
     a = torch.randn(n, n)
     x = torch.randn(n)
     zero = torch.zeros(n)
@@ -47,7 +45,7 @@ def bandwidth_probes(n: int = PROBE_N) -> tuple[dict[str, Callable[[], object]],
     a_halves = a.view(2, n // 2, n)
     probes = {
         "mv": lambda: torch.mv(a.t(), x),
-        "split_columns": lambda: conv1d(row, a, zero),
+        "split_columns": lambda: conv1d_halves(row, a, zero),
         "split_rows": lambda: torch.bmm(x_halves, a_halves).sum(0),
     }
     return probes, a

@@ -59,6 +59,11 @@ def count_bmm(monkeypatch):
     return calls
 
 
+def _decide_block(conv: Conv1D, threads: int):
+    """The choice `choose_kernels` makes for a block product with `conv`'s weight, measuring."""
+    return choice._decide(conv, "block", *conv.weight.shape, threads, "measure")
+
+
 def _conv(n_in: int, n_out: int) -> Conv1D:
     conv = Conv1D(n_in, n_out)
     conv.weight = torch.nn.Parameter(torch.randn(n_in, n_out), requires_grad=False)
@@ -70,7 +75,7 @@ def _conv(n_in: int, n_out: int) -> Conv1D:
 def test_a_block_split_runs_only_where_it_gives_the_plain_digits(two_threads, n_in, n_out):
     torch.manual_seed(n_in)
     conv = _conv(n_in, n_out)
-    decided = choice._decide(conv, "block", threads=2)
+    decided = _decide_block(conv, threads=2)
     same = choice._same_digits(conv.weight, conv.bias)
     for rows in (1, 2, BLOCK_MAX_ROWS):
         x = torch.randn(rows, n_in)  # other inputs than the check's
@@ -87,7 +92,7 @@ def test_a_block_split_runs_only_where_it_gives_the_plain_digits(two_threads, n_
 
 @pytest.mark.parametrize("n_out", [33, 300])
 def test_widths_whose_halves_are_not_whole_vectors_stay_plain(n_out):
-    decided = choice._decide(_conv(10, n_out), "block", threads=2)
+    decided = _decide_block(_conv(10, n_out), threads=2)
     assert (decided.kernel, decided.reason) == (PLAIN, "odd width")
 
 
@@ -128,10 +133,10 @@ def test_the_split_is_chosen_where_it_is_faster_by_the_margin(monkeypatch, cache
     timings = iter([(plain_us, split_us)] + ([many] if many else []))
     monkeypatch.setattr(choice, "_time_both", lambda layer, product, n_rows: next(timings))
     monkeypatch.setattr(choice, "_same_digits", lambda weight, bias: True)
-    decided = choice._decide(_conv(64, 96), "block", threads=2)
+    decided = _decide_block(_conv(64, 96), threads=2)
     assert (decided.kernel, decided.max_rows) == (kernel, reach)
     assert (decided.plain_us, decided.split_us) == (plain_us, split_us)  # kept, to show and to cache
-    assert choice._decide(_conv(64, 96), "block", threads=1).reason == "one thread"
+    assert _decide_block(_conv(64, 96), threads=1).reason == "one thread"
 
 
 def _quiet(monkeypatch):
@@ -290,7 +295,7 @@ def test_a_relative_cache_home_is_ignored_and_no_home_is_no_error(monkeypatch, t
     assert choice.cache_path() == tmp_path / ".cache" / "gpt2viz" / "kernels.json"
     monkeypatch.setattr(choice.Path, "home", lambda: (_ for _ in ()).throw(RuntimeError("no home")))
     assert choice._read_cache() == {}
-    choice._write_cache("k", {})  # nothing to write to, no error
+    choice._write_cache({"k": {}})  # nothing to write to, no error
 
 
 def test_a_split_chosen_at_two_threads_is_plain_at_one(count_bmm):

@@ -5,7 +5,7 @@ MLP's c_proj and the LM head) the plain product and the two-core split (kernels/
 timed on that weight, interleaved, and the fastest of several calls of each kept (the minimum is
 what the kernel costs; slower calls met other work). The split is chosen where it takes under
 MARGIN of the plain product's time, and, for a block product, only where it gives the plain
-product's digits exactly (checked on the weight, for 1 and BLOCK_MAX_ROWS rows): a cached decode
+product's digits exactly (checked on the weight, for 1 to BLOCK_MAX_ROWS rows): a cached decode
 step then computes what a full pass does on every machine where it did before, and where the
 BLAS adds in another order for a split (seen on a Xeon with AMX), the block stays plain. If the
 split wins at one row, it is timed again at its largest row count to decide how far it goes.
@@ -14,9 +14,10 @@ The choices are kept in `$XDG_CACHE_HOME/gpt2viz/kernels.json` (default `~/.cach
 under the CPU kind's key (kernels/cpu.py) and the thread count, so the next load measures
 nothing. A measurement taken while other processes kept the CPUs busy (gpt2viz/cpu_share.py) is
 kept marked `busy`, and measured again by the first load that finds the machine quiet (its load
-average under half its CPUs): so a machine that is always busy, such as a test suite's, measures
-once, and a quiet one ends with quiet numbers. `GPT2VIZ_KERNELS=plain` uses the plain products everywhere and `=split` the
-split wherever its digits allow, without measuring (for benchmarks and tests).
+average under a quarter of its CPUs): so a machine that is always busy, such as a test suite's, measures
+once, and a quiet one ends with quiet numbers. `GPT2VIZ_KERNELS=plain` uses the plain products
+everywhere and `=split` the split wherever its digits allow, without measuring (for benchmarks
+and tests).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from .split import (
     SplitHeadProduct,
     block_splittable,
     conv1d_halves,
+    unembed_halves,
 )
 
 MARGIN = 0.9  # a split must take under 90 % of the plain product's time: a smaller gain is noise
@@ -77,16 +79,14 @@ class Choice:
         """A choice read back from the cache; a ValueError for one that this version could not
         have written (a damaged or edited file): it is then measured again."""
         choice = cls(**{**fields, "layers": tuple(fields.get("layers", ()))})
-        reach = BLOCK_MAX_ROWS if choice.product == "block" else HEAD_MAX_ROWS
         timed = (choice.plain_us, choice.split_us)
         if not (
             choice.product in ("block", "head")
             and all(type(n) is int and n > 0 for n in (choice.n_in, choice.n_out))
+            and choice.kernel in (PLAIN, SPLIT)
             and choice.reason in REASONS
             and type(choice.max_rows) is int
-            and (choice.kernel, choice.max_rows > 0) in ((PLAIN, False), (SPLIT, True))
-            and choice.max_rows <= reach
-            and (choice.kernel == SPLIT) == (choice.reason in SPLIT_REASONS)
+            and agrees(choice.product, choice.kernel, choice.reason, choice.max_rows)
             and all(t is None or (type(t) in (int, float) and 0 < t < 1e9) for t in timed)
             and type(choice.busy) is bool
         ):
@@ -96,6 +96,16 @@ class Choice:
 
 REASONS = ("faster", "slower", "other digits", "odd width", "one thread", "set by " + MODE_ENV)
 SPLIT_REASONS = ("faster", "set by " + MODE_ENV)  # the reasons a split is chosen for
+
+
+def agrees(product: str, kernel: str, reason: str, max_rows: int) -> bool:
+    """Whether a kernel agrees with its reason and reach: a split exactly for a reason one is
+    chosen for, reaching 1 row to its product's most (BLOCK_MAX_ROWS, HEAD_MAX_ROWS); plain, 0.
+    (The cache's reader and the trace's checks both hold a choice to this.)"""
+    if (kernel == SPLIT) != (reason in SPLIT_REASONS):
+        return False
+    reach = BLOCK_MAX_ROWS if product == "block" else HEAD_MAX_ROWS
+    return 0 < max_rows <= reach if kernel == SPLIT else max_rows == 0
 
 
 def cache_path() -> Path:
@@ -124,7 +134,9 @@ def choose_kernels(model) -> list[Choice]:
         # quiet moment gives, which the products check at each call.
         threads = 2
     key = this_cpu().key(threads)
-    remembered = _read_cache().get(key, {})
+    how = mode()
+    cache = _read_cache()
+    remembered = cache.get(key, {})
     made: dict[str, Choice] = {}
     layers: dict[str, list[str]] = {}
     before = cpu_ticks()
@@ -141,24 +153,24 @@ def choose_kernels(model) -> list[Choice]:
             layers[name].append(role)
         if name not in made:
             known = remembered.get(name)
-            usable = known is not None and mode() == "measure" and not (known.busy and _quiet_now())
+            usable = known is not None and how == "measure" and not (known.busy and _quiet_now())
             if usable and known.kernel == SPLIT and product == "block":
                 # Checked again on this weight: another weight of the shape, or a BLAS steered
                 # otherwise, may add in another order (two small products per shape).
                 usable = _at_threads(threads, _same_digits, layer.weight, layer.bias)
-            made[name] = known if usable else _at_threads(threads, _decide, layer, product, threads)
+            made[name] = known if usable else _at_threads(threads, _decide, layer, product, n_in, n_out, threads, how)
         choice = made[name]
         if product == "block":
             layer.product = SplitBlockProduct(choice.max_rows, threads) if choice.kernel == SPLIT else plain_block_product
         else:
             layer.product = SplitHeadProduct(choice.max_rows, threads) if choice.kernel == SPLIT else plain_head_product
     measured = {name: c for name, c in made.items() if c is not remembered.get(name)}
-    if measured and mode() == "measure":
+    if measured and how == "measure":
         share = others_share(before, cpu_ticks())
         busy = share is not None and share > BUSY_SHARE  # unknown (no /proc/stat): taken as it is
         measured = {name: replace(c, busy=busy) for name, c in measured.items()}
         made.update(measured)
-        _write_cache(key, {**remembered, **measured})
+        _write_cache({**cache, key: {**remembered, **measured}})
     return [replace(c, layers=tuple(layers[name])) for name, c in made.items()]
 
 
@@ -183,9 +195,7 @@ def _quiet_now() -> bool:
         return False
 
 
-def _decide(layer, product: str, threads: int) -> Choice:
-    weight = layer.weight if product == "block" else layer.wte.weight
-    n_in, n_out = (weight.shape if product == "block" else weight.shape[::-1])
+def _decide(layer, product: str, n_in: int, n_out: int, threads: int, how: str) -> Choice:
     plain = Choice(product, n_in, n_out, PLAIN, 0, "")
     if threads < 2:
         return replace(plain, reason="one thread")
@@ -194,9 +204,9 @@ def _decide(layer, product: str, threads: int) -> Choice:
     if product == "block" and not _same_digits(layer.weight, layer.bias):
         return replace(plain, reason="other digits")
     max_rows = BLOCK_MAX_ROWS if product == "block" else HEAD_MAX_ROWS
-    if mode() == PLAIN:
+    if how == PLAIN:
         return replace(plain, reason="set by " + MODE_ENV)
-    if mode() == "split":
+    if how == "split":
         return Choice(product, n_in, n_out, SPLIT, max_rows, "set by " + MODE_ENV)
     plain_us, split_us = _time_both(layer, product, 1)
     if split_us >= MARGIN * plain_us:
@@ -211,7 +221,7 @@ def _same_digits(weight: torch.Tensor, bias: torch.Tensor) -> bool:
     generator = torch.Generator().manual_seed(0)
     rows = torch.randn(BLOCK_MAX_ROWS, weight.size(0), generator=generator)
     return all(
-        torch.equal(conv1d_halves(rows[:n], weight, bias), torch.addmm(bias, rows[:n], weight))
+        torch.equal(conv1d_halves(rows[:n], weight, bias), plain_block_product(rows[:n], weight, bias))
         for n in range(1, BLOCK_MAX_ROWS + 1)
     )
 
@@ -220,15 +230,13 @@ def _time_both(layer, product: str, n_rows: int) -> tuple[float, float]:
     """The fastest of several interleaved calls of the plain and the split product, in µs."""
     if product == "block":
         rows = torch.randn(n_rows, layer.weight.size(0))
-        plain = lambda: torch.addmm(layer.bias, rows, layer.weight)
-        split = SplitBlockProduct(n_rows, torch.get_num_threads())
-        fast = lambda: split(rows, layer.weight, layer.bias)
+        plain = lambda: plain_block_product(rows, layer.weight, layer.bias)
+        fast = lambda: conv1d_halves(rows, layer.weight, layer.bias)
     else:
         wte = layer.wte.weight
         rows = torch.randn(n_rows, wte.size(1))
-        plain = lambda: torch.nn.functional.linear(rows, wte)
-        split = SplitHeadProduct(n_rows, torch.get_num_threads())
-        fast = lambda: split(rows, wte)
+        plain = lambda: plain_head_product(rows, wte)
+        fast = lambda: unembed_halves(rows, wte)
     best = [float("inf"), float("inf")]
     plain(), fast()  # the first calls pay for allocations and caches
     spent, rounds = 0.0, 0
@@ -262,13 +270,12 @@ def _read_cache() -> dict[str, dict[str, Choice]]:
     return kept
 
 
-def _write_cache(key: str, entries: dict[str, Choice]) -> None:
-    """Keeps `entries` under `key`, written whole through a new temporary file beside the cache (a
+def _write_cache(cache: dict[str, dict[str, Choice]]) -> None:
+    """Writes the choices of every CPU kind whole, through a new temporary file beside the cache (a
     reader never sees half a file); a cache that cannot be written is left as it is."""
     try:
         path = cache_path()
-        cpus = {k: {name: c.to_dict() for name, c in v.items()} for k, v in _read_cache().items()}
-        cpus[key] = {name: c.to_dict() for name, c in entries.items()}
+        cpus = {key: {name: c.to_dict() for name, c in entries.items()} for key, entries in cache.items()}
         path.parent.mkdir(parents=True, exist_ok=True)
         handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         try:

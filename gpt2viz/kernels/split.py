@@ -16,6 +16,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from ..model.layers import plain_block_product, plain_head_product
+
 # The most rows a split is tried for: a decode step has one per sequence.
 BLOCK_MAX_ROWS = 8
 # The LM head's product with wte [V, C] can stay faster split up to more rows (a prefill that
@@ -55,33 +57,28 @@ def unembed_halves(rows: torch.Tensor, wte: torch.Tensor) -> torch.Tensor:
     return torch.cat([both[0].t(), both[1].t(), F.linear(rows, wte[2 * half :])], dim=1)  # (R, V)
 
 
-class SplitBlockProduct:
-    """A block product (`Conv1D.product`) that splits at most `max_rows` rows over two cores."""
-
-    name = "two-core split"
+class _TwoCoreProduct:
+    """A product that splits at most `max_rows` rows over two cores, at the thread count it was
+    chosen at; otherwise (a prefill, or gpt2viz/threads.py lowered the count on a busy machine,
+    which may add in another order) the plain product of model/layers.py."""
 
     def __init__(self, max_rows: int, threads: int) -> None:
         self.max_rows = max_rows
-        self.threads = threads  # the thread count its digits were checked at
+        self.threads = threads
+
+    def splits(self, rows: torch.Tensor) -> bool:
+        return rows.size(0) <= self.max_rows and torch.get_num_threads() == self.threads
+
+
+class SplitBlockProduct(_TwoCoreProduct):
+    """A block product (`Conv1D.product`): `conv1d_halves` or the plain `x @ W + b`."""
 
     def __call__(self, rows: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
-        # Another thread count (gpt2viz/threads.py lowers it on a busy machine) may add in another
-        # order: then the plain product.
-        if rows.size(0) <= self.max_rows and torch.get_num_threads() == self.threads:
-            return conv1d_halves(rows, weight, bias)
-        return torch.addmm(bias, rows, weight)
+        return conv1d_halves(rows, weight, bias) if self.splits(rows) else plain_block_product(rows, weight, bias)
 
 
-class SplitHeadProduct:
-    """The LM head's product (`TiedLMHead.product`), split over two cores up to `max_rows` rows."""
-
-    name = "two-core split"
-
-    def __init__(self, max_rows: int, threads: int) -> None:
-        self.max_rows = max_rows
-        self.threads = threads  # the thread count it was chosen at
+class SplitHeadProduct(_TwoCoreProduct):
+    """The LM head's product (`TiedLMHead.product`): `unembed_halves` or the plain `x @ wte^T`."""
 
     def __call__(self, rows: torch.Tensor, wte: torch.Tensor) -> torch.Tensor:
-        if rows.size(0) <= self.max_rows and torch.get_num_threads() == self.threads:
-            return unembed_halves(rows, wte)
-        return F.linear(rows, wte)
+        return unembed_halves(rows, wte) if self.splits(rows) else plain_head_product(rows, wte)

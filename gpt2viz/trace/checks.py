@@ -34,8 +34,8 @@ from ..i18n import _, placeholders, table
 from ..i18n.language import DEFAULT
 from ..input_files import shown as _shown
 from ..interventions import Ablation, AblationError
-from ..kernels.choice import PLAIN, REASONS, SPLIT, SPLIT_REASONS
-from ..kernels.split import BLOCK_MAX_ROWS, HEAD_MAX_ROWS
+from ..kernels.choice import PLAIN, REASONS, SPLIT, agrees
+from ..kernels.split import HEAD_MAX_ROWS
 from ..model.config import MAX_TOKEN_ID, GPT2Config
 from .document import CONFIG_LIMITS, MAX_INTERVENTIONS, MAX_NOTICES, MAX_TOPK, SCHEMA, SCHEMA_V1
 from .event_checks import _check_events, _check_kv_cache, _check_topk
@@ -134,9 +134,7 @@ def _check_kernels(kernels: dict, where: str) -> None:
         kernel = _choice(product["kernel"], f"{at}.kernel", (PLAIN, SPLIT))
         rows = _int(product["max_rows"], f"{at}.max_rows", 0, HEAD_MAX_ROWS)  # the split's reach (0: plain)
         reason = _choice(product["reason"], f"{at}.reason", REASONS)
-        split = kernel == SPLIT
-        agree = split == (reason in SPLIT_REASONS) == (rows > 0) and (kind == "head" or rows <= BLOCK_MAX_ROWS)
-        if not agree:
+        if not agrees(kind, kernel, reason, rows):
             _fail(f"{at}.kernel", _("{field} is {kernel}, which its reason ({reason}) and max_rows ({rows}) do not "
                                     "agree with").format(field=f"{at}.kernel", kernel=kernel, reason=reason, rows=rows), SAME)
         for key in ("plain_us", "split_us"):

@@ -109,13 +109,6 @@ def model_files_words(trace: Trace, stage: Stage, f: RunFacts, head: int, genera
     return "\n\n".join(paragraphs), formula, flow
 
 
-# A product's choice (model.kernels.products[].reason) -> its sentence.
-KERNEL_REASONS = {
-    "faster": "faster", "slower": "slower", "other digits": "other_digits", "odd width": "odd_width",
-    "one thread": "one_thread",
-}
-
-
 def _kernels(trace: Trace) -> str:
     """How the recording machine multiplied by each weight shape: one line each ('' for a trace
     without them, or of a format whose kernels its number format sets)."""
@@ -125,7 +118,12 @@ def _kernels(trace: Trace) -> str:
         return ""
     lines = [say("stage.model_files.kernels", cpu=safe_line(str(kernels.get("cpu", "?"))))]
     for p in products:
-        reason = KERNEL_REASONS.get(p["reason"]) or ("set_split" if p["kernel"] != "plain" else "set_plain")
+        # Its sentence: the reason's ("other digits": kernel.other_digits), or which kernel the
+        # variable set ("set by GPT2VIZ_KERNELS": kernel.set_split / kernel.set_plain).
+        if p["reason"].startswith("set by"):
+            reason = "set_split" if p["kernel"] != "plain" else "set_plain"
+        else:
+            reason = p["reason"].replace(" ", "_")
         lines.append(say(
             f"stage.model_files.kernel.{reason}", layers=_(", ").join(safe_line(str(name)) for name in p["layers"]),
             shape=f"{count(p['n_in'])} × {count(p['n_out'])}", plain=_micro(p["plain_us"]), split=_micro(p["split_us"]),

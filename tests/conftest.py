@@ -7,11 +7,20 @@ checkpoint copy or rewrite one into their own `tmp_path`.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
-import pytest
-import torch
+# Under pytest-xdist each worker gets its share of the CPUs for torch's threads, and so do the CLI
+# processes it starts (OMP_NUM_THREADS is read when torch loads): two workers of two threads each on
+# two cores spin against each other in OpenMP's waits. Measured on the kernels tier: 142 s of wall
+# and 211 s of user CPU time with two threads a worker, 85 s and 92 s with one (docs/testing.md).
+_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+if _WORKERS > 1:
+    os.environ["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // _WORKERS))
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -26,8 +35,6 @@ pilot_speed.install()
 
 # The app's model thread follows the machine's load (gpt2viz.threads): pinned here, so that no
 # number a test compares depends on how busy the machine is (tests/test_threads.py tests the policy).
-import os  # noqa: E402
-
 os.environ.setdefault("GPT2VIZ_THREADS", str(torch.get_num_threads()))
 
 # The tests of the matrix products' kernels and what rests on them (parity, number formats, the

@@ -254,31 +254,65 @@ def test_a_choice_round_trips_through_the_cache_format():
     assert Choice.from_dict(json.loads(json.dumps(made.to_dict()))) == made
 
 
-@pytest.mark.parametrize("entry", [
+ENTRIES_THIS_VERSION_WOULD_NOT_WRITE = [
     {"max_rows": None}, {"max_rows": "x"}, {"max_rows": 64}, {"kernel": "fast"}, {"reason": "because"},
     {"plain_us": float("nan")}, {"plain_us": -1.0}, {"busy": "no"}, {"n_in": 0},
     {"kernel": "two-core split", "max_rows": 8, "reason": "slower"},  # a split the measurement refused
     {"kernel": "plain", "max_rows": 8},
-])
-def test_a_cache_entry_this_version_would_not_write_is_measured_again(monkeypatch, cache_dir, ckpts, two_threads, entry):
-    """A damaged or edited cache never reaches a product: a null max_rows once failed every pass."""
-    _quiet(monkeypatch)
-    gpt2viz.load_model(str(ckpts.path("distilgpt2")))
-    path = cache_dir / "kernels.json"
-    data = json.loads(path.read_text())
+]
+
+
+@pytest.fixture(scope="module")
+def measured_cache(tmp_path_factory, ckpts) -> str:
+    """The kernel cache that one load of distilgpt2's shape writes, measured once for the module."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("kernels")))
+        monkeypatch.delenv(choice.MODE_ENV, raising=False)
+        _quiet(monkeypatch)
+        before = torch.get_num_threads()
+        torch.set_num_threads(2)
+        try:
+            gpt2viz.load_model(str(ckpts.path("distilgpt2")))
+            return choice.cache_path().read_text()
+        finally:
+            torch.set_num_threads(before)
+
+
+def _with_head_entry_edited(text: str, entry: dict) -> tuple[str, str, str]:
+    """The cache's text with its LM head's entry edited; the CPU key and the entry's name."""
+    data = json.loads(text)
     key = next(iter(data["cpus"]))
     name = next(n for n in data["cpus"][key] if n.startswith("head"))
     data["cpus"][key][name].update(entry)
-    path.write_text(json.dumps(data))
+    return json.dumps(data), key, name
+
+
+@pytest.mark.parametrize("entry", ENTRIES_THIS_VERSION_WOULD_NOT_WRITE)
+def test_a_cache_entry_this_version_would_not_write_is_left_out(cache_dir, measured_cache, entry):
+    edited, key, name = _with_head_entry_edited(measured_cache, entry)
+    cache_dir.mkdir(parents=True)
+    (cache_dir / "kernels.json").write_text(edited)
+    kept = choice._read_cache()[key]
+    assert name not in kept
+    assert set(kept) == set(json.loads(measured_cache)["cpus"][key]) - {name}  # the others are kept
+
+
+def test_a_left_out_entry_is_measured_again_and_rewritten(monkeypatch, cache_dir, ckpts, two_threads, measured_cache):
+    """A damaged or edited cache never reaches a product: a null max_rows once failed every pass."""
+    _quiet(monkeypatch)
+    edited, key, name = _with_head_entry_edited(measured_cache, {"max_rows": None})
+    cache_dir.mkdir(parents=True)
+    path = cache_dir / "kernels.json"
+    path.write_text(edited)
     measured = []
     real = choice._time_both
     monkeypatch.setattr(choice, "_time_both", lambda *a: measured.append(a[1]) or real(*a))
     lm = gpt2viz.load_model(str(ckpts.path("distilgpt2")))
-    assert "head" in measured  # only the damaged entry
-    assert all(p == "head" for p in measured)
-    ids = torch.tensor([lm.tokenizer.encode(PROMPT)])
-    lm.model(ids)  # runs
-    assert json.loads(path.read_text())["cpus"][key][name] != data["cpus"][key][name]
+    assert measured and set(measured) == {"head"}  # only the damaged entry
+    lm.model(torch.tensor([lm.tokenizer.encode(PROMPT)]))  # runs
+    rewritten = json.loads(path.read_text())["cpus"][key][name]
+    assert type(rewritten["max_rows"]) is int
+    assert Choice.from_dict(rewritten).product == "head"  # what this version writes
 
 
 @pytest.mark.parametrize("content", ["[" * 200_000, '{"version": 1, "cpus": [1]}', '{"version": 1, "cpus": {"k": 3}}'])

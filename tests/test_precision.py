@@ -117,6 +117,7 @@ def test_int8_products_are_exact_int8_arithmetic():
 
 
 @pytest.mark.slow  # the held-out text in three formats (23 s)
+@pytest.mark.kernels  # int8 with the AVX2 kernels: 7-bit inputs, another quality
 def test_the_bundled_models_quality_on_held_out_text():
     """The first 1,024 held-out tokens (four windows); benchmarks/run.py (bench_heldout) measures the whole text."""
     reference = gpt2viz.load_model("tiny")

@@ -28,7 +28,9 @@ HUB_TIMEOUT_S = 3.0
 # A download that stalls: the client gives up on a read after HF_HUB_DOWNLOAD_TIMEOUT seconds (its
 # default is 10; ours 5 unless the user set it) and tries again, resuming, this many times (its
 # default is 5, with a second's pause: 65 s and more for a server that stopped answering). Bytes
-# arriving start the count again, so a slow but live server is never cut off.
+# arriving set the client's count back to its own 5 (huggingface_hub 2.4's http_get), so a slow but
+# live server is never cut off, and one that stalls mid-file is given up after six reads (36 s
+# measured), one that stalls before its first byte after two.
 DOWNLOAD_TIMEOUT_S = 5.0
 STALL_RETRIES = 1
 DOWNLOAD_PIECE = 256 * 1024  # bytes the client reads (and reports) at a time

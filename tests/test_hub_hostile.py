@@ -75,14 +75,16 @@ def test_a_download_stops_at_the_size_the_server_announced(tmp_path, tiny_repo, 
     assert on_disk <= size + len(tiny_repo.files["config.json"]) + len(tiny_repo.files["tokenizer.json"])
 
 
-@pytest.mark.slow  # waits out six 5 s reads (37 s)
+@pytest.mark.slow  # waits out six reads of 1 s and the pauses between them (12 s)
 def test_a_stalled_server_is_given_up_within_seconds(tmp_path, tiny_repo):
     """It took 77 s (the client's 10 s reads, 5 retries). The server stalls after 1 MB: bytes have
     arrived, so the client's count of retries is back at its own 5, and it is given up after six
-    reads of 5 s (gpt2viz/model/sources.py). The bound here is the subprocess's timeout, far above
-    that, so that a busy machine cannot fail it."""
+    reads (gpt2viz/model/sources.py: 36 s with gpt2viz's 5 s reads). Here the user's own setting,
+    HF_HUB_DOWNLOAD_TIMEOUT=1, which gpt2viz leaves alone, makes them 1 s. The bound is the
+    subprocess's timeout, far above that, so that a busy machine cannot fail it."""
     with HubServer({"org/tiny": tiny_repo}, hang_after=1_000_000) as hub:
-        result = run(["--model", "org/tiny", "--json", str(tmp_path / "t.json")], hub.url, tmp_path / "hf", timeout=60)
+        result = run(["--model", "org/tiny", "--json", str(tmp_path / "t.json")], hub.url, tmp_path / "hf", timeout=60,
+                     HF_HUB_DOWNLOAD_TIMEOUT="1")
     assert result.returncode == 1
     one_line(result)
 

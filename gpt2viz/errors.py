@@ -27,10 +27,11 @@ class UsageError(Gpt2VizError):
     exit_code = 2
 
 
-class SettingError(UsageError):
-    """A setting the core cannot use. `setting` names it the way the core does ("temperature",
-    "top_k", "dtype"); `message` is the msgid of the whole sentence (marked with N_), `{setting}`
-    where the setting's name goes, and `params` fill its other placeholders:
+class SettingError(UsageError, ValueError):
+    """A setting the core cannot use; a ValueError too, as Python reports a bad argument. `setting`
+    names it the way the core does ("temperature", "top_k", "dtype"); `message` is the msgid of
+    the whole sentence (marked with N_), `{setting}` where the setting's name goes, and `params`
+    fill its other placeholders:
     `SettingError("top_k", N_("{setting} must be an integer >= 1, got {value!r}"), value=0)`.
     Each front end names the setting its own way with `naming`: the CLI by its flag, the
     settings form by its field; `str()` names it as the core does."""
@@ -46,11 +47,11 @@ class SettingError(UsageError):
         return _(self.message).format(setting=name, **self.params)
 
 
-class InputError(SettingError, ValueError):
+class InputError(SettingError):
     """An argument the model cannot run on: token ids outside the vocabulary or not a
     `[batch, positions]` integer tensor, more positions than the context or the cache holds, an
     attention mask or a cache of the wrong shape. `setting` names the argument ("input_ids",
-    "attention_mask", "cache"); a ValueError too, as torch and numpy report such arguments."""
+    "attention_mask", "cache"); a ValueError, as torch and numpy report such arguments."""
 
 
 class ModelSourceError(Gpt2VizError):

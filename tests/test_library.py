@@ -138,3 +138,16 @@ def test_the_package_exports_what_its_docs_name():
     import types
 
     assert isinstance(gpt2viz.generate, types.ModuleType)  # the function works on a bare GPT2: lm.generate
+
+
+@pytest.mark.parametrize("call, setting", [
+    (lambda lm: lm.generate("Hi", 2, temperature=-1.0), "temperature"),
+    (lambda lm: lm.generate("Hi", 2, temperature=0.8, top_k=0), "top_k"),
+    (lambda lm: lm.generate("", 2), "prompt"),
+    (lambda lm: gpt2viz.load_model("tiny", dtype="float8"), "dtype"),
+])
+def test_a_bad_setting_is_a_value_error_as_python_s_own_are(tiny_lm, call, setting):
+    """TransformerLens users and Python's conventions catch a bad argument as a ValueError."""
+    with pytest.raises(ValueError) as caught:
+        call(tiny_lm)
+    assert isinstance(caught.value, gpt2viz.SettingError) and caught.value.setting == setting

@@ -27,7 +27,7 @@ from ..interventions import Ablation, applied, parse_ablations
 from ..options import RunOptions
 from ..trace import Trace
 from .generation import GenerationSettings
-from .jobs import Deliver, Job, JobService, OnError
+from .jobs import AfterRefresh, Deliver, Job, JobService, OnError
 
 LOAD_STEPS = 3
 PROGRESS_INTERVAL_S = 0.1  # a download reports every piece; the screen hears of it this often
@@ -158,6 +158,7 @@ class Session:
         trace: Trace | None = None,
         *,
         deliver: Deliver,
+        after_refresh: AfterRefresh | None = None,
         listener: Callable[[SessionEvent], None] = lambda event: None,
     ) -> None:
         self.options = options or RunOptions()
@@ -165,7 +166,7 @@ class Session:
         self.trace = trace
         self.prompt = trace.prompt if trace is not None else self.options.prompt
         self.listener = listener
-        self.jobs = JobService(deliver, self._job_failed)
+        self.jobs = JobService(deliver, self._job_failed, after_refresh)
         self.generation_settings = GenerationSettings.from_options(self.options)
         self.ablations: list[Ablation] = []  # parts of the model switched off (what if), in order
         self.changes: list[dict] | None = None  # what they did to the prediction
@@ -371,15 +372,16 @@ class Session:
         lm = self.lm
 
         def work(job: Job) -> None:
+            job.until_drawn()
             if result is None or disturbed(result.machine):  # rates measured on a busy machine: again
-                job.report("machine", 0, 1)
+                job.report_drawn("machine", 0, 1)
                 job.report("measured", "machine", cost_lab.new_result(lm))
             for name in experiments:
                 if job.should_stop():
                     break
 
                 def progress(done: int, total: int, name=name) -> None:
-                    job.report(name, done, total)
+                    job.report_drawn(name, done, total)  # the next piece is timed with the UI idle
 
                 progress(0, 1)
                 stop = job.should_stop
@@ -423,10 +425,11 @@ class Session:
         lm = self.lm
 
         def work(job: Job) -> dict:
+            job.until_drawn()  # the first step (the prefill) is timed with the UI idle too
             with applied(lm.hooks, ablations):
                 return record_generation(
                     lm, ids, max_new, settings.sampling, settings.use_cache, topk,
-                    on_step=job.report, should_stop=job.should_stop, generator=rng,
+                    on_step=job.report_drawn, should_stop=job.should_stop, generator=rng,
                 )
 
         return self.jobs.submit(owner, name, work, on_result=on_end, on_progress=on_step, on_error=on_error)

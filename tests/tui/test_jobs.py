@@ -164,3 +164,37 @@ def test_the_session_and_the_job_service_import_no_textual():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_a_drawn_report_returns_only_once_the_ui_has_drawn_it(ui):
+    """Timed work (a generation step, a lab measurement) goes on only when the UI is idle again:
+    the step handed over, handled, and the screen drawn after it (Job.report_drawn)."""
+    refreshed: queue.Queue = queue.Queue()
+    jobs = JobService(ui.deliver, lambda text, code: None, after_refresh=refreshed.put)
+    order, results = [], []
+
+    def work(job):
+        for n in range(3):
+            job.report_drawn(n)
+            order.append(f"timed {n + 1}")
+        return "done"
+
+    jobs.submit(Owner(), "timed", work, on_progress=lambda n: order.append(f"handled {n}"), on_result=results.append)
+    for n in range(3):
+        ui.calls.get(timeout=30)()  # the step handled; the screen not drawn yet
+        assert order[-1] == f"handled {n}"
+        threading.Event().wait(0.2)  # the model thread, if it did not wait, would time its next piece now
+        assert order[-1] == f"handled {n}"
+        refreshed.get(timeout=30)()  # drawn
+    ui.pump(lambda: results == ["done"])
+    assert order == ["handled 0", "timed 1", "handled 1", "timed 2", "handled 2", "timed 3"]
+
+
+def test_a_drawn_report_of_a_stopped_job_does_not_wait_for_a_ui_that_never_draws(ui):
+    jobs = JobService(ui.deliver, lambda text, code: None, after_refresh=lambda call: None)  # never drawn
+    results = []
+    job = jobs.submit(Owner(), "timed", lambda job: job.report_drawn(1) or "went on", on_progress=lambda n: None,
+                      on_result=results.append)
+    ui.calls.get(timeout=30)()
+    job.stop()
+    ui.pump(lambda: results == ["went on"])

@@ -41,6 +41,7 @@ from .base import AppScreen
 from .generation_settings import SettingsScreen
 
 DRAW_INTERVAL_S = 0.2  # while tokens stream in, the panels are redrawn at most this often
+STALLED_DRAW_S = 1.0  # and at the latest this long after a step that was not drawn
 
 STEP = Binding.Group(N_("step"), compact=True)
 # The runs of a comparison, named in the status line while they run (msgids: translated there).
@@ -127,7 +128,7 @@ class GenerationScreen(AppScreen[None]):
         self.selected: int | None = None
         self.boundaries = False
         self.phase = "idle"  # idle, generating or comparing
-        self._last_draw = 0.0
+        self._last_draw = self._last_step = 0.0
         self._draw_timer = None
         if self.lm is None and trace.generation:
             self.gen = Generation.from_record(trace.generation, trace.token_ids, self._prompt_texts(), self.facts.n_ctx)
@@ -195,18 +196,30 @@ class GenerationScreen(AppScreen[None]):
 
     # -- drawing -----------------------------------------------------------------------------
     def _draw_soon(self) -> None:
-        """Redraws now, or once DRAW_INTERVAL_S has passed since the last redraw.
+        """Redraws if DRAW_INTERVAL_S has passed since the last redraw; otherwise once no step has
+        come for STALLED_DRAW_S (a step much slower than the ones before it); the run's end
+        draws the rest.
 
-        Drawing the panels holds the GIL for tens of milliseconds, and the model's thread needs it
-        back between every torch operation. Redrawn for every token, a GPT-2-small decode step took
-        ~45 ms in the TUI against 17 ms headless; at five redraws a second, ~25 ms."""
-        if self._draw_timer is not None:
-            return
-        wait = self._last_draw + DRAW_INTERVAL_S - time.monotonic()
+        The model thread waits for this step's drawing before it times the next step
+        (Job.report_drawn), so drawing never overlaps a timed step but one that has taken longer
+        than STALLED_DRAW_S already. Drawing the panels takes tens of milliseconds: for every token,
+        it would slow the generation to the drawing's pace. One timer at a time looks for a stall
+        (a timer started per token is work of the UI's during the next step)."""
+        self._last_step = time.monotonic()
+        if self._last_step - self._last_draw >= DRAW_INTERVAL_S:
+            self._draw()
+        elif self._draw_timer is None:
+            self._draw_timer = self.set_timer(STALLED_DRAW_S, self._draw_if_stalled)
+
+    def _draw_if_stalled(self) -> None:
+        self._draw_timer = None
+        if self._last_draw >= self._last_step:
+            return  # drawn since
+        wait = self._last_step + STALLED_DRAW_S - time.monotonic()
         if wait <= 0:
             self._draw()
         else:
-            self._draw_timer = self.set_timer(wait, self._draw)
+            self._draw_timer = self.set_timer(wait, self._draw_if_stalled)
 
     def _draw(self) -> None:
         if self._draw_timer is not None:

@@ -50,8 +50,12 @@ KERNEL_TESTS = {
 def pytest_collection_modifyitems(items) -> None:
     # A slow test of these files joins the kernels tier only when marked for it (the int8 model's
     # held-out quality, which the AVX2 kernels change): the others repeat float32 work or read memory.
+    # A test marked kernels_once does not depend on the kernels (a cache file's format, gpt2-small's
+    # twelve blocks of the widths distilgpt2's six already multiply).
     for item in items:
-        if item.path.name in KERNEL_TESTS and item.get_closest_marker("slow") is None:
+        if item.path.name in KERNEL_TESTS and item.get_closest_marker("slow") is None and item.get_closest_marker(
+            "kernels_once"
+        ) is None:
             item.add_marker(pytest.mark.kernels)
 
 

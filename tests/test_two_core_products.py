@@ -194,6 +194,7 @@ def test_a_measurement_on_a_busy_machine_is_kept_marked_and_measured_again_once_
     assert not any(c.busy for c in again.kernels) and not any(entry["busy"] for entry in saved().values())
 
 
+@pytest.mark.kernels_once  # the choice's cache file and trace checks: the same on every CPU kind
 @pytest.mark.parametrize("content", ["{not json", '{"version": 1, "cpus": {"k": {"x": {"bogus": 1}}}}', '[1, 2]', ""])
 def test_a_damaged_cache_is_measured_again_and_replaced(monkeypatch, cache_dir, ckpts, two_threads, content):
     _quiet(monkeypatch)
@@ -205,6 +206,7 @@ def test_a_damaged_cache_is_measured_again_and_replaced(monkeypatch, cache_dir, 
     assert [p.name for p in cache_dir.iterdir()] == ["kernels.json"]  # no temporary file left
 
 
+@pytest.mark.kernels_once  # the choice's cache file and trace checks: the same on every CPU kind
 def test_a_cache_that_cannot_be_written_leaves_loading_alone(monkeypatch, tmp_path, ckpts, two_threads):
     _quiet(monkeypatch)
     (tmp_path / "file").write_text("in the way")
@@ -249,6 +251,7 @@ def test_decode_step_through_the_split_products_matches_transformers(monkeypatch
     assert float((step[0, 0] - ref).abs().max()) <= 1e-4
 
 
+@pytest.mark.kernels_once  # the choice's cache file and trace checks: the same on every CPU kind
 def test_a_choice_round_trips_through_the_cache_format():
     made = Choice("head", 768, 50257, SPLIT, HEAD_MAX_ROWS, "faster", 4120.7, 2010.3, busy=True, layers=("lm_head",))
     assert Choice.from_dict(json.loads(json.dumps(made.to_dict()))) == made
@@ -287,6 +290,7 @@ def _with_head_entry_edited(text: str, entry: dict) -> tuple[str, str, str]:
     return json.dumps(data), key, name
 
 
+@pytest.mark.kernels_once  # the choice's cache file and trace checks: the same on every CPU kind
 @pytest.mark.parametrize("entry", ENTRIES_THIS_VERSION_WOULD_NOT_WRITE)
 def test_a_cache_entry_this_version_would_not_write_is_left_out(cache_dir, measured_cache, entry):
     edited, key, name = _with_head_entry_edited(measured_cache, entry)
@@ -297,6 +301,7 @@ def test_a_cache_entry_this_version_would_not_write_is_left_out(cache_dir, measu
     assert set(kept) == set(json.loads(measured_cache)["cpus"][key]) - {name}  # the others are kept
 
 
+@pytest.mark.kernels_once  # the choice's cache file and trace checks: the same on every CPU kind
 def test_a_left_out_entry_is_measured_again_and_rewritten(monkeypatch, cache_dir, ckpts, two_threads, measured_cache):
     """A damaged or edited cache never reaches a product: a null max_rows once failed every pass."""
     _quiet(monkeypatch)
@@ -315,6 +320,7 @@ def test_a_left_out_entry_is_measured_again_and_rewritten(monkeypatch, cache_dir
     assert Choice.from_dict(rewritten).product == "head"  # what this version writes
 
 
+@pytest.mark.kernels_once  # the choice's cache file and trace checks: the same on every CPU kind
 @pytest.mark.parametrize("content", ["[" * 200_000, '{"version": 1, "cpus": [1]}', '{"version": 1, "cpus": {"k": 3}}'])
 def test_a_cache_file_of_any_shape_is_measured_again(monkeypatch, cache_dir, ckpts, two_threads, content):
     _quiet(monkeypatch)
@@ -323,6 +329,7 @@ def test_a_cache_file_of_any_shape_is_measured_again(monkeypatch, cache_dir, ckp
     assert gpt2viz.load_model(str(ckpts.path("distilgpt2"))).kernels
 
 
+@pytest.mark.kernels_once  # the choice's cache file and trace checks: the same on every CPU kind
 def test_a_relative_cache_home_is_ignored_and_no_home_is_no_error(monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_CACHE_HOME", "relative/dir")
     monkeypatch.setenv("HOME", str(tmp_path))
@@ -344,6 +351,7 @@ def test_a_split_chosen_at_two_threads_is_plain_at_one(count_bmm):
     assert count_bmm == []
 
 
+@pytest.mark.kernels_once  # the choice's cache file and trace checks: the same on every CPU kind
 @pytest.mark.parametrize("edit", [
     {"kernel": "two-core split", "reason": "slower", "max_rows": 8},
     {"kernel": "plain", "reason": "faster", "max_rows": 0},

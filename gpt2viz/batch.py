@@ -10,9 +10,9 @@ step feeds the B newest tokens as one `[B, 1]` batch. Each row samples from its 
 stream (seed + row), so a row is reproducible on its own. Greedy rows are identical, as they
 must be: the same prompt and the same arithmetic.
 
-A batch of float32 rows multiplies by packed copies of the weights (model/packed.py: MKL packs
-each weight again on every product of several rows), so on a model with large weights a row's
-logits can differ from a single sequence's in their last digits.
+A batched decode step of float32 rows multiplies by packed copies of the weights
+(gpt2viz/kernels/batch.py: MKL packs each weight again on every product of several rows), so on a
+model with large weights a row's logits can differ from a single sequence's in their last digits.
 
 A row that ends (end of text) is still fed along with the others until every row has ended or
 the steps run out (its extra tokens are dropped): the batch's shape stays fixed.
@@ -41,7 +41,6 @@ from .generate import (
 )
 from .i18n import N_
 from .model.gpt2 import GPT2
-from .model.packed import for_batches
 
 MAX_BATCH = 256
 
@@ -99,9 +98,8 @@ def generate_batch(
         return model(fed, cache, last_only=True)[0][:, -1]  # (B, vocab)
 
     prompts = [list(prompt_ids)] * batch_size
-    with for_batches(model, batch_size):
-        return _decode_together(model, prompts, len(prompt_ids), first, advance, max_new_tokens, settings, eos_id,
-                                on_step, should_stop)
+    return _decode_together(model, prompts, len(prompt_ids), first, advance, max_new_tokens, settings, eos_id,
+                            on_step, should_stop)
 
 
 @torch.inference_mode()
@@ -141,9 +139,8 @@ def generate_prompts(
         mask[0] = torch.cat([mask[0], torch.ones(len(prompts), 1, dtype=torch.bool, device=device)], dim=1)
         return model(fed, cache, last_only=True, attention_mask=mask[0])[0][:, -1]  # (B, vocab)
 
-    with for_batches(model, len(prompts)):
-        return _decode_together(model, prompts, width, first, advance, max_new_tokens, settings, eos_id, on_step,
-                                should_stop)
+    return _decode_together(model, prompts, width, first, advance, max_new_tokens, settings, eos_id, on_step,
+                            should_stop)
 
 
 def _decode_together(

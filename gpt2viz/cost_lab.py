@@ -30,7 +30,6 @@ import torch
 from .costs import compute_rate, gb_per_s, stream_bandwidth
 from .cpu_share import cpu_ticks, share_since
 from .language_model import LanguageModel, load_model
-from .model.packed import for_batches
 from .model.precision import PRECISIONS
 from .quality import compare_logits
 
@@ -394,8 +393,7 @@ def batch_sweep(
         tokens[b] = ids[:, context:].expand(b, 1).contiguous()
     def one(b):
         def step():
-            with for_batches(model, b):  # the products a batched decode step uses (model/packed.py)
-                model(tokens[b], caches[b], last_only=True)
+            model(tokens[b], caches[b], last_only=True)  # packed products when B > 1 (kernels/batch.py)
 
         return step
 

@@ -22,7 +22,7 @@ GLOSSARY = """
 """
 FORMULA = "argmax tanh erf ln"  # functions a sentence names as the formula writes them
 NAMES = """
-    trace json utf tiny gpt gpt2viz cpu cuda mps fbgemm blas simd python pytorch torch transformers textual nan inf
+    trace json utf tiny gpt gpt2viz cpu cuda mps fbgemm onednn blas simd python pytorch torch transformers textual nan inf
 """  # trace: the file format gpt2viz writes, named so in Chinese too; tiny: the bundled model
 UNITS = "b s ms us µs ns kb mb gb kib mib gib gb/s flop flops gflop tflop gflop/s tokens/s nat"
 KEYS = "esc tab home end pgup pgdn space shift ctrl"  # how Textual shows keys (footer, help, sentences)

@@ -11,4 +11,5 @@ faster on this machine and, for the block products, gives the plain product's di
 - `cpu`: what this CPU is and has (model, instruction sets, torch's code path), the cache's key.
 - `split`: the two-core products (a weight's halves multiplied on one core each).
 - `choice`: the calibration, its cache, and the choice made for each product of a model.
+- `batch`: packed weights for batched decode steps (one position of several sequences).
 """

@@ -33,6 +33,7 @@ import torch
 
 from ..cpu_share import BUSY_SHARE, cpu_ticks, others_share
 from ..model.layers import Conv1D, TiedLMHead, plain_block_product, plain_head_product
+from .batch import give_batch_products
 from .cpu import this_cpu
 from .split import (
     BLOCK_MAX_ROWS,
@@ -124,10 +125,13 @@ def mode() -> str:
 
 def choose_kernels(model) -> list[Choice]:
     """Gives each product of a float32 CPU `model` its kernel (`Conv1D.product`,
-    `TiedLMHead.product`) and returns the choices, one per weight shape. Other formats and
-    devices keep their own layers (model/precision.py) and get no choice."""
+    `TiedLMHead.product`) and returns the choices, one per weight shape; batched decode steps get
+    packed weights (`batch_product`, kernels/batch.py) unless GPT2VIZ_KERNELS=plain. Other formats
+    and devices keep their own layers (model/precision.py) and get no choice."""
     if model.precision != "float32" or model.device.type != "cpu":
         return []
+    if mode() != PLAIN:
+        give_batch_products(model)
     threads = torch.get_num_threads()
     if threads == 1 and (os.cpu_count() or 1) > 1:
         # Loaded while the machine was busy (gpt2viz/threads.py): choose for the two threads a

@@ -29,6 +29,12 @@ def plain_head_product(rows: torch.Tensor, wte: torch.Tensor) -> torch.Tensor:
     return F.linear(rows, wte)
 
 
+def is_decode_batch(x: torch.Tensor) -> bool:
+    """Whether `x` (B, T, C) is one new position of several sequences: a batched decode step,
+    which may have a kernel of its own (`batch_product`, set by gpt2viz.kernels)."""
+    return x.dim() == 3 and x.size(1) == 1 and x.size(0) > 1
+
+
 def causal_mask(n_new: int, n_total: int, device: torch.device | str | None = None) -> torch.Tensor:
     """Which keys each new query may see, `[T, L]` bool for T new of L positions: query i, at
     absolute position past + i (past = L - T cached positions), sees keys 0 .. past + i. The
@@ -81,10 +87,12 @@ class TiedLMHead(Layer):
         # How x @ wte^T is multiplied: the plain product, or a faster kernel gpt2viz.kernels
         # chose for this CPU (the same dot products).
         self.product = plain_head_product
+        self.batch_product = None  # for a batched decode step, when set (the same dot products)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         rows = x.reshape(-1, x.size(-1))  # every position at once: (B*T, C)
-        logits = self.product(rows, self.wte.weight)  # x @ wte^T: (B*T, vocab)
+        product = self.batch_product if self.batch_product is not None and is_decode_batch(x) else self.product
+        logits = product(rows, self.wte.weight)  # x @ wte^T: (B*T, vocab)
         return logits.view(*x.shape[:-1], logits.size(-1))
 
 
@@ -98,10 +106,12 @@ class Conv1D(Layer):
         # How x @ W + b is multiplied: the plain product, or a faster kernel gpt2viz.kernels chose
         # for this CPU (the same digits).
         self.product = plain_block_product
+        self.batch_product = None  # for a batched decode step, when set (the same dot products)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         rows = x.reshape(-1, x.size(-1))  # every position at once: (B*T, in)
-        out = self.product(rows, self.weight, self.bias)  # y = x @ W + b: (B*T, out)
+        product = self.batch_product if self.batch_product is not None and is_decode_batch(x) else self.product
+        out = product(rows, self.weight, self.bias)  # y = x @ W + b: (B*T, out)
         return out.view(*x.shape[:-1], out.size(-1))
 
 

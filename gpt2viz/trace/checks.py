@@ -122,8 +122,10 @@ MAX_KERNEL_LAYERS = 8  # layer names sharing one shape
 
 def _check_kernels(kernels: dict, where: str) -> None:
     """How the recording machine multiplied by the weights (gpt2viz.kernels)."""
-    kernels = _fields(kernels, where, ("cpu", "products"))
+    kernels = _fields(kernels, where, ("cpu", "products"), ("batch_packed",))  # batch_packed: since 2026-12-05
     _str(kernels["cpu"], f"{where}.cpu")
+    if "batch_packed" in kernels:
+        _bool(kernels["batch_packed"], f"{where}.batch_packed")
     for i, product in enumerate(_list(kernels["products"], f"{where}.products", MAX_KERNEL_PRODUCTS)):
         at = f"{where}.products[{i}]"
         product = _fields(product, at, ("product", "n_in", "n_out", "kernel", "max_rows", "reason", "plain_us",

@@ -510,7 +510,10 @@ def model_info(lm: LanguageModel) -> dict:
         "stored_dtype": stored_formats(lm.stored_dtype),
         "device": str(lm.model.device),
         # How this machine multiplies by the weights (gpt2viz.kernels): float32 products only.
-        "kernels": {"cpu": this_cpu().describe(), "products": [c.to_dict() for c in lm.kernels]},
+        "kernels": {
+            "cpu": this_cpu().describe(), "products": [c.to_dict() for c in lm.kernels],
+            "batch_packed": getattr(lm.model.lm_head, "batch_product", None) is not None,  # kernels/batch.py
+        },
     }
 
 

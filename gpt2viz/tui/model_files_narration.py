@@ -130,6 +130,8 @@ def _kernels(trace: Trace) -> str:
         ))
     if any(p["busy"] and p["plain_us"] is not None for p in products):
         lines.append(say("stage.model_files.kernels_busy"))
+    if kernels.get("batch_packed"):
+        lines.append(say("stage.model_files.kernels_batch"))
     return "\n".join(lines)
 
 

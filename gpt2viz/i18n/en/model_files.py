@@ -105,6 +105,11 @@ TEXT = {
     "stage.model_files.kernel.one_thread": "• {layers} ({shape}): one product; with one thread there is nothing to split over.",
     "stage.model_files.kernel.set_split": "• {layers} ({shape}): two halves, as GPT2VIZ_KERNELS sets.",
     "stage.model_files.kernel.set_plain": "• {layers} ({shape}): one product, as GPT2VIZ_KERNELS sets.",
+    "stage.model_files.kernels_batch": (
+        "A decode step of several sequences at once multiplies by packed copies of the weights "
+        "instead (oneDNN's layout, made by the first such step): the BLAS would pack each weight again "
+        "for every product of several rows."
+    ),
     "stage.model_files.kernels_busy": (
         "Other programs kept the CPUs busy while these were timed: the times are not the kernels' own, "
         "and gpt2viz times them again once the machine is quiet."

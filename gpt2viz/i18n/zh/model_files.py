@@ -78,6 +78,10 @@ TEXT = {
     "stage.model_files.kernel.one_thread": "• {layers}（{shape}）：一次乘法；只有一个线程，没法拆。",
     "stage.model_files.kernel.set_split": "• {layers}（{shape}）：拆成两半，由 GPT2VIZ_KERNELS 指定。",
     "stage.model_files.kernel.set_plain": "• {layers}（{shape}）：一次乘法，由 GPT2VIZ_KERNELS 指定。",
+    "stage.model_files.kernels_batch": (
+        "同时解码多个序列的一步，改为乘以权重的打包副本（oneDNN 的布局，在第一次这样的步骤时做好）："
+        "BLAS 每做一次多行的乘法，都会把每个权重重新打包一遍。"
+    ),
     "stage.model_files.kernels_busy": (
         "计时的时候其他程序占着 CPU：这些时间不只是内核本身的，机器空闲后 gpt2viz 会重新计时。"
     ),

@@ -4,7 +4,10 @@ The names are TransformerLens's classic ones (`blocks.3.attn.hook_pattern`), so 
 without a glossary. Differences from TransformerLens, on purpose:
 
 - per-head tensors (`hook_q`, `hook_k`, `hook_v`, `hook_z`, scores, pattern) are fired in the
-  layout the computation uses, `[batch, head, position, head_dim]`;
+  layout the computation uses, `[batch, head, position, head_dim]`; a subscriber made
+  TransformerLens-style (`tl_style=True`, `LanguageModel.run_with_hooks`) is called as TL calls
+  its hook functions, `fn(activation, hook)`, and gets `hook_q/k/v/z` in TL's layout
+  `[batch, position, head, head_dim]` (a view: an in-place edit edits the pass);
 - `hook_k` / `hook_v` carry the keys and values of the new positions only (before they join the
   KV cache), and `hook_attn_scores` / `hook_pattern` have one row per new position and one column
   per cached + new position;
@@ -52,9 +55,13 @@ from typing import Any, Callable, Iterator
 from .errors import Gpt2VizError
 from .i18n import _
 
-__all__ = ["HookEditError", "HookFn", "HookNameError", "Hooks", "PassInfo", "all_hook_names", "block_hook_names", "hook_name", "layer_of"]
+__all__ = [
+    "HookEditError", "HookFn", "HookNameError", "HookPoint", "Hooks", "PassInfo", "TLHookFn", "all_hook_names",
+    "block_hook_names", "hook_name", "layer_of", "tl_style",
+]
 
 HookFn = Callable[[str, Any], Any]  # returns None, or a tensor that replaces the value
+TLHookFn = Callable[[Any, "HookPoint"], Any]  # TransformerLens's hook functions: fn(activation, hook)
 
 # Hook names of one block; `block_hook_names(i)` gives the full names.
 BLOCK_HOOKS = (
@@ -79,6 +86,8 @@ BLOCK_HOOKS = (
 EMBED_HOOKS = ("hook_embed", "hook_pos_embed")
 FINAL_HOOKS = ("ln_final.hook_scale", "ln_final.hook_normalized", "unembed.hook_out")
 STEP_HOOKS = ("kv_cache", "sample")
+# Per-head hooks whose TransformerLens layout puts the position before the head.
+TL_POSITION_FIRST = ("attn.hook_q", "attn.hook_k", "attn.hook_v", "attn.hook_z")
 
 
 def hook_name(name: str, layer: int | None = None) -> str:
@@ -150,6 +159,35 @@ def _check_replacement(name: str, value: Any, replacement: Any) -> None:
         )
 
 
+@dataclass(frozen=True)
+class HookPoint:
+    """What a TransformerLens-style hook function gets as its `hook` argument."""
+
+    name: str
+
+    def layer(self) -> int | None:
+        """The block the hook point is in (None outside the blocks), as TL's `hook.layer()`."""
+        return layer_of(self.name)
+
+
+def tl_style(fn: TLHookFn) -> HookFn:
+    """`fn(activation, hook)`, as TransformerLens calls a hook function, made a subscriber: the
+    per-head values of TL_POSITION_FIRST reach it as `[batch, position, head, head_dim]` (a
+    transposed view, no copy), and a tensor it returns in that layout is turned back."""
+
+    def call(name: str, value: Any) -> Any:
+        turned = name.endswith(TL_POSITION_FIRST) and hasattr(value, "transpose")
+        out = fn(value.transpose(1, 2) if turned else value, HookPoint(name))
+        if turned and hasattr(out, "transpose"):
+            out = out.transpose(1, 2)
+        return out
+
+    return call
+
+
+_tl = tl_style  # the methods' parameter of that name hides the function inside them
+
+
 @dataclass(eq=False)  # identity, not value: the same fn may be subscribed twice to one pattern
 class _Subscription:
     pattern: str
@@ -198,10 +236,11 @@ class Hooks:
                 raise HookNameError(sub.pattern, self.names)
         return subs
 
-    def add(self, pattern: str, fn: HookFn) -> _Subscription:
+    def add(self, pattern: str, fn: HookFn, *, tl_style: bool = False) -> _Subscription:
         """Subscribes `fn(name, value)` to every hook whose name matches `pattern` (fnmatch), in
-        the passes of every thread, until `remove`."""
-        (sub,) = self._checked([_Subscription(pattern, fn)])
+        the passes of every thread, until `remove`. `tl_style`: `fn(activation, hook)` with
+        TransformerLens's layouts instead (the module's doc)."""
+        (sub,) = self._checked([_Subscription(pattern, _tl(fn) if tl_style else fn)])
         with self._lock:
             self._subs.append(sub)
             self._changed()
@@ -215,11 +254,15 @@ class Hooks:
                 self._changed()
 
     @contextmanager
-    def subscribe(self, patterns: str | list[str] | tuple[str, ...], fn: HookFn) -> Iterator[None]:
+    def subscribe(
+        self, patterns: str | list[str] | tuple[str, ...], fn: HookFn, *, tl_style: bool = False
+    ) -> Iterator[None]:
         """Subscribes `fn` to the passes this thread runs during a `with` block; it is detached
-        even on error."""
+        even on error. `tl_style`: `fn(activation, hook)` with TransformerLens's layouts."""
         if isinstance(patterns, str):
             patterns = [patterns]
+        if tl_style:
+            fn = _tl(fn)
         subs = self._checked([_Subscription(p, fn) for p in patterns])
         thread = threading.get_ident()
         with self._lock:

@@ -8,6 +8,8 @@ This facade sits above the core (`model/`) and above `generate`, and uses both; 
 from __future__ import annotations
 
 import operator
+from collections.abc import Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -19,7 +21,7 @@ from .i18n import N_
 from .input_files import shown as _shown
 from .kernels.choice import Choice, choose_kernels
 from .generate import GenerationResult, SamplingSettings, generate
-from .hooks import Hooks
+from .hooks import HookNameError, Hooks, TLHookFn
 from .model.config import GPT2Config, read_config
 from .model.files import ModelFiles
 from .model.gpt2 import GPT2
@@ -161,34 +163,67 @@ class LanguageModel:
         copy of its tensor, in the order they fired. `prompt`: a text, a list of ids, a list of
         texts (padded on the right with a mask), or ids `[B, T]` with an optional
         `attention_mask`. `names_filter`: None (every hook), a name or fnmatch pattern
-        ('blocks.*.attn.hook_pattern'), a list of them, or a function of the name. Only this
-        thread's pass is recorded (hooks.py)."""
-        if isinstance(prompt, torch.Tensor) and prompt.dim() == 2:
-            ids = prompt
-        elif isinstance(prompt, list) and prompt and all(isinstance(p, str) for p in prompt):
-            ids, attention_mask = self.pad(prompt, side="right")
-        else:
-            ids = torch.tensor([self.encode_prompt(prompt)], device=self.model.device)
+        ('blocks.*.attn.hook_pattern'), a list of them, or a function of the name; one that
+        names no hook point of the model is a HookNameError. Only this thread's pass is recorded
+        (hooks.py)."""
+        ids, attention_mask = self._batch(prompt, attention_mask)
         if names_filter is None:
-            patterns, wanted = ["*"], None
-        elif isinstance(names_filter, str):
-            patterns, wanted = [names_filter], None
+            patterns = ["*"]
         elif isinstance(names_filter, (list, tuple)) and all(isinstance(n, str) for n in names_filter):
-            patterns, wanted = list(names_filter), None
-        elif callable(names_filter):
-            patterns, wanted = ["*"], names_filter
+            patterns = list(names_filter)
         else:
-            raise InputError("names_filter", N_("{setting} must be a hook name or pattern, a list of them, or a function, got {value}"),
-                             value=_shown(names_filter))
+            patterns = self._hook_names(names_filter, "names_filter")
         cache: dict[str, torch.Tensor] = {}
 
         def keep(name: str, value) -> None:
-            if isinstance(value, torch.Tensor) and (wanted is None or wanted(name)):
+            if isinstance(value, torch.Tensor):
                 cache[name] = value.detach().clone()
 
         with self.hooks.subscribe(patterns, keep):
             logits, _ = self.model(ids, attention_mask=attention_mask)
         return logits, cache
+
+    @torch.inference_mode()
+    def run_with_hooks(
+        self,
+        prompt: str | list[int] | list[str] | torch.Tensor,
+        fwd_hooks: Sequence[tuple[str | Callable[[str], bool], TLHookFn]] = (),
+        *,
+        attention_mask: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """One forward pass with TransformerLens-style hooks, as TL's `run_with_hooks`: each of
+        `fwd_hooks` is `(name, fn)`, `name` a hook name, an fnmatch pattern or a function of the
+        name, and `fn(activation, hook)` is called as TL calls it (`hook.name`, `hook.layer()`),
+        with `hook_q/k/v/z` in TL's layout `[batch, position, head, head_dim]`; a tensor it
+        returns replaces the activation. Returns the logits `[B, T, vocab]`. `prompt` as for
+        `run_with_cache`; only this thread's pass is hooked."""
+        ids, attention_mask = self._batch(prompt, attention_mask)
+        with ExitStack() as stack:
+            for name, fn in fwd_hooks:
+                stack.enter_context(self.hooks.subscribe(self._hook_names(name, "fwd_hooks"), fn, tl_style=True))
+            logits, _ = self.model(ids, attention_mask=attention_mask)
+        return logits
+
+    def _batch(self, prompt, attention_mask: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """A prompt of run_with_cache / run_with_hooks as ids `[B, T]` and its mask."""
+        if isinstance(prompt, torch.Tensor) and prompt.dim() == 2:
+            return prompt, attention_mask
+        if isinstance(prompt, list) and prompt and all(isinstance(p, str) for p in prompt):
+            return self.pad(prompt, side="right")
+        return torch.tensor([self.encode_prompt(prompt)], device=self.model.device), attention_mask
+
+    def _hook_names(self, names: object, setting: str) -> list[str]:
+        """A hook name or pattern as given; a function of the name as the names it accepts (a
+        HookNameError when none: a filter that matches nothing is a mistake, not an empty cache)."""
+        if isinstance(names, str):
+            return [names]
+        if callable(names):
+            chosen = [name for name in self.hooks.names if names(name)]
+            if not chosen:
+                raise HookNameError(getattr(names, "__name__", repr(names)), self.hooks.names)
+            return chosen
+        raise InputError(setting, N_("{setting} must be a hook name or pattern, a list of them, or a function, got {value}"),
+                         value=_shown(names))
 
     def generate(
         self,

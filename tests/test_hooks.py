@@ -203,3 +203,75 @@ def test_the_library_s_deliberate_errors_are_gpt2viz_errors_and_builtins():
 
     for error, builtin in ((HookEditError, ValueError), (PatchingError, ValueError), (HookNameError, KeyError)):
         assert issubclass(error, Gpt2VizError) and issubclass(error, builtin), error
+
+
+PROMPT_TL = "Hello there world"
+
+
+def test_tl_style_hooks_get_transformer_lens_s_layout_and_signature(tiny_lm):
+    """TL code indexes a head as z[:, :, h]; gpt2viz fires [batch, head, position, d_head]: a
+    TL-style subscriber gets TL's [batch, position, head, d_head], the same numbers."""
+    names = [f"blocks.1.attn.hook_{x}" for x in "qkvz"] + ["blocks.1.attn.hook_pattern"]
+    logits, cache = tiny_lm.run_with_cache(PROMPT_TL, names)
+    seen = {}
+
+    def look(activation, hook):
+        seen[hook.name] = (activation.clone(), hook.layer())
+
+    hooked = tiny_lm.run_with_hooks(PROMPT_TL, [(name, look) for name in names])
+    for name in names[:4]:
+        native = cache[name]  # [batch, head, position, d_head]
+        assert seen[name][0].shape == (1, native.size(2), native.size(1), native.size(3))
+        for h in range(native.size(1)):
+            assert torch.equal(seen[name][0][:, :, h], native[:, h])
+        assert seen[name][1] == 1
+    assert torch.equal(seen[names[4]][0], cache[names[4]])  # the pattern: [batch, head, query, key] in both
+    assert torch.allclose(hooked, logits, atol=5e-5)  # listening at the pattern takes the explicit path
+
+
+@pytest.mark.parametrize("in_place", [True, False])
+def test_a_tl_style_edit_in_tl_s_layout_edits_the_pass(tiny_lm, in_place):
+    """Zeroing head 2 as TL code does it, in place or by returning a tensor, is zeroing head 2."""
+
+    def tl_zero(z, hook):
+        if in_place:
+            z[:, :, 2] = 0
+            return None
+        z = z.clone()
+        z[:, :, 2] = 0
+        return z
+
+    def native_zero(name, z):
+        z[:, 2] = 0
+
+    hooked = tiny_lm.run_with_hooks(PROMPT_TL, [("blocks.1.attn.hook_z", tl_zero)])
+    with tiny_lm.hooks.subscribe("blocks.1.attn.hook_z", native_zero):
+        expected, _ = tiny_lm.model(torch.tensor([tiny_lm.tokenizer.encode(PROMPT_TL)]))
+    plain, _ = tiny_lm.run_with_cache(PROMPT_TL, "hook_embed")
+    assert torch.equal(hooked, expected) and not torch.equal(hooked, plain)
+
+
+def test_hooks_add_tl_style_and_a_filter_function(tiny_lm):
+    calls = []
+    sub = tiny_lm.hooks.add("blocks.0.attn.hook_q", lambda act, hook: calls.append((hook.name, tuple(act.shape))), tl_style=True)
+    try:
+        tiny_lm.model(torch.tensor([tiny_lm.tokenizer.encode(PROMPT_TL)]))
+    finally:
+        tiny_lm.hooks.remove(sub)
+    n_head = tiny_lm.config.n_head
+    assert calls == [("blocks.0.attn.hook_q", (1, 3, n_head, tiny_lm.config.n_embd // n_head))]
+    chosen = []
+    tiny_lm.run_with_hooks(PROMPT_TL, [(lambda name: name.endswith("hook_resid_post"), lambda a, h: chosen.append(h.name))])
+    assert chosen == [f"blocks.{i}.hook_resid_post" for i in range(tiny_lm.config.n_layer)]
+
+
+@pytest.mark.parametrize("run", ["run_with_cache", "run_with_hooks"])
+def test_a_filter_function_that_accepts_no_hook_point_is_a_key_error(tiny_lm, run):
+    def nothing(name):
+        return False
+
+    with pytest.raises(KeyError, match="nothing"):
+        if run == "run_with_cache":
+            tiny_lm.run_with_cache(PROMPT_TL, nothing)
+        else:
+            tiny_lm.run_with_hooks(PROMPT_TL, [(nothing, lambda a, h: None)])

@@ -95,11 +95,13 @@ class LanguageModel:
         """The model's hook points (`lm.hooks.subscribe(pattern, fn)`)."""
         return self.model.hooks
 
-    def encode_prompt(self, prompt: str | list[int]) -> list[int]:
+    def encode_prompt(self, prompt: str | list[int], *, prepend_bos: bool = False) -> list[int]:
         """Token ids of a prompt given as text or as ids (ids are checked: integers in the
-        vocabulary)."""
+        vocabulary). `prepend_bos`: a text's ids start with <|endoftext|>, as TransformerLens's
+        `to_tokens` does by default for GPT-2 (so its positions are one further on); gpt2viz does
+        not by default, as the app shows a prompt. Ids are taken as given."""
         if isinstance(prompt, str):
-            return self.tokenizer.encode(prompt)
+            return ([self.eos_id] if prepend_bos else []) + self.tokenizer.encode(prompt)
         if isinstance(prompt, torch.Tensor):
             prompt = prompt.reshape(-1).tolist() if prompt.dim() <= 1 or prompt.size(0) == 1 else prompt
         if not isinstance(prompt, (list, tuple)) or not all(
@@ -128,7 +130,9 @@ class LanguageModel:
                              last=self.config.vocab_size - 1, value=_shown(value))
         return index
 
-    def pad(self, prompts: list[str | list[int]], side: str = "left") -> tuple[torch.Tensor, torch.Tensor]:
+    def pad(
+        self, prompts: list[str | list[int]], side: str = "left", *, prepend_bos: bool = False
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """Several prompts as one batch: ids `[B, T]` padded to the longest with end-of-text, and
         the attention mask `[B, T]` (1 for a real token, 0 for padding) that `model(ids,
         attention_mask=mask)` needs to compute each row as it would alone. `side` is 'left' (what
@@ -137,7 +141,7 @@ class LanguageModel:
             raise InputError("side", N_("{setting} must be 'left' or 'right', got {value}"), value=_shown(side))
         if not isinstance(prompts, list) or not prompts:
             raise InputError("prompts", N_("{setting} must be a non-empty list of texts or id lists"))
-        rows = [self.encode_prompt(p) for p in prompts]
+        rows = [self.encode_prompt(p, prepend_bos=prepend_bos) for p in prompts]
         if not all(rows):
             raise InputError("prompts", N_("{setting}: every prompt needs at least one token"))
         width = max(map(len, rows))
@@ -157,16 +161,18 @@ class LanguageModel:
         names_filter: str | list[str] | Callable[[str], bool] | None = None,
         *,
         attention_mask: torch.Tensor | None = None,
+        prepend_bos: bool = False,
     ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """One forward pass that keeps the activations, as TransformerLens's `run_with_cache`:
         returns `(logits [B, T, vocab], cache)`, `cache` mapping each hook name that fired to a
         copy of its tensor, in the order they fired. `prompt`: a text, a list of ids, a list of
         texts (padded on the right with a mask), or ids `[B, T]` with an optional
-        `attention_mask`. `names_filter`: None (every hook), a name or fnmatch pattern
-        ('blocks.*.attn.hook_pattern'), a list of them, or a function of the name; one that
+        `attention_mask`; `prepend_bos` as for `encode_prompt`. `names_filter`: None (every
+        hook), a name or fnmatch pattern ('blocks.*.attn.hook_pattern'), a list of them, or a
+        function of the name; one that
         names no hook point of the model is a HookNameError. Only this thread's pass is recorded
         (hooks.py)."""
-        ids, attention_mask = self._batch(prompt, attention_mask)
+        ids, attention_mask = self._batch(prompt, attention_mask, prepend_bos)
         if names_filter is None:
             patterns = ["*"]
         elif isinstance(names_filter, (list, tuple)) and all(isinstance(n, str) for n in names_filter):
@@ -190,6 +196,7 @@ class LanguageModel:
         fwd_hooks: Sequence[tuple[str | Callable[[str], bool], TLHookFn]] = (),
         *,
         attention_mask: torch.Tensor | None = None,
+        prepend_bos: bool = False,
     ) -> torch.Tensor:
         """One forward pass with TransformerLens-style hooks, as TL's `run_with_hooks`: each of
         `fwd_hooks` is `(name, fn)`, `name` a hook name, an fnmatch pattern or a function of the
@@ -197,20 +204,23 @@ class LanguageModel:
         with `hook_q/k/v/z` in TL's layout `[batch, position, head, head_dim]`; a tensor it
         returns replaces the activation. Returns the logits `[B, T, vocab]`. `prompt` as for
         `run_with_cache`; only this thread's pass is hooked."""
-        ids, attention_mask = self._batch(prompt, attention_mask)
+        ids, attention_mask = self._batch(prompt, attention_mask, prepend_bos)
         with ExitStack() as stack:
             for name, fn in fwd_hooks:
                 stack.enter_context(self.hooks.subscribe(self._hook_names(name, "fwd_hooks"), fn, tl_style=True))
             logits, _ = self.model(ids, attention_mask=attention_mask)
         return logits
 
-    def _batch(self, prompt, attention_mask: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def _batch(
+        self, prompt, attention_mask: torch.Tensor | None, prepend_bos: bool
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """A prompt of run_with_cache / run_with_hooks as ids `[B, T]` and its mask."""
         if isinstance(prompt, torch.Tensor) and prompt.dim() == 2:
             return prompt, attention_mask
         if isinstance(prompt, list) and prompt and all(isinstance(p, str) for p in prompt):
-            return self.pad(prompt, side="right")
-        return torch.tensor([self.encode_prompt(prompt)], device=self.model.device), attention_mask
+            return self.pad(prompt, side="right", prepend_bos=prepend_bos)
+        ids = torch.tensor([self.encode_prompt(prompt, prepend_bos=prepend_bos)], device=self.model.device)
+        return ids, attention_mask
 
     def _hook_names(self, names: object, setting: str) -> list[str]:
         """A hook name or pattern as given; a function of the name as the names it accepts (a
@@ -236,18 +246,21 @@ class LanguageModel:
         seed: int | None = None,
         on_step: Callable | None = None,
         should_stop: Callable[[], bool] | None = None,
+        *,
+        prepend_bos: bool = False,
     ) -> GenerationResult | list[GenerationResult]:
         """Continues `prompt` (text or ids); see `gpt2viz.generate.generate`. A list of prompts
         (texts or id lists) gives a list of results, one per prompt, decoded together through one
-        cache (`generate_prompts`; row r samples with seed + r)."""
+        cache (`generate_prompts`; row r samples with seed + r). `prepend_bos` as for
+        `encode_prompt`."""
         if isinstance(prompt, list) and prompt and all(isinstance(p, (str, list)) for p in prompt):
             if not use_cache:
                 raise InputError("use_cache", N_("{setting}: a list of prompts is decoded through the KV cache"))
             return self.generate_prompts(prompt, max_new_tokens, temperature, top_k, top_p, seed, on_step,
-                                         should_stop).rows
+                                         should_stop, prepend_bos=prepend_bos).rows
         return generate(
             self.model,
-            self.encode_prompt(prompt),
+            self.encode_prompt(prompt, prepend_bos=prepend_bos),
             max_new_tokens,
             use_cache=use_cache,
             settings=SamplingSettings(temperature, top_k, top_p, seed),
@@ -267,12 +280,14 @@ class LanguageModel:
         seed: int | None = None,
         on_step: Callable | None = None,
         should_stop: Callable[[], bool] | None = None,
+        *,
+        prepend_bos: bool = False,
     ) -> BatchResult:
         """`batch_size` continuations of `prompt` decoded together, row r sampling with seed + r;
-        see `gpt2viz.batch.generate_batch`."""
+        see `gpt2viz.batch.generate_batch`. `prepend_bos` as for `encode_prompt`."""
         return generate_batch(
             self.model,
-            self.encode_prompt(prompt),
+            self.encode_prompt(prompt, prepend_bos=prepend_bos),
             batch_size,
             max_new_tokens,
             settings=SamplingSettings(temperature, top_k, top_p, seed),
@@ -291,16 +306,19 @@ class LanguageModel:
         seed: int | None = None,
         on_step: Callable | None = None,
         should_stop: Callable[[], bool] | None = None,
+        *,
+        prepend_bos: bool = False,
     ) -> BatchResult:
         """Continues each of `prompts` (texts or ids, any lengths) together, padded on the left
-        with an attention mask, row r sampling with seed + r; see `gpt2viz.batch.generate_prompts`."""
+        with an attention mask, row r sampling with seed + r; see `gpt2viz.batch.generate_prompts`.
+        `prepend_bos` as for `encode_prompt`."""
         if not isinstance(prompts, list):
             raise SettingError(
                 "prompts", N_("{setting} must be a list of texts or id lists, got {type}"), type=type(prompts).__name__
             )
         return generate_prompts(
             self.model,
-            [self.encode_prompt(p) for p in prompts],
+            [self.encode_prompt(p, prepend_bos=prepend_bos) for p in prompts],
             max_new_tokens,
             settings=SamplingSettings(temperature, top_k, top_p, seed),
             eos_id=self.eos_id,

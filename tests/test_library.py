@@ -151,3 +151,21 @@ def test_a_bad_setting_is_a_value_error_as_python_s_own_are(tiny_lm, call, setti
     with pytest.raises(ValueError) as caught:
         call(tiny_lm)
     assert isinstance(caught.value, gpt2viz.SettingError) and caught.value.setting == setting
+
+
+def test_prepend_bos_starts_a_text_with_end_of_text_as_transformer_lens_does(tiny_lm):
+    """TransformerLens's to_tokens puts <|endoftext|> first by default for GPT-2: positions in TL
+    notebooks are one further on. gpt2viz does so when asked, for texts (ids are taken as given)."""
+    text = "Hello there"
+    plain = tiny_lm.encode_prompt(text)
+    assert tiny_lm.encode_prompt(text, prepend_bos=True) == [tiny_lm.eos_id] + plain
+    assert tiny_lm.encode_prompt(plain, prepend_bos=True) == plain
+    with_bos, cache = tiny_lm.run_with_cache(text, "hook_embed", prepend_bos=True)
+    assert with_bos.shape[1] == len(plain) + 1 and cache["hook_embed"].shape[1] == len(plain) + 1
+    same, _ = tiny_lm.run_with_cache([tiny_lm.eos_id] + plain, "hook_embed")  # the same attention path
+    assert torch.equal(with_bos, same)
+    assert torch.equal(tiny_lm.run_with_hooks(text, prepend_bos=True), same)
+    ids, mask = tiny_lm.pad([text, "Hi"], prepend_bos=True)
+    assert ids[0].tolist() == [tiny_lm.eos_id] + plain and int(mask[1].sum()) == 1 + len(tiny_lm.encode_prompt("Hi"))
+    made = tiny_lm.generate(text, 3, prepend_bos=True)
+    assert made.token_ids == tiny_lm.generate([tiny_lm.eos_id] + plain, 3).token_ids

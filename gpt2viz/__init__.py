@@ -1,6 +1,7 @@
 """gpt2viz: see, step by step and with real numbers, how GPT-2 picks its next token."""
 
 import warnings
+from typing import TYPE_CHECKING, Any
 
 # `import torch` warns "Failed to initialize NumPy" when numpy is not installed. gpt2viz never
 # hands torch a numpy array, so it does not depend on numpy (measured: +0.15-0.2 s on every
@@ -21,7 +22,15 @@ _API = {
 }
 
 
-def __getattr__(name: str):
+if TYPE_CHECKING:  # what type checkers see: the real names, not `__getattr__`'s Any
+    from .errors import Gpt2VizError, InputError, ModelSourceError, SettingError
+    from .generate import GenerationResult, SamplingSettings
+    from .hooks import HookEditError, Hooks
+    from .language_model import LanguageModel, load_model
+    from .model import GPT2, GPT2Config, KVCache, Tokenizer
+
+
+def __getattr__(name: str) -> Any:
     module = _API.get(name)
     if module is None:
         raise AttributeError(f"module 'gpt2viz' has no attribute {name!r}")

@@ -11,7 +11,7 @@ import operator
 from collections.abc import Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, overload
 
 import torch
 
@@ -131,7 +131,7 @@ class LanguageModel:
         return index
 
     def pad(
-        self, prompts: list[str | list[int]], side: str = "left", *, prepend_bos: bool = False
+        self, prompts: Sequence[str | list[int]], side: str = "left", *, prepend_bos: bool = False
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Several prompts as one batch: ids `[B, T]` padded to the longest with end-of-text, and
         the attention mask `[B, T]` (1 for a real token, 0 for padding) that `model(ids,
@@ -139,7 +139,7 @@ class LanguageModel:
         generation continues from) or 'right'."""
         if side not in ("left", "right"):
             raise InputError("side", N_("{setting} must be 'left' or 'right', got {value}"), value=_shown(side))
-        if not isinstance(prompts, list) or not prompts:
+        if not isinstance(prompts, (list, tuple)) or not prompts:
             raise InputError("prompts", N_("{setting} must be a non-empty list of texts or id lists"))
         rows = [self.encode_prompt(p, prepend_bos=prepend_bos) for p in prompts]
         if not all(rows):
@@ -235,6 +235,38 @@ class LanguageModel:
         raise InputError(setting, N_("{setting} must be a hook name or pattern, a list of them, or a function, got {value}"),
                          value=_shown(names))
 
+    @overload
+    def generate(
+        self,
+        prompt: str | list[int],
+        max_new_tokens: int,
+        use_cache: bool = ...,
+        temperature: float = ...,
+        top_k: int | None = ...,
+        top_p: float | None = ...,
+        seed: int | None = ...,
+        on_step: Callable | None = ...,
+        should_stop: Callable[[], bool] | None = ...,
+        *,
+        prepend_bos: bool = ...,
+    ) -> GenerationResult: ...
+
+    @overload
+    def generate(
+        self,
+        prompt: list[str] | list[list[int]],
+        max_new_tokens: int,
+        use_cache: bool = ...,
+        temperature: float = ...,
+        top_k: int | None = ...,
+        top_p: float | None = ...,
+        seed: int | None = ...,
+        on_step: Callable | None = ...,
+        should_stop: Callable[[], bool] | None = ...,
+        *,
+        prepend_bos: bool = ...,
+    ) -> list[GenerationResult]: ...
+
     def generate(
         self,
         prompt: str | list[int] | list[str] | list[list[int]],
@@ -298,7 +330,7 @@ class LanguageModel:
 
     def generate_prompts(
         self,
-        prompts: list[str | list[int]],
+        prompts: Sequence[str | list[int]],
         max_new_tokens: int,
         temperature: float = 0.0,
         top_k: int | None = None,
@@ -312,7 +344,7 @@ class LanguageModel:
         """Continues each of `prompts` (texts or ids, any lengths) together, padded on the left
         with an attention mask, row r sampling with seed + r; see `gpt2viz.batch.generate_prompts`.
         `prepend_bos` as for `encode_prompt`."""
-        if not isinstance(prompts, list):
+        if not isinstance(prompts, (list, tuple)):
             raise SettingError(
                 "prompts", N_("{setting} must be a list of texts or id lists, got {type}"), type=type(prompts).__name__
             )

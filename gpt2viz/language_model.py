@@ -154,7 +154,6 @@ class LanguageModel:
         device = self.model.device
         return torch.tensor(ids, device=device), torch.tensor(mask, device=device)
 
-    @torch.inference_mode()
     def run_with_cache(
         self,
         prompt: str | list[int] | list[str] | torch.Tensor,
@@ -162,6 +161,7 @@ class LanguageModel:
         *,
         attention_mask: torch.Tensor | None = None,
         prepend_bos: bool = False,
+        grad: bool = False,
     ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """One forward pass that keeps the activations, as TransformerLens's `run_with_cache`:
         returns `(logits [B, T, vocab], cache)`, `cache` mapping each hook name that fired to a
@@ -171,7 +171,8 @@ class LanguageModel:
         hook), a name or fnmatch pattern ('blocks.*.attn.hook_pattern'), a list of them, or a
         function of the name; one that
         names no hook point of the model is a HookNameError. Only this thread's pass is recorded
-        (hooks.py)."""
+        (hooks.py). `grad=True`: the pass runs with autograd (`GPT2.forward`) and the cache holds
+        the activations themselves, in the graph: `torch.autograd.grad(metric, cache[name])`."""
         ids, attention_mask = self._batch(prompt, attention_mask, prepend_bos)
         if names_filter is None:
             patterns = ["*"]
@@ -183,13 +184,12 @@ class LanguageModel:
 
         def keep(name: str, value) -> None:
             if isinstance(value, torch.Tensor):
-                cache[name] = value.detach().clone()
+                cache[name] = value if grad else value.detach().clone()
 
         with self.hooks.subscribe(patterns, keep):
-            logits, _ = self.model(ids, attention_mask=attention_mask)
+            logits, _ = self.model(ids, attention_mask=attention_mask, grad=grad)
         return logits, cache
 
-    @torch.inference_mode()
     def run_with_hooks(
         self,
         prompt: str | list[int] | list[str] | torch.Tensor,
@@ -197,18 +197,19 @@ class LanguageModel:
         *,
         attention_mask: torch.Tensor | None = None,
         prepend_bos: bool = False,
+        grad: bool = False,
     ) -> torch.Tensor:
         """One forward pass with TransformerLens-style hooks, as TL's `run_with_hooks`: each of
         `fwd_hooks` is `(name, fn)`, `name` a hook name, an fnmatch pattern or a function of the
         name, and `fn(activation, hook)` is called as TL calls it (`hook.name`, `hook.layer()`),
         with `hook_q/k/v/z` in TL's layout `[batch, position, head, head_dim]`; a tensor it
         returns replaces the activation. Returns the logits `[B, T, vocab]`. `prompt` as for
-        `run_with_cache`; only this thread's pass is hooked."""
+        `run_with_cache`; only this thread's pass is hooked; `grad=True` runs it with autograd."""
         ids, attention_mask = self._batch(prompt, attention_mask, prepend_bos)
         with ExitStack() as stack:
             for name, fn in fwd_hooks:
                 stack.enter_context(self.hooks.subscribe(self._hook_names(name, "fwd_hooks"), fn, tl_style=True))
-            logits, _ = self.model(ids, attention_mask=attention_mask)
+            logits, _ = self.model(ids, attention_mask=attention_mask, grad=grad)
         return logits
 
     def _batch(

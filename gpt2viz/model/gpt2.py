@@ -46,7 +46,6 @@ class GPT2(nn.Module):
         capacity, else a first chunk that grows as needed; see kv_cache.py)."""
         return KVCache(self.config, batch_size, capacity, self.dtype, self.device, reserve)
 
-    @torch.inference_mode()
     def forward(
         self,
         input_ids: torch.Tensor,
@@ -54,8 +53,31 @@ class GPT2(nn.Module):
         *,
         last_only: bool = False,
         attention_mask: torch.Tensor | None = None,
+        grad: bool = False,
     ) -> tuple[torch.Tensor, KVCache | None]:
         """Logits `[B, T, vocab]` for the new ids `[B, T]` (`[B, 1, vocab]` with `last_only`).
+
+        By default the pass runs in inference mode: nothing is recorded for gradients. `grad=True`
+        runs it with autograd, the token and position embeddings made leaves that require a
+        gradient (the weights stay constants): every activation after them, as the hooks see it,
+        has a `grad_fn`, so `torch.autograd.grad(metric, activation)` works (attribution
+        patching, saliency). Such a pass takes no cache, and float32 weights only."""
+        if not grad:
+            with torch.inference_mode():
+                return self._forward(input_ids, cache, last_only, attention_mask, False)
+        if cache is not None:
+            raise InputError("grad", N_("{setting}: a pass with gradients runs without a KV cache"))
+        if self.precision != "float32":
+            raise InputError("grad", N_("{setting}: gradients need the float32 weights, and these are {dtype}"),
+                             dtype=self.precision)
+        with torch.enable_grad():
+            return self._forward(input_ids, cache, last_only, attention_mask, True)
+
+    def _forward(
+        self, input_ids: torch.Tensor, cache: KVCache | None, last_only: bool, attention_mask: torch.Tensor | None,
+        grad: bool,
+    ) -> tuple[torch.Tensor, KVCache | None]:
+        """The pass `forward` describes.
 
         With a cache, the ids continue the cached sequence: their positions start at
         `cache.length`, and their keys and values are added to it.
@@ -83,6 +105,8 @@ class GPT2(nn.Module):
             positions = (real.long().cumsum(1) - 1).clamp_min(0)[:, past:]  # (B, T)
             pos = self.wpe.lookup(positions)  # (B, T, C)
             keys_seen = attention_with_padding(real, T)  # (B, 1, T, L)
+        if grad:  # where gradients start: copies, so that no weight is a leaf of the graph
+            tok, pos = tok.clone().requires_grad_(), pos.expand(B, T, -1).clone().requires_grad_()
         if hooks.active:
             hooks.begin_pass(past, None if attention_mask is None else real[:, past:])
             tok = hooks.fire("hook_embed", tok)  # rows picked out of wte: a copy, not the table

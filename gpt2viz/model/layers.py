@@ -31,8 +31,9 @@ def plain_head_product(rows: torch.Tensor, wte: torch.Tensor) -> torch.Tensor:
 
 def is_decode_batch(x: torch.Tensor) -> bool:
     """Whether `x` (B, T, C) is one new position of several sequences: a batched decode step,
-    which may have a kernel of its own (`batch_product`, set by gpt2viz.kernels)."""
-    return x.dim() == 3 and x.size(1) == 1 and x.size(0) > 1
+    which may have a kernel of its own (`batch_product`, set by gpt2viz.kernels). A pass with
+    gradients multiplies plainly."""
+    return x.dim() == 3 and x.size(1) == 1 and x.size(0) > 1 and not torch.is_grad_enabled()
 
 
 def causal_mask(n_new: int, n_total: int, device: torch.device | str | None = None) -> torch.Tensor:

@@ -1,0 +1,69 @@
+"""Passes with gradients (`grad=True`): the same logits as inference, activations in the graph as
+the hooks see them, and attribution patching, checked against real activation patching."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import gpt2viz
+from gpt2viz.errors import InputError
+from gpt2viz.patching import attribution_patch_residual_stream, patch_residual_stream, residuals
+
+PROMPT = "The meaning of life is"
+
+
+def test_a_pass_with_gradients_computes_what_inference_does_and_hooks_see_the_graph(tiny_lm):
+    ids = torch.tensor([tiny_lm.tokenizer.encode(PROMPT)])
+    plain, _ = tiny_lm.model(ids)
+    assert not plain.requires_grad  # inference mode stays the default
+    seen = {}
+
+    def keep(name: str, value: torch.Tensor) -> None:
+        seen[name] = value
+
+    with tiny_lm.hooks.subscribe(["blocks.1.hook_resid_pre", "blocks.1.attn.hook_z"], keep):
+        logits, _ = tiny_lm.model(ids, grad=True)
+    assert logits.grad_fn is not None and all(v.grad_fn is not None for v in seen.values())
+    assert torch.equal(logits.detach(), plain)
+    (grad,) = torch.autograd.grad(logits[0, -1].max(), seen["blocks.1.hook_resid_pre"])
+    assert grad.shape == seen["blocks.1.hook_resid_pre"].shape and float(grad.abs().sum()) > 0
+    assert all(not p.requires_grad for p in tiny_lm.model.parameters())  # the weights stay constants
+
+
+def test_run_with_cache_with_gradients_keeps_the_activations_in_the_graph(tiny_lm):
+    logits, cache = tiny_lm.run_with_cache(PROMPT, "blocks.*.hook_resid_post", grad=True)
+    last = cache[f"blocks.{tiny_lm.config.n_layer - 1}.hook_resid_post"]
+    (grad,) = torch.autograd.grad(logits[0, -1, 13], last)
+    assert float(grad[0, :-1].abs().max()) == 0  # only the last position's stream makes its logits
+    assert float(grad[0, -1].abs().max()) > 0
+
+
+@pytest.mark.parametrize("call", [
+    lambda lm: lm.model(torch.tensor([[1, 2]]), lm.model.new_cache(), grad=True),
+    lambda lm: gpt2viz.load_model("tiny", dtype="bfloat16").model(torch.tensor([[1, 2]]), grad=True),
+])
+def test_what_a_pass_with_gradients_cannot_take_is_refused(tiny_lm, call):
+    with pytest.raises(InputError) as caught:
+        call(tiny_lm)
+    assert caught.value.setting == "grad"
+
+
+def test_attribution_patching_ranks_as_real_patching_does():
+    """On the bundled (trained) model: 'The king is dead and the queen' against the queen and king
+    swapped. Measured: correlation 0.998, rank correlation 0.98, the same top cell."""
+    lm = gpt2viz.load_model("tiny")
+    clean, corrupted = (lm.tokenizer.encode(t) for t in ("The king is dead and the queen", "The queen is dead and the king"))
+    _, clean_logits = residuals(lm, clean)
+    rival = int(clean_logits.topk(2).indices[1])  # both prompts predict the same token: its runner-up
+    real = patch_residual_stream(lm, clean, corrupted, rival)
+    approx = attribution_patch_residual_stream(lm, clean, corrupted, rival)
+    assert (approx.clean_answer, approx.corrupted_answer) == (real.clean_answer, real.corrupted_answer)
+    r, a = torch.tensor(real.restored).flatten(), torch.tensor(approx.restored).flatten()
+
+    def ranks(t: torch.Tensor) -> torch.Tensor:
+        return t.argsort(descending=True).argsort().float()
+
+    assert float(torch.corrcoef(torch.stack([r, a]))[0, 1]) > 0.95
+    assert float(torch.corrcoef(torch.stack([ranks(r), ranks(a)]))[0, 1]) > 0.9
+    assert int(r.argmax()) == int(a.argmax())

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import torch
 
+from .activation_cache import head_results
 from .hooks import hook_name
 
 from typing import TYPE_CHECKING
@@ -75,13 +76,9 @@ def direct_logit_attribution(lm: LanguageModel, ids: list[int], token_id: int | 
     attn_bias, per_head = [], []
     for layer, block in enumerate(model.h):
         z = seen[hook_name("attn.hook_z", layer)]  # (nh, hd) at the last position
-        # Each head alone through c_proj (the others' rows zeroed), less the bias: works for
-        # every number format's c_proj, int8 included.
-        alone = torch.zeros(config.n_head, config.n_head, config.head_dim, dtype=z.dtype, device=z.device)
-        alone[range(config.n_head), range(config.n_head)] = z
-        bias = block.attn.c_proj(torch.zeros(1, config.n_embd, dtype=z.dtype, device=z.device))[0]
-        per_head.append(block.attn.c_proj(alone.reshape(config.n_head, config.n_embd)) - bias)
-        attn_bias.append(bias)
+        # Each head alone through c_proj, less the bias (gpt2viz.activation_cache.head_results).
+        per_head.append(head_results(model, layer, z[None, :, None, :])[:, 0, 0])  # (nh, C)
+        attn_bias.append(block.attn.c_proj(torch.zeros(1, config.n_embd, dtype=z.dtype, device=z.device))[0])
     parts += [*per_head, torch.stack(attn_bias), torch.stack([seen[hook_name("hook_mlp_out", l)] for l in range(config.n_layer)])]
     stacked = torch.cat([p.reshape(-1, config.n_embd) for p in parts]).float()  # (parts, C)
 

@@ -15,6 +15,7 @@ from typing import Callable, overload
 
 import torch
 
+from .activation_cache import ActivationCache
 from .batch import BatchResult, generate_batch, generate_prompts
 from .errors import InputError, SettingError
 from .i18n import N_
@@ -162,10 +163,11 @@ class LanguageModel:
         attention_mask: torch.Tensor | None = None,
         prepend_bos: bool = False,
         grad: bool = False,
-    ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    ) -> tuple[torch.Tensor, ActivationCache]:
         """One forward pass that keeps the activations, as TransformerLens's `run_with_cache`:
         returns `(logits [B, T, vocab], cache)`, `cache` mapping each hook name that fired to a
-        copy of its tensor, in the order they fired. `prompt`: a text, a list of ids, a list of
+        copy of its tensor, in the order they fired (an `ActivationCache`: TL's indexing and
+        analysis methods too). `prompt`: a text, a list of ids, a list of
         texts (padded on the right with a mask), or ids `[B, T]` with an optional
         `attention_mask`; `prepend_bos` as for `encode_prompt`. `names_filter`: None (every
         hook), a name or fnmatch pattern ('blocks.*.attn.hook_pattern'), a list of them, or a
@@ -180,7 +182,7 @@ class LanguageModel:
             patterns = list(names_filter)
         else:
             patterns = self._hook_names(names_filter, "names_filter")
-        cache: dict[str, torch.Tensor] = {}
+        cache = ActivationCache(self.model)
 
         def keep(name: str, value) -> None:
             if isinstance(value, torch.Tensor):

@@ -8,7 +8,11 @@ import torch
 
 import gpt2viz
 from gpt2viz.errors import InputError
-from gpt2viz.patching import attribution_patch_residual_stream, patch_residual_stream, residuals
+from gpt2viz.patching import (
+    attribution_patch_residual_stream,
+    patch_residual_stream,
+    residuals,
+)
 
 PROMPT = "The meaning of life is"
 

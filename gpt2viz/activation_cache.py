@@ -9,7 +9,8 @@ before), indexed also as TransformerLens indexes its cache (`cache["pattern", 1]
 - `stack_head_results`: each head's own output, `z_h @ W_O[h]` (c_proj's rows of head h);
 - `apply_ln_to_stack`: the final LayerNorm of this pass applied to each component: centred and
   divided by the pass's scale (frozen, so the LayerNorm is linear and components add up);
-- `logit_attrs`: components times the logit directions of tokens.
+- `logit_attrs`: components, the final LayerNorm applied as above, times the logit directions
+  of tokens (TL's: pass the components as they are).
 
 Conventions, as TransformerLens's with `fold_ln=True` (its default): the LayerNorm's gain γ is
 part of the logit direction (`logit_attrs` reads `γ ⊙ wte[t]`), not of `apply_ln_to_stack`; its
@@ -17,10 +18,11 @@ bias β and c_proj's bias are no component's (TL folds c_proj's bias into `b_O`,
 output's bias term, which `decompose_resid` gives as part of each block's `attn_out`;
 `stack_head_results` leaves it out). So, at any position,
 
-    logits[t] = sum over decompose_resid's components c of logit_attrs(apply_ln_to_stack(c), t)
-                + β · wte[t]
+    logits[t] = sum over decompose_resid's components c of logit_attrs(c, t) + β · wte[t]
 
-which tests/test_activation_cache.py checks against the pass's logits.
+which tests/test_activation_cache.py checks against the pass's logits, and
+tests/test_transformer_lens.py every method against TransformerLens 4.3 (where it is installed).
+`pos_slice` is TL's too: an int keeps that position and drops the axis, a slice keeps the axis.
 """
 
 from __future__ import annotations
@@ -83,7 +85,9 @@ class ActivationCache(dict):
     ) -> torch.Tensor | tuple[torch.Tensor, list[str]]:
         """The residual stream entering blocks 0 .. `layer` (default: every block, and after the
         last one, "final_post"), `[components, B, T, C]`; `incl_mid` adds each block's stream
-        between attention and MLP. Labels as TransformerLens's ("0_pre", "0_mid", ..., "final_post")."""
+        between attention and MLP. Labels as TransformerLens's ("0_pre", "0_mid", ..., "final_post").
+        `apply_ln` normalises each stream by its own scale, as the final LayerNorm would if the
+        stream ended there (TL's recompute_ln: the logit lens)."""
         n_layer = self.model.config.n_layer
         whole = layer is None or layer == n_layer
         parts, labels = [], []
@@ -96,7 +100,10 @@ class ActivationCache(dict):
         if whole:
             parts.append(self[hook_name("hook_resid_post", n_layer - 1)])
             labels.append("final_post")
-        return self._finish(parts, labels, apply_ln, pos_slice, return_labels)
+        stack = torch.stack([_positions(p, pos_slice) for p in parts])
+        if apply_ln:
+            stack = self.apply_ln_to_stack(stack, recompute_ln=True)
+        return (stack, labels) if return_labels else stack
 
     def decompose_resid(
         self, layer: int | None = None, mode: str = "all", apply_ln: bool = False, pos_slice: Any = None,
@@ -136,24 +143,36 @@ class ActivationCache(dict):
         return self._finish(parts, labels, apply_ln, pos_slice, return_labels)
 
     # -- the final LayerNorm and the logits ----------------------------------------------------
-    def apply_ln_to_stack(self, stack: torch.Tensor, layer: int | None = None, pos_slice: Any = None) -> torch.Tensor:
+    def apply_ln_to_stack(
+        self, stack: torch.Tensor, layer: int | None = None, mlp_input: bool = False, pos_slice: Any = None,
+        recompute_ln: bool = False,
+    ) -> torch.Tensor:
         """The final LayerNorm of this pass applied to each component of `stack` `[..., B, T, C]`
-        (`layer` None; a block's number applies its ln1's scale instead): centred and divided by
-        the pass's scale. The gain γ is the logit direction's (`logit_attrs`)."""
-        name = "ln_final.hook_scale" if layer is None else hook_name("ln1.hook_scale", layer)
-        scale = _positions(self[name], pos_slice)  # [B, T, 1]
+        (`layer` None or -1; a block's number applies its ln1's scale, or ln2's with `mlp_input`):
+        centred and divided by the pass's scale, at the positions of `pos_slice` (the stack's
+        own are taken as already sliced). The gain γ is the logit direction's (`logit_attrs`).
+        `recompute_ln`: each component divided by its own scale instead."""
         centred = stack - stack.mean(dim=-1, keepdim=True)
-        return centred / scale
+        if recompute_ln:
+            eps = self.model.config.layer_norm_epsilon
+            return centred / (centred.pow(2).mean(dim=-1, keepdim=True) + eps).sqrt()
+        if layer is None or layer == -1:
+            name = "ln_final.hook_scale"
+        else:
+            name = hook_name("ln2.hook_scale" if mlp_input else "ln1.hook_scale", layer)
+        return centred / _positions(self[name], pos_slice)  # scale [B, T, 1]
 
-    def logit_attrs(self, stack: torch.Tensor, tokens: Any, incorrect_tokens: Any = None) -> torch.Tensor:
+    def logit_attrs(
+        self, stack: torch.Tensor, tokens: Any, incorrect_tokens: Any = None, pos_slice: Any = None
+    ) -> torch.Tensor:
         """Each component's direct contribution to the logits of `tokens` (an id, or a tensor of
-        ids broadcast against the stack's batch and positions): the component (LayerNorm applied
-        by `apply_ln_to_stack`) times `γ ⊙ wte[token]`. With `incorrect_tokens`, the
-        contribution to the difference of the two logits."""
+        ids broadcast against the stack's batch and positions): the component, the final
+        LayerNorm applied (`apply_ln_to_stack`, at `pos_slice`), times `γ ⊙ wte[token]`. With
+        `incorrect_tokens`, the contribution to the difference of the two logits."""
         direction = self._direction(tokens)
         if incorrect_tokens is not None:
             direction = direction - self._direction(incorrect_tokens)
-        return (stack * direction).sum(-1)
+        return (self.apply_ln_to_stack(stack, pos_slice=pos_slice) * direction).sum(-1)
 
     def _direction(self, tokens: Any) -> torch.Tensor:
         ids = torch.as_tensor(tokens, device=self.model.device)
@@ -169,12 +188,9 @@ class ActivationCache(dict):
 
 
 def _positions(t: torch.Tensor, pos_slice: Any) -> torch.Tensor:
-    """`t` `[B, T, ...]` at the positions of `pos_slice` (None: all; an int keeps the axis)."""
-    if pos_slice is None:
-        return t
-    if isinstance(pos_slice, int):
-        pos_slice = slice(pos_slice, pos_slice + 1 if pos_slice != -1 else None)
-    return t[:, pos_slice]
+    """`t` `[B, T, ...]` at the positions of `pos_slice`, as TransformerLens's Slice: None all, an
+    int that position (the axis dropped), a slice or a list of positions those (the axis kept)."""
+    return t if pos_slice is None else t[:, pos_slice]
 
 
 def head_results(model: GPT2, layer: int, z: torch.Tensor) -> torch.Tensor:

@@ -59,14 +59,24 @@ def test_each_head_s_result_adds_up_to_the_attention_output(run):
 def test_logit_attributions_add_up_to_the_logits_and_agree_with_direct_logit_attribution(run):
     lm, logits, cache = run
     token = int(logits[0, -1].argmax())
-    parts = cache.apply_ln_to_stack(cache.decompose_resid())
-    attrs = cache.logit_attrs(parts, token)  # [components, B, T]
+    parts = cache.decompose_resid()
+    attrs = cache.logit_attrs(parts, token)  # [components, B, T]: the final LayerNorm applied inside, as TL's
     beta = float(lm.model.ln_f.bias @ lm.model.wte.weight[token])
     assert torch.allclose(attrs.sum(0) + beta, logits[..., token], atol=1e-4)  # every position
+    assert torch.equal(attrs, cache.logit_attrs(parts, torch.tensor(token)))
     dla = direct_logit_attribution(lm, lm.encode_prompt(PROMPT), token)
-    heads = cache.logit_attrs(cache.stack_head_results(apply_ln=True, pos_slice=-1), token)[:, 0, 0]
+    heads = cache.logit_attrs(cache.stack_head_results(pos_slice=-1), token, pos_slice=-1)[:, 0]  # [heads, B]
     assert heads.tolist() == pytest.approx([x for row in dla.heads for x in row], abs=1e-5)
     other = int(logits[0, -1].topk(2).indices[1])
     diff = cache.logit_attrs(parts, token, incorrect_tokens=other).sum(0)[0, -1]
     beta_diff = float(lm.model.ln_f.bias @ (lm.model.wte.weight[token] - lm.model.wte.weight[other]))
     assert float(diff) + beta_diff == pytest.approx(float(logits[0, -1, token] - logits[0, -1, other]), abs=1e-4)
+
+
+def test_accumulated_resid_with_the_layernorm_is_the_logit_lens(run):
+    lm, logits, cache = run
+    streams = cache.accumulated_resid(apply_ln=True, pos_slice=-1)  # [layers + 1, B, C], each by its own scale
+    lens = streams * lm.model.ln_f.weight + lm.model.ln_f.bias
+    last = lens[-1] @ lm.model.wte.weight.t()
+    assert torch.allclose(last, logits[:, -1], atol=1e-4)  # the last stream's lens is the model's prediction
+    assert streams.shape == (lm.config.n_layer + 1, 1, lm.config.n_embd)

@@ -62,3 +62,56 @@ def test_hook_normalized_is_the_layernorm_before_its_learned_scale_and_bias(runs
     expected = torch.nn.functional.layer_norm(x, (x.size(-1),), eps=lm.model.h[0].ln_1.eps)
     assert float((ours["blocks.0.ln1.hook_normalized"] - expected).abs().max()) <= 1e-5
     assert float((theirs["blocks.0.ln1.hook_normalized"] - expected).abs().max()) <= TOL
+
+
+@pytest.fixture(scope="module")
+def caches(ckpts):
+    """gpt2viz's ActivationCache and TransformerLens's of the same pass: TL without weight
+    processing, and TL with fold_ln only (the convention gpt2viz's logit_attrs follows)."""
+    from transformer_lens.model_bridge import TransformerBridge
+
+    lm = ckpts.lm("odd-heads")
+    ids = torch.tensor([lm.tokenizer.encode(PROMPT)])
+    logits, ours = lm.run_with_cache(ids)
+    plain = TransformerBridge.boot_transformers(str(ckpts.path("odd-heads")), device="cpu")
+    plain.enable_compatibility_mode(no_processing=True, disable_warnings=True)
+    folded = TransformerBridge.boot_transformers(str(ckpts.path("odd-heads")), device="cpu")
+    folded.enable_compatibility_mode(disable_warnings=True, fold_ln=True, center_writing_weights=False,
+                                     center_unembed=False, fold_value_biases=False)
+    return logits, ours, plain.run_with_cache(ids)[1], folded.run_with_cache(ids)[1]
+
+
+@pytest.mark.parametrize("method, kwargs", [
+    ("accumulated_resid", {}), ("accumulated_resid", {"incl_mid": True}), ("accumulated_resid", {"layer": 1}),
+    ("accumulated_resid", {"pos_slice": -1}),
+    ("decompose_resid", {}), ("decompose_resid", {"mode": "attn"}), ("decompose_resid", {"layer": 1}),
+    ("decompose_resid", {"apply_ln": True}), ("decompose_resid", {"pos_slice": -1}),
+    ("stack_head_results", {}), ("stack_head_results", {"apply_ln": True}), ("stack_head_results", {"layer": 1}),
+    ("stack_head_results", {"pos_slice": -1}),
+])
+def test_the_cache_s_analysis_methods_equal_transformer_lens_s(caches, method, kwargs):
+    _logits, ours, theirs, _folded = caches
+    mine, labels = getattr(ours, method)(return_labels=True, **kwargs)
+    tl, tl_labels = getattr(theirs, method)(return_labels=True, **kwargs)
+    assert labels == tl_labels and mine.shape == tl.shape
+    assert float((mine - tl.detach()).abs().max()) <= 1e-5
+
+
+def test_the_logit_lens_equals_transformer_lens_s_with_the_layernorm_folded(caches):
+    """accumulated_resid(apply_ln=True) normalises each stream by its own scale; TL applies its
+    ln_final module, which with fold_ln is that normalisation (γ and β went into the unembedding)."""
+    _logits, ours, _theirs, folded = caches
+    mine = ours.accumulated_resid(apply_ln=True)
+    tl = folded.accumulated_resid(apply_ln=True)
+    assert float((mine - tl.detach()).abs().max()) <= 1e-5
+
+
+def test_logit_attributions_equal_transformer_lens_s_with_the_layernorm_folded(caches):
+    logits, ours, _theirs, folded = caches
+    token, other = logits[0, -1].topk(2).indices.tolist()
+    mine = ours.logit_attrs(ours.decompose_resid(), token)
+    tl = folded.logit_attrs(folded.decompose_resid(), token)
+    assert float((mine - tl.detach()).abs().max()) <= 1e-5
+    mine = ours.logit_attrs(ours.stack_head_results(pos_slice=-1), token, incorrect_tokens=other, pos_slice=-1)
+    tl = folded.logit_attrs(folded.stack_head_results(pos_slice=-1), token, incorrect_tokens=other, pos_slice=-1)
+    assert float((mine - tl.detach()).abs().max()) <= 1e-5

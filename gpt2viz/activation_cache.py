@@ -2,7 +2,9 @@
 
 `LanguageModel.run_with_cache` returns an `ActivationCache`: a dict from hook name to tensor (as
 before), indexed also as TransformerLens indexes its cache (`cache["pattern", 1]` is
-`cache["blocks.1.attn.hook_pattern"]`), and able to take the residual stream apart:
+`cache["blocks.1.attn.hook_pattern"]`), holding `hook_q/k/v/z` in TL's layout `[batch, position,
+head, d_head]` (TL code's `cache["z", 0][:, :, h]` is head h), and able to take the residual
+stream apart:
 
 - `accumulated_resid`: the stream entering each block, and after the last: `[layers + 1, B, T, C]`;
 - `decompose_resid`: what each part wrote into it (embeddings, each attention and MLP output);
@@ -137,8 +139,8 @@ class ActivationCache(dict):
         last = config.n_layer if layer == -1 else layer
         parts, labels = [], []
         for l in range(last):
-            z = self[hook_name("attn.hook_z", l)]  # [B, nh, T, hd]
-            parts += list(head_results(self.model, l, z))
+            z = self[hook_name("attn.hook_z", l)]  # [B, T, nh, hd], TL's layout
+            parts += list(head_results(self.model, l, z.transpose(1, 2)))
             labels += [f"L{l}H{h}" for h in range(config.n_head)]
         return self._finish(parts, labels, apply_ln, pos_slice, return_labels)
 

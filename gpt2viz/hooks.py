@@ -7,7 +7,8 @@ without a glossary. Differences from TransformerLens, on purpose:
   layout the computation uses, `[batch, head, position, head_dim]`; a subscriber made
   TransformerLens-style (`tl_style=True`, `LanguageModel.run_with_hooks`) is called as TL calls
   its hook functions, `fn(activation, hook)`, and gets `hook_q/k/v/z` in TL's layout
-  `[batch, position, head, head_dim]` (a view: an in-place edit edits the pass);
+  `[batch, position, head, head_dim]` (a view: an in-place edit edits the pass), and
+  `run_with_cache` keeps them in that layout;
 - `hook_k` / `hook_v` carry the keys and values of the new positions only (before they join the
   KV cache), and `hook_attn_scores` / `hook_pattern` have one row per new position and one column
   per cached + new position;

@@ -22,7 +22,7 @@ from .i18n import N_
 from .input_files import shown as _shown
 from .kernels.choice import Choice, choose_kernels
 from .generate import GenerationResult, SamplingSettings, generate
-from .hooks import HookNameError, Hooks, TLHookFn
+from .hooks import TL_POSITION_FIRST, HookNameError, Hooks, TLHookFn
 from .model.config import GPT2Config, read_config
 from .model.files import ModelFiles
 from .model.gpt2 import GPT2
@@ -167,7 +167,8 @@ class LanguageModel:
         """One forward pass that keeps the activations, as TransformerLens's `run_with_cache`:
         returns `(logits [B, T, vocab], cache)`, `cache` mapping each hook name that fired to a
         copy of its tensor, in the order they fired (an `ActivationCache`: TL's indexing and
-        analysis methods too). `prompt`: a text, a list of ids, a list of
+        analysis methods too), `hook_q/k/v/z` in TL's layout `[batch, position, head, d_head]`
+        (the hooks fire `[batch, head, position, d_head]`: gpt2viz/hooks.py). `prompt`: a text, a list of ids, a list of
         texts (padded on the right with a mask), or ids `[B, T]` with an optional
         `attention_mask`; `prepend_bos` as for `encode_prompt`. `names_filter`: None (every
         hook), a name or fnmatch pattern ('blocks.*.attn.hook_pattern'), a list of them, or a
@@ -184,9 +185,17 @@ class LanguageModel:
             patterns = self._hook_names(names_filter, "names_filter")
         cache = ActivationCache(self.model)
 
-        def keep(name: str, value) -> None:
-            if isinstance(value, torch.Tensor):
+        def keep(name: str, value):
+            if not isinstance(value, torch.Tensor):
+                return None
+            if not name.endswith(TL_POSITION_FIRST):
                 cache[name] = value if grad else value.detach().clone()
+                return None
+            # TL's layout: [batch, position, head, d_head]. With gradients the pass goes on from
+            # the very view kept (the same numbers), so that it is in the graph.
+            tl = value.transpose(1, 2)
+            cache[name] = tl if grad else tl.detach().clone()
+            return tl.transpose(1, 2) if grad else None
 
         with self.hooks.subscribe(patterns, keep):
             logits, _ = self.model(ids, attention_mask=attention_mask, grad=grad)

@@ -71,3 +71,11 @@ def test_attribution_patching_ranks_as_real_patching_does():
     assert float(torch.corrcoef(torch.stack([r, a]))[0, 1]) > 0.95
     assert float(torch.corrcoef(torch.stack([ranks(r), ranks(a)]))[0, 1]) > 0.9
     assert int(r.argmax()) == int(a.argmax())
+
+
+def test_gradients_reach_a_per_head_activation_kept_in_tl_s_layout(tiny_lm):
+    logits, cache = tiny_lm.run_with_cache(PROMPT, "blocks.1.attn.hook_z", grad=True)
+    z = cache["blocks.1.attn.hook_z"]  # [batch, position, head, d_head]
+    assert z.shape[2] == tiny_lm.config.n_head
+    (grad,) = torch.autograd.grad(logits[0, -1].max(), z)
+    assert float(grad[0, -1].abs().sum()) > 0 and float(grad[0, :, 0].abs().sum()) > 0

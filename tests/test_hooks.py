@@ -212,7 +212,14 @@ def test_tl_style_hooks_get_transformer_lens_s_layout_and_signature(tiny_lm):
     """TL code indexes a head as z[:, :, h]; gpt2viz fires [batch, head, position, d_head]: a
     TL-style subscriber gets TL's [batch, position, head, d_head], the same numbers."""
     names = [f"blocks.1.attn.hook_{x}" for x in "qkvz"] + ["blocks.1.attn.hook_pattern"]
-    logits, cache = tiny_lm.run_with_cache(PROMPT_TL, names)
+    cache = {}
+
+    def native_keep(name, value):
+        cache[name] = value.clone()
+
+    with tiny_lm.hooks.subscribe(names, native_keep):
+        logits, _ = tiny_lm.model(torch.tensor([tiny_lm.tokenizer.encode(PROMPT_TL)]))
+    _logits, tl_cache = tiny_lm.run_with_cache(PROMPT_TL, names)
     seen = {}
 
     def look(activation, hook):
@@ -225,6 +232,7 @@ def test_tl_style_hooks_get_transformer_lens_s_layout_and_signature(tiny_lm):
         for h in range(native.size(1)):
             assert torch.equal(seen[name][0][:, :, h], native[:, h])
         assert seen[name][1] == 1
+        assert torch.equal(tl_cache[name], seen[name][0])  # run_with_cache keeps TL's layout too
     assert torch.equal(seen[names[4]][0], cache[names[4]])  # the pattern: [batch, head, query, key] in both
     assert torch.allclose(hooked, logits, atol=5e-5)  # listening at the pattern takes the explicit path
 

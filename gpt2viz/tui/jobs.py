@@ -106,8 +106,8 @@ class Job:
         """For timed work, between the pieces it times: hands progress to the owner as `report`
         does, then waits until the UI has handled it and drawn what it changed, so that the next
         piece is timed while the UI is idle. Drawing holds the GIL for milliseconds at a time; over
-        a timed step it is timed as the model's (a GPT-2-small decode step read 36 ms in a terminal
-        against 18-23 ms headless). Returns at once when the job is stopped or the service closed."""
+        a timed step it is timed as the model's (benchmarks/RESULTS.md: the generation view's step
+        times against headless). Returns at once when the job is stopped or the service closed."""
         if self.on_progress is not None and self._service is not None:
             self._service._post(self, self.on_progress, args, drawn=True)
 

@@ -15,7 +15,7 @@ __version__ = "0.1.0"
 # `from gpt2viz import GPT2` work as ever.
 _API = {
     "Gpt2VizError": "errors", "InputError": "errors", "ModelSourceError": "errors", "SettingError": "errors",
-    "GenerationResult": "generate", "SamplingSettings": "generate",
+    "GenerationResult": "generate", "SamplingSettings": "generate", "BatchResult": "batch",
     "Hooks": "hooks", "HookEditError": "hooks",
     "LanguageModel": "language_model", "load_model": "language_model",
     "GPT2": "model", "GPT2Config": "model", "KVCache": "model", "Tokenizer": "model",
@@ -23,6 +23,7 @@ _API = {
 
 
 if TYPE_CHECKING:  # what type checkers see: the real names, not `__getattr__`'s Any
+    from .batch import BatchResult
     from .errors import Gpt2VizError, InputError, ModelSourceError, SettingError
     from .generate import GenerationResult, SamplingSettings
     from .hooks import HookEditError, Hooks
@@ -47,6 +48,7 @@ def __dir__() -> list[str]:
 # `gpt2viz.generate` is the module: the function there works on a bare GPT2; with a loaded model
 # use `lm.generate(...)`.
 __all__ = [
+    "BatchResult",
     "GPT2",
     "GPT2Config",
     "GenerationResult",

@@ -56,6 +56,7 @@ class BatchResult(StepTimes):
 
     @property
     def batch_size(self) -> int:
+        """Rows decoded together."""
         return len(self.rows)
 
     @property

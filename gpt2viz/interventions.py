@@ -30,7 +30,7 @@ from typing import Iterator
 import torch
 
 from .errors import UsageError
-from .hooks import Hooks, hook_name
+from .hooks import HookFn, Hooks, hook_name
 from .i18n import _
 
 from typing import TYPE_CHECKING
@@ -103,7 +103,7 @@ class Ablation:
         if self.kind == "neurons" and (not self.neurons or not all(0 <= n < d_mlp for n in self.neurons)):
             raise AblationError(_("{spec}: the MLP has neurons 0 to {last}").format(spec=self.spec, last=d_mlp - 1))
 
-    def edits(self, means: "Means") -> list[tuple[str, object]]:
+    def edits(self, means: "Means") -> list[tuple[str, HookFn]]:
         """(hook name, editing function) pairs that switch this part off (a mean ablation's means
         kept in `means`, one `applied` block's)."""
         if self.kind in ("head", "heads"):

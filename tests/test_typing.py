@@ -40,7 +40,7 @@ TYPED_USE = '''
 from typing import assert_type
 
 import gpt2viz
-from gpt2viz.batch import BatchResult
+from gpt2viz import BatchResult
 from gpt2viz.generate import GenerationResult
 
 lm = gpt2viz.load_model("tiny")

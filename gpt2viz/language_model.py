@@ -22,7 +22,7 @@ from .i18n import N_
 from .input_files import shown as _shown
 from .kernels.choice import Choice, choose_kernels
 from .generate import GenerationResult, SamplingSettings, generate
-from .hooks import TL_POSITION_FIRST, HookNameError, Hooks, TLHookFn
+from .hooks import HookNameError, HookPoint, Hooks, TLHookFn
 from .model.config import GPT2Config, read_config
 from .model.files import ModelFiles
 from .model.gpt2 import GPT2
@@ -172,8 +172,8 @@ class LanguageModel:
         texts (padded on the right with a mask), or ids `[B, T]` with an optional
         `attention_mask`; `prepend_bos` as for `encode_prompt`. `names_filter`: None (every
         hook), a name or fnmatch pattern ('blocks.*.attn.hook_pattern'), a list of them, or a
-        function of the name; one that
-        names no hook point of the model is a HookNameError. Only this thread's pass is recorded
+        function of the name; one that names no hook point of the model is a HookNameError. Only
+        this thread's pass is recorded
         (hooks.py). `grad=True`: the pass runs with autograd (`GPT2.forward`) and the cache holds
         the activations themselves, in the graph: `torch.autograd.grad(metric, cache[name])`."""
         ids, attention_mask = self._batch(prompt, attention_mask, prepend_bos)
@@ -185,19 +185,16 @@ class LanguageModel:
             patterns = self._hook_names(names_filter, "names_filter")
         cache = ActivationCache(self.model)
 
-        def keep(name: str, value):
-            if not isinstance(value, torch.Tensor):
+        def keep(activation, hook: HookPoint):
+            # TL-style (hooks.tl_style): hook_q/k/v/z arrive in TL's layout. With gradients the
+            # pass goes on from the very tensor kept (turned back: the same numbers), so that it
+            # is in the graph.
+            if not isinstance(activation, torch.Tensor):
                 return None
-            if not name.endswith(TL_POSITION_FIRST):
-                cache[name] = value if grad else value.detach().clone()
-                return None
-            # TL's layout: [batch, position, head, d_head]. With gradients the pass goes on from
-            # the very view kept (the same numbers), so that it is in the graph.
-            tl = value.transpose(1, 2)
-            cache[name] = tl if grad else tl.detach().clone()
-            return tl.transpose(1, 2) if grad else None
+            cache[hook.name] = activation if grad else activation.detach().clone()
+            return activation if grad else None
 
-        with self.hooks.subscribe(patterns, keep):
+        with self.hooks.subscribe(patterns, keep, tl_style=True):
             logits, _ = self.model(ids, attention_mask=attention_mask, grad=grad)
         return logits, cache
 

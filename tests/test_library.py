@@ -11,7 +11,7 @@ import torch
 
 import gpt2viz
 from gpt2viz.errors import InputError
-from gpt2viz.hooks import all_hook_names
+from gpt2viz.hooks import TL_POSITION_FIRST, all_hook_names
 
 PROMPTS = ["The capital of France is", "Once upon a time, in a land far away, there lived a", "Hello"]
 
@@ -30,8 +30,8 @@ def test_run_with_cache_keeps_what_a_subscription_sees(tiny_lm):
     n_layer = tiny_lm.config.n_layer
     tensor_hooks = [n for n in all_hook_names(n_layer) if n not in ("kv_cache", "sample")]
     assert list(cache) == tensor_hooks == list(seen)  # every hook, in the order they fired
-    per_head = ("attn.hook_q", "attn.hook_k", "attn.hook_v", "attn.hook_z")  # kept in TL's layout
-    assert all(torch.equal(cache[n], seen[n].transpose(1, 2) if n.endswith(per_head) else seen[n]) for n in cache)
+    # hook_q/k/v/z kept in TL's layout
+    assert all(torch.equal(cache[n], seen[n].transpose(1, 2) if n.endswith(TL_POSITION_FIRST) else seen[n]) for n in cache)
     # names_filter as TransformerLens takes it: a name, a pattern, a list, a function.
     assert list(tiny_lm.run_with_cache(PROMPTS[0], "hook_embed")[1]) == ["hook_embed"]
     assert list(tiny_lm.run_with_cache(PROMPTS[0], "blocks.*.attn.hook_pattern")[1]) == [

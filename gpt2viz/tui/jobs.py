@@ -225,14 +225,14 @@ class JobService:
     def _post(self, job: Job, callback: Callable[..., None], args: tuple, drawn: bool = False) -> None:
         """From the model thread: `callback(*args)` on the UI thread, if the job is still wanted then;
         `drawn`: returns once the UI has drawn the screen after it (Job.report_drawn)."""
-        done = threading.Event()
+        done = threading.Event() if drawn else None
 
         def call() -> None:
             try:
                 if self._wanted(job):
                     callback(*args)
             finally:
-                if drawn:
+                if done is not None:
                     self._after_refresh(done.set)
 
         if not self._wanted(job):
@@ -241,8 +241,10 @@ class JobService:
             self._deliver(call)
         except RuntimeError:  # the UI's loop is closed: the app has gone
             return
+        if done is None:
+            return
         deadline = time.monotonic() + DRAWN_WAIT_S
-        while drawn and not done.wait(0.05):
+        while not done.wait(0.05):
             if job.should_stop() or self._closed or time.monotonic() > deadline:
                 return
 

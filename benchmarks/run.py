@@ -139,7 +139,7 @@ def kernel_setting() -> str:
     """Which kernels ran: torch's CPU capability, the steering variables set, and what
     gpt2viz measured of fbgemm (int8 inputs of 7 or 8 bits; float16 rows independent or not)."""
     from gpt2viz.kernels.cpu import this_cpu
-    from gpt2viz.model import fbgemm_float16, precision
+    from gpt2viz.kernels import fbgemm_float16, int8 as precision
 
     cpu = this_cpu()  # the steering variables set (README: the kernels tier) are part of its kind
     measured = [f"int8 inputs {'7' if precision.int8_inputs_reduced() else '8'} bits"]

@@ -21,15 +21,14 @@ from .errors import InputError, SettingError
 from .i18n import N_
 from .input_files import shown as _shown
 from .kernels.choice import Choice, choose_kernels
+from .kernels.formats import FormatChoice, apply_precision, give_back_freed_heap, unread_bytes, weight_bytes
 from .generate import GenerationResult, SamplingSettings, generate
 from .hooks import HookNameError, HookPoint, Hooks, TLHookFn
 from .model.config import GPT2Config, read_config
 from .model.files import ModelFiles
 from .model.gpt2 import GPT2
 from .model.placement import parse_device
-from .model.precision import (
-    Precision, apply_precision, give_back_freed_heap, parse_precision, unread_bytes, weight_bytes,
-)
+from .model.precision import Precision, parse_precision
 from .model.sources import DownloadProgress, ResolvedSource, resolve
 from .model.tokenizer import Tokenizer
 from .model.training_tokens import read as read_training_tokens
@@ -53,6 +52,8 @@ class LanguageModel:
     training_tokens: frozenset[int] | None = None
     # Which kernel multiplies by each weight shape on this CPU (gpt2viz.kernels.choice): float32.
     kernels: list[Choice] = field(default_factory=list)
+    # The same for the other number formats (gpt2viz.kernels.formats): bfloat16, float16, int8.
+    format_kernels: list[FormatChoice] = field(default_factory=list)
     _twin: "LanguageModel | None" = field(default=None, init=False, repr=False)
 
     @property
@@ -377,7 +378,7 @@ def load_model(
     """Loads `source`: 'tiny' (bundled), a checkpoint directory, or a hub id such as 'gpt2'.
 
     With no source: real GPT-2 when it is cached or the hub answers, else the bundled model.
-    `dtype` is the number format: float32, bfloat16, float16 or int8 (model/precision.py); the
+    `dtype` is the number format: float32, bfloat16, float16 or int8 (model/precision.py; kernels/formats.py converts); the
     weights are converted once, here. A hub download reports its bytes to `progress`.
     """
     precision = parse_precision(dtype)
@@ -393,7 +394,7 @@ def load_model(
     model.load_state_dict(state, strict=True, assign=True)
     del state
     model.eval()
-    apply_precision(model, precision)
+    format_kernels = apply_precision(model, precision)
     kernels = choose_kernels(model)
     files = ModelFiles(config_file, record_use(weights, model), tokenizer.record)
     if precision.name != "float32":  # what was read (float32) was converted, and is let go now
@@ -402,5 +403,5 @@ def load_model(
     trained_on = read_training_tokens(resolved.path, config.vocab_size) if resolved.kind == "bundled" else None
     return LanguageModel(
         model, tokenizer, resolved, weights.stored_dtype, weights.file_bytes, notices, n_params, weight_bytes(model), files,
-        training_tokens=trained_on, kernels=kernels,
+        training_tokens=trained_on, kernels=kernels, format_kernels=format_kernels,
     )

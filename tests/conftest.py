@@ -43,7 +43,7 @@ os.environ.setdefault("GPT2VIZ_THREADS", str(torch.get_num_threads()))
 # ATEN_CPU_CAPABILITY=avx2 and ONEDNN_MAX_CPU_ISA=AVX2.
 KERNEL_TESTS = {
     "test_parity.py", "test_precision.py", "test_fbgemm_float16.py", "test_packed.py", "test_two_core_products.py",
-    "test_kv_cache.py", "test_batch.py", "test_tiny_model.py", "test_cpu_kinds.py",
+    "test_kv_cache.py", "test_batch.py", "test_tiny_model.py", "test_cpu_kinds.py", "test_format_kernels.py",
 }
 
 

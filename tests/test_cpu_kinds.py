@@ -13,8 +13,8 @@ import textwrap
 PROBE = textwrap.dedent(
     """
     import torch
-    from gpt2viz.model import fbgemm_float16 as F16
-    from gpt2viz.model import precision as P
+    from gpt2viz.kernels import fbgemm_float16 as F16
+    from gpt2viz.kernels import int8 as P
 
     print(P.int8_inputs_reduced(), F16.rows_independent())
     largest = P.Int8Linear(torch.ones(768, 8), torch.zeros(8))(torch.ones(1, 768))  # 255 x 127, 768 times

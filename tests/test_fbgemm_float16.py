@@ -1,4 +1,4 @@
-"""float16 and bfloat16 products through fbgemm (gpt2viz/model/fbgemm_float16.py): float16
+"""float16 and bfloat16 products through fbgemm (gpt2viz/kernels/fbgemm_float16.py): float16
 weights (bfloat16's held exactly, scaled by a power of two), float32 sums, one rounding; GPT-2's
 widths use them, weights they do not suit stay on HalfLinear (float16) or oneDNN's pack (bfloat16)."""
 
@@ -11,8 +11,8 @@ import torch
 from safetensors.torch import load_file, save_file
 
 import gpt2viz
-from gpt2viz.model import fbgemm_float16 as F16
-from gpt2viz.model import precision as P
+from gpt2viz.kernels import fbgemm_float16 as F16, formats, packed
+from gpt2viz.kernels.half import HalfLinear
 
 PROMPT = "The meaning of life is, as everyone knows, not 42."
 pytestmark = pytest.mark.skipif(not F16.available(), reason="no fbgemm float16 product in this torch build or CPU")
@@ -43,7 +43,7 @@ def test_a_product_is_float16_weights_added_up_in_float32():
     assert torch.all((got.double() - exact).abs() <= exact.abs() * 2**-11 + 1e-3)
     assert torch.equal(torch.cat([layer(row) for row in x.split(1)]), got)
     assert torch.equal(layer(x.view(2, 8, 768)).view(16, 3072), got)
-    fallback = P.HalfLinear(weight, bias, torch.float16)(x)
+    fallback = HalfLinear(weight, bias, torch.float16)(x)
     assert torch.allclose(fallback.double(), got.double(), rtol=2**-10, atol=1e-2)
 
 
@@ -89,8 +89,8 @@ def test_a_bfloat16_product_holds_the_bfloat16_weights_exactly():
     assert torch.all((got.double() - exact).abs() <= exact.abs() * 2**-8 + 1e-3)  # one bfloat16 rounding
     assert torch.equal(torch.cat([layer(row) for row in x.split(1)]), got)
     # oneDNN's bfloat16 kernel, the fallback, adds the same terms in another order.
-    if P.packed.available(torch.bfloat16):
-        onednn = P.packed.PackedLinear(weight, bias, 1, torch.bfloat16)(x)
+    if packed.available(torch.bfloat16):
+        onednn = packed.PackedLinear(weight, bias, 1, torch.bfloat16)(x)
         assert torch.allclose(onednn.double(), got.double(), rtol=2**-7, atol=1e-2)
 
 
@@ -107,18 +107,24 @@ def test_bfloat16_weights_no_scale_holds_exactly_stay_on_onednn(edit):
     assert scale_of(torch.full((4, 4), 2.0**-100)) == 115
 
 
-@pytest.mark.skipif(not P.packed.available(torch.bfloat16), reason="no oneDNN bfloat16 kernels on this CPU")
-def test_a_bfloat16_matrix_no_scale_holds_loads_onto_onednn(tmp_path):
+@pytest.mark.skipif(not packed.available(torch.bfloat16), reason="no oneDNN bfloat16 kernels on this CPU")
+def test_a_bfloat16_matrix_no_scale_holds_loads_onto_onednn(tmp_path, monkeypatch):
     """In a bfloat16 model, the one matrix float16 cannot hold exactly at any scale (1e4 beside
-    1.1e-9) is multiplied by oneDNN's pack; the same product in the next block, by fbgemm."""
+    1.1e-9) is multiplied by oneDNN's pack; the same product in the next block, by fbgemm (the
+    kernel its shape takes when nothing is measured: kernels/formats.py), and the load's choices
+    name the one that had to differ."""
+    monkeypatch.setenv("GPT2VIZ_KERNELS", "plain")
 
     def edit(c_proj: torch.Tensor) -> None:
         c_proj[0, 0], c_proj[0, 1] = 1e4, 1.1e-9
 
     lm = gpt2viz.load_model(str(bundled_with_block_0(tmp_path, edit)), dtype="bfloat16")
-    assert isinstance(lm.model.h[0].mlp.c_proj, P.packed.PackedLinear)
+    assert isinstance(lm.model.h[0].mlp.c_proj, packed.PackedLinear)
     assert isinstance(lm.model.h[1].mlp.c_proj, F16.Float16Linear)
     assert lm.generate("Hello", 3).token_ids == lm.generate("Hello", 3, use_cache=False).token_ids
+    by_layer = {layer: c for c in lm.format_kernels for layer in c.layers}
+    assert (by_layer["h.0.mlp.c_proj"].kernel, by_layer["h.0.mlp.c_proj"].reason) == (formats.ONEDNN, "only kernel")
+    assert (by_layer["mlp.c_proj"].kernel, by_layer["mlp.c_proj"].reason) == (formats.FBGEMM, "set by GPT2VIZ_KERNELS")
 
 
 def test_what_the_pack_holds_and_what_a_product_reads():
@@ -134,9 +140,11 @@ def test_what_the_pack_holds_and_what_a_product_reads():
 
 
 @pytest.mark.parametrize("value", [float("nan"), float("inf"), 1e5])
-def test_a_weight_float16_cannot_hold_stays_on_the_fallback(tmp_path, value, capfd):
+def test_a_weight_float16_cannot_hold_stays_on_the_fallback(tmp_path, value, capfd, monkeypatch):
     """fbgemm would saturate it to +-65,504 (and say so on the terminal); the float16 format gives
-    what float16 gives everywhere else: NaN stays NaN, a value beyond the range becomes inf."""
+    what float16 gives everywhere else: NaN stays NaN, a value beyond the range becomes inf. (The
+    other block's fbgemm: the kernel its shape takes when nothing is measured.)"""
+    monkeypatch.setenv("GPT2VIZ_KERNELS", "plain")
     weight = torch.randn(768, 3072) * 0.05
     assert F16.layer_for(weight, torch.zeros(3072), torch.float16) is not None
     weight[5, 9] = value
@@ -148,25 +156,32 @@ def test_a_weight_float16_cannot_hold_stays_on_the_fallback(tmp_path, value, cap
         c_proj[0, 0] = value  # float32 in the file: 1e5 is beyond float16's range
 
     lm = gpt2viz.load_model(str(bundled_with_block_0(tmp_path, edit)), dtype="float16")
-    assert isinstance(lm.model.h[0].mlp.c_proj, P.HalfLinear)
+    # The plain product, or oneDNN's where the CPU has float16 kernels and the rows agree (NaN
+    # never agrees with itself: the plain product).
+    fallback = lm.model.h[0].mlp.c_proj
+    assert isinstance(fallback, HalfLinear if value != value else (HalfLinear, packed.PackedLinear))
     assert isinstance(lm.model.h[1].mlp.c_proj, F16.Float16Linear)
+    got = fallback(torch.ones(1, 448, dtype=torch.float16))[0, 0].item()
+    assert got != got if value != value else got == float("inf")
     assert "out of range" not in capfd.readouterr().err
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-def test_gpt2_widths_multiply_through_fbgemm(ckpts, dtype):
-    """GPT-2's widths (768 and 3,072 inputs) all go through fbgemm; with hooks on (the written-out
-    attention, row by row like the products), a cached decode step gives the full pass's digits in
-    every block; and cached and naive generation agree."""
+def test_gpt2_widths_multiply_through_fbgemm(ckpts, dtype, monkeypatch):
+    """GPT-2's widths (768 and 3,072 inputs) all go through fbgemm (the kernel tried first; which
+    is fastest on this CPU is measured in tests/test_format_kernels.py); with hooks on (the
+    written-out attention, row by row like the products), a cached decode step gives the full
+    pass's digits in every block; and cached and naive generation agree."""
+    monkeypatch.setenv("GPT2VIZ_KERNELS", "plain")
     lm = gpt2viz.load_model(str(ckpts.path("distilgpt2")), dtype=dtype)
-    layers = [getattr(parent, name) for parent, name in P.packed.product_sites(lm.model)]
+    layers = [getattr(parent, name) for parent, name in packed.product_sites(lm.model)]
     assert all(isinstance(layer, F16.Float16Linear) for layer in layers)
     # The padding (768 inputs held as 1,024 rows) is in memory but no step reads it, as the
     # position table's other 1,023 rows (and bfloat16's token table, where the head has a packed
     # copy of its own).
     padding = 6 * (1024 - 768) * (3 * 768 + 768 + 3072) * 2
-    wte = lm.model.wte.weight.numel() * 2 if isinstance(lm.model.lm_head, P.packed.PackedLMHead) else 0
-    assert P.unread_bytes(lm.model) == padding + 1023 * 768 * 2 + wte and lm.weight_bytes > padding + 2 * lm.n_params
+    wte = lm.model.wte.weight.numel() * 2 if isinstance(lm.model.lm_head, packed.PackedLMHead) else 0
+    assert formats.unread_bytes(lm.model) == padding + 1023 * 768 * 2 + wte and lm.weight_bytes > padding + 2 * lm.n_params
     ids = lm.tokenizer.encode(PROMPT)
     seen: dict[str, list[torch.Tensor]] = {}
 

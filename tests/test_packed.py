@@ -1,4 +1,4 @@
-"""oneDNN's prepacked weights (gpt2viz/model/packed.py, gpt2viz/kernels/batch.py): bfloat16 models
+"""oneDNN's prepacked weights (gpt2viz/kernels/packed.py, gpt2viz/kernels/batch.py): bfloat16 models
 multiply by them where fbgemm's float16 product does not take a matrix (and in the LM head), and a
 float32 model's batched decode steps (one position of several sequences) go to a packed product
 by the input's shape, whoever calls the model."""
@@ -10,7 +10,7 @@ import torch
 
 import gpt2viz
 from gpt2viz.kernels.batch import BatchBlockProduct, BatchHeadProduct
-from gpt2viz.model import packed
+from gpt2viz.kernels import packed
 from gpt2viz.model.layers import Conv1D, TiedLMHead
 from helpers import hf_logits
 

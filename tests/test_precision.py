@@ -12,7 +12,7 @@ import torch
 
 import gpt2viz
 from gpt2viz.errors import SettingError
-from gpt2viz.model import fbgemm_float16 as F16
+from gpt2viz.kernels import fbgemm_float16 as F16, formats, int8 as I8, packed
 from gpt2viz.model import precision as P
 from gpt2viz.quality import compare_logits, heldout
 
@@ -39,17 +39,17 @@ def test_names_and_what_each_format_stores(models):
     # at most a third more; outputs to whole SIMD columns), the padded pack and a float32 bias.
     wte = models["bfloat16"].model.wte.weight
     extra = 0
-    sites = zip(P.packed.product_sites(f32.model), P.packed.product_sites(models["float16"].model))
+    sites = zip(packed.product_sites(f32.model), packed.product_sites(models["float16"].model))
     for (parent, name), (parent16, name16) in sites:
         (n_in, n_out), layer = getattr(parent, name).weight.shape, getattr(parent16, name16)
-        via_fbgemm = isinstance(layer, P.Float16Linear)
+        via_fbgemm = isinstance(layer, F16.Float16Linear)
         assert via_fbgemm == (F16.available() and 3 * F16.padded_rows(n_in) <= 4 * n_in)  # this model's 64 and 256: no
         if via_fbgemm:
             extra += F16.padded_rows(n_in) * F16.padded_columns(n_out) * 2 - n_in * n_out * 2 + n_out * 2
     assert models["float16"].weight_bytes == f32.weight_bytes // 2 + extra
-    # bfloat16: the same, and where its products are packed for oneDNN (model/packed.py) the LM
+    # bfloat16: the same, and where its products are packed for oneDNN (kernels/packed.py) the LM
     # head's packed copy of the token table as well.
-    head_copy = wte.numel() * 2 if P.packed.available(torch.bfloat16) else 0
+    head_copy = wte.numel() * 2 if packed.available(torch.bfloat16) else 0
     assert models["bfloat16"].weight_bytes == f32.weight_bytes // 2 + head_copy
     # int8: one byte a weight, but the tied table twice (rows to look up, packed for the head):
     # on this vocabulary-heavy test model ~half of float32 (GPT-2 small: a third, see benchmarks/).
@@ -99,11 +99,11 @@ def test_int8_products_are_exact_int8_arithmetic():
     """The product must equal the exact product of the quantized operands, on the path this CPU
     takes: 8-bit inputs where fbgemm accumulates in int32 (VNNI), 7-bit inputs where it adds pairs
     of products in a saturating 16-bit sum (AVX2), which 8-bit inputs overflow."""
-    levels = P.int8_input_levels()
+    levels = I8.int8_input_levels()
     torch.manual_seed(0)
     weight = torch.randn(768, 3072) * 0.05  # [in, out]
-    layer = P.Int8Linear(weight, torch.zeros(3072))
-    values, scales = P.quantize_rows(weight.t())
+    layer = I8.Int8Linear(weight, torch.zeros(3072))
+    values, scales = I8.quantize_rows(weight.t())
     for spread in (1.0, 30.0):
         x = torch.randn(1, 768) * spread
         x[0, 5] = 40 * spread  # an outlier, as LayerNorm outputs have
@@ -130,7 +130,7 @@ def test_the_bundled_models_quality_on_held_out_text():
     assert int8.perplexity / int8.reference_perplexity - 1 < 0.03
     # 8-bit inputs (VNNI) measured 97.8 % top-1 agreement; 7-bit ones (fbgemm's AVX2 kernel) 97.0 %
     # (96.8 % with torch's AVX2 kernels as well), perplexity 0.2 % and 0.4 % above float32's.
-    assert int8.agreement.top1_agreement >= (0.96 if P.int8_inputs_reduced() else 0.97)
+    assert int8.agreement.top1_agreement >= (0.96 if I8.int8_inputs_reduced() else 0.97)
     fp16 = heldout(gpt2viz.load_model("tiny", dtype="float16"), reference, ids)
     assert abs(fp16.perplexity / fp16.reference_perplexity - 1) < 0.005
 

@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from helpers import PROMPT
 
 import gpt2viz
-from gpt2viz.kernels import choice
+from gpt2viz.kernels import cache as kernel_cache, choice
 from gpt2viz.kernels.choice import PLAIN, SPLIT, Choice
 from gpt2viz.kernels.split import (
     BLOCK_MAX_ROWS,
@@ -175,7 +175,7 @@ def test_a_measurement_on_a_busy_machine_is_kept_marked_and_measured_again_once_
 ):
     share, quiet, measured = [0.9], [False], []
     monkeypatch.setattr(choice, "others_share", lambda before, after: share[0])
-    monkeypatch.setattr(choice, "_quiet_now", lambda: quiet[0])
+    monkeypatch.setattr(choice, "quiet_now", lambda: quiet[0])
     monkeypatch.setattr(choice, "_same_digits", lambda weight, bias: True)
     monkeypatch.setattr(choice, "_time_both", lambda layer, product, n_rows: measured.append(product) or (100.0, 100.0))
 
@@ -202,7 +202,7 @@ def test_a_damaged_cache_is_measured_again_and_replaced(monkeypatch, cache_dir, 
     (cache_dir / "kernels.json").write_text(content)
     lm = gpt2viz.load_model(str(ckpts.path("distilgpt2")))
     assert lm.kernels
-    assert json.loads((cache_dir / "kernels.json").read_text())["version"] == choice.CACHE_VERSION
+    assert json.loads((cache_dir / "kernels.json").read_text())["version"] == kernel_cache.CACHE_VERSION
     assert [p.name for p in cache_dir.iterdir()] == ["kernels.json"]  # no temporary file left
 
 
@@ -276,7 +276,7 @@ def measured_cache(tmp_path_factory, ckpts) -> str:
         torch.set_num_threads(2)
         try:
             gpt2viz.load_model(str(ckpts.path("distilgpt2")))
-            return choice.cache_path().read_text()
+            return kernel_cache.cache_path().read_text()
         finally:
             torch.set_num_threads(before)
 
@@ -333,8 +333,8 @@ def test_a_cache_file_of_any_shape_is_measured_again(monkeypatch, cache_dir, ckp
 def test_a_relative_cache_home_is_ignored_and_no_home_is_no_error(monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_CACHE_HOME", "relative/dir")
     monkeypatch.setenv("HOME", str(tmp_path))
-    assert choice.cache_path() == tmp_path / ".cache" / "gpt2viz" / "kernels.json"
-    monkeypatch.setattr(choice.Path, "home", lambda: (_ for _ in ()).throw(RuntimeError("no home")))
+    assert kernel_cache.cache_path() == tmp_path / ".cache" / "gpt2viz" / "kernels.json"
+    monkeypatch.setattr(kernel_cache.Path, "home", lambda: (_ for _ in ()).throw(RuntimeError("no home")))
     assert choice._read_cache() == {}
     choice._write_cache({"k": {}})  # nothing to write to, no error
 

@@ -12,4 +12,8 @@ faster on this machine and, for the block products, gives the plain product's di
 - `split`: the two-core products (a weight's halves multiplied on one core each).
 - `choice`: the calibration, its cache, and the choice made for each product of a model.
 - `batch`: packed weights for batched decode steps (one position of several sequences).
+- `formats`: the other number formats' kernels, measured the same way among those that hold a
+  weight exactly and row by row: `fbgemm_float16` (fbgemm's float16-weight product, float16 and
+  bfloat16), `packed` (oneDNN's prepacked weights), `half` (the plain 16-bit product), `int8`.
+- `cache`: the file the choices are remembered in.
 """

@@ -21,8 +21,8 @@ import threading
 
 import torch
 
-from ..model import packed
 from ..model.layers import Conv1D, TiedLMHead
+from . import packed
 
 # The rows a pack is laid out for: any count from 2 reads the same layout (measured at 2-32).
 BATCH_ROWS_HINT = 8

@@ -10,7 +10,7 @@ step then computes what a full pass does on every machine where it did before, a
 BLAS adds in another order for a split (seen on a Xeon with AMX), the block stays plain. If the
 split wins at one row, it is timed again at its largest row count to decide how far it goes.
 
-The choices are kept in `$XDG_CACHE_HOME/gpt2viz/kernels.json` (default `~/.cache/gpt2viz`),
+The choices are kept in `$XDG_CACHE_HOME/gpt2viz/kernels.json` (kernels/cache.py),
 under the CPU kind's key (kernels/cpu.py) and the thread count, so the next load measures
 nothing. A measurement taken while other processes kept the CPUs busy (gpt2viz/cpu_share.py) is
 kept marked `busy`, and measured again by the first load that finds the machine quiet (its load
@@ -22,18 +22,16 @@ and tests).
 
 from __future__ import annotations
 
-import json
 import os
-import tempfile
 import time
 from dataclasses import asdict, dataclass, replace
-from pathlib import Path
 
 import torch
 
 from ..cpu_share import BUSY_SHARE, cpu_ticks, others_share
 from ..model.layers import Conv1D, TiedLMHead, plain_block_product, plain_head_product
 from .batch import give_batch_products
+from .cache import read_choices, write_choices
 from .cpu import this_cpu
 from .split import (
     BLOCK_MAX_ROWS,
@@ -49,8 +47,7 @@ MARGIN = 0.9  # a split must take under 90 % of the plain product's time: a smal
 ROUNDS = 7  # timed calls of each kernel, interleaved, at least
 BUDGET_S = 0.03  # and more, up to 40, while one shape's timing has taken less than this
 MODE_ENV = "GPT2VIZ_KERNELS"
-CACHE_FILE = "kernels.json"
-CACHE_VERSION = 1
+SECTION = "cpus"  # the cache file's section of these choices (kernels/cache.py)
 
 PLAIN = "plain"
 SPLIT = "two-core split"
@@ -109,15 +106,6 @@ def agrees(product: str, kernel: str, reason: str, max_rows: int) -> bool:
     return 0 < max_rows <= reach if kernel == SPLIT else max_rows == 0
 
 
-def cache_path() -> Path:
-    """$XDG_CACHE_HOME/gpt2viz/kernels.json; ~/.cache where it is unset or not absolute (the XDG
-    rule: a relative one is ignored)."""
-    base = os.environ.get("XDG_CACHE_HOME", "")
-    if not os.path.isabs(base):
-        base = str(Path.home() / ".cache")
-    return Path(base) / "gpt2viz" / CACHE_FILE
-
-
 def mode() -> str:
     value = os.environ.get(MODE_ENV, "").strip().lower()
     return value if value in (PLAIN, "split") else "measure"
@@ -127,7 +115,7 @@ def choose_kernels(model) -> list[Choice]:
     """Gives each product of a float32 CPU `model` its kernel (`Conv1D.product`,
     `TiedLMHead.product`) and returns the choices, one per weight shape; batched decode steps get
     packed weights (`batch_product`, kernels/batch.py) unless GPT2VIZ_KERNELS=plain. Other formats
-    and devices keep their own layers (model/precision.py) and get no choice."""
+    and devices: kernels/formats.py."""
     if model.precision != "float32" or model.device.type != "cpu":
         return []
     if mode() != PLAIN:
@@ -157,7 +145,7 @@ def choose_kernels(model) -> list[Choice]:
             layers[name].append(role)
         if name not in made:
             known = remembered.get(name)
-            usable = known is not None and how == "measure" and not (known.busy and _quiet_now())
+            usable = known is not None and how == "measure" and not (known.busy and quiet_now())
             if usable and known.kernel == SPLIT and product == "block":
                 # Checked again on this weight: another weight of the shape, or a BLAS steered
                 # otherwise, may add in another order (two small products per shape).
@@ -190,7 +178,7 @@ def _at_threads(threads: int, work, *args):
         torch.set_num_threads(before)
 
 
-def _quiet_now() -> bool:
+def quiet_now() -> bool:
     """Whether the machine looks quiet enough to measure again: its load average over the last
     minute under a quarter of its CPUs (False where the system does not say)."""
     try:
@@ -256,38 +244,8 @@ def _time_both(layer, product: str, n_rows: int) -> tuple[float, float]:
 
 
 def _read_cache() -> dict[str, dict[str, Choice]]:
-    """The remembered choices by CPU key; an entry that is not what this version writes is left
-    out (measured again and rewritten), and a file that cannot be read at all gives nothing."""
-    try:
-        data = json.loads(cache_path().read_text(encoding="utf-8"))
-    except Exception:  # noqa: BLE001 (missing, unreadable, not JSON, nested too deep, no home directory)
-        return {}
-    if not isinstance(data, dict) or data.get("version") != CACHE_VERSION or not isinstance(data.get("cpus"), dict):
-        return {}
-    kept: dict[str, dict[str, Choice]] = {}
-    for key, entries in data["cpus"].items():
-        for name, fields in entries.items() if isinstance(entries, dict) else ():
-            try:
-                kept.setdefault(key, {})[name] = Choice.from_dict(fields)
-            except (TypeError, ValueError):
-                continue
-    return kept
+    return read_choices(SECTION, Choice.from_dict)
 
 
 def _write_cache(cache: dict[str, dict[str, Choice]]) -> None:
-    """Writes the choices of every CPU kind whole, through a new temporary file beside the cache (a
-    reader never sees half a file); a cache that cannot be written is left as it is."""
-    try:
-        path = cache_path()
-        cpus = {key: {name: c.to_dict() for name, c in entries.items()} for key, entries in cache.items()}
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(handle, "w", encoding="utf-8") as out:
-                json.dump({"version": CACHE_VERSION, "cpus": cpus}, out, indent=1, allow_nan=False)
-            os.replace(temporary, path)
-        finally:
-            if os.path.exists(temporary):
-                os.unlink(temporary)
-    except (OSError, RuntimeError, ValueError):  # RuntimeError: no home directory to put it in
-        pass
+    write_choices(SECTION, cache)

@@ -27,7 +27,7 @@ class GPT2(nn.Module):
         self.ln_f = LayerNorm(config.n_embd, config.layer_norm_epsilon, self.hooks, "ln_final")
         # No separate LM head weight: it is wte's (weight tying), used transposed.
         self.lm_head = TiedLMHead(self.wte)
-        self.precision = "float32"  # the number format's name (model/precision.py switches it)
+        self.precision = "float32"  # the number format's name (kernels/formats.py switches it)
 
     @property
     def dtype(self) -> torch.dtype:

@@ -35,6 +35,7 @@ from ..i18n.language import DEFAULT
 from ..input_files import shown as _shown
 from ..interventions import Ablation, AblationError
 from ..kernels.choice import PLAIN, REASONS, SPLIT, agrees
+from ..kernels.formats import FORMATS as CONVERTED_FORMATS, KERNELS as FORMAT_KERNELS, REASONS as FORMAT_REASONS
 from ..kernels.split import HEAD_MAX_ROWS
 from ..model.config import MAX_TOKEN_ID, GPT2Config
 from .document import CONFIG_LIMITS, MAX_INTERVENTIONS, MAX_NOTICES, MAX_TOPK, SCHEMA, SCHEMA_V1
@@ -122,10 +123,12 @@ MAX_KERNEL_LAYERS = 8  # layer names sharing one shape
 
 def _check_kernels(kernels: dict, where: str) -> None:
     """How the recording machine multiplied by the weights (gpt2viz.kernels)."""
-    kernels = _fields(kernels, where, ("cpu", "products"), ("batch_packed",))  # batch_packed: since 2026-12-05
+    kernels = _fields(kernels, where, ("cpu", "products"), ("batch_packed", "formats"))  # since 2026-12-05
     _str(kernels["cpu"], f"{where}.cpu")
     if "batch_packed" in kernels:
         _bool(kernels["batch_packed"], f"{where}.batch_packed")
+    for i, choice in enumerate(_list(kernels.get("formats", []), f"{where}.formats", MAX_KERNEL_PRODUCTS)):
+        _check_format_kernel(choice, f"{where}.formats[{i}]")
     for i, product in enumerate(_list(kernels["products"], f"{where}.products", MAX_KERNEL_PRODUCTS)):
         at = f"{where}.products[{i}]"
         product = _fields(product, at, ("product", "n_in", "n_out", "kernel", "max_rows", "reason", "plain_us",
@@ -145,6 +148,26 @@ def _check_kernels(kernels: dict, where: str) -> None:
         _bool(product["busy"], f"{at}.busy")
         for k, name in enumerate(_list(product["layers"], f"{at}.layers", MAX_KERNEL_LAYERS, non_empty=True)):
             _str(name, f"{at}.layers[{k}]", 100)
+
+
+def _check_format_kernel(choice: dict, at: str) -> None:
+    """The kernel of one weight shape of a bfloat16, float16 or int8 model (kernels/formats.py)."""
+    choice = _fields(choice, at, ("product", "n_in", "n_out", "dtype", "kernel", "reason", "timed_us", "busy", "layers"))
+    _choice(choice["product"], f"{at}.product", ("block", "head"))
+    _int(choice["n_in"], f"{at}.n_in", 1)
+    _int(choice["n_out"], f"{at}.n_out", 1)
+    _choice(choice["dtype"], f"{at}.dtype", CONVERTED_FORMATS)
+    kernel = _choice(choice["kernel"], f"{at}.kernel", FORMAT_KERNELS)
+    reason = _choice(choice["reason"], f"{at}.reason", FORMAT_REASONS)
+    timed = _dict(choice["timed_us"], f"{at}.timed_us")  # kernel -> its fastest one-row call, µs
+    for name, value in timed.items():
+        _choice(name, f"{at}.timed_us", FORMAT_KERNELS)
+        _positive(value, f"{at}.timed_us.{name}")
+    if reason == "fastest" and kernel not in timed:  # chosen as the fastest: its own timing is there
+        _fail(f"{at}.timed_us.{kernel}", _("{field} is missing").format(field=f"{at}.timed_us.{kernel}"), SAME)
+    _bool(choice["busy"], f"{at}.busy")
+    for k, name in enumerate(_list(choice["layers"], f"{at}.layers", MAX_KERNEL_LAYERS, non_empty=True)):
+        _str(name, f"{at}.layers[{k}]", 100)
 
 
 def _check_model(model: dict) -> GPT2Config:

@@ -509,10 +509,12 @@ def model_info(lm: LanguageModel) -> dict:
         "step_weight_bytes": lm.step_weight_bytes,
         "stored_dtype": stored_formats(lm.stored_dtype),
         "device": str(lm.model.device),
-        # How this machine multiplies by the weights (gpt2viz.kernels): float32 products only.
+        # How this machine multiplies by the weights (gpt2viz.kernels): float32 products, and the
+        # other formats' (kernels/formats.py).
         "kernels": {
             "cpu": this_cpu().describe(), "products": [c.to_dict() for c in lm.kernels],
             "batch_packed": getattr(lm.model.lm_head, "batch_product", None) is not None,  # kernels/batch.py
+            **({"formats": [c.to_dict() for c in lm.format_kernels]} if lm.format_kernels else {}),
         },
     }
 

@@ -7,8 +7,8 @@ short labels of the picture are msgids here. Every fact comes from the trace (fi
 
 from __future__ import annotations
 
-from ..text_safety import safe_line
 from ..i18n import N_, _, ngettext, plural, say, sentences
+from ..text_safety import safe_line
 from ..trace import Trace
 from ..trace.notices import notice_text
 from .facts import RunFacts
@@ -110,10 +110,12 @@ def model_files_words(trace: Trace, stage: Stage, f: RunFacts, head: int, genera
 
 
 def _kernels(trace: Trace) -> str:
-    """How the recording machine multiplied by each weight shape: one line each ('' for a trace
-    without them, or of a format whose kernels its number format sets)."""
+    """How the recording machine multiplied by each weight shape: one line each (float32's products,
+    or another format's: `_format_kernels`; '' for a trace without them)."""
     kernels = trace.model.get("kernels") or {}
     products = kernels.get("products") or []
+    if kernels.get("formats"):
+        return _format_kernels(trace, kernels)
     if not products:
         return ""
     lines = [say("stage.model_files.kernels", cpu=safe_line(str(kernels.get("cpu", "?"))))]
@@ -133,6 +135,39 @@ def _kernels(trace: Trace) -> str:
     if kernels.get("batch_packed"):
         lines.append(say("stage.model_files.kernels_batch"))
     return "\n".join(lines)
+
+
+def _format_kernels(trace: Trace, kernels: dict) -> str:
+    """A bfloat16, float16 or int8 model's kernels (gpt2viz/kernels/formats.py): one line a shape."""
+    choices = kernels["formats"]
+    cpu = safe_line(str(kernels.get("cpu", "?")))
+    dtype = choices[0]["dtype"]
+    header = "stage.model_files.format_kernels_int8" if dtype == "int8" else "stage.model_files.format_kernels"
+    lines = [say(header, cpu=cpu, dtype=dtype)]
+    for c in choices:
+        reason = c["reason"]
+        if reason.startswith("set by"):
+            reason = "set"
+        elif reason == "only kernel":
+            reason = "only_plain" if c["kernel"] == "plain 16-bit" else "only_kernel"
+        else:
+            reason = reason.replace(" ", "_").replace("-", "_")
+        timings = _(", ").join(
+            say("stage.model_files.format_kernel.timing", kernel=_kernel_name(name), us=_micro(us))
+            for name, us in c["timed_us"].items()
+        )
+        lines.append(say(
+            f"stage.model_files.format_kernel.{reason}", layers=_(", ").join(safe_line(str(n)) for n in c["layers"]),
+            shape=f"{count(c['n_in'])} × {count(c['n_out'])}", kernel=_kernel_name(c["kernel"]), timings=timings,
+        ))
+    if any(c["busy"] and c["timed_us"] for c in choices):
+        lines.append(say("stage.model_files.kernels_busy"))
+    return "\n".join(lines)
+
+
+def _kernel_name(kernel: str) -> str:
+    """A format's kernel as a sentence names it ('oneDNN packed' -> "oneDNN's packed weights")."""
+    return say("stage.model_files.kernel_name." + kernel.lower().replace(" ", "_").replace("-", "_"))
 
 
 def _micro(us: float | None) -> str:
@@ -166,7 +201,7 @@ def _weights(trace: Trace, f: RunFacts, w: WeightFacts) -> str:
 
 def _beyond_the_parameters(f: RunFacts) -> str:
     """Why the model holds more than its parameters take in its format ('' where it does not):
-    the layouts its kernels multiply by (model/precision.py), and what a decode step reads."""
+    the layouts its kernels multiply by (kernels/formats.py), and what a decode step reads."""
     if f.dtype not in ("bfloat16", "float16", "int8"):  # float32 holds its parameters as they are
         return ""
     plain = f.n_params * (1 if f.dtype == "int8" else DTYPE_BYTES[f.dtype])

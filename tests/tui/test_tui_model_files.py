@@ -286,7 +286,42 @@ def test_the_kernels_this_machine_chose_are_said_in_both_languages():
     assert "拆成两半，61.5 微秒" in chinese and "重新计时" in chinese
     assert Counter(NUMBER.findall(chinese)) == Counter(NUMBER.findall(english))
     set_language("en")
-    # Another format: its kernels are its number format's (model/precision.py); no paragraph.
+    # Another format: its kernels are its format's (kernels/formats.py), one line a weight shape.
     other = trace_prompt(gpt2viz.load_model(str(bundled_dir()), dtype="bfloat16"), "Hello")
     assert other.to_dict()["model"]["kernels"]["products"] == []
     assert "measured on the machine" not in narrate(other, Stage("model_files"), generate_key="g").text
+
+
+def test_a_formats_kernels_are_said_in_both_languages():
+    """A bfloat16 model's Model files stage says which kernel each weight shape got and why, with
+    the recorded timings; int8's say how wide its inputs are quantized. Every reason, both languages."""
+    doc = trace_prompt(gpt2viz.load_model(str(bundled_dir()), dtype="bfloat16"), "Hello").to_dict()
+    recorded = doc["model"]["kernels"]["formats"]
+    assert [c["dtype"] for c in recorded] == ["bfloat16"] * len(recorded) and recorded[-1]["layers"] == ["lm_head"]
+    for c, (kernel, reason) in zip(recorded, [("oneDNN packed", "fastest"), ("fbgemm float16", "only kernel"),
+                                              ("plain 16-bit", "only kernel"), ("fbgemm float16", "set by GPT2VIZ_KERNELS")]):
+        c.update(kernel=kernel, reason=reason, busy=reason == "fastest",
+                 timed_us={"fbgemm float16": 29.2, "oneDNN packed": 22.4} if reason == "fastest" else {})
+    doc["model"]["kernels"]["cpu"] = "Some CPU; avx512_bf16"
+    english = narrate(Trace.from_dict(doc), Stage("model_files"), generate_key="g").text
+    assert "In bfloat16, the kernel for each weight was chosen on the machine that ran this (Some CPU; avx512_bf16)" in english
+    assert ("• attn.c_attn (112 × 336): oneDNN's packed weights, the fastest here at one row "
+            "(fbgemm's float16-weight product 29.2 µs, oneDNN's packed weights 22.4 µs).") in english
+    assert "• attn.c_proj (112 × 112): fbgemm's float16-weight product, the only kernel here that holds this weight exactly" in english
+    assert "• mlp.c_fc (112 × 448): the plain 16-bit product, the only one here that holds this weight" in english
+    assert "• mlp.c_proj (448 × 112): fbgemm's float16-weight product, the first kernel that holds it, as GPT2VIZ_KERNELS" in english
+    assert "Other programs kept the CPUs busy while these were timed" in english
+    set_language("zh")
+    chinese = narrate(Trace.from_dict(doc), Stage("model_files"), generate_key="g").text
+    assert "bfloat16 下每个权重用哪个内核" in chinese and "oneDNN 的打包权重 22.4 微秒" in chinese and "重新计时" in chinese
+    assert Counter(NUMBER.findall(chinese)) == Counter(NUMBER.findall(english))
+    set_language("en")
+    int8 = trace_prompt(gpt2viz.load_model(str(bundled_dir()), dtype="int8"), "Hello").to_dict()
+    kinds = {c["reason"] for c in int8["model"]["kernels"]["formats"]}
+    assert len(kinds) == 1 and kinds <= {"8-bit inputs", "7-bit inputs"}
+    for reason, said in (("8-bit inputs", "inputs quantized to 8 bits"), ("7-bit inputs", "inputs quantized to 7 bits")):
+        for c in int8["model"]["kernels"]["formats"]:
+            c["reason"] = reason
+        text = narrate(Trace.from_dict(int8), Stage("model_files"), generate_key="g").text
+        assert "In int8 every product multiplies 8-bit weights through fbgemm" in text
+        assert f"• lm_head (112 × 50,257): {said}" in text

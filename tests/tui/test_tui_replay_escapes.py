@@ -102,12 +102,14 @@ def matches(schema_path: str, doc_paths: set[str]) -> bool:
 
 @pytest.fixture(scope="module")
 def docs(tmp_path_factory):
-    """A prompt's trace with a generation and a cost-lab result; one with a batch; a decode step's."""
+    """A prompt's trace with a generation and a cost-lab result; one with a batch (bfloat16: its
+    kernels are recorded per format); a decode step's."""
     from gpt2viz.cli import main
 
     where = tmp_path_factory.mktemp("replay")
     assert main(["--model", "tiny", "--json", str(where / "prompt.json"), "--generate", "3", "Hello there"]) == 0
-    assert main(["--model", "tiny", "--json", str(where / "batch.json"), "--generate", "2", "--batch-prompt", "Once upon",
+    assert main(["--model", "tiny", "--dtype", "bfloat16", "--json", str(where / "batch.json"), "--generate", "2",
+                 "--batch-prompt", "Once upon",
                  "Hello there"]) == 0
     prompt = json.loads((where / "prompt.json").read_text(encoding="utf-8"))
     batch = json.loads((where / "batch.json").read_text(encoding="utf-8"))

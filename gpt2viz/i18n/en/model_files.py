@@ -110,6 +110,40 @@ TEXT = {
         "instead (oneDNN's layout, made by the first such step): the BLAS would pack each weight again "
         "for every product of several rows."
     ),
+    # The other number formats' kernels (gpt2viz/kernels/formats.py): bfloat16, float16, int8.
+    "stage.model_files.format_kernels": (
+        "In {dtype}, the kernel for each weight was chosen on the machine that ran this ({cpu}) when it "
+        "loaded them: of those that hold the weight exactly and give each row the same digits however "
+        "many rows share a product, the fastest at one row, a decode step's product."
+    ),
+    "stage.model_files.format_kernels_int8": (
+        "In int8 every product multiplies 8-bit weights through fbgemm; how finely it quantizes each "
+        "position's input depends on the machine that ran this ({cpu}):"
+    ),
+    "stage.model_files.format_kernel.fastest": "• {layers} ({shape}): {kernel}, the fastest here at one row ({timings}).",
+    "stage.model_files.format_kernel.timing": "{kernel} {us} µs",
+    "stage.model_files.format_kernel.only_kernel": (
+        "• {layers} ({shape}): {kernel}, the only kernel here that holds this weight exactly, row by row."
+    ),
+    "stage.model_files.format_kernel.only_plain": (
+        "• {layers} ({shape}): {kernel}, the only one here that holds this weight (a row's last digits may "
+        "then depend on how many rows share the product)."
+    ),
+    "stage.model_files.format_kernel.set": (
+        "• {layers} ({shape}): {kernel}, the first kernel that holds it, as GPT2VIZ_KERNELS sets (nothing timed)."
+    ),
+    "stage.model_files.format_kernel.8_bit_inputs": (
+        "• {layers} ({shape}): inputs quantized to 8 bits; this CPU adds 8-bit products straight into "
+        "32-bit sums (VNNI)."
+    ),
+    "stage.model_files.format_kernel.7_bit_inputs": (
+        "• {layers} ({shape}): inputs quantized to 7 bits; without VNNI, fbgemm adds two products in a "
+        "saturating 16-bit sum, which 8-bit inputs would overflow."
+    ),
+    "stage.model_files.kernel_name.fbgemm_float16": "fbgemm's float16-weight product",
+    "stage.model_files.kernel_name.onednn_packed": "oneDNN's packed weights",
+    "stage.model_files.kernel_name.plain_16_bit": "the plain 16-bit product",
+    "stage.model_files.kernel_name.fbgemm_int8": "fbgemm's int8 product",
     "stage.model_files.kernels_busy": (
         "Other programs kept the CPUs busy while these were timed: the times are not the kernels' own, "
         "and gpt2viz times them again once the machine is quiet."

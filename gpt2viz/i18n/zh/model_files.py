@@ -82,6 +82,30 @@ TEXT = {
         "同时解码多个序列的一步，改为乘以权重的打包副本（oneDNN 的布局，在第一次这样的步骤时做好）："
         "BLAS 每做一次多行的乘法，都会把每个权重重新打包一遍。"
     ),
+    "stage.model_files.format_kernels": (
+        "{dtype} 下每个权重用哪个内核，是运行本次的机器（{cpu}）在加载时选的：在能精确保存权重、"
+        "并且不管一次乘法有几行都给每一行相同数字的内核里，选输入一行（解码一步的乘法）时最快的。"
+    ),
+    "stage.model_files.format_kernels_int8": (
+        "int8 下每次乘法都由 fbgemm 乘 8 位权重；每个位置的输入量化得多细，取决于运行本次的机器（{cpu}）："
+    ),
+    "stage.model_files.format_kernel.fastest": "• {layers}（{shape}）：{kernel}，在这台机器上输入一行时最快（{timings}）。",
+    "stage.model_files.format_kernel.timing": "{kernel} {us} 微秒",
+    "stage.model_files.format_kernel.only_kernel": "• {layers}（{shape}）：{kernel}，这里唯一能逐行精确保存这个权重的内核。",
+    "stage.model_files.format_kernel.only_plain": (
+        "• {layers}（{shape}）：{kernel}，这里唯一能保存这个权重的内核（一行结果的最后几位可能随同一次乘法的行数而变）。"
+    ),
+    "stage.model_files.format_kernel.set": "• {layers}（{shape}）：{kernel}，第一个能保存它的内核，由 GPT2VIZ_KERNELS 指定（没有计时）。",
+    "stage.model_files.format_kernel.8_bit_inputs": (
+        "• {layers}（{shape}）：输入量化为 8 位；这台 CPU 把 8 位乘积直接加进 32 位的和（VNNI）。"
+    ),
+    "stage.model_files.format_kernel.7_bit_inputs": (
+        "• {layers}（{shape}）：输入量化为 7 位；没有 VNNI 时，fbgemm 先把两个乘积加进会饱和的 16 位和，8 位输入会溢出。"
+    ),
+    "stage.model_files.kernel_name.fbgemm_float16": "fbgemm 的 float16 权重乘法",
+    "stage.model_files.kernel_name.onednn_packed": "oneDNN 的打包权重",
+    "stage.model_files.kernel_name.plain_16_bit": "普通的 16 位乘法",
+    "stage.model_files.kernel_name.fbgemm_int8": "fbgemm 的 int8 乘法",
     "stage.model_files.kernels_busy": (
         "计时的时候其他程序占着 CPU：这些时间不只是内核本身的，机器空闲后 gpt2viz 会重新计时。"
     ),

@@ -1,19 +1,12 @@
-"""fbgemm's float16-weight product: the block products of float16 and bfloat16 CPU models.
+"""fbgemm's float16-weight product: a block product of float16 and bfloat16 CPU models.
 
-A speed trick, kept here on its own. This project's CPUs have no float16 arithmetic, so oneDNN's
-float16 `F.linear` multiplies one row at a time (a 128-row product of a 3072 x 768 weight: 15.5
-ms against float32's 4.0), and converting the weight to float32 on every call cost a GPT-2-small
-prefill at 128 positions 1.05-1.28x float32's time. fbgemm has a product made for this: the
-weight is packed once in float16, and the kernel widens each weight to float32 in registers as it
-multiplies, adding in float32 (`linear_prepack_fp16` / `linear_dynamic_fp16`). No float32 copy is
-ever made: 128 rows of that product take 3.2 ms against float32's 4.5, and the prefill 0.73x
-float32's. Each row's result does not depend on how many rows share the call (1 to 300 rows, one
-or more threads: bit-identical), so a decode step's products give a full pass's digits.
-
-The trade: one row streams the weights more slowly than oneDNN's float16 kernel did (a GPT-2-small
-decode step at 256 positions 20.2 against 17.7 ms, interleaved in one process), and one copy of
-the weights can only be in one layout. The prefill gains more than the step loses, and both stay
-well under float32's times.
+Most x86 CPUs have no float16 arithmetic, so oneDNN's float16 `F.linear` multiplies one row at a
+time, and converting the weight to float32 on every call costs more than float32 itself. fbgemm
+has a product made for this: the weight is packed once in float16, and the kernel widens each
+weight to float32 in registers as it multiplies, adding in float32 (`linear_prepack_fp16` /
+`linear_dynamic_fp16`). No float32 copy is ever made. kernels/formats.py times it against the
+other kernels of the format on this CPU and keeps the fastest (benchmarks/RESULTS.md: on AVX2 and
+AVX-512 CPUs without bfloat16 dot products it streams a one-row product's weights fastest).
 
 The pack pads: the input side to whole blocks of FBGEMM_BLOCK rows (GPT-2's 768 inputs take 1,024
 rows of memory, its 3,072 none) and the output side to whole SIMD columns (32 with AVX-512, 16
@@ -21,31 +14,24 @@ with AVX2). A product reads its real rows and every column, so the padded rows a
 read. A weight whose padding would add more than a third (the bundled model's 112 inputs: 512
 rows), or that holds a value float16 cannot (NaN, infinities, beyond 65,504: fbgemm would
 saturate them, with a warning on the terminal, where the rest of the float16 format gives inf or
-NaN), stays on model/precision.py's `HalfLinear`.
+NaN), is not taken (`layer_for` gives None) and another kernel multiplies by it.
 
-bfloat16 weights go through the same product, held exactly. oneDNN's bfloat16 kernel streams a
-one-row product's weights at 12-14 GB/s on these machines (one or two threads alike), where this
-product streams 19 GB/s: GPT-2 small's 48 block products, one row, 12.3 against 9.0 ms, and a
-decode step at 256 positions 0.73x float32's time against 0.59x (interleaved in one process). A
-bfloat16 value has 8 significant bits and float16 has 11, so float16 holds every bfloat16 value of
-its range, and scaling a matrix by a power of two (exact) moves the matrix into that range: its
-largest value just under 2^16. float16's finest step is 2^-24 (its subnormals), so a value keeps
-all 8 of its bits down to 2^-17: a matrix fits unless its smallest nonzero values lie more than
-about 2^32 below its largest (`bfloat16_scaled` checks every value, once, at load; k lies in 0..126,
-so both 2^k and 2^-k are normal float32 numbers). The product multiplies the input by 2^-k before
-the sum (exact unless an input is below 2^(k-126), where the scaled input turns subnormal), so each
-term is the bfloat16 weight times the bfloat16 input, exact in float32, and the sum is float32's,
-as in oneDNN's kernel. A matrix no scale holds exactly stays on oneDNN's (model/packed.py). The
-trade: a 128-row prefill takes 0.69x float32's time here, against oneDNN's 0.38x; a decode step is
-the cost the app is about.
+bfloat16 weights go through the same product, held exactly. A bfloat16 value has 8 significant
+bits and float16 has 11, so float16 holds every bfloat16 value of its range, and scaling a matrix
+by a power of two (exact) moves the matrix into that range: its largest value just under 2^16.
+float16's finest step is 2^-24 (its subnormals), so a value keeps all 8 of its bits down to 2^-17:
+a matrix fits unless its smallest nonzero values lie more than about 2^32 below its largest
+(`bfloat16_scaled` checks every value, once, at load; k lies in 0..126, so both 2^k and 2^-k are
+normal float32 numbers). The product multiplies the input by 2^-k before the sum (exact unless an
+input is below 2^(k-126), where the scaled input turns subnormal), so each term is the bfloat16
+weight times the bfloat16 input, exact in float32, and the sum is float32's, as in oneDNN's kernel.
 
 Row by row, exactly, on every CPU: fbgemm's AVX-512 kernels give a row the same digits however
 many rows share the call, its AVX2 kernel does not (a single row takes another kernel, and the
-float32 sums of a row are added in an order that depends on the call's row count: 2e-5 apart,
-one float16 unit in the last place once rounded). `rows_independent` measures which kernel this
-process has; where rows are not independent, a many-row product is done one row at a time, so a
-decode step still gives a full pass's digits (a 128-row product of a 3072 x 768 weight then takes
-15 ms against 4.3 ms; a decode step is unchanged).
+float32 sums of a row are added in an order that depends on the call's row count: one float16
+unit in the last place once rounded). `rows_independent` measures which kernel this process has;
+where rows are not independent, a many-row product is done one row at a time, so a decode step
+still gives a full pass's digits (a prefill is then slower; a decode step is unchanged).
 """
 
 from __future__ import annotations
@@ -55,7 +41,7 @@ import math
 
 import torch
 
-from .layers import Layer
+from ..model.layers import Layer
 
 FBGEMM_BLOCK = 512  # fbgemm packs a weight's input side in blocks of this many rows, the last one padded
 FLOAT16_MAX = 65504.0  # the largest finite float16
@@ -97,7 +83,7 @@ def padded_columns(n_out: int) -> int:
     return -(-n_out // simd) * simd
 
 
-def layer_for(weight_in_out: torch.Tensor, bias: torch.Tensor, dtype: torch.dtype) -> "Float16Linear | None":
+def layer_for(weight_in_out: torch.Tensor, bias: torch.Tensor, dtype: torch.dtype) -> Float16Linear | None:
     """fbgemm's product for a Conv1D weight `[in, out]` of a `dtype` model (float16 or bfloat16),
     or None where it does not suit: inputs padded by more than a third, or a value float16 cannot
     hold (float16: rounded, not saturated; bfloat16: exactly, once scaled)."""

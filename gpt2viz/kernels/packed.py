@@ -1,29 +1,25 @@
-"""oneDNN's prepacked weights: bfloat16 CPU products that fbgemm does not take, and the bfloat16
-LM head (gpt2viz/kernels/batch.py packs float32 weights for batched decode steps the same way).
+"""oneDNN's prepacked weights: a block product of bfloat16 (and, where the CPU has the kernels,
+float16) models, the bfloat16 LM head, and float32 weights for batched decode steps
+(kernels/batch.py).
 
-A speed trick, kept here on its own. A CPU matrix product first rearranges ("packs") its weight
-into the blocked layout its kernel reads fastest. MKL's `addmm` / `F.linear` pack the weight again
-on every call of more than one row, and torch's bfloat16 `F.linear` reads a one-row product
-through a general kernel. oneDNN can pack a weight once (`_reorder_linear_weight`) and then
-multiply by the packed copy (`_linear_pointwise`). Measured on this project's 2-core AVX-512
-machines, torch 2.13 CPU, the 48 block products of GPT-2 small (one row of each, cold caches,
-interleaved medians), bfloat16: 16.7 ms with `F.linear`, 8.2-9.0 ms packed; the LM head 5.1
-against 3.5 ms; a 128-row prefill's block products 80 against 67 ms. On a later day, measured
-together in one process: 15.9 ms with `F.linear`, 12.3 ms packed, and 9.0 ms through
-model/fbgemm_float16.py's product. So bfloat16 models use packed weights for the LM head, and for
-the block products fbgemm's product cannot hold exactly.
+A CPU matrix product first rearranges ("packs") its weight into the blocked layout its kernel
+reads fastest. MKL's `addmm` / `F.linear` pack the weight again on every call of more than one
+row, and torch's bfloat16 `F.linear` reads a one-row product through a general kernel. oneDNN can
+pack a weight once (`_reorder_linear_weight`) and then multiply by the packed copy
+(`_linear_pointwise`). Where the CPU has bfloat16 dot products (AVX-512 BF16, AMX) this is the
+fastest bfloat16 product; kernels/formats.py measures it against fbgemm's on each CPU, and checks
+that it gives each row the same digits whatever rows share the call (benchmarks/RESULTS.md).
 
 A pack made for one row (the `rows` hint 1) is a matrix-vector layout; a pack for 2 or more rows is
-one layout for all row counts (packs for 2, 8 and 32 rows measured alike at 2-32 rows), and a
-product whose row count does not suit its pack's layout runs, only slower. float16 has no oneDNN
-kernel on these CPUs (it needs AVX-512 FP16 or AVX-NE-CONVERT).
+one layout for all row counts, and a product whose row count does not suit its pack's layout runs,
+only slower.
 """
 
 from __future__ import annotations
 
 import torch
 
-from .layers import Layer
+from ..model.layers import Layer
 
 
 def available(dtype: torch.dtype) -> bool:
@@ -34,6 +30,8 @@ def available(dtype: torch.dtype) -> bool:
         return True
     if dtype == torch.bfloat16:
         return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    if dtype == torch.float16:  # kernels of its own only with AVX-512 FP16 or AVX-NE-CONVERT
+        return bool(torch.ops.mkldnn._is_mkldnn_fp16_supported())
     return False
 
 

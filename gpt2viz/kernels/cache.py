@@ -1,0 +1,91 @@
+"""The kernels' choices, remembered per machine: `$XDG_CACHE_HOME/gpt2viz/kernels.json` (default
+`~/.cache/gpt2viz`).
+
+One JSON file, `{"version": 1, <section>: {<CPU key>: {<weight shape>: <choice>}}}`: the float32
+products' choices under "cpus" (kernels/choice.py), the other number formats' under "formats"
+(kernels/formats.py). Each section's owner checks its entries as it reads them; this module only
+reads and writes whole files. A file that cannot be read gives nothing (everything is measured
+again); one that cannot be written is left as it is.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+T = TypeVar("T")
+
+CACHE_FILE = "kernels.json"
+CACHE_VERSION = 1
+
+
+def cache_path() -> Path:
+    """$XDG_CACHE_HOME/gpt2viz/kernels.json; ~/.cache where it is unset or not absolute (the XDG
+    rule: a relative one is ignored)."""
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    if not os.path.isabs(base):
+        base = str(Path.home() / ".cache")
+    return Path(base) / "gpt2viz" / CACHE_FILE
+
+
+def read_section(section: str) -> dict[str, dict]:
+    """The section's entries by CPU key, as the file holds them (each still to be checked); {} for
+    a file that is missing, unreadable, of another version, or without the section."""
+    data = _read_file()
+    entries = data.get(section)
+    if not isinstance(entries, dict):
+        return {}
+    return {key: value for key, value in entries.items() if isinstance(value, dict)}
+
+
+def read_choices(section: str, parse: Callable[[dict], T]) -> dict[str, dict[str, T]]:
+    """The section's choices by CPU key and weight shape, each made by `parse` from its fields; an
+    entry `parse` refuses (TypeError, ValueError: not what this version writes) is left out, to be
+    measured again and rewritten."""
+    kept: dict[str, dict[str, T]] = {}
+    for key, entries in read_section(section).items():
+        for name, fields in entries.items():
+            try:
+                kept.setdefault(key, {})[name] = parse(fields)
+            except (TypeError, ValueError):
+                continue
+    return kept
+
+
+def write_choices(section: str, choices: dict[str, dict]) -> None:
+    """Writes a section's choices (objects with `to_dict`) by CPU key and weight shape."""
+    write_section(section, {key: {name: c.to_dict() for name, c in entries.items()} for key, entries in choices.items()})
+
+
+def write_section(section: str, entries: dict[str, dict]) -> None:
+    """Replaces one section, keeping the file's others, through a new temporary file beside the
+    cache (a reader never sees half a file)."""
+    try:
+        data = {name: value for name, value in _read_file().items() if isinstance(value, dict)}
+        data[section] = entries
+        path = cache_path()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(handle, "w", encoding="utf-8") as out:
+                json.dump({"version": CACHE_VERSION, **data}, out, indent=1, allow_nan=False)
+            os.replace(temporary, path)
+        finally:
+            if os.path.exists(temporary):
+                os.unlink(temporary)
+    except (OSError, RuntimeError, ValueError):  # RuntimeError: no home directory to put it in
+        pass
+
+
+def _read_file() -> dict:
+    try:
+        data = json.loads(cache_path().read_text(encoding="utf-8"))
+    except Exception:  # noqa: BLE001 (missing, unreadable, not JSON, nested too deep, no home directory)
+        return {}
+    if not isinstance(data, dict) or data.get("version") != CACHE_VERSION:
+        return {}
+    return data

@@ -1,0 +1,147 @@
+"""Which kernel multiplies by each weight of a bfloat16, float16 or int8 model (gpt2viz/kernels/
+formats.py): the fastest, measured on this CPU, of those that hold the weight exactly and give each
+row the same digits; remembered per machine; recorded in the trace. The timings are replaced where a
+test needs one order or the other, so that every branch runs whatever this machine is."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+import gpt2viz
+from gpt2viz.kernels import cache as kernel_cache
+from gpt2viz.kernels import formats, packed
+from gpt2viz.kernels.fbgemm_float16 import Float16Linear
+from gpt2viz.kernels.half import HalfLinear
+from gpt2viz.trace import trace_prompt
+from gpt2viz.trace.checks import check_document
+
+CLASS = {formats.FBGEMM: Float16Linear, formats.ONEDNN: packed.PackedLinear, formats.PLAIN16: HalfLinear}
+BOTH = pytest.mark.skipif(
+    not (packed.available(torch.bfloat16) and formats.fbgemm_float16.available()),
+    reason="this CPU has not both fbgemm's product and oneDNN's bfloat16 kernels",
+)
+
+
+@pytest.fixture(autouse=True)
+def own_cache(tmp_path, monkeypatch):
+    """Each test measures into a cache of its own, with the choice measured (not set)."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.delenv("GPT2VIZ_KERNELS", raising=False)
+
+
+def timings(monkeypatch, **us: float) -> list[int]:
+    """Replaces the one-row timing with fixed numbers (fbgemm=..., onednn=...); returns a list that
+    counts the shapes timed."""
+    calls: list[int] = []
+    names = {"fbgemm": formats.FBGEMM, "onednn": formats.ONEDNN}
+
+    def fixed(layers, n_in, dtype):
+        calls.append(n_in)
+        return {name: us[key] for key, name in names.items() if name in layers}
+
+    monkeypatch.setattr(formats, "_time_one_row", fixed)
+    return calls
+
+
+def block_kernels(lm) -> set[type]:
+    return {type(getattr(parent, name)) for parent, name in packed.product_sites(lm.model)}
+
+
+@BOTH
+@pytest.mark.parametrize("fbgemm, onednn, chosen", [(50.0, 20.0, formats.ONEDNN), (20.0, 50.0, formats.FBGEMM),
+                                                    (20.0, 19.5, formats.FBGEMM)])
+def test_the_fastest_kernel_is_chosen_and_a_near_tie_keeps_the_first(ckpts, monkeypatch, fbgemm, onednn, chosen):
+    """distilgpt2's four block shapes are each timed once; the kernel under 95 % of fbgemm's time
+    replaces it, a closer one does not; every product then runs that kernel, and cached decoding
+    still gives naive decoding's ids."""
+    calls = timings(monkeypatch, fbgemm=fbgemm, onednn=onednn)
+    lm = gpt2viz.load_model(str(ckpts.path("distilgpt2")), dtype="bfloat16")
+    assert sorted(calls) == [768, 768, 768, 3072]
+    assert block_kernels(lm) == {CLASS[chosen]}
+    blocks = [c for c in lm.format_kernels if c.product == "block"]
+    assert [c.layers for c in blocks] == [("attn.c_attn",), ("attn.c_proj",), ("mlp.c_fc",), ("mlp.c_proj",)]
+    assert all(c.kernel == chosen and c.reason == "fastest" for c in blocks)
+    assert blocks[0].timed_us == {formats.FBGEMM: fbgemm, formats.ONEDNN: onednn}
+    assert lm.generate("Hello", 4).token_ids == lm.generate("Hello", 4, use_cache=False).token_ids
+
+
+@BOTH
+def test_the_choice_is_remembered_and_measured_again_when_it_was_busy(ckpts, monkeypatch):
+    calls = timings(monkeypatch, fbgemm=50.0, onednn=20.0)
+    gpt2viz.load_model(str(ckpts.path("distilgpt2")), dtype="bfloat16")
+    assert len(calls) == 4
+    saved = json.loads(kernel_cache.cache_path().read_text())
+    entries = next(iter(saved["formats"].values()))
+    assert sorted(entries) == ["bfloat16 block 3072x768", "bfloat16 block 768x2304", "bfloat16 block 768x3072",
+                               "bfloat16 block 768x768"]
+    # The next load measures nothing (even were fbgemm now faster) and chooses the same.
+    calls.clear()
+    timings(monkeypatch, fbgemm=20.0, onednn=50.0)
+    again = gpt2viz.load_model(str(ckpts.path("distilgpt2")), dtype="bfloat16")
+    assert block_kernels(again) == {packed.PackedLinear}
+    # A choice timed while the machine was busy is timed again once it is quiet; a damaged entry
+    # always is; the float32 choices in the same file are kept.
+    for shape, fields in entries.items():
+        fields["busy"] = shape.endswith("768x768")
+    entries["bfloat16 block 768x3072"]["kernel"] = "magic"
+    saved["cpus"] = {"some other cpu": {}}
+    kernel_cache.cache_path().write_text(json.dumps(saved))
+    monkeypatch.setattr(formats, "quiet_now", lambda: True)
+    recount = timings(monkeypatch, fbgemm=20.0, onednn=50.0)
+    mixed = gpt2viz.load_model(str(ckpts.path("distilgpt2")), dtype="bfloat16")
+    assert sorted(recount) == [768, 768]  # 768x768 (busy) and 768x3072 (damaged)
+    kinds = {c.layers[0]: c.kernel for c in mixed.format_kernels}
+    assert kinds["attn.c_proj"] == kinds["mlp.c_fc"] == formats.FBGEMM and kinds["attn.c_attn"] == formats.ONEDNN
+    rewritten = json.loads(kernel_cache.cache_path().read_text())
+    assert rewritten["cpus"] == {"some other cpu": {}}
+    assert next(iter(rewritten["formats"].values()))["bfloat16 block 768x3072"]["kernel"] == formats.FBGEMM
+
+
+@BOTH
+def test_a_kernel_whose_rows_disagree_is_never_chosen(ckpts, monkeypatch):
+    """Where oneDNN's product gave a row other digits alone than among others, fbgemm is the only
+    kernel left, however fast oneDNN's would be."""
+    timings(monkeypatch, fbgemm=50.0, onednn=20.0)
+    monkeypatch.setattr(formats, "_rows_exact", lambda layer, n_in, dtype: False)
+    lm = gpt2viz.load_model(str(ckpts.path("distilgpt2")), dtype="bfloat16")
+    assert block_kernels(lm) == {Float16Linear}
+    assert {c.reason for c in lm.format_kernels if c.product == "block"} == {"only kernel"}
+
+
+def test_with_no_exact_kernel_the_plain_product_multiplies(tiny_dir, monkeypatch):
+    """The bundled model's 112 inputs are too few for fbgemm's pack; without oneDNN's row-exact
+    kernel, the plain 16-bit product is all there is, and the record says so."""
+    monkeypatch.setattr(formats, "_rows_exact", lambda layer, n_in, dtype: False)
+    lm = gpt2viz.load_model(str(tiny_dir), dtype="float16")
+    records = {c.layers[0]: c for c in lm.format_kernels}
+    assert isinstance(lm.model.h[0].attn.c_attn, HalfLinear)
+    assert (records["attn.c_attn"].kernel, records["attn.c_attn"].reason) == (formats.PLAIN16, "only kernel")
+
+
+def test_the_real_measurement_is_what_the_model_runs_and_the_trace_records(ckpts):
+    """Unreplaced: whatever this CPU measured, the chosen kernel is the fastest of those timed (or
+    the first, within 5 %), every product of the shape runs it, and the trace carries the choices."""
+    lm = gpt2viz.load_model(str(ckpts.path("distilgpt2")), dtype="bfloat16")
+    for c in lm.format_kernels:
+        if c.reason == "fastest":
+            first = next(iter(c.timed_us))
+            assert c.timed_us[c.kernel] == min(c.timed_us.values()) or c.kernel == first
+    by_role = {role: c.kernel for c in lm.format_kernels for role in c.layers}
+    for parent, name in packed.product_sites(lm.model):
+        role = ("attn." if hasattr(parent, "c_attn") else "mlp.") + name
+        assert isinstance(getattr(parent, name), CLASS[by_role[role]])
+    doc = trace_prompt(lm, "Hello").to_dict()
+    check_document(doc)
+    assert doc["model"]["kernels"]["formats"] == [c.to_dict() for c in lm.format_kernels]
+
+
+def test_int8_records_its_input_width(tiny_dir):
+    lm = gpt2viz.load_model(str(tiny_dir), dtype="int8")
+    reduced = formats.int8_inputs_reduced()
+    assert {(c.kernel, c.reason) for c in lm.format_kernels} == {
+        (formats.INT8, "7-bit inputs" if reduced else "8-bit inputs")
+    }
+    assert [c.layers for c in lm.format_kernels][-1] == ("lm_head",)

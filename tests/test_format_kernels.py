@@ -14,7 +14,7 @@ import gpt2viz
 from gpt2viz.kernels import cache as kernel_cache
 from gpt2viz.kernels import formats, packed
 from gpt2viz.kernels.fbgemm_float16 import Float16Linear
-from gpt2viz.kernels.half import HalfLinear
+from gpt2viz.kernels.half import HalfLinear, HalfLMHead
 from gpt2viz.trace import trace_prompt
 from gpt2viz.trace.checks import check_document
 
@@ -51,37 +51,43 @@ def block_kernels(lm) -> set[type]:
 
 
 @BOTH
-@pytest.mark.parametrize("fbgemm, onednn, chosen", [(50.0, 20.0, formats.ONEDNN), (20.0, 50.0, formats.FBGEMM),
-                                                    (20.0, 19.5, formats.FBGEMM)])
-def test_the_fastest_kernel_is_chosen_and_a_near_tie_keeps_the_first(ckpts, monkeypatch, fbgemm, onednn, chosen):
-    """distilgpt2's four block shapes are each timed once; the kernel under 95 % of fbgemm's time
-    replaces it, a closer one does not; every product then runs that kernel, and cached decoding
-    still gives naive decoding's ids."""
-    calls = timings(monkeypatch, fbgemm=fbgemm, onednn=onednn)
+def test_the_fastest_kernel_is_chosen_for_every_product(ckpts, monkeypatch):
+    """distilgpt2's four block shapes are each timed once (and the LM head); every product then
+    runs the faster kernel, and cached decoding still gives naive decoding's ids."""
+    calls = timings(monkeypatch, fbgemm=50.0, onednn=20.0)
     lm = gpt2viz.load_model(str(ckpts.path("distilgpt2")), dtype="bfloat16")
-    assert sorted(calls) == [768, 768, 768, 3072]
-    assert block_kernels(lm) == {CLASS[chosen]}
+    assert sorted(calls) == [768, 768, 768, 768, 3072]
+    assert block_kernels(lm) == {packed.PackedLinear} and isinstance(lm.model.lm_head, packed.PackedLMHead)
     blocks = [c for c in lm.format_kernels if c.product == "block"]
     assert [c.layers for c in blocks] == [("attn.c_attn",), ("attn.c_proj",), ("mlp.c_fc",), ("mlp.c_proj",)]
-    assert all(c.kernel == chosen and c.reason == "fastest" for c in blocks)
-    assert blocks[0].timed_us == {formats.FBGEMM: fbgemm, formats.ONEDNN: onednn}
+    assert all(c.kernel == formats.ONEDNN and c.reason == "fastest" for c in blocks)
+    assert blocks[0].timed_us == {formats.FBGEMM: 50.0, formats.ONEDNN: 20.0}
     assert lm.generate("Hello", 4).token_ids == lm.generate("Hello", 4, use_cache=False).token_ids
+
+
+@BOTH
+@pytest.mark.parametrize("fbgemm, onednn, chosen", [(50.0, 20.0, formats.ONEDNN), (20.0, 50.0, formats.FBGEMM),
+                                                    (20.0, 19.5, formats.FBGEMM)])
+def test_a_kernel_replaces_the_first_only_below_95_percent_of_its_time(monkeypatch, fbgemm, onednn, chosen):
+    timings(monkeypatch, fbgemm=fbgemm, onednn=onednn)
+    (kernel, reason, timed), built = formats._measure("block", *formats._random_weight(512, 64), torch.bfloat16, "measure")
+    assert (kernel, reason) == (chosen, "fastest") and set(built) == {formats.FBGEMM, formats.ONEDNN}
 
 
 @BOTH
 def test_the_choice_is_remembered_and_measured_again_when_it_was_busy(ckpts, monkeypatch):
     calls = timings(monkeypatch, fbgemm=50.0, onednn=20.0)
     gpt2viz.load_model(str(ckpts.path("distilgpt2")), dtype="bfloat16")
-    assert len(calls) == 4
+    assert len(calls) == 5
     saved = json.loads(kernel_cache.cache_path().read_text())
     entries = next(iter(saved["formats"].values()))
     assert sorted(entries) == ["bfloat16 block 3072x768", "bfloat16 block 768x2304", "bfloat16 block 768x3072",
-                               "bfloat16 block 768x768"]
+                               "bfloat16 block 768x768", "bfloat16 head 768x50257"]
     # The next load measures nothing (even were fbgemm now faster) and chooses the same.
     calls.clear()
     timings(monkeypatch, fbgemm=20.0, onednn=50.0)
     again = gpt2viz.load_model(str(ckpts.path("distilgpt2")), dtype="bfloat16")
-    assert block_kernels(again) == {packed.PackedLinear}
+    assert block_kernels(again) == {packed.PackedLinear} and isinstance(again.model.lm_head, packed.PackedLMHead)
     # A choice timed while the machine was busy is timed again once it is quiet; a damaged entry
     # always is; the float32 choices in the same file are kept.
     for shape, fields in entries.items():
@@ -103,11 +109,11 @@ def test_the_choice_is_remembered_and_measured_again_when_it_was_busy(ckpts, mon
 @BOTH
 def test_a_kernel_whose_rows_disagree_is_never_chosen(ckpts, monkeypatch):
     """Where oneDNN's product gave a row other digits alone than among others, fbgemm is the only
-    kernel left, however fast oneDNN's would be."""
+    kernel left, however fast oneDNN's would be (the LM head's too)."""
     timings(monkeypatch, fbgemm=50.0, onednn=20.0)
     monkeypatch.setattr(formats, "_rows_exact", lambda layer, n_in, dtype: False)
     lm = gpt2viz.load_model(str(ckpts.path("distilgpt2")), dtype="bfloat16")
-    assert block_kernels(lm) == {Float16Linear}
+    assert block_kernels(lm) == {Float16Linear} and isinstance(lm.model.lm_head, Float16Linear)
     assert {c.reason for c in lm.format_kernels if c.product == "block"} == {"only kernel"}
 
 
@@ -119,6 +125,27 @@ def test_with_no_exact_kernel_the_plain_product_multiplies(tiny_dir, monkeypatch
     records = {c.layers[0]: c for c in lm.format_kernels}
     assert isinstance(lm.model.h[0].attn.c_attn, HalfLinear)
     assert (records["attn.c_attn"].kernel, records["attn.c_attn"].reason) == (formats.PLAIN16, "only kernel")
+
+
+def test_the_lm_head_gets_the_fastest_exact_kernel_too(ckpts, monkeypatch):
+    """The head's kernels are timed on rows of wte; fbgemm's copy multiplies where it is faster,
+    counted in the model's bytes and not read whole by a step (a lookup reads one row of wte)."""
+    if not formats.fbgemm_float16.available():
+        pytest.skip("no fbgemm float16 product on this CPU")
+    monkeypatch.setattr(formats, "_time_one_row", lambda layers, n_in, dtype: {
+        name: (10.0 if name == formats.FBGEMM else 90.0) for name in layers})
+    lm = gpt2viz.load_model(str(ckpts.path("distilgpt2")), dtype="float16")
+    head = lm.model.lm_head
+    assert isinstance(head, Float16Linear)
+    assert lm.format_kernels[-1].layers == ("lm_head",) and lm.format_kernels[-1].kernel == formats.FBGEMM
+    wte = lm.model.wte.weight
+    assert lm.weight_bytes - lm.step_weight_bytes >= wte.numel() * 2 + head.unread_bytes
+    ids = torch.tensor([lm.tokenizer.encode("Hello there")])
+    full, _ = lm.model(ids)
+    cache = lm.model.new_cache()
+    lm.model(ids[:, :-1], cache)
+    step, _ = lm.model(ids[:, -1:], cache)
+    assert torch.equal(step[0, -1], full[0, -1])  # the cached step's logits are the full pass's
 
 
 def test_the_real_measurement_is_what_the_model_runs_and_the_trace_records(ckpts):
@@ -133,6 +160,8 @@ def test_the_real_measurement_is_what_the_model_runs_and_the_trace_records(ckpts
     for parent, name in packed.product_sites(lm.model):
         role = ("attn." if hasattr(parent, "c_attn") else "mlp.") + name
         assert isinstance(getattr(parent, name), CLASS[by_role[role]])
+    head = {formats.ONEDNN: packed.PackedLMHead, formats.FBGEMM: Float16Linear, formats.PLAIN16: HalfLMHead}
+    assert isinstance(lm.model.lm_head, head[by_role["lm_head"]])
     doc = trace_prompt(lm, "Hello").to_dict()
     check_document(doc)
     assert doc["model"]["kernels"]["formats"] == [c.to_dict() for c in lm.format_kernels]

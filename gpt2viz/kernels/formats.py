@@ -57,6 +57,7 @@ MARGIN = 0.95  # another kernel replaces the first that holds a weight only belo
 ROUNDS = 7  # timed one-row calls of each kernel, interleaved, at least
 BUDGET_S = 0.03  # and more, up to 40, while one shape's timing has taken less than this
 CHECK_ROWS = 9  # rows of the exactness check: each alone against all in one call
+HEAD_SAMPLE = 8192  # the LM head's kernels are timed on this many of wte's rows
 
 # The kernels, in the order a weight tries them when nothing is measured.
 FBGEMM = "fbgemm float16"
@@ -112,15 +113,18 @@ class FormatChoice:
 # -- the candidates ------------------------------------------------------------------------------
 
 
-def _candidates(weight: torch.Tensor, bias: torch.Tensor, dtype: torch.dtype) -> list[tuple[str, object]]:
-    """(kernel, a way to build its layer) for each kernel of this CPU that may suit a 16-bit block
-    weight `[in, out]`, in the order tried when nothing is measured. fbgemm's builder gives None
-    for a weight it cannot hold."""
+def _candidates(product: str, weight: torch.Tensor, bias: torch.Tensor, dtype: torch.dtype) -> list[tuple[str, object]]:
+    """(kernel, a way to build its layer) for each kernel of this CPU that may suit a 16-bit weight
+    `[in, out]` (the LM head's: wte^T, a zero bias), in the order tried when nothing is measured.
+    fbgemm's builder gives None for a weight it cannot hold. The head tries oneDNN's copy first: it
+    is unpadded (fbgemm's pads GPT-2's 768 inputs to 1,024 rows: 26 MB more for GPT-2 small)."""
     found: list[tuple[str, object]] = []
     if fbgemm_float16.available():
         found.append((FBGEMM, lambda: fbgemm_float16.layer_for(weight, bias, dtype)))
     if packed.available(dtype):
-        found.append((ONEDNN, lambda: PackedLinear(weight, bias, 1, dtype)))
+        onednn = (lambda: PackedLinear(weight, bias, 1, dtype)) if product == "block" else (
+            lambda: PackedLMHead(weight.t().to(dtype), 1))
+        found.insert(0 if product == "head" else len(found), (ONEDNN, onednn))
     return found
 
 
@@ -150,41 +154,50 @@ def _time_one_row(layers: dict[str, Layer], n_in: int, dtype: torch.dtype) -> di
     return {name: round(t * 1e6, 1) for name, t in best.items()}
 
 
-def _measure(n_in: int, n_out: int, dtype: torch.dtype, how: str) -> tuple[str, str, dict]:
-    """(kernel, reason, timings) for a weight shape: measured on a weight of random values, which
-    every kernel holds (whether one holds a real weight is checked weight by weight: `_layer`)."""
-    generator = torch.Generator().manual_seed(0)
-    weight, bias = torch.randn(n_in, n_out, generator=generator) * 0.02, torch.zeros(n_out)
+def _measure(
+    product: str, weight: torch.Tensor, bias: torch.Tensor, dtype: torch.dtype, how: str
+) -> tuple[tuple[str, str, dict], dict[str, Layer]]:
+    """((kernel, reason, timings), the layers built) for a weight `[in, out]`: a block shape's is
+    measured on random values, which every kernel holds, the LM head's on rows of wte (whether a
+    kernel holds the real weight is checked weight by weight: `_layer`)."""
+    n_in = weight.size(0)
     built: dict[str, Layer] = {}
-    for kernel, build in _candidates(weight, bias, dtype):
+    for kernel, build in _candidates(product, weight, bias, dtype):
         layer = build()
         if layer is not None and (kernel == FBGEMM or _rows_exact(layer, n_in, dtype)):
             built[kernel] = layer  # fbgemm's product is row by row exact by construction
         if built and how != "measure":
             break
     if not built:
-        return PLAIN16, "only kernel", {}
+        return (PLAIN16, "only kernel", {}), built
     if how != "measure":
-        return next(iter(built)), "set by " + MODE_ENV, {}
+        return (next(iter(built)), "set by " + MODE_ENV, {}), built
     if len(built) == 1:
-        return next(iter(built)), "only kernel", {}
+        return (next(iter(built)), "only kernel", {}), built
     timed = _time_one_row(built, n_in, dtype)
     first = next(iter(built))
     fastest = min(timed, key=timed.__getitem__)
-    return (fastest if timed[fastest] < MARGIN * timed[first] else first), "fastest", timed
+    return ((fastest if timed[fastest] < MARGIN * timed[first] else first), "fastest", timed), built
 
 
-def _layer(kernel: str, weight: torch.Tensor, bias: torch.Tensor, dtype: torch.dtype) -> tuple[str, Layer]:
+def _random_weight(n_in: int, n_out: int) -> tuple[torch.Tensor, torch.Tensor]:
+    generator = torch.Generator().manual_seed(0)
+    return torch.randn(n_in, n_out, generator=generator) * 0.02, torch.zeros(n_out)
+
+
+def _layer(
+    kernel: str, product: str, weight: torch.Tensor, bias: torch.Tensor, dtype: torch.dtype, plain
+) -> tuple[str, Layer]:
     """The layer of `kernel` for one weight, or the next kernel that holds it (fbgemm cannot hold
-    some weights; oneDNN's digits are checked again on each)."""
-    names = [name for name, _ in _candidates(weight, bias, dtype)]
+    some weights; oneDNN's digits are checked again on each); `plain()` where none does."""
+    builders = dict(_candidates(product, weight, bias, dtype))
+    names = list(builders)
     order = names[names.index(kernel):] + names[: names.index(kernel)] if kernel in names else names
-    builders = dict(_candidates(weight, bias, dtype))
     for name in order:
         layer = builders[name]()
         if layer is not None and (name == FBGEMM or _rows_exact(layer, weight.size(0), dtype)):
             return name, layer
-    return PLAIN16, HalfLinear(weight, bias, dtype)
+    return PLAIN16, plain()
 
 
 # -- converting a loaded model -------------------------------------------------------------------
@@ -256,7 +269,19 @@ def _sixteen_bits(model, sites, name: str, dtype: torch.dtype) -> list[FormatCho
         if known is not None and how == "measure" and not (known.busy and quiet_now()):
             decided[shape] = known
             continue
-        decided[shape] = FormatChoice("block", n_in, n_out, name, *_measure(n_in, n_out, dtype, how))
+        measured_as, _ = _measure("block", *_random_weight(n_in, n_out), dtype, how)
+        decided[shape] = FormatChoice("block", n_in, n_out, name, *measured_as)
+    # The LM head (x @ wte^T), unless remembered: measured on wte's first HEAD_SAMPLE rows (a
+    # kernel's time grows with the rows it streams; packing all of them twice took over a second).
+    vocab, width = model.wte.weight.shape
+    head_shape = f"{name} head {width}x{vocab}"
+    known = remembered.get(head_shape)
+    if known is not None and how == "measure" and not (known.busy and quiet_now()):
+        decided[head_shape] = known
+    else:
+        sample = model.wte.weight[:HEAD_SAMPLE]
+        measured_as, _ = _measure("head", sample.t(), torch.zeros(sample.size(0)), dtype, how)
+        decided[head_shape] = FormatChoice("head", width, vocab, name, *measured_as)
 
     measured = {shape: c for shape, c in decided.items() if c is not remembered.get(shape)}
     if measured and how == "measure":
@@ -265,16 +290,24 @@ def _sixteen_bits(model, sites, name: str, dtype: torch.dtype) -> list[FormatCho
         decided.update({shape: replace(c, busy=busy) for shape, c in measured.items()})
         _write_cache({**cache, key: {**remembered, **{shape: decided[shape] for shape in measured}}})
 
+    head_choice, wte = decided[head_shape], model.wte
+
     def layer_for(index: int) -> tuple[str, Layer]:
         with torch.inference_mode():  # a worker thread's own mode
+            if index == len(sites):  # the LM head, its pack the largest: started first
+                return _layer(head_choice.kernel, "head", wte.weight.t(), torch.zeros(vocab), dtype,
+                              lambda: HalfLMHead(wte))
             conv = getattr(*sites[index])
             n_in, n_out = conv.weight.shape
-            return _layer(decided[f"{name} block {n_in}x{n_out}"].kernel, conv.weight, conv.bias, dtype)
+            return _layer(decided[f"{name} block {n_in}x{n_out}"].kernel, "block", conv.weight, conv.bias, dtype,
+                          lambda: HalfLinear(conv.weight, conv.bias, dtype))
 
     # Matrices convert independently, so one per thread: fbgemm's packs and the checks run on one
     # core each (benchmarks/RESULTS.md: load times).
     with ThreadPoolExecutor(max_workers=max(1, torch.get_num_threads())) as pool:
+        head_layer = pool.submit(layer_for, len(sites))
         layers = list(pool.map(layer_for, range(len(sites))))
+        head, model.lm_head = head_layer.result()
     made = []
     for site, (kernel, layer) in zip(sites, layers):
         n_in, n_out = getattr(*site).weight.shape
@@ -284,14 +317,9 @@ def _sixteen_bits(model, sites, name: str, dtype: torch.dtype) -> list[FormatCho
         else:  # a weight its shape's kernel cannot hold (fbgemm): named whole ("h.0.mlp.c_proj")
             made.append((_path(model, site), "block", n_in, n_out, kernel, "only kernel", {}, False))
         packed.replace(*site, layer)
-    vocab, width = model.wte.weight.shape
-    if dtype == torch.bfloat16 and packed.available(dtype):
-        model.lm_head = PackedLMHead(model.wte.weight.to(dtype), 1)
-        head = ONEDNN
-    else:
-        model.lm_head = HalfLMHead(model.wte)
-        head = PLAIN16
-    return _grouped(made + [("lm_head", "head", width, vocab, head, "only kernel", {}, False)], name)
+    timed, busy = (head_choice.timed_us, head_choice.busy) if head == head_choice.kernel else ({}, False)
+    reason = head_choice.reason if head == head_choice.kernel else "only kernel"
+    return _grouped(made + [("lm_head", "head", width, vocab, head, reason, timed, busy)], name)
 
 
 def _grouped(made: list[tuple], dtype: str) -> list[FormatChoice]:
@@ -363,13 +391,13 @@ def weight_bytes(model) -> int:
 def unread_bytes(model) -> int:
     """Bytes of the weights in memory that a decode step does not read: the position table's rows
     but its own; the token table where the LM head reads a copy of its own (int8's packed rows,
-    bfloat16's packed wte), of which a step looks up one row; and the padding of fbgemm's float16
+    a 16-bit format's oneDNN or fbgemm pack), of which a step looks up one row; and the padding of fbgemm's float16
     packs, which a product skips. Where the head multiplies by wte itself, the table is read whole
     every step."""
     wpe = model.wpe.weight
     unread = (wpe.size(0) - 1) * wpe.size(1) * wpe.element_size()
     unread += sum(layer.unread_bytes for layer in model.modules() if isinstance(layer, Float16Linear))
-    if isinstance(model.lm_head, PackedLMHead):
+    if isinstance(model.lm_head, (PackedLMHead, Float16Linear)):  # a copy of its own: oneDNN's or fbgemm's
         unread += model.wte.weight.numel() * model.wte.weight.element_size()
     elif isinstance(model.wte, Int8Embedding):
         unread += model.wte.values.numel()

@@ -196,10 +196,10 @@ def _weights(trace: Trace, f: RunFacts, w: WeightFacts) -> str:
         how = "in_place" if in_place == n else "copied" if in_place == 0 else "partly"
     else:  # read into memory of its own (model/weights.py _read_tensors)
         how = "read_as_is" if in_place == n else "read_converted" if in_place == 0 else "read"
-    return sentences(what, say(f"stage.model_files.{how}", **facts), _beyond_the_parameters(f))
+    return sentences(what, say(f"stage.model_files.{how}", **facts), _beyond_the_parameters(trace, f))
 
 
-def _beyond_the_parameters(f: RunFacts) -> str:
+def _beyond_the_parameters(trace: Trace, f: RunFacts) -> str:
     """Why the model holds more than its parameters take in its format ('' where it does not):
     the layouts its kernels multiply by (kernels/formats.py), and what a decode step reads."""
     if f.dtype not in ("bfloat16", "float16", "int8"):  # float32 holds its parameters as they are
@@ -207,8 +207,14 @@ def _beyond_the_parameters(f: RunFacts) -> str:
     plain = f.n_params * (1 if f.dtype == "int8" else DTYPE_BYTES[f.dtype])
     if f.weight_bytes <= plain:
         return ""
+    if f.dtype == "int8":
+        key = "extra_int8"
+    else:  # whether the LM head multiplies by a copy of its own (a trace before 2026-12-05: bfloat16's did)
+        formats = (trace.model.get("kernels") or {}).get("formats") or []
+        head = next((c["kernel"] for c in formats if c["product"] == "head"), None)
+        key = "extra_head_copy" if (head != "plain 16-bit" if head else f.dtype == "bfloat16") else "extra_packed"
     return say(
-        f"stage.model_files.extra_{f.dtype}", n_params=count(f.n_params), dtype=f.dtype, plain=nbytes(plain),
+        f"stage.model_files.{key}", n_params=count(f.n_params), dtype=f.dtype, plain=nbytes(plain),
         extra=nbytes(f.weight_bytes - plain), step=nbytes(f.step_weight_bytes),
     )
 

@@ -237,6 +237,10 @@ def test_what_a_format_holds_beyond_its_parameters_is_said_in_both_languages(dty
     assert (f"That is {count(extra)} B" in english) is (dtype != "float32"), english
     if dtype != "float32":
         assert f"A decode step reads {count(lm.step_weight_bytes)} B" in english
+    if dtype in ("bfloat16", "float16"):  # the head's own copy is named where its kernel keeps one
+        head = [c.kernel for c in lm.format_kernels if c.product == "head"]
+        assert ("a packed copy of the token table for the LM head" in english) is (head != ["plain 16-bit"])
+    if dtype != "float32":
         set_language("zh")  # tests/conftest.py sets English again after each test
         chinese = narrate(trace, Stage("model_files"), generate_key="g").text
         assert f"多出 {count(extra)} B" in chinese

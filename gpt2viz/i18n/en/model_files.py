@@ -57,13 +57,13 @@ TEXT = {
         "others into {dtype} on {device}."
     ),
     # Where the model holds more than its parameters take in its format (bfloat16, float16, int8).
-    "stage.model_files.extra_bfloat16": (
+    "stage.model_files.extra_head_copy": (
         "That is {extra} more than its {n_params} parameters take in {dtype} ({plain}): to read them faster, "
         "the kernels that multiply by them on this machine keep a packed copy of the token table for the LM "
         "head, and may pack other matrices with padding and keep their biases in float32. A decode step "
         "reads {step} of it."
     ),
-    "stage.model_files.extra_float16": (
+    "stage.model_files.extra_packed": (
         "That is {extra} more than its {n_params} parameters take in {dtype} ({plain}): to read them faster, "
         "the kernels that multiply by them on this machine keep some matrices packed with padding, and "
         "their biases in float32. A decode step reads {step} of it."

@@ -52,12 +52,12 @@ TEXT = {
         "其余的复制并转换成 {device} 上的 {dtype}。"
     ),
     # Where the model holds more than its parameters take in its format (bfloat16, float16, int8).
-    "stage.model_files.extra_bfloat16": (
+    "stage.model_files.extra_head_copy": (
         "这比它的 {n_params} 个参数以 {dtype} 存储所需的 {plain} 多出 {extra}：本机上做矩阵乘的内核为了读得更快，"
         "为 LM head 保存了一份打包的词嵌入表副本，还可能把其他矩阵打包并加上填充，把它们的偏置保存为 float32。"
         "一次解码步读取其中的 {step}。"
     ),
-    "stage.model_files.extra_float16": (
+    "stage.model_files.extra_packed": (
         "这比它的 {n_params} 个参数以 {dtype} 存储所需的 {plain} 多出 {extra}：本机上做矩阵乘的内核为了读得更快，"
         "把一些矩阵打包并加上填充，把它们的偏置保存为 float32。一次解码步读取其中的 {step}。"
     ),

@@ -19,6 +19,7 @@ from .i18n.layout import wrap_wide
 from .errors import DownloadCancelled, Gpt2VizError, OutputError, SettingError, UsageError
 from .batch import MAX_BATCH
 from .interventions import AblationError, parse_ablations
+from .lessons import LESSON_IDS
 from .options import DEFAULT_PROMPT, DEFAULT_TOPK, RunOptions
 from .input_files import MAX_PROMPT_BYTES, FileRefused, read_limited, read_regular, shown
 from .model.config import LIMITS
@@ -189,6 +190,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--json", metavar=_("PATH"), dest="json_path", help=_("write the trace as JSON to PATH ('-' for stdout), no TUI")
     )
     p.add_argument("--replay", metavar=_("TRACE"), help=_("open a saved trace in the TUI, without a model"))
+    p.add_argument("--lesson", metavar=_("ID"), choices=LESSON_IDS,
+                   help=_("open a guided lesson beside the step-through ({ids})").format(ids=", ".join(LESSON_IDS)))
     p.add_argument(
         "--generate", metavar="N", type=integer, default=None,
         help=_("new tokens to generate (default: 0 with --json, 40 in the app)"),
@@ -315,7 +318,7 @@ def parse_args(argv: list[str] | None) -> RunOptions:
         extra = [
             action.option_strings[0] if action.option_strings else _("a prompt")
             for action in parser._actions
-            if action.dest not in ("help", "version", "replay", "lang") and getattr(args, action.dest) != action.default
+            if action.dest not in ("help", "version", "replay", "lang", "lesson") and getattr(args, action.dest) != action.default
         ]
         if extra:
             raise UsageError(
@@ -377,6 +380,8 @@ def parse_args(argv: list[str] | None) -> RunOptions:
         )
     if args.json_path == "":  # a bad option, not a file gpt2viz could not write
         raise UsageError(_("--json needs a file name (or - for standard output)"))
+    if args.lesson is not None and (args.json_path is not None or args.verify):
+        raise UsageError(_("--lesson opens the app beside the step-through; it does not apply with --json or --verify"))
     if args.json_path is not None:  # before any work: never a file the run reads, never a pipe
         try:
             check_output(args.json_path, prompt_inputs(args.prompt_file))
@@ -388,6 +393,7 @@ def parse_args(argv: list[str] | None) -> RunOptions:
         model=args.model,
         json_path=args.json_path,
         replay=args.replay,
+        lesson=args.lesson,
         generate=args.generate,
         temperature=args.temperature,
         top_k=args.top_k,

@@ -36,6 +36,7 @@ class RunOptions:
     cost_lab: bool = False  # also run the cost lab's experiments (--json only)
     verify: bool = False  # compare with transformers and exit (--verify)
     ablations: tuple = ()  # gpt2viz.interventions.Ablation: parts switched off (--json only)
+    lesson: str | None = None  # a guided lesson to open (gpt2viz/lessons: "000"), TUI only
 
     def sampling(self) -> SamplingSettings:
         """How next tokens are chosen (checked: raises SettingError for a bad value)."""

@@ -27,7 +27,8 @@ from textual.theme import ThemeProvider
 
 from ..crash_log import unexpected_error_line
 from ..errors import DownloadCancelled
-from ..i18n import LANGUAGES, N_, _, language, set_language
+from ..i18n import LANGUAGES, N_, _, language, say, set_language
+from ..lessons import LESSON_IDS, load_lesson
 from ..options import RunOptions
 from ..process import freeze_startup_objects
 from ..text_safety import safe_line, safe_text
@@ -232,6 +233,14 @@ class Gpt2VizApp(CompatApp):
             lambda: self.switch_language(other),
         )
         yield SystemCommand(_("Keys"), _("Show all keys and how to read the screens"), self.action_help)
+        if self._steps is not None:
+            for lesson_id in LESSON_IDS:
+                title = say(load_lesson(lesson_id).title)
+                yield SystemCommand(
+                    _("Lesson {id}: {title}").format(id=lesson_id, title=title),
+                    _("A guided walk through the app with this run's numbers; n and p turn its pages"),
+                    lambda lesson_id=lesson_id: self.start_lesson(lesson_id),
+                )
         if self.session.live and self.session.trace is not None:
             yield SystemCommand(
                 _("Check against transformers"),
@@ -278,6 +287,14 @@ class Gpt2VizApp(CompatApp):
             if redraw is not None and screen.is_mounted:
                 redraw()
         self.refresh_bindings()
+
+    def start_lesson(self, lesson_id: str) -> None:
+        """Opens a lesson beside the step-through of the session's trace, where it was left."""
+        if self._steps is None:
+            return
+        self.session.start_lesson(lesson_id)
+        self.close_above_steps()
+        self._steps.start_lesson()
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):

@@ -173,6 +173,9 @@ class Session:
         self.verification = None  # gpt2viz.verify.Verification, once checked
         self.lab_result = None  # what the cost lab measured (or a replayed trace recorded)
         self.downloading = False  # a hub download is under way
+        self.lesson = None  # the lesson under way (tui/lesson_run.py): --lesson, or the palette's
+        if self.options.lesson is not None:
+            self.start_lesson(self.options.lesson)
         self._stop_download = threading.Event()
         if trace is not None and trace.cost_lab is not None:
             from ..cost_lab import LabResult
@@ -180,6 +183,13 @@ class Session:
             self.lab_result = LabResult.from_dict(trace.cost_lab)
 
     # -- what it is -------------------------------------------------------------------------------
+    def start_lesson(self, lesson_id: str) -> None:
+        """Opens lesson `lesson_id` at the page where the learner left it (gpt2viz/lessons)."""
+        from ..lessons import load_lesson
+        from .lesson_run import LessonRun
+
+        self.lesson = LessonRun.start(load_lesson(lesson_id))
+
     @property
     def replay_path(self) -> str | None:
         """The trace file being replayed, if this is a replay."""

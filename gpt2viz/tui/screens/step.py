@@ -9,12 +9,15 @@ from textual.binding import Binding
 from textual.containers import Container
 
 
-from ...i18n import N_, _, count
+from ...i18n import N_, _, count, say
 from ...trace import Trace
 from ..commands import MapCommands, StageCommands
 from ..language import key_name
 from ..stages import Stage, block_jump, build_stages, index_by_key, index_of
+from ..lesson_facts import lesson_answers, lesson_facts
+from ..lesson_run import read_guess
 from ..widgets.before_after import BeforeAfter
+from ..widgets.lesson_panel import LessonPanel
 from ..widgets.pipeline_nav import PipelineNavigator
 from ..widgets.room_notice import RoomNotice
 from ..widgets.side_panel import SidePanel
@@ -83,6 +86,10 @@ class StepScreen(AppScreen[None]):
         Binding("w", "attribution", N_("which parts"), id="attribution", show=False,
                 tooltip=N_("Which parts wrote the answer: direct logit attribution and activation patching")),
         Binding("escape", "back", N_("back"), id="back-to-generation", tooltip=N_("Back to the generation view")),
+        # A lesson's pages (only while one runs: check_action).
+        Binding("n", "lesson_next", N_("next page"), id="lesson-next", tooltip=N_("The lesson's next page")),
+        Binding("p", "lesson_previous", N_("previous page"), id="lesson-previous", show=False,
+                tooltip=N_("The lesson's previous page")),
     ]
 
     def __init__(
@@ -112,10 +119,13 @@ class StepScreen(AppScreen[None]):
             yield StageView(id="stage-view")
             yield SidePanel(id="side-panel")
         yield RoomNotice(id="room-notice")
+        yield LessonPanel(id="lesson-panel")
         yield AppFooter()
 
     def on_mount(self) -> None:
         self._mounted = True
+        if self.lesson is not None:  # started with --lesson: open at the lesson's page
+            self._move_to_lesson_page()
         self.query_one(PipelineNavigator).set_stages(self.stages, self.index)
         self._draw_top_bar()
         self._draw()
@@ -138,6 +148,8 @@ class StepScreen(AppScreen[None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "back":
             return not self.is_main
+        if action in ("lesson_next", "lesson_previous"):
+            return self.lesson is not None
         if action in ("edit_prompt", "what_if", "undo_intervention", "clear_interventions"):
             return self.is_main
         return True
@@ -214,6 +226,72 @@ class StepScreen(AppScreen[None]):
         shows_prediction = self.stage.kind in ("next_token", "logit_lens") and self.is_main
         self.query_one(BeforeAfter).draw(self.trace.interventions, self.changes if shows_prediction else None)
         self.query_one(SidePanel).draw(self.trace, self.stages, self.index)
+        lesson = self.lesson
+        if lesson is not None:
+            lesson.observe(self.stage.key, self.head, self.trace.n_layer)  # the page asked for this stage?
+        self._draw_lesson()
+
+    # -- a lesson (gpt2viz/lessons, tui/lesson_run.py) -----------------------------------------
+    @property
+    def lesson(self):
+        """The lesson under way, shown on the app's step-through (not a generation step's)."""
+        return self.session.lesson if self.is_main else None
+
+    def start_lesson(self) -> None:
+        """The session's lesson was just started (the palette): show its page."""
+        if self._mounted and self.lesson is not None:
+            self._move_to_lesson_page()
+            self.query_one(PipelineNavigator).set_current(self.index)
+            self._draw()
+
+    def _move_to_lesson_page(self) -> None:
+        index, head = self.lesson.target(self.trace)
+        if index is not None:
+            self.index = index
+        self.head = head % self.n_head
+
+    def _draw_lesson(self) -> None:
+        lesson = self.lesson
+        panel = self.query_one(LessonPanel)
+        if lesson is None:
+            panel.show(None, {}, {}, replay=False)
+            return
+        panel.show(lesson, lesson_facts(self.trace), lesson_answers(self.trace), replay=not self.session.live)
+        field = panel.guess_field()
+        if lesson.current.predict is not None and lesson.page not in lesson.guesses:
+            field.focus()  # the page asks for a guess: what is typed goes there
+        elif field.has_focus:
+            self.set_focus(None)
+
+    def _turn_lesson_page(self, delta: int) -> None:
+        lesson = self.lesson
+        if lesson is None or not lesson.turn(delta):
+            self.app.bell()
+            return
+        self._move_to_lesson_page()
+        self.query_one(PipelineNavigator).set_current(self.index)
+        self._draw()
+
+    def action_lesson_next(self) -> None:
+        self._turn_lesson_page(+1)
+
+    def action_lesson_previous(self) -> None:
+        self._turn_lesson_page(-1)
+
+    def on_lesson_panel_guessed(self, message: LessonPanel.Guessed) -> None:
+        lesson = self.lesson
+        if lesson is None or lesson.current.predict is None:
+            return
+        value = read_guess(message.text)
+        if value is None:
+            self.notify(say("lesson.guess.unreadable"), severity="warning", timeout=4)
+            return
+        made = lesson.guess(value, lesson_answers(self.trace)[lesson.current.predict.answer])
+        field = self.query_one(LessonPanel).guess_field()
+        field.value = ""
+        self._draw_lesson()
+        if not made.close(lesson.current.predict):
+            field.focus()  # another try (n still turns the page: widgets/lesson_panel.py)
 
     def on_pipeline_navigator_stage_chosen(self, message: PipelineNavigator.StageChosen) -> None:
         self.go_to(message.index)

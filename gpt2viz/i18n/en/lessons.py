@@ -1,0 +1,178 @@
+"""The guided lessons' pages (gpt2viz/lessons/*.toml name them); placeholders from
+gpt2viz/tui/lesson_facts.py, filled with this run's numbers."""
+
+TEXT = {
+    # The panel around a page.
+    "lesson.header": "Lesson {lesson} · {title} · page {page} of {pages}",
+    "lesson.keys": "n next page · p previous page",
+    "lesson.keys_guess": "type your guess and press Enter · n next page · p previous page",
+    "lesson.done": "✓ Done. n: next page.",
+    "lesson.skipped": "Skipped (n moved on before it was done).",
+    "lesson.finished": "This was the last page of the lesson. p goes back; the lesson menu is in the palette (ctrl+p).",
+    "lesson.replay_note": "(From the saved trace: every number here is the trace's.)",
+    "lesson.guess.close": "You guessed {guess}; this run gives {answer}. Close: within {tolerance} of it.",
+    "lesson.guess.above": "You guessed {guess}; this run gives {answer}, {ratio} times your guess.",
+    "lesson.guess.below": "You guessed {guess}; this run gives {answer}: your guess is {ratio} times that.",
+    "lesson.guess.unreadable": "Type a number, such as 85000, 85k, 1.2M or 4.5%.",
+    "lesson.resumed": "Lesson {lesson}: back at page {page} of {pages}.",
+    "lesson.started": "Lesson {lesson}: {title}. n and p turn the pages.",
+    # What a page asks the learner to do.
+    "lesson.do.next_stage": "Do: press → (or l) to go on to the next stage.",
+    "lesson.do.into_blocks": "Do: press ] to jump into block 0.",
+    "lesson.do.next_head": "Do: press . to show the next attention head.",
+    "lesson.do.next_block": "Do: press ] to see the same stage one block further on.",
+    # Lesson 000: one forward pass (tutorial 000).
+    "lesson.000.title": "One forward pass, from files to the next token",
+    "lesson.000.intro": (
+        "This lesson follows one forward pass of {model} over your prompt, the way the step-through "
+        "shows it: what the files hold, how text becomes numbers, what one block does, how the last "
+        "vector becomes a next token, and what the KV cache keeps. Each page moves the screen to the "
+        "stage it talks about."
+    ),
+    "lesson.000.files": (
+        "A checkpoint is three things: config.json (the sizes: {n_layer} blocks, {n_head} heads, width "
+        "{n_embd}, {vocab} tokens), the weights ({n_params} numbers, {weight_bytes} in {dtype} here) and "
+        "the tokenizer. The code is the same for every GPT-2; only these files differ."
+    ),
+    "lesson.000.block_guess": (
+        "Each block has an attention layer (c_attn: width to 3 × width, c_proj: width to width) and an "
+        "MLP (c_fc: width to {d_mlp}, c_proj: back), each with a bias, and two LayerNorms (a gain and "
+        "a bias each). The width is {n_embd}."
+    ),
+    "lesson.000.block_guess.question": "Guess: how many parameters does one block hold?",
+    "lesson.000.block_guess.why": (
+        "Attention {attention_params} + MLP {mlp_params} + two LayerNorms of {layer_norm_params} = "
+        "{block_params}; the {n_layer} blocks hold {blocks_params} of the model's {n_params}, the "
+        "token table wte {wte_params} more."
+    ),
+    "lesson.000.tokenize": (
+        "The tokenizer cut your prompt into {T} tokens: {tokens}. Each is an id in a vocabulary of "
+        "{vocab}; common words are one token, rare ones several pieces. The model never sees letters, "
+        "only these ids."
+    ),
+    "lesson.000.embed": (
+        "Each id picks its row of the token table wte ({vocab} rows of {n_embd} numbers), and each "
+        "position adds its row of wpe ({n_ctx} rows): the input is {T} vectors of {n_embd} numbers. "
+        "From here on the model only adds to these vectors: the residual stream."
+    ),
+    "lesson.000.layer_norm": (
+        "A block first normalizes each position's vector (ln_1: mean 0, variance 1, then a learned "
+        "gain and bias), works on the normalized copy, and adds its result back to the stream. "
+        "GPT-2 normalizes before each part (pre-norm), so the stream itself is never rescaled."
+    ),
+    "lesson.000.attention": (
+        "Attention lets each position read earlier ones: each of the {n_head} heads scores every pair "
+        "({scores} scores for {T} positions), masks the future out, and turns the scores into weights "
+        "that sum to 1. Each head has weights of its own, so each can look at other positions."
+    ),
+    "lesson.000.mlp": (
+        "The MLP then works on each position alone: {n_embd} numbers out to {d_mlp}, GELU, and back to "
+        "{n_embd}. It holds {mlp_share} of a block's parameters ({mlp_params} of {block_params}). Every "
+        "block has the same parts with weights of its own."
+    ),
+    "lesson.000.stack": (
+        "Here is the last block, {last_block}: the same steps, {n_layer} times over, each adding to "
+        "the residual stream. Nothing else happens between the blocks."
+    ),
+    "lesson.000.prob_guess": (
+        "After the last block, ln_f normalizes the final vectors, and the LM head multiplies each by "
+        "the token table (the same wte, tied): one score, a logit, per token of the vocabulary. The "
+        "model's top choice for the next token is {next_token}."
+    ),
+    "lesson.000.prob_guess.question": "Guess: what probability does the model give {next_token}, in percent?",
+    "lesson.000.prob_guess.why": (
+        "Softmax turns the {vocab} logits of the last position into probabilities that sum to 1: "
+        "{next_token} gets {next_prob}. The rest is spread over every other token."
+    ),
+    "lesson.000.next_token": (
+        "Greedy decoding takes the most probable token, {next_token} at {next_prob}; sampling would draw "
+        "one by the probabilities instead. Generating is running this pass again with that token "
+        "appended, once per new token."
+    ),
+    "lesson.000.kv_guess": (
+        "Running the whole pass again for every new token would recompute every earlier position. The "
+        "KV cache keeps each block's keys and values instead: {n_layer} blocks × 2 (K and V) × "
+        "{n_embd} numbers of {value_bytes} bytes, per position. Now it holds {kv_now} for the prompt."
+    ),
+    "lesson.000.kv_guess.question": "Guess: how many bytes will the KV cache hold after {more} more tokens?",
+    "lesson.000.kv_guess.why": (
+        "{kv_per_position} per position × {positions_after_more} positions = {kv_after_more}. It grows "
+        "with every token, the same amount each time, until the context ({n_ctx}) is full."
+    ),
+    "lesson.000.end": (
+        "That is the whole pass. Press g to generate: the generation view times each step and shows "
+        "the KV cache growing by {kv_per_position} a token."
+    ),
+    # Lesson 003: the causal mask, pre-norm, the KV cache (tutorial 003).
+    "lesson.003.title": "The causal mask, pre-norm and the KV cache",
+    "lesson.003.intro": (
+        "Three things make GPT-2 a model that writes one token after another: the causal mask (no "
+        "position sees the future), LayerNorm before each part (pre-norm), and the KV cache, which "
+        "keeps what earlier positions computed. This lesson finds each in this run of {model} over "
+        "{T} tokens."
+    ),
+    "lesson.003.scores": (
+        "The scores: each position's query against every position's key, divided by the square root "
+        "of the head size ({head_dim}). One head gives a {T} × {T} table, {scores} scores, the future "
+        "positions' among them."
+    ),
+    "lesson.003.mask_guess": (
+        "Before the softmax the causal mask sets every score of a later position to minus infinity: "
+        "row i keeps positions 0 to i. The model then cannot use a token it has not yet produced."
+    ),
+    "lesson.003.mask_guess.question": "Guess: how many of one head's {scores} scores does the mask remove here?",
+    "lesson.003.mask_guess.why": (
+        "Row i loses the {T} − (i + 1) positions after it: 0 + 1 + … + {T_minus_1} = {masked_scores} of "
+        "{scores}, and {kept_scores} are kept. Past a few dozen tokens, that is about half."
+    ),
+    "lesson.003.pattern": (
+        "After the softmax the masked cells are exactly 0 and every row still sums to 1: the pattern's "
+        "upper right triangle is empty. Every head of every block has the same empty triangle."
+    ),
+    "lesson.003.pre_norm": (
+        "GPT-2 normalizes the input of each part, not its output: x + attn(ln_1(x)), then x + "
+        "mlp(ln_2(x)). The original Transformer (and BERT) normalized after the add instead "
+        "(post-norm). Pre-norm keeps a path from the input to the output that nothing rescales, "
+        "which lets deep stacks train."
+    ),
+    "lesson.003.residual": (
+        "Here the attention's output is added to the stream it read from. The sum is not normalized: "
+        "the stream goes on as it is, and only the copy the MLP reads is normalized, by ln_2."
+    ),
+    "lesson.003.final_norm": (
+        "Because no block normalizes the stream itself, the pass ends with one more LayerNorm, ln_f, "
+        "before the LM head: the only place the stream is normalized as a whole."
+    ),
+    "lesson.003.recompute_guess": (
+        "To write a token, the model runs a pass and takes the last position's prediction. Without a "
+        "cache, the next token needs a pass over the prompt and the new token, the one after that a "
+        "pass one position longer, and so on."
+    ),
+    "lesson.003.recompute_guess.question": (
+        "Guess: without a cache, how many positions in all do the passes compute to write {more} tokens "
+        "after this {T}-token prompt?"
+    ),
+    "lesson.003.recompute_guess.why": (
+        "{T} + ({T} + 1) + … + ({T} + {more_minus_1}) = {naive_positions} positions. With the KV cache the "
+        "prompt is computed once and then one position a step: {cached_positions}, {cache_saving} times fewer."
+    ),
+    "lesson.003.kv_keeps": (
+        "What makes the cache possible is the mask: a position's key and value depend only on it and "
+        "the positions before it, so a later token never changes them. Each block keeps its own K and V "
+        "for every position."
+    ),
+    "lesson.003.memory_guess": (
+        "Each position adds {kv_per_position} to the cache: {n_layer} blocks × K and V × {n_embd} numbers "
+        "× {value_bytes} bytes."
+    ),
+    "lesson.003.memory_guess.question": "Guess: how many bytes does the cache hold when the context ({n_ctx} positions) is full?",
+    "lesson.003.memory_guess.why": (
+        "{kv_per_position} × {n_ctx} = {kv_full}, for one sequence; a batch holds that for each of its "
+        "sequences. From {batch_outweighs} sequences of full context on, the cache outweighs the weights "
+        "({weight_bytes})."
+    ),
+    "lesson.003.end": (
+        "Press g to generate: each step runs one position through the blocks against the cache, "
+        "shows its token as soon as it is chosen, and the cache grows by {kv_per_position}."
+    ),
+}

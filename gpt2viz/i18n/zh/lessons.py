@@ -1,0 +1,153 @@
+"""引导课程的页面（gpt2viz/lessons/*.toml 里的键）；占位符由 gpt2viz/tui/lesson_facts.py 用本次运行的数字填入。"""
+
+TEXT = {
+    "lesson.header": "第 {lesson} 课 · {title} · 第 {page} 页，共 {pages} 页",
+    "lesson.keys": "n 下一页 · p 上一页",
+    "lesson.keys_guess": "输入你的猜测并按回车 · n 下一页 · p 上一页",
+    "lesson.done": "✓ 完成。n：下一页。",
+    "lesson.skipped": "已跳过（还没完成就按了 n）。",
+    "lesson.finished": "这是本课最后一页。p 返回上一页；课程菜单在命令面板里（ctrl+p）。",
+    "lesson.replay_note": "（来自保存的 trace：这里的每个数字都取自 trace。）",
+    "lesson.guess.close": "你猜的是 {guess}；本次运行得到 {answer}。很接近：误差在 {tolerance} 以内。",
+    "lesson.guess.above": "你猜的是 {guess}；本次运行得到 {answer}，是你猜的 {ratio} 倍。",
+    "lesson.guess.below": "你猜的是 {guess}；本次运行得到 {answer}：你猜的是它的 {ratio} 倍。",
+    "lesson.guess.unreadable": "请输入一个数字，例如 85000、85k、1.2M 或 4.5%。",
+    "lesson.resumed": "第 {lesson} 课：回到第 {page} 页，共 {pages} 页。",
+    "lesson.started": "第 {lesson} 课：{title}。n 和 p 翻页。",
+    "lesson.do.next_stage": "操作：按 →（或 l）进入下一阶段。",
+    "lesson.do.into_blocks": "操作：按 ] 跳进第 0 层。",
+    "lesson.do.next_head": "操作：按 . 显示下一个注意力头。",
+    "lesson.do.next_block": "操作：按 ] 查看下一层的同一阶段。",
+    "lesson.000.title": "一次前向传播：从模型文件到下一个 token",
+    "lesson.000.intro": (
+        "这一课跟着 {model} 在你的提示词上走完一次前向传播，和逐步视图的顺序一样：文件里有什么，"
+        "文本怎样变成数字，一个块做了什么，最后的向量怎样变成下一个 token，以及 KV 缓存保存了什么。"
+        "每翻一页，屏幕都会跳到这一页讲的阶段。"
+    ),
+    "lesson.000.files": (
+        "一个检查点有三样东西：config.json（尺寸：{n_layer} 个块，{n_head} 个头，宽度 {n_embd}，"
+        "{vocab} 个 token）、权重（{n_params} 个数，这里以 {dtype} 存储，共 {weight_bytes}）和分词器。"
+        "所有 GPT-2 的代码都一样，不同的只是这些文件。"
+    ),
+    "lesson.000.block_guess": (
+        "每个块有一个注意力层（c_attn：宽度到 3 × 宽度，c_proj：宽度到宽度）和一个 MLP"
+        "（c_fc：宽度到 {d_mlp}，c_proj：再变回来），每个都带偏置，还有两个 LayerNorm（各有一个增益和一个偏置）。"
+        "宽度是 {n_embd}。"
+    ),
+    "lesson.000.block_guess.question": "猜一猜：一个块有多少个参数？",
+    "lesson.000.block_guess.why": (
+        "注意力 {attention_params} + MLP {mlp_params} + 两个 LayerNorm 各 {layer_norm_params} = "
+        "{block_params}；{n_layer} 个块共 {blocks_params}（模型共 {n_params}），词嵌入表 wte 另有 {wte_params}。"
+    ),
+    "lesson.000.tokenize": (
+        "分词器把你的提示词切成了 {T} 个 token：{tokens}。每个 token 是词表（{vocab} 个）里的一个 id；"
+        "常见的词是一个 token，少见的词会被切成几段。模型看不到字母，只看到这些 id。"
+    ),
+    "lesson.000.embed": (
+        "每个 id 取出词嵌入表 wte 里自己那一行（{vocab} 行，每行 {n_embd} 个数），每个位置再加上 wpe 里"
+        "自己那一行（{n_ctx} 行）：输入就是 {T} 个 {n_embd} 维的向量。从这里开始，模型只往这些向量上做加法：这就是残差流。"
+    ),
+    "lesson.000.layer_norm": (
+        "块先把每个位置的向量归一化（ln_1：均值 0、方差 1，再乘上学到的增益、加上偏置），在归一化后的副本上计算，"
+        "再把结果加回残差流。GPT-2 在每个部分之前归一化（Pre-Norm），所以残差流本身从不被缩放。"
+    ),
+    "lesson.000.attention": (
+        "注意力让每个位置读取前面的位置：{n_head} 个头各自给每一对位置打分（{T} 个位置共 {scores} 个分数），"
+        "未来的位置被掩码，再把分数变成加起来等于 1 的权重。每个头有自己的权重，所以可以关注不同的位置。"
+    ),
+    "lesson.000.mlp": (
+        "接着 MLP 对每个位置单独计算：{n_embd} 个数扩展到 {d_mlp} 个，经过 GELU，再变回 {n_embd} 个。"
+        "它占一个块参数的 {mlp_share}（{block_params} 里的 {mlp_params}）。每个块的结构都一样，权重各不相同。"
+    ),
+    "lesson.000.stack": (
+        "这是最后一层，第 {last_block} 层：同样的步骤重复 {n_layer} 次，每次都往残差流上加一点。"
+        "块与块之间没有别的计算。"
+    ),
+    "lesson.000.prob_guess": (
+        "最后一层之后，ln_f 把最终的向量归一化，LM head 再把每个向量乘以词嵌入表（同一个 wte，权重共享）："
+        "词表里每个 token 得到一个分数，叫 logit。模型对下一个 token 的首选是 {next_token}。"
+    ),
+    "lesson.000.prob_guess.question": "猜一猜：模型给 {next_token} 的概率是多少（百分比）？",
+    "lesson.000.prob_guess.why": (
+        "softmax 把最后一个位置的 {vocab} 个 logit 变成加起来等于 1 的概率：{next_token} 得到 {next_prob}，"
+        "其余的概率分给了其他所有 token。"
+    ),
+    "lesson.000.next_token": (
+        "贪心解码选概率最大的 token，即 {next_token}（{next_prob}）；采样则按概率随机抽一个。"
+        "生成就是把这个 token 接到后面，再跑一次这样的前向传播，每个新 token 一次。"
+    ),
+    "lesson.000.kv_guess": (
+        "每生成一个 token 都把整个前向传播重跑一遍，就会把前面每个位置重新算一次。KV 缓存改为保存每个块的键和值："
+        "每个位置 {n_layer} 个块 × 2（K 和 V）× {n_embd} 个数，每个数 {value_bytes} 字节。现在它为提示词保存了 {kv_now}。"
+    ),
+    "lesson.000.kv_guess.question": "猜一猜：再生成 {more} 个 token 之后，KV 缓存有多少字节？",
+    "lesson.000.kv_guess.why": (
+        "每个位置 {kv_per_position} × {positions_after_more} 个位置 = {kv_after_more}。每个 token 都让它增长同样的量，"
+        "直到上下文（{n_ctx}）填满。"
+    ),
+    "lesson.000.end": (
+        "这就是完整的一次前向传播。按 g 开始生成：生成视图会给每一步计时，并显示 KV 缓存每个 token 增长 {kv_per_position}。"
+    ),
+    "lesson.003.title": "因果掩码、Pre-Norm 与 KV 缓存",
+    "lesson.003.intro": (
+        "有三样东西让 GPT-2 能一个 token 接一个 token 地写：因果掩码（任何位置都看不到未来）、"
+        "每个部分之前的 LayerNorm（Pre-Norm），以及保存前面位置计算结果的 KV 缓存。"
+        "这一课在 {model} 对 {T} 个 token 的这次运行里逐一找到它们。"
+    ),
+    "lesson.003.scores": (
+        "分数：每个位置的 query 和每个位置的 key 相乘，再除以头维度（{head_dim}）的平方根。"
+        "一个头得到一张 {T} × {T} 的表，共 {scores} 个分数，其中也包括未来位置的分数。"
+    ),
+    "lesson.003.mask_guess": (
+        "在 softmax 之前，因果掩码把每个更靠后位置的分数设为负无穷：第 i 行只保留位置 0 到 i。"
+        "这样模型就用不到它还没生成的 token。"
+    ),
+    "lesson.003.mask_guess.question": "猜一猜：这里一个头的 {scores} 个分数里，掩码去掉了多少个？",
+    "lesson.003.mask_guess.why": (
+        "第 i 行去掉它后面的 {T} − (i + 1) 个位置：0 + 1 + … + {T_minus_1} = {masked_scores}（共 {scores} 个），"
+        "保留 {kept_scores} 个。token 多了以后，差不多是一半。"
+    ),
+    "lesson.003.pattern": (
+        "softmax 之后，被掩码的格子正好是 0，每一行的和仍然是 1：注意力模式的右上三角是空的。"
+        "每一层的每个注意力头都有同样的空三角。"
+    ),
+    "lesson.003.pre_norm": (
+        "GPT-2 归一化的是每个部分的输入，而不是输出：x + attn(ln_1(x))，然后 x + mlp(ln_2(x))。"
+        "最初的 Transformer（以及 BERT）是在相加之后归一化（Post-Norm）。Pre-Norm 保留了一条"
+        "从输入到输出、不被任何缩放的通路，深层网络因此能训练。"
+    ),
+    "lesson.003.residual": (
+        "这里注意力的输出被加回它读取的残差流。相加的结果不做归一化：残差流原样继续，"
+        "只有 MLP 读取的那份副本由 ln_2 归一化。"
+    ),
+    "lesson.003.final_norm": (
+        "因为没有哪一层归一化残差流本身，前向传播最后在 LM head 之前多做一次 LayerNorm，即 ln_f："
+        "这是残差流整体被归一化的唯一地方。"
+    ),
+    "lesson.003.recompute_guess": (
+        "要写一个 token，模型跑一次前向传播，取最后一个位置的预测。没有缓存时，下一个 token 需要对提示词"
+        "和新 token 跑一遍，再下一个要跑长一个位置的一遍，依此类推。"
+    ),
+    "lesson.003.recompute_guess.question": (
+        "猜一猜：没有缓存时，在这 {T} 个 token 的提示词后面写 {more} 个 token，所有前向传播一共要计算多少个位置？"
+    ),
+    "lesson.003.recompute_guess.why": (
+        "{T} + ({T} + 1) + … + ({T} + {more_minus_1}) = {naive_positions} 个位置。有 KV 缓存时，提示词只算一次，"
+        "每个新 token 也只算一次：{cached_positions} 个，少了 {cache_saving} 倍。"
+    ),
+    "lesson.003.kv_keeps": (
+        "缓存之所以可行，靠的正是掩码：一个位置的 key 和 value 只取决于它自己和它之前的位置，"
+        "后来的 token 永远不会改变它们。每一层为每个位置保存自己的 K 和 V。"
+    ),
+    "lesson.003.memory_guess": (
+        "每个位置让缓存增加 {kv_per_position}：{n_layer} 层 × K 和 V × {n_embd} 个数 × {value_bytes} 字节。"
+    ),
+    "lesson.003.memory_guess.question": "猜一猜：上下文（{n_ctx} 个位置）填满时，缓存有多少字节？",
+    "lesson.003.memory_guess.why": (
+        "{kv_per_position} × {n_ctx} = {kv_full}，这只是一个序列；一批里的每个序列都要这么多。"
+        "从 {batch_outweighs} 个填满上下文的序列起，缓存就比权重（{weight_bytes}）还大。"
+    ),
+    "lesson.003.end": (
+        "按 g 开始生成：每一步让一个位置对着缓存穿过所有层，选出 token 后立刻显示，缓存增长 {kv_per_position}。"
+    ),
+}

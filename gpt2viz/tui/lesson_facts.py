@@ -1,0 +1,91 @@
+"""The numbers a lesson page states, read from this run's trace (never typed into a lesson).
+
+`lesson_facts(trace)` gives the page templates their placeholders, formatted as the stage view
+formats the same numbers (so a page and the screen it points at say the same digits), and
+`lesson_answers(trace)` the measured answers of the predict-then-measure pages, as numbers.
+Both work on a replay: everything here is in the trace.
+"""
+
+from __future__ import annotations
+
+from ..text_safety import token_label
+from ..trace import Trace
+from .facts import RunFacts, final_choice, token_text
+from .formatting import count, nbytes, num, percent
+
+MORE_TOKENS = 100  # "the KV cache after this many more tokens"
+SHOWN_TOKENS = 8  # tokens of the prompt a page lists
+
+
+def lesson_answers(trace: Trace) -> dict[str, float]:
+    """The measured answers, by name: what a prediction's `answer` names."""
+    f = RunFacts.of(trace)
+    _id, _text, prob = final_choice(trace)
+    return {
+        "block_params": f.params.block,
+        "n_params": f.n_params,
+        "kv_bytes_after_more": f.kv_bytes(f.L + MORE_TOKENS),
+        "kv_bytes_full": f.kv_bytes(f.n_ctx),
+        "next_prob_percent": 100 * prob if prob is not None else float("nan"),
+        "logits": f.vocab * f.T,
+        # The causal mask: one head's scores after a position, 0 + 1 + ... + (L - 1) of them.
+        "masked_scores": f.L * (f.L - 1) // 2,
+        # Writing MORE_TOKENS tokens without a cache: passes over L, L + 1, ..., L + MORE - 1 positions;
+        # with one, the prompt once and then one position a step.
+        "naive_positions": MORE_TOKENS * f.L + MORE_TOKENS * (MORE_TOKENS - 1) // 2,
+        "cached_positions": f.L + MORE_TOKENS - 1,
+    }
+
+
+def lesson_facts(trace: Trace) -> dict[str, str]:
+    """Every placeholder a lesson template may use, formatted for a sentence."""
+    f = RunFacts.of(trace)
+    p = f.params
+    answers = lesson_answers(trace)
+    _id, next_text, prob = final_choice(trace)
+    shown = [token_label(token_text(trace, i)) for i in range(min(f.T, SHOWN_TOKENS))]
+    tokens = " · ".join(shown) + (" …" if f.T > SHOWN_TOKENS else "")
+    return {
+        "model": token_label(str(trace.model.get("name", "?"))),
+        "dtype": f.dtype,
+        "n_layer": count(f.n_layer),
+        "last_block": str(f.n_layer - 1),
+        "n_head": count(f.n_head),
+        "n_embd": count(f.n_embd),
+        "head_dim": count(f.head_dim),
+        "d_mlp": count(f.d_mlp),
+        "vocab": count(f.vocab),
+        "n_ctx": count(f.n_ctx),
+        "n_params": count(f.n_params),
+        "weight_bytes": nbytes(f.weight_bytes),
+        "wte_params": count(p.wte),
+        "wpe_params": count(p.wpe),
+        "attention_params": count(p.attention),
+        "mlp_params": count(p.mlp),
+        "layer_norm_params": count(p.layer_norm),
+        "block_params": count(p.block),
+        "blocks_params": count(p.n_layer * p.block),
+        "mlp_share": percent(p.mlp / p.block),
+        "T": count(f.T),
+        "tokens": tokens,
+        "first_token": f"'{shown[0]}'" if shown else "",
+        "scores": count(f.T * f.T),
+        "logits": count(int(answers["logits"])),
+        "next_token": f"'{next_text}'",  # final_choice gives it shown safely (token_label)
+        "next_prob": percent(prob),
+        "kv_per_position": nbytes(f.kv_bytes_per_position),
+        "kv_now": nbytes(f.kv_bytes(f.L)),
+        "more": count(MORE_TOKENS),
+        "positions_after_more": count(f.L + MORE_TOKENS),
+        "kv_after_more": nbytes(int(answers["kv_bytes_after_more"])),
+        "value_bytes": count(f.value_bytes),
+        "T_minus_1": count(f.T - 1),
+        "more_minus_1": count(MORE_TOKENS - 1),
+        "masked_scores": count(int(answers["masked_scores"])),
+        "kept_scores": count(f.T * f.T - int(answers["masked_scores"])),
+        "naive_positions": count(int(answers["naive_positions"])),
+        "cached_positions": count(int(answers["cached_positions"])),
+        "cache_saving": num(answers["naive_positions"] / answers["cached_positions"], 3),
+        "kv_full": nbytes(int(answers["kv_bytes_full"])),
+        "batch_outweighs": count(-(-f.weight_bytes // int(answers["kv_bytes_full"]))),
+    }

@@ -1,0 +1,176 @@
+"""A lesson under way: which page is open, what the learner did, guessed and skipped, kept per
+lesson in the user's state directory so that the next start resumes it.
+
+The progress file is `$XDG_STATE_HOME/gpt2viz/lessons.json` (default `~/.local/state`): the
+page each lesson is at and the pages done and skipped. It is rewritten whole through a
+temporary file beside it; one that cannot be read starts the lessons afresh, and one that cannot
+be written is left as it was (the lesson goes on; only the resuming is lost).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..lessons import Lesson, Page, Prediction
+from ..trace import Trace
+from .stages import build_stages, index_by_key
+
+STATE_FILE = "lessons.json"
+
+
+def state_path() -> Path:
+    """$XDG_STATE_HOME/gpt2viz/lessons.json; ~/.local/state where it is unset or not absolute."""
+    base = os.environ.get("XDG_STATE_HOME", "")
+    if not os.path.isabs(base):
+        base = str(Path.home() / ".local" / "state")
+    return Path(base) / "gpt2viz" / STATE_FILE
+
+
+def stage_key(key: str, n_layer: int) -> str:
+    """A page's stage key for this model: 'blocks.last.mlp' names the last block."""
+    return key.replace("blocks.last.", f"blocks.{n_layer - 1}.")
+
+
+# A number as a learner types it: 85000, 85,000, 85 000, 8.5e4, 85k, 1.2M, 4.5%, 1.5 MiB, 3万.
+_NUMBER = re.compile(r"^\s*([-+]?\d+(?:[.,\s_]\d+)*(?:\.\d+)?(?:e[-+]?\d+)?)\s*([a-z%万亿]*)\s*$", re.IGNORECASE)
+_SCALES = {
+    "": 1, "%": 1, "k": 1e3, "m": 1e6, "g": 1e9, "b": 1, "kb": 1e3, "mb": 1e6, "gb": 1e9,
+    "kib": 2**10, "mib": 2**20, "gib": 2**30, "万": 1e4, "亿": 1e8,
+}
+
+
+def read_guess(text: str) -> float | None:
+    """The number typed, or None for text that is not one (or not above 0)."""
+    match = _NUMBER.match(text.replace("，", ","))
+    if match is None:
+        return None
+    digits, unit = match.groups()
+    scale = _SCALES.get(unit.lower())
+    if scale is None:
+        return None
+    # A comma, space or underscore between groups of three digits separates thousands.
+    digits = re.sub(r"(?<=\d)[,\s_](?=\d{3}\b)", "", digits)
+    try:
+        value = float(digits) * scale
+    except ValueError:
+        return None
+    return value if math.isfinite(value) and value > 0 else None
+
+
+@dataclass
+class Guess:
+    value: float
+    answer: float
+
+    def close(self, prediction: Prediction) -> bool:
+        return abs(self.value - self.answer) <= prediction.tolerance * abs(self.answer)
+
+
+@dataclass
+class LessonRun:
+    """One lesson's pages and what the learner has done with them."""
+
+    lesson: Lesson
+    page: int = 0
+    done: set[int] = field(default_factory=set)
+    skipped: set[int] = field(default_factory=set)
+    guesses: dict[int, Guess] = field(default_factory=dict)
+    resumed: bool = False  # opened at the page the progress file kept
+
+    @classmethod
+    def start(cls, lesson: Lesson) -> LessonRun:
+        """The lesson at the page where the learner left it (the first, the first time)."""
+        saved = _read_state().get(lesson.id, {})
+        n = len(lesson.pages)
+        run = cls(lesson)
+        try:
+            page = int(saved.get("page", 0))
+            run.done = {int(i) for i in saved.get("done", []) if 0 <= int(i) < n}
+            run.skipped = {int(i) for i in saved.get("skipped", []) if 0 <= int(i) < n} - run.done
+        except (TypeError, ValueError, AttributeError):
+            page, run.done, run.skipped = 0, set(), set()
+        run.page = page if 0 <= page < n else 0
+        run.resumed = run.page > 0
+        return run
+
+    @property
+    def current(self) -> Page:
+        return self.lesson.pages[self.page]
+
+    @property
+    def last(self) -> bool:
+        return self.page == len(self.lesson.pages) - 1
+
+    def target(self, trace: Trace) -> tuple[int | None, int]:
+        """The stage index and head the current page shows (None: the stage is not in this trace)."""
+        page = self.current
+        index = index_by_key(build_stages(trace.n_layer), stage_key(page.show, trace.n_layer))
+        return index, page.head
+
+    def observe(self, stage: str, head: int, n_layer: int) -> bool:
+        """The step-through shows `stage` (a key) and `head`: True when that completes the page."""
+        page = self.current
+        if self.page in self.done or page.predict is not None or not page.asks:
+            return False
+        reached = page.until is None or stage == stage_key(page.until, n_layer)
+        on_head = page.until_head is None or head == page.until_head
+        if reached and on_head:
+            self.done.add(self.page)
+            self.skipped.discard(self.page)
+            self.save()
+            return True
+        return False
+
+    def guess(self, value: float, answer: float) -> Guess:
+        """Records a guess at the current page's prediction against the measured `answer`."""
+        made = self.guesses[self.page] = Guess(value, answer)
+        self.done.add(self.page)
+        self.skipped.discard(self.page)
+        self.save()
+        return made
+
+    def turn(self, delta: int) -> bool:
+        """Moves `delta` pages (n: +1, p: -1); a page left undone is marked skipped. False at an end."""
+        page = self.page + delta
+        if not 0 <= page < len(self.lesson.pages):
+            return False
+        if delta > 0 and self.current.asks and self.page not in self.done:
+            self.skipped.add(self.page)
+        self.page = page
+        self.save()
+        return True
+
+    def save(self) -> None:
+        state = _read_state()
+        state[self.lesson.id] = {"page": self.page, "done": sorted(self.done), "skipped": sorted(self.skipped)}
+        _write_state(state)
+
+
+def _read_state() -> dict:
+    try:
+        data = json.loads(state_path().read_text(encoding="utf-8"))
+    except Exception:  # noqa: BLE001 (missing, unreadable, not JSON, no home directory)
+        return {}
+    return {k: v for k, v in data.items() if isinstance(v, dict)} if isinstance(data, dict) else {}
+
+
+def _write_state(state: dict) -> None:
+    try:
+        path = state_path()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(handle, "w", encoding="utf-8") as out:
+                json.dump(state, out, indent=1)
+            os.replace(temporary, path)
+        finally:
+            if os.path.exists(temporary):
+                os.unlink(temporary)
+    except (OSError, RuntimeError, ValueError):
+        pass

@@ -1,0 +1,115 @@
+"""The lesson's page under the step-through: its text with this run's numbers, what to do, and a
+field for a guess where the page asks for one (gpt2viz/tui/lesson_run.py holds the state; the
+screen hands this widget what to show)."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.message import Message
+from textual.widgets import Input, Rule, Static
+
+from ...i18n import N_, _, say
+from ..formatting import count, num
+from ..lesson_run import LessonRun
+from .safe_input import FieldInput
+
+
+class GuessInput(FieldInput):
+    """The field for a guess: a number and its unit only (85k, 1.2 MiB, 4.5%, 3万), so n and p,
+    which no guess holds, turn the lesson's pages even while typing."""
+
+    BINDINGS = [
+        Binding("n", "screen.lesson_next", N_("next page"), show=False, priority=True),
+        Binding("p", "screen.lesson_previous", N_("previous page"), show=False, priority=True),
+    ]
+    GUESS_CHARACTERS = r"[0-9.,，\s_eE+%kKmMgGbBiI万亿]*"
+
+
+class LessonPanel(Vertical):
+    """Hidden until a lesson runs (`show`); a guess typed into its field is posted as `Guessed`."""
+
+    DEFAULT_CSS = """
+    LessonPanel { height: auto; max-height: 60%; display: none; background: $surface; }
+    LessonPanel #lesson-rule { height: 1; margin: 0; color: $accent; }
+    LessonPanel.-on { display: block; }
+    LessonPanel #lesson-text { height: auto; padding: 0 1; }
+    LessonPanel #lesson-guess { display: none; width: 40; margin: 0 1; }
+    LessonPanel.-guessing #lesson-guess { display: block; }
+    """
+
+    class Guessed(Message):
+        def __init__(self, text: str) -> None:
+            super().__init__()
+            self.text = text
+
+    def compose(self) -> ComposeResult:
+        # A rule of its own, not a border: Textual's auto height left a bordered panel a row short.
+        yield Rule(id="lesson-rule", line_style="solid")
+        yield Static(id="lesson-text", markup=False)
+        # Disabled but where a page asks for a guess: never focused otherwise (not even as the
+        # screen's first focusable widget), so the step-through's keys stay the screen's.
+        yield GuessInput(id="lesson-guess", compact=True, placeholder=_("your guess"),
+                         restrict=GuessInput.GUESS_CHARACTERS, disabled=True)
+
+    def show(self, run: LessonRun | None, facts: dict[str, str], answers: dict[str, float], replay: bool) -> None:
+        """Draws `run`'s current page (hides the panel when there is no lesson)."""
+        self.set_class(run is not None, "-on")
+        if run is None:
+            self.set_class(False, "-guessing")
+            self.query_one("#lesson-guess", Input).disabled = True
+            return
+        page = run.current
+        lesson = run.lesson
+        lines = [
+            say("lesson.header", lesson=lesson.id, title=say(lesson.title), page=run.page + 1, pages=len(lesson.pages)),
+            say(page.text, **facts),
+        ]
+        if page.predict is not None:
+            lines.append(say(page.predict.question, **facts))
+            made = run.guesses.get(run.page)
+            if made is not None:
+                lines.append(self._verdict(made, page.predict, answers))
+                lines.append(say(page.predict.why, **facts))
+        elif page.do is not None and run.page not in run.done:
+            lines.append(say(page.do, **facts))
+        if run.page in run.done and page.predict is None:
+            lines.append(say("lesson.done"))
+        elif run.page in run.skipped:
+            lines.append(say("lesson.skipped"))
+        if replay:
+            lines.append(say("lesson.replay_note"))
+        if run.last:
+            lines.append(say("lesson.finished"))
+        guessing = page.predict is not None
+        lines.append(say("lesson.keys_guess" if guessing else "lesson.keys"))
+        self.query_one("#lesson-text", Static).update("\n".join(lines))
+        self.set_class(guessing, "-guessing")
+        field = self.query_one("#lesson-guess", Input)
+        field.disabled = not guessing
+        field.placeholder = _("your guess")  # in the language now shown
+        if not guessing:
+            field.value = ""
+
+    @staticmethod
+    def _verdict(made, prediction, answers) -> str:
+        guess, answer = _number(made.value, prediction.unit), _number(made.answer, prediction.unit)
+        if made.close(prediction):
+            return say("lesson.guess.close", guess=guess, answer=answer, tolerance=f"{prediction.tolerance:.0%}")
+        if made.answer > made.value:
+            return say("lesson.guess.above", guess=guess, answer=answer, ratio=num(made.answer / made.value, 2))
+        return say("lesson.guess.below", guess=guess, answer=answer, ratio=num(made.value / made.answer, 2))
+
+    def guess_field(self) -> Input:
+        return self.query_one("#lesson-guess", Input)
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.post_message(self.Guessed(event.value))
+
+
+def _number(value: float, unit: str) -> str:
+    """A guess or an answer as the screens write such numbers: counts with separators."""
+    whole = abs(value) >= 1000 or value == int(value)
+    return (count(round(value)) if whole else num(value)) + unit

@@ -1,0 +1,129 @@
+"""The guided lessons' files (gpt2viz/lessons/*.toml) against the app: every page's stages exist
+for models of 2 to 12 blocks, its keys are the step-through's, its templates exist in both
+languages with the same placeholders, all of which this run's facts fill, and every prediction's
+answer is a measured fact. Then how a guess is read and how progress is kept."""
+
+from __future__ import annotations
+
+import json
+import string
+from pathlib import Path
+
+import pytest
+
+from gpt2viz.i18n.templates import table
+from gpt2viz.lessons import LESSON_IDS, LessonError, load_lesson
+from gpt2viz.trace import load
+from gpt2viz.tui.lesson_facts import lesson_answers, lesson_facts
+from gpt2viz.tui.lesson_run import LessonRun, read_guess, stage_key, state_path
+from gpt2viz.tui.screens.step import StepScreen
+from gpt2viz.tui.stages import build_stages, index_by_key
+
+TINY_TRACE = Path(__file__).resolve().parent / "data" / "tiny-trace.json"
+STEP_KEYS = {key for binding in StepScreen.BINDINGS for key in binding.key.split(",")}
+
+
+def placeholders(text: str) -> set[str]:
+    return {name for _, name, _, _ in string.Formatter().parse(text) if name}
+
+
+def templates_of(page) -> list[str]:
+    keys = [page.text] + [k for k in (page.do,) if k]
+    if page.predict is not None:
+        keys += [page.predict.question, page.predict.why]
+    return keys
+
+
+@pytest.fixture(scope="module")
+def tiny_trace():
+    return load(TINY_TRACE)
+
+
+@pytest.mark.parametrize("lesson_id", LESSON_IDS)
+def test_every_lesson_file_holds_together(lesson_id, tiny_trace):
+    lesson = load_lesson(lesson_id)
+    assert 10 <= len(lesson.pages) <= 25
+    facts, answers = lesson_facts(tiny_trace), lesson_answers(tiny_trace)
+    english, chinese = table("en"), table("zh")
+    for number, page in enumerate(lesson.pages, 1):
+        where = f"lesson {lesson_id} page {number}"
+        for n_layer in (2, 7, 12):  # a test model's, the bundled model's, GPT-2 small's
+            stages = build_stages(n_layer)
+            for key in (page.show, page.until):
+                if key is not None:
+                    assert index_by_key(stages, stage_key(key, n_layer)) is not None, (where, key, n_layer)
+        assert page.head < 2 and (page.until_head or 0) < 2, where  # every model here has 2 heads or more
+        if page.until is not None or page.until_head is not None:
+            assert page.do is not None and page.press in STEP_KEYS, (where, page.press)
+        else:
+            assert page.press is None and page.do is None, where
+        for key in templates_of(page) + [lesson.title]:
+            assert key in english and key in chinese, (where, key)
+            assert placeholders(english[key]) == placeholders(chinese[key]), (where, key)
+            assert placeholders(english[key]) <= set(facts), (where, key, placeholders(english[key]) - set(facts))
+            english[key].format_map(facts), chinese[key].format_map(facts)
+        if page.predict is not None:
+            assert page.predict.answer in answers and 0 < page.predict.tolerance < 1, where
+    assert any(page.predict for page in lesson.pages) and any(page.until for page in lesson.pages)
+
+
+def test_a_broken_lesson_file_is_refused(monkeypatch):
+    from gpt2viz import lessons
+
+    with pytest.raises(LessonError):
+        load_lesson("999")
+    monkeypatch.setattr(lessons, "LESSON_IDS", ("000",))
+    original = lessons.resources.files
+
+    class Broken:
+        def joinpath(self, name):
+            return self
+
+        def read_text(self, encoding):
+            return 'title = "t"\ntutorial = "000"\n[[pages]]\ntext = "x"\nshow = "tokenize"\nsurprise = 1\n'
+
+    monkeypatch.setattr(lessons.resources, "files", lambda package: Broken())
+    with pytest.raises(LessonError, match="surprise"):
+        load_lesson("000")
+    monkeypatch.setattr(lessons.resources, "files", original)
+
+
+@pytest.mark.parametrize("typed, value", [
+    ("85000", 85000), ("85,000", 85000), ("85 000", 85000), ("8.5e4", 85000), ("85k", 85000), ("85K", 85000),
+    ("1.2M", 1.2e6), ("0.3", 0.3), ("4.5%", 4.5), ("1.5 MiB", 1.5 * 2**20), ("2 MB", 2e6), ("3万", 30000),
+    ("1，000", 1000), (" 42 ", 42),
+])
+def test_a_guess_is_read_as_people_type_numbers(typed, value):
+    assert read_guess(typed) == pytest.approx(value)
+
+
+@pytest.mark.parametrize("typed", ["", "lots", "-5", "0", "1.2.3x", "5 parsecs", "inf", "nan"])
+def test_what_is_no_number_is_refused(typed):
+    assert read_guess(typed) is None
+
+
+def test_progress_is_kept_per_lesson_and_resumed(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    lesson = load_lesson("000")
+    run = LessonRun.start(lesson)
+    assert run.page == 0 and not run.resumed
+    asking = next(i for i, page in enumerate(lesson.pages) if page.until is not None)
+    while run.page < asking:
+        assert run.turn(+1)
+    assert run.turn(+1) and asking in run.skipped  # n on a page not done: skipped, not forced
+    assert run.turn(-1) and run.page == asking
+    page = lesson.pages[asking]
+    assert run.observe(stage_key(page.until, 7), 0, 7) and asking in run.done and asking not in run.skipped
+    again = LessonRun.start(lesson)
+    assert (again.page, again.done, again.resumed) == (asking, {asking}, True)
+    assert json.loads(state_path().read_text())["000"]["page"] == asking
+    assert not again.turn(-asking - 1)  # nowhere before the first page
+    # A damaged file starts afresh; one that cannot be written loses only the resuming.
+    state_path().write_text("{not json")
+    assert LessonRun.start(lesson).page == 0
+    state_path().write_text(json.dumps({"000": {"page": "x", "done": [1]}}))
+    assert LessonRun.start(lesson).page == 0
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "file"))
+    (tmp_path / "file").write_text("")
+    fresh = LessonRun.start(lesson)
+    assert fresh.turn(+1) and fresh.page == 1

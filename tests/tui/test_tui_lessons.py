@@ -1,0 +1,183 @@
+"""The guided lessons in the real app: every page of every lesson walked to its end in both
+languages at 80 x 24 and 120 x 40, each page's action performed with its key and each guess typed
+(one wrong, then right), the screen at the stage the page names; started by --lesson, on a replay
+and on a live model, and from the palette; resumed where it was left. Snapshots of two pages.
+Update those after an intended change with `pytest tests/tui/test_tui_lessons.py --snapshot-update`."""
+
+from __future__ import annotations
+
+import pytest
+from tui_helpers import TINY_TRACE, run_async, stage_text, started
+
+from gpt2viz.i18n import say, set_language
+from gpt2viz.lessons import LESSON_IDS, load_lesson
+from gpt2viz.options import RunOptions
+from gpt2viz.trace import load
+from gpt2viz.tui.app import make_app
+from gpt2viz.tui.formatting import num
+from gpt2viz.tui.lesson_facts import lesson_answers, lesson_facts
+from gpt2viz.tui.widgets.lesson_panel import LessonPanel, _number
+
+SIZES = [(80, 24), (120, 40)]
+
+
+@pytest.fixture(autouse=True)
+def own_state(tmp_path, monkeypatch):
+    """Each test keeps its lesson progress apart (and never in the user's state directory)."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+
+
+def lesson_text(app) -> str:
+    content = app.screen.query_one("#lesson-text").content
+    return getattr(content, "plain", str(content))
+
+
+async def type_guess(pilot, value: float) -> None:
+    await pilot.press(*f"{value:.6g}", "enter")
+    await pilot.pause()
+
+
+async def walk(app, pilot, lesson_id: str, trace) -> None:
+    """Every page from the first, at both sizes: at its stage, its text whole and on screen, its
+    action done with its key, its guesses made."""
+    lesson = load_lesson(lesson_id)
+    run, screen = app.session.lesson, app.screen
+    facts, answers = lesson_facts(trace), lesson_answers(trace)
+    assert app.screen.query_one(LessonPanel).display
+    for number, page in enumerate(lesson.pages):
+        assert run.page == number
+        index, head = run.target(trace)
+        assert (screen.index, screen.head) == (index, head), (lesson_id, number)
+        assert say(page.text, **facts) in lesson_text(app)
+        here = (app.size.width, app.size.height)
+        fits(app, here)  # nothing of the page is cut off at this size, nor at the other
+        other = SIZES[1] if here == SIZES[0] else SIZES[0]
+        await pilot.resize_terminal(*other)
+        await pilot.pause()
+        fits(app, other)
+        if page.until is not None or page.until_head is not None:
+            assert say(page.do, **facts) in lesson_text(app) and number not in run.done
+            await pilot.press(page.press)
+            await pilot.pause()
+            assert number in run.done and say("lesson.done") in lesson_text(app), (lesson_id, number)
+        if page.predict is not None:
+            answer, unit = answers[page.predict.answer], page.predict.unit
+            await type_guess(pilot, answer * 10)  # wrong: ten times too big
+            made = run.guesses[number]
+            assert not made.close(page.predict) and made.answer == answer
+            assert say("lesson.guess.below", guess=_number(made.value, unit), answer=_number(answer, unit),
+                       ratio=num(made.value / answer, 2)) in lesson_text(app)
+            assert say(page.predict.why, **facts) in lesson_text(app)
+            assert app.screen.query_one("#lesson-guess").has_focus  # another try
+            await type_guess(pilot, answer * 1.02)  # right: within the tolerance
+            made = run.guesses[number]
+            assert made.close(page.predict) and not app.screen.query_one("#lesson-guess").has_focus
+            assert say("lesson.guess.close", guess=_number(made.value, unit), answer=_number(answer, unit),
+                       tolerance=f"{page.predict.tolerance:.0%}") in lesson_text(app)
+            fits(app, (app.size.width, app.size.height))
+        # The sizes a page states are those the stage it shows states.
+        template = say(page.text, **{name: "{" + name + "}" for name in facts})
+        for name in ("n_params", "T", "n_layer", "vocab"):
+            if "{" + name + "}" in template and page.show in ("model_files", "tokenize"):
+                assert facts[name] in stage_text(app), (lesson_id, number, name)
+        await pilot.press("n")
+        await pilot.pause()
+    assert run.page == len(lesson.pages) - 1 and say("lesson.finished") in lesson_text(app)
+
+
+def fits(app, size) -> None:
+    """The lesson's text is drawn whole (as many rows as it wraps to at its width), and the guess
+    field where there is one, above the footer."""
+    text = app.screen.query_one("#lesson-text")
+    width = text.content_region.width
+    assert text.content_region.height >= text.get_content_height(text.size, app.size, width) > 0, size
+    assert text.region.bottom <= size[1] - 1, (size, text.region)
+    field = app.screen.query_one("#lesson-guess")
+    if field.display and app.screen.query_one(LessonPanel).has_class("-guessing"):
+        assert field.region.height >= 1 and field.region.bottom <= size[1] - 1, (size, field.region)
+
+
+@pytest.mark.parametrize("language", [
+    "en",
+    # The same walk in Chinese (8 s): the slow tier, which CI runs too. The fast tier still draws a
+    # Chinese page (the snapshot) and tests/test_lessons.py holds every template to its English twin.
+    pytest.param("zh", marks=pytest.mark.slow),
+])
+@run_async
+async def test_every_lesson_walks_to_its_end_on_a_replay(language):
+    set_language(language)
+    trace = load(TINY_TRACE)
+    for lesson_id in LESSON_IDS:
+        app = make_app(trace=trace, options=RunOptions(lesson=lesson_id))
+        async with app.run_test(size=SIZES[0]) as pilot:
+            await started(app, pilot)
+            await walk(app, pilot, lesson_id, trace)
+            assert say("lesson.replay_note") in lesson_text(app)
+
+
+@run_async
+async def test_a_lesson_on_the_live_model_from_the_palette_and_resumed(tiny_lm):
+    app = make_app(lm=tiny_lm, options=RunOptions(prompt="ROMEO: What say you", model="tiny"))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await started(app, pilot)
+        assert not app.screen.query_one(LessonPanel).display and app.session.lesson is None
+        await pilot.press("n")  # no lesson: n is nobody's key here
+        app.start_lesson("000")
+        await pilot.pause()
+        assert app.screen.query_one(LessonPanel).display
+        facts = lesson_facts(app.session.trace)
+        assert say("lesson.replay_note") not in lesson_text(app)
+        # The model files page and the stage it shows state the same parameter count.
+        await pilot.press("n")
+        await pilot.pause()
+        assert facts["n_params"] in lesson_text(app) and facts["n_params"] in stage_text(app)
+        await pilot.press("n")
+        await pilot.pause()
+        page = app.session.lesson.page
+    again = make_app(lm=tiny_lm, options=RunOptions(prompt="ROMEO: What say you", model="tiny", lesson="000"))
+    async with again.run_test(size=(80, 24)) as pilot:
+        await started(again, pilot)
+        assert again.session.lesson.page == page and again.session.lesson.resumed
+        index, _head = again.session.lesson.target(again.session.trace)
+        assert again.screen.index == index
+
+
+@run_async
+async def test_a_guess_that_is_no_number_is_asked_again():
+    trace = load(TINY_TRACE)
+    app = make_app(trace=trace, options=RunOptions(lesson="000"))
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        await started(app, pilot)
+        lesson = app.session.lesson
+        while lesson.current.predict is None:
+            await pilot.press("n")
+        await pilot.press(*"1.2.3", "enter")
+        await pilot.pause()
+        assert lesson.page not in lesson.guesses
+        assert any(say("lesson.guess.unreadable") in str(n.message) for n in app._notifications)
+        assert app.screen.query_one("#lesson-guess").has_focus
+
+
+def at_page(predicate, guess: str | None = None):
+    async def run_before(pilot) -> None:
+        await started(pilot.app, pilot)
+        lesson = pilot.app.session.lesson
+        while not predicate(lesson.current):
+            await pilot.press("n")
+            await pilot.pause()
+        if guess is not None:
+            await pilot.press(*guess, "enter")
+        await pilot.pause()
+
+    return run_before
+
+
+def test_snapshot_a_guess_compared_at_80x24(snap_compare):
+    app = make_app(trace=load(TINY_TRACE), options=RunOptions(lesson="000"))
+    assert snap_compare(app, terminal_size=(80, 24), run_before=at_page(lambda page: page.predict is not None, "150k"))
+
+
+def test_snapshot_an_attention_page_in_chinese_at_120x40(snap_compare):
+    set_language("zh")
+    app = make_app(trace=load(TINY_TRACE), options=RunOptions(lesson="000"))
+    assert snap_compare(app, terminal_size=(120, 40), run_before=at_page(lambda page: page.until_head is not None))

@@ -259,6 +259,17 @@ def test_full_disk_keeps_the_old_file(tmp_path, tiny_dir, monkeypatch):
     assert [p.name for p in tmp_path.iterdir()] == ["t.json"]
 
 
+def resident_mib(pid: int) -> float:
+    """The memory a process holds (0 where /proc does not say)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
 def test_ctrl_c_during_a_headless_run_exits_130_and_writes_nothing(tmp_path, ckpts):
     # GPT-2 small's shape and a long generation: still running when the interrupt comes.
     model_dir = ckpts.path("gpt2-small")
@@ -268,7 +279,12 @@ def test_ctrl_c_during_a_headless_run_exits_130_and_writes_nothing(tmp_path, ckp
         [sys.executable, "-m", "gpt2viz", PROMPT, "--model", str(model_dir), "--json", str(target), "--generate", "1000"],
         stderr=subprocess.PIPE,
     )
-    time.sleep(6)
+    # Interrupted once the weights are in memory (the process holds more than GPT-2 small's 474
+    # MiB of float32 weights): while it loads or generates, not while Python starts.
+    for _ in range(1200):
+        if proc.poll() is not None or resident_mib(proc.pid) > 500:
+            break
+        time.sleep(0.05)
     assert proc.poll() is None, "the run ended before it could be interrupted"
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)

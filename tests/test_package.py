@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+# Building the sdist and the wheel (6 s) and installing one: the slow tier, which CI runs too.
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +31,8 @@ def test_the_wheel_holds_the_model_and_the_translations(built):
     names = set(zipfile.ZipFile(next(built.glob("*.whl"))).namelist())
     for needed in ("gpt2viz/assets/tiny/model.safetensors", "gpt2viz/assets/tiny/tokenizer.json",
                    "gpt2viz/assets/tiny/config.json", "gpt2viz/locale/zh/LC_MESSAGES/gpt2viz.mo",
-                   "gpt2viz/i18n/zh/stages.py", "gpt2viz/tui/app.tcss"):
+                   "gpt2viz/i18n/zh/stages.py", "gpt2viz/tui/app.tcss", "gpt2viz/lessons/000.toml",
+                   "gpt2viz/lessons/003.toml"):
         assert needed in names, needed
     sdist = set(tarfile.open(next(built.glob("*.tar.gz"))).getnames())
     assert any(n.endswith("gpt2viz/locale/zh/LC_MESSAGES/gpt2viz.po") for n in sdist)

@@ -231,6 +231,8 @@ OPENERS: dict[str, tuple[str, ...] | None] = {
     "palette": ("ctrl+p",),
     "prompt-editor": ("e",),
     "loading": None,
+    # A lesson started from the palette: its panel, the guess field and n over the step-through.
+    "lesson": ("ctrl+p", *"lesson 003", "enter"),
 }
 
 

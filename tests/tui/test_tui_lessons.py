@@ -158,6 +158,26 @@ async def test_a_guess_that_is_no_number_is_asked_again():
         assert app.screen.query_one("#lesson-guess").has_focus
 
 
+@run_async
+async def test_escape_leaves_a_guess_and_the_stage_keys_stay_the_screen_s():
+    """Leaving the guess field with escape gives the step-through its keys back until the next page
+    (a stage drawn again does not take the focus back to the field)."""
+    app = make_app(trace=load(TINY_TRACE), options=RunOptions(lesson="000"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await started(app, pilot)
+        lesson = app.session.lesson
+        while lesson.current.predict is None:
+            await pilot.press("n")
+        field = app.screen.query_one("#lesson-guess")
+        assert field.has_focus
+        await pilot.press("escape")
+        start = app.screen.index
+        await pilot.press("right", "right")
+        assert app.screen.index == start + 2 and not field.has_focus
+        await pilot.press("p", "n")  # the page opened again asks again
+        assert field.has_focus
+
+
 def at_page(predicate, guess: str | None = None):
     async def run_before(pilot) -> None:
         await started(pilot.app, pilot)

@@ -129,6 +129,7 @@ class StepScreen(AppScreen[None]):
         self.query_one(PipelineNavigator).set_stages(self.stages, self.index)
         self._draw_top_bar()
         self._draw()
+        self._focus_a_guess()
 
     def on_resize(self, event: events.Resize) -> None:
         # Below 100 columns every key fits only in the compact footer.
@@ -243,6 +244,7 @@ class StepScreen(AppScreen[None]):
             self._move_to_lesson_page()
             self.query_one(PipelineNavigator).set_current(self.index)
             self._draw()
+            self._focus_a_guess()
 
     def _move_to_lesson_page(self) -> None:
         index, head = self.lesson.target(self.trace)
@@ -257,11 +259,15 @@ class StepScreen(AppScreen[None]):
             panel.show(None, {}, {}, replay=False)
             return
         panel.show(lesson, lesson_facts(self.trace), lesson_answers(self.trace), replay=not self.session.live)
-        field = panel.guess_field()
-        if lesson.current.predict is not None and lesson.page not in lesson.guesses:
-            field.focus()  # the page asks for a guess: what is typed goes there
-        elif field.has_focus:
+        if lesson.current.predict is None and panel.guess_field().has_focus:
             self.set_focus(None)
+
+    def _focus_a_guess(self) -> None:
+        """A page just opened that asks for a guess: what is typed goes into its field (escape leaves
+        it, and the step-through's keys are the screen's again until the next page)."""
+        lesson = self.lesson
+        if lesson is not None and lesson.current.predict is not None and lesson.page not in lesson.guesses:
+            self.query_one(LessonPanel).guess_field().focus()
 
     def _turn_lesson_page(self, delta: int) -> None:
         lesson = self.lesson
@@ -271,6 +277,7 @@ class StepScreen(AppScreen[None]):
         self._move_to_lesson_page()
         self.query_one(PipelineNavigator).set_current(self.index)
         self._draw()
+        self._focus_a_guess()
 
     def action_lesson_next(self) -> None:
         self._turn_lesson_page(+1)
@@ -290,7 +297,9 @@ class StepScreen(AppScreen[None]):
         field = self.query_one(LessonPanel).guess_field()
         field.value = ""
         self._draw_lesson()
-        if not made.close(lesson.current.predict):
+        if made.close(lesson.current.predict):
+            self.set_focus(None)  # done: the step-through's keys are the screen's again
+        else:
             field.focus()  # another try (n still turns the page: widgets/lesson_panel.py)
 
     def on_pipeline_navigator_stage_chosen(self, message: PipelineNavigator.StageChosen) -> None:

@@ -26,6 +26,8 @@ def lesson_answers(trace: Trace) -> dict[str, float]:
         "n_params": f.n_params,
         "kv_bytes_after_more": f.kv_bytes(f.L + MORE_TOKENS),
         "kv_bytes_full": f.kv_bytes(f.n_ctx),
+        # The positions after which the cache holds more than 1 MiB.
+        "positions_for_mib": 2**20 // f.kv_bytes_per_position + 1,
         "next_prob_percent": 100 * prob if prob is not None else float("nan"),
         "logits": f.vocab * f.T,
         # The causal mask: one head's scores after a position, 0 + 1 + ... + (L - 1) of them.
@@ -48,6 +50,7 @@ def lesson_facts(trace: Trace) -> dict[str, str]:
     return {
         "model": token_label(str(trace.model.get("name", "?"))),
         "dtype": f.dtype,
+        "compute_dtype": f.compute_dtype,  # activations and the KV cache (int8 computes in float32)
         "n_layer": count(f.n_layer),
         "last_block": str(f.n_layer - 1),
         "n_head": count(f.n_head),
@@ -87,5 +90,6 @@ def lesson_facts(trace: Trace) -> dict[str, str]:
         "cached_positions": count(int(answers["cached_positions"])),
         "cache_saving": num(answers["naive_positions"] / answers["cached_positions"], 3),
         "kv_full": nbytes(int(answers["kv_bytes_full"])),
+        "positions_for_mib": count(2**20 // f.kv_bytes_per_position + 1),
         "batch_outweighs": count(-(-f.weight_bytes // int(answers["kv_bytes_full"]))),
     }

@@ -84,6 +84,15 @@ TEXT = {
         "Softmax turns the {vocab} logits of the last position into probabilities that sum to 1: "
         "{next_token} gets {next_prob}. The rest is spread over every other token."
     ),
+    "lesson.000.logits_guess": (
+        "After ln_f, the LM head scores every token of the vocabulary at every position of the pass, "
+        "not only at the last one: one logit per token per position."
+    ),
+    "lesson.000.logits_guess.question": "Guess: how many logits did the LM head compute in this pass?",
+    "lesson.000.logits_guess.why": (
+        "{T} positions × {vocab} tokens = {logits}. Only the last position's pick the next token; a "
+        "decode step computes one position, so {vocab}."
+    ),
     "lesson.000.next_token": (
         "Greedy decoding takes the most probable token, {next_token} at {next_prob}; sampling would draw "
         "one by the probabilities instead. Generating is running this pass again with that token "
@@ -160,6 +169,15 @@ TEXT = {
         "What makes the cache possible is the mask: a position's key and value depend only on it and "
         "the positions before it, so a later token never changes them. Each block keeps its own K and V "
         "for every position."
+    ),
+    "lesson.003.position_guess": (
+        "Each block keeps, for every position, its key and its value: {n_head} heads of {head_dim} "
+        "numbers, {value_bytes} bytes each ({compute_dtype})."
+    ),
+    "lesson.003.position_guess.question": "Guess: after how many positions does the cache hold more than 1 MiB (1,048,576 B)?",
+    "lesson.003.position_guess.why": (
+        "{n_layer} × 2 × {n_head} × {head_dim} × {value_bytes} B = {kv_per_position} a position: "
+        "more than 1 MiB from {positions_for_mib} positions on (the context holds {n_ctx})."
     ),
     "lesson.003.memory_guess": (
         "Each position adds {kv_per_position} to the cache: {n_layer} blocks × K and V × {n_embd} numbers "

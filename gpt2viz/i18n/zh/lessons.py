@@ -72,6 +72,14 @@ TEXT = {
         "softmax 把最后一个位置的 {vocab} 个 logit 变成加起来等于 1 的概率：{next_token} 得到 {next_prob}，"
         "其余的概率分给了其他所有 token。"
     ),
+    "lesson.000.logits_guess": (
+        "ln_f 之后，LM head 给这次前向传播的每个位置都对词表里的每个 token 打分，而不只是最后一个位置：每个位置每个 token 一个 logit。"
+    ),
+    "lesson.000.logits_guess.question": "猜一猜：这次前向传播里 LM head 一共算了多少个 logit？",
+    "lesson.000.logits_guess.why": (
+        "{T} 个位置 × {vocab} 个 token = {logits}。只有最后一个位置的 logit 用来选下一个 token；"
+        "一次解码步只算一个位置，也就是 {vocab} 个。"
+    ),
     "lesson.000.next_token": (
         "贪心解码选概率最大的 token，即 {next_token}（{next_prob}）；采样则按概率随机抽一个。"
         "生成就是把这个 token 接到后面，再跑一次这样的前向传播，每个新 token 一次。"
@@ -138,6 +146,14 @@ TEXT = {
     "lesson.003.kv_keeps": (
         "缓存之所以可行，靠的正是掩码：一个位置的 key 和 value 只取决于它自己和它之前的位置，"
         "后来的 token 永远不会改变它们。每一层为每个位置保存自己的 K 和 V。"
+    ),
+    "lesson.003.position_guess": (
+        "每一层为每个位置保存它的 key 和 value：{n_head} 个头，每个头 {head_dim} 个数，每个数 {value_bytes} 字节（{compute_dtype}）。"
+    ),
+    "lesson.003.position_guess.question": "猜一猜：缓存在多少个位置之后超过 1 MiB（1,048,576 B）？",
+    "lesson.003.position_guess.why": (
+        "{n_layer} × 2 × {n_head} × {head_dim} × {value_bytes} B = 每个位置 {kv_per_position}："
+        "从第 {positions_for_mib} 个位置起超过 1 MiB（上下文能放 {n_ctx} 个）。"
     ),
     "lesson.003.memory_guess": (
         "每个位置让缓存增加 {kv_per_position}：{n_layer} 层 × K 和 V × {n_embd} 个数 × {value_bytes} 字节。"

@@ -98,8 +98,8 @@ class LessonPanel(Vertical):
         if made.close(prediction):
             return say("lesson.guess.close", guess=guess, answer=answer, tolerance=f"{prediction.tolerance:.0%}")
         if made.answer > made.value:
-            return say("lesson.guess.above", guess=guess, answer=answer, ratio=num(made.answer / made.value, 2))
-        return say("lesson.guess.below", guess=guess, answer=answer, ratio=num(made.value / made.answer, 2))
+            return say("lesson.guess.above", guess=guess, answer=answer, ratio=_ratio(made.answer / made.value))
+        return say("lesson.guess.below", guess=guess, answer=answer, ratio=_ratio(made.value / made.answer))
 
     def guess_field(self) -> Input:
         return self.query_one("#lesson-guess", Input)
@@ -113,3 +113,8 @@ def _number(value: float, unit: str) -> str:
     """A guess or an answer as the screens write such numbers: counts with separators."""
     whole = abs(value) >= 1000 or value == int(value)
     return (count(round(value)) if whole else num(value)) + unit
+
+
+def _ratio(r: float) -> str:
+    """How many times: 1.2, 16, 16,056."""
+    return count(round(r)) if r >= 100 else num(r, 2)

@@ -10,12 +10,12 @@ again); one that cannot be written is left as it is.
 
 from __future__ import annotations
 
-import json
 import os
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
+
+from ..json_state import read_json, write_json
 
 T = TypeVar("T")
 
@@ -62,29 +62,19 @@ def write_choices(section: str, choices: dict[str, dict]) -> None:
 
 
 def write_section(section: str, entries: dict[str, dict]) -> None:
-    """Replaces one section, keeping the file's others, through a new temporary file beside the
-    cache (a reader never sees half a file)."""
+    """Replaces one section, keeping the file's others (written whole: gpt2viz/json_state.py)."""
     try:
-        data = {name: value for name, value in _read_file().items() if isinstance(value, dict)}
-        data[section] = entries
         path = cache_path()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(handle, "w", encoding="utf-8") as out:
-                json.dump({"version": CACHE_VERSION, **data}, out, indent=1, allow_nan=False)
-            os.replace(temporary, path)
-        finally:
-            if os.path.exists(temporary):
-                os.unlink(temporary)
-    except (OSError, RuntimeError, ValueError):  # RuntimeError: no home directory to put it in
-        pass
+    except RuntimeError:  # no home directory to put it in
+        return
+    data = {name: value for name, value in _read_file().items() if isinstance(value, dict)}
+    write_json(path, {"version": CACHE_VERSION, **data, section: entries})
 
 
 def _read_file() -> dict:
     try:
-        data = json.loads(cache_path().read_text(encoding="utf-8"))
-    except Exception:  # noqa: BLE001 (missing, unreadable, not JSON, nested too deep, no home directory)
+        data = read_json(cache_path())
+    except RuntimeError:  # no home directory
         return {}
     if not isinstance(data, dict) or data.get("version") != CACHE_VERSION:
         return {}

@@ -265,9 +265,8 @@ def _sixteen_bits(model, sites, name: str, dtype: torch.dtype) -> list[FormatCho
         shape = f"{name} block {n_in}x{n_out}"
         if shape in decided:
             continue
-        known = remembered.get(shape)
-        if known is not None and how == "measure" and not (known.busy and quiet_now()):
-            decided[shape] = known
+        if _still_good(remembered.get(shape), how):
+            decided[shape] = remembered[shape]
             continue
         measured_as, _ = _measure("block", *_random_weight(n_in, n_out), dtype, how)
         decided[shape] = FormatChoice("block", n_in, n_out, name, *measured_as)
@@ -275,9 +274,8 @@ def _sixteen_bits(model, sites, name: str, dtype: torch.dtype) -> list[FormatCho
     # kernel's time grows with the rows it streams; packing all of them twice took over a second).
     vocab, width = model.wte.weight.shape
     head_shape = f"{name} head {width}x{vocab}"
-    known = remembered.get(head_shape)
-    if known is not None and how == "measure" and not (known.busy and quiet_now()):
-        decided[head_shape] = known
+    if _still_good(remembered.get(head_shape), how):
+        decided[head_shape] = remembered[head_shape]
     else:
         sample = model.wte.weight[:HEAD_SAMPLE]
         measured_as, _ = _measure("head", sample.t(), torch.zeros(sample.size(0)), dtype, how)
@@ -320,6 +318,12 @@ def _sixteen_bits(model, sites, name: str, dtype: torch.dtype) -> list[FormatCho
     timed, busy = (head_choice.timed_us, head_choice.busy) if head == head_choice.kernel else ({}, False)
     reason = head_choice.reason if head == head_choice.kernel else "only kernel"
     return _grouped(made + [("lm_head", "head", width, vocab, head, reason, timed, busy)], name)
+
+
+def _still_good(known: FormatChoice | None, how: str) -> bool:
+    """Whether a remembered choice stands: measured before, and not on a busy machine that is quiet
+    now (then it is measured again, as kernels/choice.py does)."""
+    return known is not None and how == "measure" and not (known.busy and quiet_now())
 
 
 def _grouped(made: list[tuple], dtype: str) -> list[FormatChoice]:

@@ -281,6 +281,8 @@ class Gpt2VizApp(CompatApp):
         """Shows everything in language `code`: key texts, then every screen of the stack."""
         set_language(code)
         translate_bindings(self)
+        if self.focused is not None:  # a text field's own keys show in the footer while it has focus
+            translate_bindings(self.focused)
         for screen in self.screen_stack:
             translate_bindings(screen)
             redraw = getattr(screen, "redraw_language", None)  # Textual's own screens have none

@@ -8,6 +8,8 @@ Both work on a replay: everything here is in the trace.
 
 from __future__ import annotations
 
+import weakref
+
 from ..text_safety import token_label
 from ..trace import Trace
 from .facts import RunFacts, final_choice, token_text
@@ -17,8 +19,27 @@ MORE_TOKENS = 100  # "the KV cache after this many more tokens"
 SHOWN_TOKENS = 8  # tokens of the prompt a page lists
 
 
+# Worked out once per trace (a stage drawn again during a lesson reads them again).
+_ANSWERS: weakref.WeakKeyDictionary[Trace, dict[str, float]] = weakref.WeakKeyDictionary()
+_FACTS: weakref.WeakKeyDictionary[Trace, dict[str, str]] = weakref.WeakKeyDictionary()
+
+
 def lesson_answers(trace: Trace) -> dict[str, float]:
     """The measured answers, by name: what a prediction's `answer` names."""
+    if trace not in _ANSWERS:
+        _ANSWERS[trace] = _answers(trace)
+    return _ANSWERS[trace]
+
+
+def lesson_facts(trace: Trace) -> dict[str, str]:
+    """Every placeholder a lesson template may use, formatted for a sentence (numbers are written
+    the same in every language here, so once per trace)."""
+    if trace not in _FACTS:
+        _FACTS[trace] = _facts(trace)
+    return _FACTS[trace]
+
+
+def _answers(trace: Trace) -> dict[str, float]:
     f = RunFacts.of(trace)
     _id, _text, prob = final_choice(trace)
     return {
@@ -39,8 +60,7 @@ def lesson_answers(trace: Trace) -> dict[str, float]:
     }
 
 
-def lesson_facts(trace: Trace) -> dict[str, str]:
-    """Every placeholder a lesson template may use, formatted for a sentence."""
+def _facts(trace: Trace) -> dict[str, str]:
     f = RunFacts.of(trace)
     p = f.params
     answers = lesson_answers(trace)

@@ -9,14 +9,13 @@ be written is left as it was (the lesson goes on; only the resuming is lost).
 
 from __future__ import annotations
 
-import json
 import math
-import os
 import re
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..crash_log import log_dir
+from ..json_state import read_json, write_json
 from ..lessons import Lesson, Page, Prediction
 from ..trace import Trace
 from .stages import build_stages, index_by_key
@@ -25,11 +24,8 @@ STATE_FILE = "lessons.json"
 
 
 def state_path() -> Path:
-    """$XDG_STATE_HOME/gpt2viz/lessons.json; ~/.local/state where it is unset or not absolute."""
-    base = os.environ.get("XDG_STATE_HOME", "")
-    if not os.path.isabs(base):
-        base = str(Path.home() / ".local" / "state")
-    return Path(base) / "gpt2viz" / STATE_FILE
+    """$XDG_STATE_HOME/gpt2viz/lessons.json, beside the error log (gpt2viz/crash_log.py)."""
+    return log_dir() / STATE_FILE
 
 
 def stage_key(key: str, n_layer: int) -> str:
@@ -107,10 +103,12 @@ class LessonRun:
     def last(self) -> bool:
         return self.page == len(self.lesson.pages) - 1
 
-    def target(self, trace: Trace) -> tuple[int | None, int]:
-        """The stage index and head the current page shows (None: the stage is not in this trace)."""
+    def target(self, trace: Trace, stages: list | None = None) -> tuple[int | None, int]:
+        """The stage index (in `stages`, the trace's) and head the current page shows (None: the
+        stage is not in this trace)."""
         page = self.current
-        index = index_by_key(build_stages(trace.n_layer), stage_key(page.show, trace.n_layer))
+        stages = build_stages(trace.n_layer) if stages is None else stages
+        index = index_by_key(stages, stage_key(page.show, trace.n_layer))
         return index, page.head
 
     def observe(self, stage: str, head: int, n_layer: int) -> bool:
@@ -154,23 +152,14 @@ class LessonRun:
 
 def _read_state() -> dict:
     try:
-        data = json.loads(state_path().read_text(encoding="utf-8"))
-    except Exception:  # noqa: BLE001 (missing, unreadable, not JSON, no home directory)
+        data = read_json(state_path())
+    except RuntimeError:  # no home directory
         return {}
     return {k: v for k, v in data.items() if isinstance(v, dict)} if isinstance(data, dict) else {}
 
 
 def _write_state(state: dict) -> None:
     try:
-        path = state_path()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(handle, "w", encoding="utf-8") as out:
-                json.dump(state, out, indent=1)
-            os.replace(temporary, path)
-        finally:
-            if os.path.exists(temporary):
-                os.unlink(temporary)
-    except (OSError, RuntimeError, ValueError):
+        write_json(state_path(), state)
+    except RuntimeError:  # no home directory
         pass

@@ -178,6 +178,20 @@ async def test_escape_leaves_a_guess_and_the_stage_keys_stay_the_screen_s():
         assert field.has_focus
 
 
+@run_async
+async def test_the_guess_field_s_own_key_speaks_chinese():
+    """A text field's escape shows in the footer while it has focus: in the language on show (the
+    shared FieldInput translates its keys when it takes the focus)."""
+    set_language("zh")
+    app = make_app(trace=load(TINY_TRACE), options=RunOptions(lesson="000"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await started(app, pilot)
+        while app.session.lesson.current.predict is None:
+            await pilot.press("n")
+        assert app.screen.query_one("#lesson-guess").has_focus
+        assert app.screen.active_bindings["escape"].binding.description == "离开输入框"
+
+
 def at_page(predicate, guess: str | None = None):
     async def run_before(pilot) -> None:
         await started(pilot.app, pilot)

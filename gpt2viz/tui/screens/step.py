@@ -247,7 +247,7 @@ class StepScreen(AppScreen[None]):
             self._focus_a_guess()
 
     def _move_to_lesson_page(self) -> None:
-        index, head = self.lesson.target(self.trace)
+        index, head = self.lesson.target(self.trace, self.stages)
         if index is not None:
             self.index = index
         self.head = head % self.n_head

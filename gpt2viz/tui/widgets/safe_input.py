@@ -7,6 +7,7 @@ from textual.binding import Binding
 
 from ...i18n import N_
 from ...text_safety import safe_field
+from ..language import translate_bindings
 from ..textual_compat import CompatInput
 
 
@@ -27,6 +28,10 @@ class FieldInput(SafeInput):
 
     BINDINGS = [Binding("escape", "leave_field", N_("leave the field"), id="leave-field",
                         tooltip=N_("Leave the text field: the screen's keys work again"))]
+
+    def on_focus(self) -> None:
+        # Its own key (escape) shows in the footer while it has focus: in the language on show.
+        translate_bindings(self)
 
     def action_leave_field(self) -> None:
         self.screen.focus_next()

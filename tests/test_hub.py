@@ -156,7 +156,7 @@ def test_a_server_that_hangs_mid_file_ends_in_an_error_not_a_hang(tmp_path, tiny
     with HubServer({"org/tiny": tiny_repo}, hang_after=1000) as hub:
         result = run(
             ["--model", "org/tiny", "--json", str(tmp_path / "t.json")], hub.url, tmp_path / "hf",
-            timeout=120, HF_HUB_DOWNLOAD_TIMEOUT="2",
+            timeout=120, HF_HUB_DOWNLOAD_TIMEOUT="1",  # the least the client reads: whole seconds
         )
     assert result.returncode == 1 and result.stderr.count("\n") == 1, result.stderr
     assert "download failed" in result.stderr

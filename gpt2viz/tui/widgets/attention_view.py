@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from textual.app import ComposeResult
 from textual.containers import Vertical
 
 from ...i18n import _, count, ngettext
@@ -84,17 +83,17 @@ class AttentionView(Vertical):
     }
     """
 
-    def compose(self) -> ComposeResult:
-        yield Heatmap(id="attention-map")
-        yield Heatmap(id="last-row")
+    def __init__(self, *, id: str | None = None) -> None:
+        # Made here, not in compose: the view is drawn as it is mounted (widgets/stage_view.py).
+        self._map, self._last_row = Heatmap(id="attention-map"), Heatmap(id="last-row")
+        super().__init__(self._map, self._last_row, id=id)
 
     def draw(self, trace: Trace, stage: Stage, head: int = 0) -> None:
         """Draws `head` of the stage's layer."""
         data, last = attention_data(trace, stage, head)
-        self.query_one("#attention-map", Heatmap).show(data)
-        last_row_map = self.query_one("#last-row", Heatmap)
-        last_row_map.display = last is not None
-        last_row_map.show(last)
+        self._map.show(data)
+        self._last_row.display = last is not None
+        self._last_row.show(last)
 
 
 class HeadsOverview(HeadsGrid):

@@ -28,8 +28,9 @@ class PictureStack(Vertical):
         for picture in pictures[:-1]:
             picture.add_class("-spaced")
         super().__init__(*pictures, id=id)
+        self._pictures = pictures  # drawn before the stack is mounted too (its `children` come then)
 
     def draw(self, trace: Trace, stage: Stage, head: int = 0) -> None:
         """Draws every picture of the stack for `stage` of `trace`, with `head` selected."""
-        for picture in self.children:
-            picture.draw(trace, stage, head)
+        for picture in self._pictures:
+            picture.draw(trace, stage, head)  # type: ignore[attr-defined]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from rich.cells import cell_len
 from textual import events
@@ -10,6 +11,7 @@ from textual import events
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.content import Content
+from textual.css.query import NoMatches
 from textual.widget import Widget
 from textual.widgets import ContentSwitcher
 
@@ -59,6 +61,25 @@ PICTURE_FOR_KIND = {
     "lm_head": "picture-logits",
     "logit_lens": "picture-logit-lens",
     "next_token": "picture-next-token",
+}
+
+# Each picture, built the first time a stage of its kind is shown: a start mounts the one picture
+# it shows, not all twelve (each mount styles the picture's component classes; measured, all of
+# them took a fifth of the app's start, which every screen that opens a step-through pays).
+PICTURES: dict[str, Callable[[], Widget]] = {
+    "picture-model-files": lambda: ModelFilesPicture(id="picture-model-files"),
+    "picture-tokens": lambda: TokenTable(id="picture-tokens"),
+    "picture-embed": lambda: EmbedPicture(id="picture-embed"),
+    "picture-layer-norm": lambda: PictureStack(
+        LayerNormHistograms(id="layer-norm-histograms"), LayerNormTable(), id="picture-layer-norm"),
+    "picture-qkv": lambda: QKVDiagram(id="picture-qkv"),
+    "picture-attention": lambda: AttentionView(id="picture-attention"),
+    "picture-heads": lambda: PictureStack(HeadsOverview(), HeadEntropyBars(id="head-entropy"), id="picture-heads"),
+    "picture-residual": lambda: ResidualBars(id="picture-residual"),
+    "picture-mlp": lambda: PictureStack(GeluCurve(id="gelu-curve"), MLPActivity(), id="picture-mlp"),
+    "picture-logits": lambda: TopTokens(id="picture-logits"),
+    "picture-logit-lens": lambda: LogitLensTable(id="picture-logit-lens"),
+    "picture-next-token": lambda: NextTokenView(id="picture-next-token"),
 }
 
 SHAPE_RE = re.compile(r"\[[0-9][0-9, ]*\]")
@@ -165,20 +186,19 @@ class StageView(VerticalScroll):
         yield Prose(id="stage-text")
         yield Laid(id="stage-formula")
         yield Laid(id="stage-flow")
-        with ContentSwitcher(id="pictures", initial="picture-tokens"):
-            yield ModelFilesPicture(id="picture-model-files")
-            yield TokenTable(id="picture-tokens")
-            yield EmbedPicture(id="picture-embed")
-            yield PictureStack(LayerNormHistograms(id="layer-norm-histograms"), LayerNormTable(), id="picture-layer-norm")
-            yield QKVDiagram(id="picture-qkv")
-            yield AttentionView(id="picture-attention")
-            yield PictureStack(HeadsOverview(), HeadEntropyBars(id="head-entropy"), id="picture-heads")
-            yield ResidualBars(id="picture-residual")
-            yield PictureStack(GeluCurve(id="gelu-curve"), MLPActivity(), id="picture-mlp")
-            yield TopTokens(id="picture-logits")
-            yield LogitLensTable(id="picture-logit-lens")
-            yield NextTokenView(id="picture-next-token")
+        yield ContentSwitcher(id="pictures")  # the pictures come as they are first shown
         yield BeforeAfter(id="before-after")
+
+    def picture(self, picture_id: str) -> Widget:
+        """The picture `picture_id` ('picture-tokens'), mounted (hidden) the first time it is asked for."""
+        switcher = self.query_one("#pictures", ContentSwitcher)
+        try:
+            return switcher.get_child_by_id(picture_id)
+        except NoMatches:
+            picture = PICTURES[picture_id]()
+            picture.display = False
+            switcher.mount(picture)  # in the DOM now; composed and styled before the next refresh
+            return picture
 
     def on_resize(self, event: events.Resize) -> None:
         # Sent for a new size and for a new height of the content (the view's virtual size).
@@ -216,9 +236,11 @@ class StageView(VerticalScroll):
         formula, flow = safe_text(words.formula), tuple(safe_line(line) for line in words.flow)
         self.query_one("#stage-formula", Laid).show(lambda width: formula_lines(formula, width))
         self.query_one("#stage-flow", Laid).show(lambda width: flow_lines(flow, width))
-        self.query_one(NextTokenView).chosen = chosen
         picture_id = PICTURE_FOR_KIND[stage.kind]
+        picture = self.picture(picture_id)
+        if isinstance(picture, NextTokenView):
+            picture.chosen = chosen
         self.query_one("#pictures", ContentSwitcher).current = picture_id
-        self.query_one(f"#{picture_id}").draw(trace, stage, head)
+        picture.draw(trace, stage, head)
         if new_stage:
             self.scroll_home(animate=False, immediate=True)

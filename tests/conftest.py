@@ -7,8 +7,11 @@ checkpoint copy or rewrite one into their own `tmp_path`.
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 # Under pytest-xdist each worker gets its share of the CPUs for torch's threads, and so do the CLI
@@ -25,6 +28,14 @@ import torch  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from checkpoints import write_checkpoint  # noqa: E402
+from helpers import state_home  # noqa: E402
+
+# The app's state (lesson progress, the error log) goes to a directory of this session's, never the
+# user's, where the lesson menu has been answered: apps start on the step-through. A test of the
+# menu or of the progress sets an empty one of its own.
+_STATE = tempfile.mkdtemp(prefix="gpt2viz-test-state-")
+atexit.register(shutil.rmtree, _STATE, ignore_errors=True)
+os.environ["XDG_STATE_HOME"] = str(state_home(Path(_STATE)))
 
 import gpt2viz  # noqa: E402
 

@@ -16,6 +16,15 @@ from safetensors.torch import load_file, save_file
 PROMPT = "The meaning of life is, as everyone knows, not 42."
 
 
+def state_home(path: Path) -> Path:
+    """`path` made a state directory ($XDG_STATE_HOME) where the lesson menu has been answered, so
+    the app starts on the step-through as for a returning learner (the menu's own tests start
+    without it)."""
+    (path / "gpt2viz").mkdir(parents=True, exist_ok=True)
+    (path / "gpt2viz" / "lessons.json").write_text('{"menu": {"at_start": false}}', encoding="utf-8")
+    return path
+
+
 @torch.no_grad()
 def hf_logits(hf_model, ids: list[int] | list[list[int]]) -> torch.Tensor:
     """transformers' logits `[B, T, vocab]` for a batch (or a single list) of ids."""

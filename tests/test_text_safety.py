@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from fuzz_runner import shared_server, with_env
 
 from gpt2viz.text_safety import (
+from helpers import state_home
     EMPTY,
     escaped,
     is_hidden,
@@ -164,7 +165,7 @@ ESC_PATH = "x\x1b]0;PWNED\x07\x1b[5m\u202e"
 
 def run_cli(args: list[str], tmp_path: Path, stdin_tty: bool = False) -> tuple[int, bytes]:
     """gpt2viz `args` (stdin a pseudo-terminal when `stdin_tty`), its stderr as bytes."""
-    env = {"XDG_STATE_HOME": str(tmp_path / "state"), "TERM": "xterm-256color", "LANG": "C.UTF-8", "LC_ALL": None}
+    env = {"XDG_STATE_HOME": str(state_home(tmp_path / "state")), "TERM": "xterm-256color", "LANG": "C.UTF-8", "LC_ALL": None}
     if not stdin_tty:  # forked from the shared server (tests/fuzz_runner.py), standard input /dev/null
         result = shared_server().run(args, cwd=tmp_path, env=env, timeout=300)
         return result.code, result.stderr_bytes

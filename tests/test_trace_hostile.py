@@ -21,6 +21,7 @@ import gpt2viz
 from gpt2viz.errors import TraceError
 from gpt2viz.trace import dumps, load, trace_decode_step, trace_prompt
 from gpt2viz.trace.document import CONFIG_LIMITS, MAX_FILE_BYTES, MAX_TOPK
+from helpers import state_home
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "tests" / "data"
@@ -286,7 +287,7 @@ def _in_a_terminal(args: list[str], tmp_path: Path, prelude: str = "") -> subpro
 
     main, child = pty.openpty()
     script = prelude + "\nimport sys\nfrom gpt2viz.cli import main\nsys.exit(main(sys.argv[1:]))\n"
-    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state"), "TERM": "xterm-256color"}
+    env = {**os.environ, "XDG_STATE_HOME": str(state_home(tmp_path / "state")), "TERM": "xterm-256color"}
     try:
         return subprocess.run(
             [sys.executable, "-c", script, *args], stdin=child, stdout=child, stderr=subprocess.PIPE,

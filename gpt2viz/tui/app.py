@@ -36,7 +36,9 @@ from ..trace import Trace
 from .commands import KeyCommands, Palette
 from .language import translate_bindings
 from .screens.base import close_above, close_screen, take_typing
+from .lesson_run import menu_at_start, stop_menu_at_start
 from .screens.help import HelpScreen
+from .screens.lesson_menu import NEVER, LessonMenu
 from .screens.loading import LoadingScreen
 from .screens.step import WIDE, StepScreen
 from .session import (
@@ -77,6 +79,8 @@ class Gpt2VizApp(CompatApp):
         Binding("L", "switch_language", N_("中文"), id="switch-language", show=False,
                 tooltip=N_("Show the app in Chinese (again: back to English)")),
         Binding("question_mark", "help", N_("help"), id="help", tooltip=N_("Show all keys and how to read the screens")),
+        Binding("i", "lessons", N_("lessons"), id="lessons", show=False,
+                tooltip=N_("The guided lessons: choose one, or go on where you left it")),
         Binding("q", "quit", N_("quit"), id="quit", tooltip=N_("Leave gpt2viz")),
         # Textual only hints at ctrl+q on ctrl+c; people expect ctrl+c to leave a terminal app.
         Binding("ctrl+c", "quit", N_("quit"), id="quit-ctrl-c", show=False, priority=True, tooltip=N_("Leave gpt2viz")),
@@ -175,6 +179,22 @@ class Gpt2VizApp(CompatApp):
     def _show_steps(self, trace: Trace, changes: list[dict] | None = None) -> None:
         self._steps = StepScreen(self.session, trace, changes=changes)
         self.push_screen(self._steps)
+        # The lesson menu on a learner's first start (and later ones until a lesson is chosen or
+        # it is told never to): not over a lesson asked for by --lesson.
+        if self.session.lesson is None and menu_at_start():
+            self.push_screen(LessonMenu(at_start=True), self._lesson_chosen)
+
+    def action_lessons(self) -> None:
+        if self._steps is not None and not isinstance(self.screen, LessonMenu):
+            self.push_screen(LessonMenu(), self._lesson_chosen)
+
+    def _lesson_chosen(self, choice: str | None) -> None:
+        if choice == NEVER:
+            stop_menu_at_start()
+            self.notify(say("lesson.menu.never_note"), timeout=6)
+        elif choice is not None:
+            stop_menu_at_start()
+            self.start_lesson(choice)
 
     def _close_loading(self) -> None:
         if self._loading is not None:

@@ -2,7 +2,8 @@
 lesson in the user's state directory so that the next start resumes it.
 
 The progress file is `$XDG_STATE_HOME/gpt2viz/lessons.json` (default `~/.local/state`): the
-page each lesson is at and the pages done and skipped. It is rewritten whole through a
+page each lesson is at and the pages done and skipped, and whether the lesson menu opens when the
+app starts (`"menu": {"at_start": false}` once a lesson was chosen from it or the learner said never). It is rewritten whole through a
 temporary file beside it; one that cannot be read starts the lessons afresh, and one that cannot
 be written is left as it was (the lesson goes on; only the resuming is lost).
 """
@@ -21,6 +22,7 @@ from ..trace import Trace
 from .stages import build_stages, index_by_key
 
 STATE_FILE = "lessons.json"
+MENU = "menu"  # the progress file's entry of the lesson menu (no lesson has this id)
 
 
 def state_path() -> Path:
@@ -148,6 +150,37 @@ class LessonRun:
         state = _read_state()
         state[self.lesson.id] = {"page": self.page, "done": sorted(self.done), "skipped": sorted(self.skipped)}
         _write_state(state)
+
+
+def menu_at_start() -> bool:
+    """Whether the lesson menu opens as the app starts: until a lesson is chosen from it or the
+    learner asks it never to (not now: it opens again next time)."""
+    return _read_state().get(MENU, {}).get("at_start", True) is not False
+
+
+def stop_menu_at_start() -> None:
+    state = _read_state()
+    state[MENU] = {"at_start": False}
+    _write_state(state)
+
+
+@dataclass(frozen=True)
+class Progress:
+    """How far the learner got in a lesson, as the progress file says."""
+
+    page: int  # the page the lesson opens at (0: the first)
+    done: int  # pages whose action or guess was done
+    asks: int  # pages that ask for an action or a guess
+    pages: int
+
+    @property
+    def started(self) -> bool:
+        return self.page > 0 or self.done > 0
+
+
+def progress(lesson: Lesson) -> Progress:
+    run = LessonRun.start(lesson)
+    return Progress(run.page, len(run.done), sum(page.asks for page in lesson.pages), len(lesson.pages))
 
 
 def _read_state() -> dict:

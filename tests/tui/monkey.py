@@ -37,7 +37,7 @@ KEYS = (
     "h", "l", "j", "k", "left_square_bracket", "right_square_bracket", "comma", "full_stop", "a",
     "u", "U", "L", "b", "r", "n", "t", "1", "2", "3",
 )
-OPENING = ("o", "e", "g", "m", "w", "x", "question_mark", "s", "c", "ctrl+p")
+OPENING = ("o", "e", "g", "m", "w", "x", "question_mark", "s", "c", "ctrl+p", "i")
 # Keys people hold down: they repeat about 30 times a second.
 HELD = ("right", "left", "down", "up", "pagedown", "pageup", "l", "h", "right_square_bracket", "full_stop", "space",
         "escape", "enter", "tab")
@@ -233,6 +233,8 @@ OPENERS: dict[str, tuple[str, ...] | None] = {
     "loading": None,
     # A lesson started from the palette: its panel, the guess field and n over the step-through.
     "lesson": ("ctrl+p", *"lesson 003", "enter"),
+    # The lesson menu (i): lessons started, closed and chosen again over every screen.
+    "lesson-menu": ("i",),
 }
 
 

@@ -7,6 +7,7 @@ import pytest
 
 import gpt2viz
 from monkey import KEYS_PER_RUN, OPENERS, run_case
+from helpers import state_home
 
 MODELS = ("tiny", "test-2-block")
 
@@ -45,7 +46,7 @@ def bundled():
 
 
 def monkey_case(language: str, target: str, model: str, bundled, ckpts, tmp_path, monkeypatch) -> None:
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))  # errors.log goes here
+    monkeypatch.setenv("XDG_STATE_HOME", str(state_home(tmp_path / "state")))  # errors.log goes here
     monkeypatch.chdir(tmp_path)  # the palette's screenshot goes here
     if model == "tiny":
         lm, checkpoint = bundled, "tiny"

@@ -13,6 +13,7 @@ import pytest
 from gpt2viz.errors import Gpt2VizError
 from gpt2viz.tui.jobs import THREAD_NAME, JobService
 from gpt2viz.tui.session import RunFailed, RunStarted, Session, TraceRecorded
+from helpers import state_home
 
 
 class UIThread:
@@ -110,7 +111,7 @@ def test_a_detached_owner_hears_nothing_more_and_gets_no_new_job(ui):
 
 
 def test_errors_are_said_in_one_line_in_one_place(ui, tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    monkeypatch.setenv("XDG_STATE_HOME", str(state_home(tmp_path)))
     said = []
     jobs = JobService(ui.deliver, lambda text, code: said.append((text, code)))
     owner = Owner()

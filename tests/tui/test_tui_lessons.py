@@ -17,6 +17,7 @@ from gpt2viz.tui.app import make_app
 from gpt2viz.tui.formatting import num
 from gpt2viz.tui.lesson_facts import lesson_answers, lesson_facts
 from gpt2viz.tui.widgets.lesson_panel import LessonPanel, _number
+from helpers import state_home
 
 SIZES = [(80, 24), (120, 40)]
 
@@ -24,7 +25,7 @@ SIZES = [(80, 24), (120, 40)]
 @pytest.fixture(autouse=True)
 def own_state(tmp_path, monkeypatch):
     """Each test keeps its lesson progress apart (and never in the user's state directory)."""
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(state_home(tmp_path / "state")))
 
 
 def lesson_text(app) -> str:
@@ -215,3 +216,121 @@ def test_snapshot_an_attention_page_in_chinese_at_120x40(snap_compare):
     set_language("zh")
     app = make_app(trace=load(TINY_TRACE), options=RunOptions(lesson="000"))
     assert snap_compare(app, terminal_size=(120, 40), run_before=at_page(lambda page: page.until_head is not None))
+
+
+# -- the lesson menu -----------------------------------------------------------------------------
+def menu_lines(app) -> list[str]:
+    from textual.widgets import OptionList
+
+    options = app.screen.query_one(OptionList)
+    return [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
+
+
+async def start_fresh(app, pilot):
+    """The app started with a state directory where the menu was never answered: the menu is on top
+    of the step-through."""
+    from gpt2viz.tui.screens.lesson_menu import LessonMenu
+    from gpt2viz.tui.screens.step import StepScreen
+
+    for _ in range(200):
+        await pilot.pause()
+        if isinstance(app.screen, LessonMenu) and app.screen.is_mounted:
+            break
+    assert isinstance(app.screen, LessonMenu) and app.screen.at_start
+    assert isinstance(app.screen_stack[-2], StepScreen)
+
+
+@run_async
+async def test_a_first_start_offers_the_lessons_until_one_is_chosen(tmp_path, monkeypatch):
+    """An empty state directory: the menu opens over the step-through, lists every lesson with its
+    pages, Not now and Never; Escape closes it (no lesson) and the next start offers it again;
+    choosing a lesson opens it at its first page and the next start goes to the step-through."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "fresh"))
+    from gpt2viz.tui.lesson_run import menu_at_start
+    from gpt2viz.tui.screens.step import StepScreen
+
+    trace = load(TINY_TRACE)
+    for attempt in ("escape", "choose"):
+        app = make_app(trace=trace)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await start_fresh(app, pilot)
+            lines = menu_lines(app)
+            for i, lesson_id in enumerate(LESSON_IDS):
+                lesson = load_lesson(lesson_id)
+                assert lines[i] == say("lesson.menu.item", lesson=lesson_id, title=say(lesson.title),
+                                       progress=say("lesson.menu.new", pages=len(lesson.pages)))
+            assert lines[len(LESSON_IDS):] == [say("lesson.menu.not_now"), say("lesson.menu.never")]
+            if attempt == "escape":
+                await pilot.press("escape")
+                await pilot.pause()
+                assert isinstance(app.screen, StepScreen) and app.session.lesson is None
+                assert menu_at_start()
+            else:
+                await pilot.press("down", "enter")  # the second lesson
+                await pilot.pause()
+                assert isinstance(app.screen, StepScreen)
+                assert app.session.lesson.lesson.id == LESSON_IDS[1] and app.session.lesson.page == 0
+                assert say("lesson.header", lesson=LESSON_IDS[1], title=say(load_lesson(LESSON_IDS[1]).title),
+                           page=1, pages=len(load_lesson(LESSON_IDS[1]).pages)) in lesson_text(app)
+                assert not menu_at_start()
+    app = make_app(trace=trace)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await started(app, pilot)
+        await pilot.pause()
+        assert isinstance(app.screen, StepScreen)
+
+
+@run_async
+async def test_never_keeps_the_menu_closed_at_start_and_i_opens_it_from_any_screen(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "fresh"))
+    from gpt2viz.tui.lesson_run import menu_at_start
+    from gpt2viz.tui.screens.generation import GenerationScreen
+    from gpt2viz.tui.screens.lesson_menu import LessonMenu
+    from gpt2viz.tui.screens.step import StepScreen
+    from tui_helpers import GENERATION_TRACE
+
+    app = make_app(trace=load(GENERATION_TRACE))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await start_fresh(app, pilot)
+        await pilot.press("end", "enter")  # the last line: never
+        await pilot.pause()
+        assert isinstance(app.screen, StepScreen) and not menu_at_start()
+        assert say("lesson.menu.never_note") in [n.message for n in app._notifications]
+        await pilot.press("g")
+        await started(app, pilot, GenerationScreen)
+        await pilot.press("i")
+        await pilot.pause()
+        assert isinstance(app.screen, LessonMenu) and not app.screen.at_start
+        assert menu_lines(app)[-1] == say("lesson.menu.not_now")  # no "never" when opened by i
+        await pilot.press("enter")  # the first lesson, from the generation view
+        await pilot.pause()
+        assert isinstance(app.screen, StepScreen) and app.session.lesson.lesson.id == LESSON_IDS[0]
+        await pilot.press("n", "n")  # to a page that asks for a guess: the field has the keys
+        await pilot.pause()
+        assert app.screen.query_one("#lesson-guess").has_focus
+        await pilot.press("escape", "i")  # out of the field, then the menu
+        await pilot.pause()
+        lesson = load_lesson(LESSON_IDS[0])
+        run = app.session.lesson
+        assert menu_lines(app)[0] == say("lesson.menu.item", lesson=LESSON_IDS[0], title=say(lesson.title),
+                                         progress=say("lesson.menu.at", page=3, pages=len(lesson.pages),
+                                                      done=len(run.done), asks=sum(p.asks for p in lesson.pages)))
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.screen, StepScreen) and app.session.lesson.page == 2
+
+
+@run_async
+async def test_the_menu_speaks_chinese(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "fresh"))
+    set_language("zh")
+    try:
+        app = make_app(trace=load(TINY_TRACE))
+        async with app.run_test(size=(80, 24)) as pilot:
+            await start_fresh(app, pilot)
+            lines = menu_lines(app)
+            assert lines[0].startswith("第 000 课：") and lines[-1] == "以后再说，启动时不再打开这个菜单"
+            text = app.screen.query_one("#lesson-menu-intro").content
+            assert "第一次使用" in str(getattr(text, "plain", text))
+    finally:
+        set_language("en")

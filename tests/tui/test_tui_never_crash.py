@@ -20,6 +20,7 @@ from gpt2viz.tui.screens.step import StepScreen
 from gpt2viz.tui.stages import index_of
 from monkey import replay, until_ended
 from tui_helpers import GENERATION_TRACE, run_async, started
+from helpers import state_home
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +31,7 @@ def bundled():
 @pytest.fixture
 def errors_log(tmp_path, monkeypatch) -> Path:
     """Where an unexpected error's traceback would go: the tests fail if anything lands there."""
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(state_home(tmp_path / "state")))
     return tmp_path / "state" / "gpt2viz" / "errors.log"
 
 

@@ -24,6 +24,7 @@ from gpt2viz.tui.stages import build_stages
 
 from test_tui_generation import finished, live_app, open_generation, wait_for
 from tui_helpers import panel_text, run_async, screen_text
+from helpers import state_home
 
 SIZE = (120, 40)
 OPENED = 12  # step screens opened and closed: a screen kept alive shows as 11 or 12 of them
@@ -172,7 +173,7 @@ async def test_an_unexpected_worker_error_is_one_line_with_a_logged_traceback(ck
     def broken(*args, **kwargs):
         raise TypeError("a bug in the recorder")
 
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    monkeypatch.setenv("XDG_STATE_HOME", str(state_home(tmp_path)))
     monkeypatch.setattr(trace_module, "record_generation", broken)
     app = live_app(ckpts, "--generate", "3")
     notes: list[str] = []

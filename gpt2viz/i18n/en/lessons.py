@@ -8,7 +8,7 @@ TEXT = {
     "lesson.keys_guess": "type your guess and press Enter · n next page · p previous page",
     "lesson.done": "✓ Done. n: next page.",
     "lesson.skipped": "Skipped (n moved on before it was done).",
-    "lesson.finished": "This was the last page of the lesson. p goes back; the lesson menu is in the palette (ctrl+p).",
+    "lesson.finished": "This was the last page of the lesson. p goes back; i opens the lesson menu.",
     "lesson.replay_note": "(From the saved trace: every number here is the trace's.)",
     "lesson.guess.close": "You guessed {guess}; this run gives {answer}. Close: within {tolerance} of it.",
     "lesson.guess.above": "You guessed {guess}; this run gives {answer}, {ratio} times your guess.",
@@ -16,6 +16,25 @@ TEXT = {
     "lesson.guess.unreadable": "Type a number, such as 85000, 85k, 1.2M or 4.5%.",
     "lesson.resumed": "Lesson {lesson}: back at page {page} of {pages}.",
     "lesson.started": "Lesson {lesson}: {title}. n and p turn the pages.",
+    # The lesson menu (i, and on a first start).
+    "lesson.menu.title": "Lessons",
+    "lesson.menu.intro": (
+        "Each lesson tells one of the tutorials' stories on this run: its pages move the screens to "
+        "what they talk about, quote this run's numbers and ask you to guess some before the app "
+        "shows them. n and p turn the pages; a lesson goes on where you left it."
+    ),
+    "lesson.menu.intro_start": (
+        "New here? A lesson walks you through the app on this run: its pages move the screens to what "
+        "they talk about, quote this run's numbers and ask you to guess some before the app shows "
+        "them. n and p turn the pages; i opens this menu again from any screen."
+    ),
+    "lesson.menu.item": "Lesson {lesson}: {title} ({progress})",
+    "lesson.menu.new": "{pages} pages",
+    "lesson.menu.at": "at page {page} of {pages}, {done} of {asks} tasks done",
+    "lesson.menu.finished": "finished, {done} of {asks} tasks done",
+    "lesson.menu.not_now": "Not now",
+    "lesson.menu.never": "Not now, and do not open this menu at start again",
+    "lesson.menu.never_note": "The lesson menu will not open at start again; i opens it from any screen.",
     # What a page asks the learner to do.
     "lesson.do.next_stage": "Do: press → (or l) to go on to the next stage.",
     "lesson.do.into_blocks": "Do: press ] to jump into block 0.",

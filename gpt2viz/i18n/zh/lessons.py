@@ -6,7 +6,7 @@ TEXT = {
     "lesson.keys_guess": "输入你的猜测并按回车 · n 下一页 · p 上一页",
     "lesson.done": "✓ 完成。n：下一页。",
     "lesson.skipped": "已跳过（还没完成就按了 n）。",
-    "lesson.finished": "这是本课最后一页。p 返回上一页；课程菜单在命令面板里（ctrl+p）。",
+    "lesson.finished": "这是本课最后一页。p 返回上一页；i 打开课程菜单。",
     "lesson.replay_note": "（来自保存的 trace：这里的每个数字都取自 trace。）",
     "lesson.guess.close": "你猜的是 {guess}；本次运行得到 {answer}。很接近：误差在 {tolerance} 以内。",
     "lesson.guess.above": "你猜的是 {guess}；本次运行得到 {answer}，是你猜的 {ratio} 倍。",
@@ -14,6 +14,22 @@ TEXT = {
     "lesson.guess.unreadable": "请输入一个数字，例如 85000、85k、1.2M 或 4.5%。",
     "lesson.resumed": "第 {lesson} 课：回到第 {page} 页，共 {pages} 页。",
     "lesson.started": "第 {lesson} 课：{title}。n 和 p 翻页。",
+    "lesson.menu.title": "课程",
+    "lesson.menu.intro": (
+        "每一课用本次运行讲一篇教程的故事：翻页时屏幕会跳到这一页讲的地方，页面引用本次运行的数字，"
+        "有些数字会先请你猜，再由应用给出。n 和 p 翻页；课程会从你上次停下的地方继续。"
+    ),
+    "lesson.menu.intro_start": (
+        "第一次使用？课程会用本次运行带你走一遍这个应用：翻页时屏幕会跳到这一页讲的地方，页面引用本次运行的数字，"
+        "有些数字会先请你猜，再由应用给出。n 和 p 翻页；在任何界面按 i 都能再打开这个菜单。"
+    ),
+    "lesson.menu.item": "第 {lesson} 课：{title}（{progress}）",
+    "lesson.menu.new": "共 {pages} 页",
+    "lesson.menu.at": "在第 {page} 页，共 {pages} 页，已完成 {done} 个任务，共 {asks} 个",
+    "lesson.menu.finished": "已学完，完成 {done} 个任务，共 {asks} 个",
+    "lesson.menu.not_now": "以后再说",
+    "lesson.menu.never": "以后再说，启动时不再打开这个菜单",
+    "lesson.menu.never_note": "启动时不会再打开课程菜单；在任何界面按 i 都能打开它。",
     "lesson.do.next_stage": "操作：按 →（或 l）进入下一阶段。",
     "lesson.do.into_blocks": "操作：按 ] 跳进第 0 层。",
     "lesson.do.next_head": "操作：按 . 显示下一个注意力头。",

@@ -1,0 +1,83 @@
+"""The lesson menu: every lesson with how far the learner got; Enter opens one where it was left.
+
+It opens with the `i` key from every screen, and by itself as the app starts until the learner
+chooses a lesson from it or asks it not to (tui/lesson_run.py keeps that); Escape is "not now".
+"""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.content import Content
+from textual.widgets import OptionList, Static
+from textual.widgets.option_list import Option
+
+from ...i18n import N_
+from ...i18n.templates import say
+from ...lessons import LESSON_IDS, load_lesson
+from ..lesson_run import Progress, progress
+from .base import AppModal
+
+NEVER = "never"  # the menu's answer: do not open at start again
+
+
+def progress_line(p: Progress) -> str:
+    if not p.started:
+        return say("lesson.menu.new", pages=p.pages)
+    if p.page == p.pages - 1 and p.done >= p.asks:
+        return say("lesson.menu.finished", pages=p.pages, done=p.done, asks=p.asks)
+    return say("lesson.menu.at", page=p.page + 1, pages=p.pages, done=p.done, asks=p.asks)
+
+
+class LessonMenu(AppModal[str | None]):
+    """Lists the lessons; Enter opens the one highlighted (its id is the result), Escape none.
+    `at_start`: opened by the app's start, so it also offers never to open so again (NEVER)."""
+
+    BINDINGS = [
+        Binding("escape", "cancel", N_("not now"), id="cancel-lesson-menu", tooltip=N_("Close the menu; no lesson")),
+        Binding("q", "app.quit", N_("quit"), id="lesson-menu-quit", show=False, tooltip=N_("Leave gpt2viz")),
+    ]
+
+    def __init__(self, at_start: bool = False) -> None:
+        super().__init__()
+        self.at_start = at_start
+        self.choices: list[str | None] = []
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="lesson-menu-box"):
+            yield Static(id="lesson-menu-title")
+            yield Static(id="lesson-menu-intro", markup=False)
+            yield OptionList(id="lesson-menu-list")
+
+    def on_mount(self) -> None:
+        self.redraw_language()
+        self.query_one(OptionList).focus()
+
+    def redraw_language(self) -> None:
+        self.query_one("#lesson-menu-title", Static).update(Content.styled(say("lesson.menu.title"), "bold"))
+        self.query_one("#lesson-menu-intro", Static).update(
+            say("lesson.menu.intro_start" if self.at_start else "lesson.menu.intro"))
+        options = self.query_one(OptionList)
+        highlighted = options.highlighted
+        items: list[Option] = []
+        self.choices = []
+        for lesson_id in LESSON_IDS:
+            lesson = load_lesson(lesson_id)
+            items.append(Option(Content(say("lesson.menu.item", lesson=lesson_id, title=say(lesson.title),
+                                            progress=progress_line(progress(lesson))))))
+            self.choices.append(lesson_id)
+        items.append(Option(Content(say("lesson.menu.not_now"))))
+        self.choices.append(None)
+        if self.at_start:
+            items.append(Option(Content(say("lesson.menu.never"))))
+            self.choices.append(NEVER)
+        options.clear_options()
+        options.add_options(items)
+        options.highlighted = highlighted if highlighted is not None else 0
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        self.close(self.choices[event.option_index])
+
+    def action_cancel(self) -> None:
+        self.close(None)

@@ -21,6 +21,11 @@ from gpt2viz.tui.stages import build_stages, index_by_key
 
 TINY_TRACE = Path(__file__).resolve().parent / "data" / "tiny-trace.json"
 STEP_KEYS = {key for binding in StepScreen.BINDINGS for key in binding.key.split(",")}
+# The step-through's keys that open the screens a page may ask for (gpt2viz.lessons.SCREENS).
+KEYS_OPENING = {
+    screen: {key for binding in StepScreen.BINDINGS if binding.action == action for key in binding.key.split(",")}
+    for screen, action in (("generation", "generate"), ("cost_lab", "cost_lab"))
+}
 
 
 def placeholders(text: str) -> set[str]:
@@ -55,6 +60,8 @@ def test_every_lesson_file_holds_together(lesson_id, tiny_trace):
         assert page.head < 2 and (page.until_head or 0) < 2, where  # every model here has 2 heads or more
         if page.until is not None or page.until_head is not None:
             assert page.do is not None and page.press in STEP_KEYS, (where, page.press)
+        elif page.until_screen is not None:  # the key is the step-through's for that screen
+            assert page.do is not None and page.press in KEYS_OPENING[page.until_screen], (where, page.press)
         else:
             assert page.press is None and page.do is None, where
         for key in templates_of(page) + [lesson.title]:
@@ -64,7 +71,13 @@ def test_every_lesson_file_holds_together(lesson_id, tiny_trace):
             english[key].format_map(facts), chinese[key].format_map(facts)
         if page.predict is not None:
             assert page.predict.answer in answers and 0 < page.predict.tolerance < 1, where
-    assert any(page.predict for page in lesson.pages) and any(page.until for page in lesson.pages)
+    assert any(page.predict for page in lesson.pages) and any(page.acts for page in lesson.pages)
+
+
+def test_every_screen_a_page_may_ask_for_has_its_key():
+    from gpt2viz.lessons import SCREENS
+
+    assert set(KEYS_OPENING) == set(SCREENS) and all(KEYS_OPENING.values())
 
 
 def test_a_broken_lesson_file_is_refused(monkeypatch):

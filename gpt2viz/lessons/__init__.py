@@ -8,6 +8,8 @@ A lesson is data: its pages, in order, each naming
 - `until` (optional): the stage the learner is asked to go to, and `until_head`: the head; the
   page is done when the step-through shows it; `do`, the template that says how, and `press`, the
   key (Textual's name: "right", "right_square_bracket") that does it;
+- `until_screen` (optional): a screen the learner is asked to open ("generation", "cost_lab":
+  SCREENS), with `do` and `press` as for `until`; the page is done when that screen opens;
 - `predict` (optional): a number the learner guesses before the app shows it (`answer`: the name
   of a measured fact; `tolerance`: how far off, as a fraction of it, still counts as right;
   `why`: the template that explains it).
@@ -27,7 +29,10 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover (Python 3.10)
     import tomli as tomllib
 
-LESSON_IDS = ("000", "003")  # in the order the lesson menu offers them
+LESSON_IDS = ("000", "001", "003")  # in the order the lesson menu offers them
+
+# The screens a page may ask the learner to open (`until_screen`), by the class that shows them.
+SCREENS = {"generation": "GenerationScreen", "cost_lab": "CostLabScreen"}
 
 
 @dataclass(frozen=True)
@@ -51,11 +56,17 @@ class Page:
     do: str | None = None  # template key: how to get there
     press: str | None = None  # the key that gets there (tests press it)
     predict: Prediction | None = None
+    until_screen: str | None = None  # a screen (SCREENS) the learner is asked to open
 
     @property
     def asks(self) -> bool:
         """Whether the page waits for the learner (an action or a guess)."""
-        return self.until is not None or self.until_head is not None or self.predict is not None
+        return self.acts or self.predict is not None
+
+    @property
+    def acts(self) -> bool:
+        """Whether the page asks for an action (a stage, a head or a screen to go to)."""
+        return self.until is not None or self.until_head is not None or self.until_screen is not None
 
 
 @dataclass(frozen=True)
@@ -84,7 +95,7 @@ def load_lesson(lesson_id: str) -> Lesson:
 
 
 def _page(fields: dict) -> Page:
-    known = {"text", "show", "head", "until", "until_head", "do", "press", "predict"}
+    known = {"text", "show", "head", "until", "until_head", "until_screen", "do", "press", "predict"}
     if set(fields) - known:
         raise ValueError(f"unknown page fields {sorted(set(fields) - known)}")
     predict = fields.get("predict")
@@ -94,8 +105,11 @@ def _page(fields: dict) -> Page:
         predict = Prediction(str(predict["question"]), str(predict["answer"]), float(predict["tolerance"]),
                              str(predict["why"]), str(predict.get("unit", "")))
     until_head = fields.get("until_head")
+    until_screen = fields.get("until_screen")
+    if until_screen is not None and until_screen not in SCREENS:
+        raise ValueError(f"no screen {until_screen!r} (there are {', '.join(SCREENS)})")
     return Page(
         text=str(fields["text"]), show=str(fields["show"]), head=int(fields.get("head", 0)),
         until=fields.get("until"), until_head=None if until_head is None else int(until_head),
-        do=fields.get("do"), press=fields.get("press"), predict=predict,
+        do=fields.get("do"), press=fields.get("press"), predict=predict, until_screen=until_screen,
     )

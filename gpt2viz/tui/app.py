@@ -121,6 +121,7 @@ class Gpt2VizApp(CompatApp):
     def on_mount(self) -> None:
         translate_bindings(self)
         self.screen_change_signal.subscribe(self, translate_bindings)
+        self.screen_change_signal.subscribe(self, self._lesson_sees_screen)
         if self.session.trace is not None:
             self._show_steps(self.session.trace)
         else:
@@ -183,6 +184,13 @@ class Gpt2VizApp(CompatApp):
         # it is told never to): not over a lesson asked for by --lesson.
         if self.session.lesson is None and menu_at_start():
             self.push_screen(LessonMenu(at_start=True), self._lesson_chosen)
+
+    def _lesson_sees_screen(self, screen: Screen) -> None:
+        """A lesson page that asked the learner to open this screen is done (its panel says so when
+        the step-through is back)."""
+        lesson = self.session.lesson
+        if lesson is not None:
+            lesson.observe_screen(type(screen).__name__)
 
     def action_lessons(self) -> None:
         if self._steps is not None and not isinstance(self.screen, LessonMenu):

@@ -8,14 +8,16 @@ Both work on a replay: everything here is in the trace.
 
 from __future__ import annotations
 
+import math
 import weakref
 
 from ..text_safety import token_label
 from ..trace import Trace
-from .facts import RunFacts, final_choice, token_text
+from .facts import RunFacts, final_choice, hook_event, token_text
 from .formatting import count, nbytes, num, percent
 
 MORE_TOKENS = 100  # "the KV cache after this many more tokens"
+TEMPERATURE = 0.5  # "the first candidate against the second at this temperature"
 SHOWN_TOKENS = 8  # tokens of the prompt a page lists
 
 
@@ -39,10 +41,37 @@ def lesson_facts(trace: Trace) -> dict[str, str]:
     return _FACTS[trace]
 
 
+def top_two(trace: Trace) -> tuple[tuple[str, float], tuple[str, float]] | None:
+    """The last position's two most likely next tokens (shown safely) and their logits."""
+    positions = hook_event(trace, "unembed.hook_out").get("positions") or []
+    if not positions or len(positions[-1].get("logits") or []) < 2:
+        return None
+    last = positions[-1]
+    return tuple((token_label(last["tokens"][i]), float(last["logits"][i])) for i in range(2))  # type: ignore[return-value]
+
+
+def step_macs(f: RunFacts) -> int:
+    """Multiply-adds of one new position through the weights' products: in each block c_attn
+    (C x 3C), attention's c_proj (C x C), the MLP's c_fc and c_proj (C x d_mlp each); then the
+    LM head (C x vocab). (Attention over the cache adds L x C x 2 more, small beside these.)"""
+    C = f.n_embd
+    return f.n_layer * (4 * C * C + 2 * C * f.d_mlp) + C * f.vocab
+
+
 def _answers(trace: Trace) -> dict[str, float]:
     f = RunFacts.of(trace)
     _id, _text, prob = final_choice(trace)
+    two = top_two(trace)
+    gap = two[0][1] - two[1][1] if two is not None else float("nan")
     return {
+        "wte_float32_bytes": 4 * f.params.wte,
+        # c_attn on this pass: [T, C] times [C, 3C]
+        "qkv_macs": f.T * f.n_embd * 3 * f.n_embd,
+        # the LM head for the last position alone: [C] times [C, vocab]
+        "head_macs": f.n_embd * f.vocab,
+        # p(first) / p(second) = exp((logit1 - logit2) / temperature)
+        "temperature_ratio": math.exp(gap / TEMPERATURE),
+        "macs_per_byte": step_macs(f) / f.step_weight_bytes,
         "block_params": f.params.block,
         "n_params": f.n_params,
         "kv_bytes_after_more": f.kv_bytes(f.L + MORE_TOKENS),
@@ -65,6 +94,8 @@ def _facts(trace: Trace) -> dict[str, str]:
     p = f.params
     answers = lesson_answers(trace)
     _id, next_text, prob = final_choice(trace)
+    two = top_two(trace)
+    gap = two[0][1] - two[1][1] if two is not None else float("nan")
     shown = [token_label(token_text(trace, i)) for i in range(min(f.T, SHOWN_TOKENS))]
     tokens = " · ".join(shown) + (" …" if f.T > SHOWN_TOKENS else "")
     return {
@@ -112,4 +143,18 @@ def _facts(trace: Trace) -> dict[str, str]:
         "kv_full": nbytes(int(answers["kv_bytes_full"])),
         "positions_for_mib": count(2**20 // f.kv_bytes_per_position + 1),
         "batch_outweighs": count(-(-f.weight_bytes // int(answers["kv_bytes_full"]))),
+        "wte_float32_bytes": nbytes(int(answers["wte_float32_bytes"])),
+        "three_n_embd": count(3 * f.n_embd),
+        "qkv_macs": count(int(answers["qkv_macs"])),
+        "head_macs": count(int(answers["head_macs"])),
+        "first": f"'{two[0][0]}'" if two else "?",
+        "second": f"'{two[1][0]}'" if two else "?",
+        "logit_gap": num(gap, 3),
+        "ratio_now": num(math.exp(gap), 3),
+        "temperature": f"{TEMPERATURE:g}",
+        "temperature_ratio": num(answers["temperature_ratio"], 3),
+        "step_macs": count(step_macs(f)),
+        "step_weight_bytes": nbytes(f.step_weight_bytes),
+        "macs_per_byte": num(answers["macs_per_byte"], 2),
+        "value_bytes_now": count(f.value_bytes),
     }

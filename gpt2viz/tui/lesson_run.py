@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..crash_log import log_dir
 from ..json_state import read_json, write_json
-from ..lessons import Lesson, Page, Prediction
+from ..lessons import SCREENS, Lesson, Page, Prediction
 from ..trace import Trace
 from .stages import build_stages, index_by_key
 
@@ -116,7 +116,7 @@ class LessonRun:
     def observe(self, stage: str, head: int, n_layer: int) -> bool:
         """The step-through shows `stage` (a key) and `head`: True when that completes the page."""
         page = self.current
-        if self.page in self.done or page.predict is not None or not page.asks:
+        if self.page in self.done or page.predict is not None or page.until_screen is not None or not page.acts:
             return False
         reached = page.until is None or stage == stage_key(page.until, n_layer)
         on_head = page.until_head is None or head == page.until_head
@@ -126,6 +126,17 @@ class LessonRun:
             self.save()
             return True
         return False
+
+    def observe_screen(self, screen_class: str) -> bool:
+        """A screen of class `screen_class` ('GenerationScreen') just opened: True when the page
+        asked for it (and is done now)."""
+        page = self.current
+        if self.page in self.done or page.until_screen is None or SCREENS[page.until_screen] != screen_class:
+            return False
+        self.done.add(self.page)
+        self.skipped.discard(self.page)
+        self.save()
+        return True
 
     def guess(self, value: float, answer: float) -> Guess:
         """Records a guess at the current page's prediction against the measured `answer`."""

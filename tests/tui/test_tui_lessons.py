@@ -7,10 +7,10 @@ Update those after an intended change with `pytest tests/tui/test_tui_lessons.py
 from __future__ import annotations
 
 import pytest
-from tui_helpers import TINY_TRACE, run_async, stage_text, started
+from tui_helpers import GENERATION_TRACE, TINY_TRACE, run_async, stage_text, started
 
 from gpt2viz.i18n import say, set_language
-from gpt2viz.lessons import LESSON_IDS, load_lesson
+from gpt2viz.lessons import LESSON_IDS, SCREENS, load_lesson
 from gpt2viz.options import RunOptions
 from gpt2viz.trace import load
 from gpt2viz.tui.app import make_app
@@ -61,6 +61,14 @@ async def walk(app, pilot, lesson_id: str, trace) -> None:
             await pilot.press(page.press)
             await pilot.pause()
             assert number in run.done and say("lesson.done") in lesson_text(app), (lesson_id, number)
+        if page.until_screen is not None:  # open the screen the page asks for, then come back
+            assert say(page.do, **facts) in lesson_text(app) and number not in run.done
+            await pilot.press(page.press)
+            await until(pilot, lambda: type(app.screen).__name__ == SCREENS[page.until_screen])
+            assert number in run.done, (lesson_id, number)
+            await pilot.press("escape")
+            await until(pilot, lambda: app.screen is screen)
+            assert say("lesson.done") in lesson_text(app), (lesson_id, number)
         if page.predict is not None:
             answer, unit = answers[page.predict.answer], page.predict.unit
             await type_guess(pilot, answer * 10)  # wrong: ten times too big
@@ -86,6 +94,14 @@ async def walk(app, pilot, lesson_id: str, trace) -> None:
     assert run.page == len(lesson.pages) - 1 and say("lesson.finished") in lesson_text(app)
 
 
+async def until(pilot, condition) -> None:
+    for _ in range(400):
+        if condition():
+            return
+        await pilot.pause(0.01)
+    raise AssertionError(f"still on {type(pilot.app.screen).__name__}")
+
+
 def fits(app, size) -> None:
     """The lesson's text is drawn whole (as many rows as it wraps to at its width), and the guess
     field where there is one, above the footer."""
@@ -107,7 +123,7 @@ def fits(app, size) -> None:
 @run_async
 async def test_every_lesson_walks_to_its_end_on_a_replay(language):
     set_language(language)
-    trace = load(TINY_TRACE)
+    trace = load(GENERATION_TRACE)  # with a generation: a page can send the learner to its view
     for lesson_id in LESSON_IDS:
         app = make_app(trace=trace, options=RunOptions(lesson=lesson_id))
         async with app.run_test(size=SIZES[0]) as pilot:

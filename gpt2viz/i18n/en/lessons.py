@@ -40,6 +40,8 @@ TEXT = {
     "lesson.do.into_blocks": "Do: press ] to jump into block 0.",
     "lesson.do.next_head": "Do: press . to show the next attention head.",
     "lesson.do.next_block": "Do: press ] to see the same stage one block further on.",
+    "lesson.do.open_generation": "Do: press g to open the generation view (escape comes back here).",
+    "lesson.do.open_cost_lab": "Do: press m to open the cost lab (escape comes back here).",
     # Lesson 000: one forward pass (tutorial 000).
     "lesson.000.title": "One forward pass, from files to the next token",
     "lesson.000.intro": (
@@ -132,6 +134,92 @@ TEXT = {
         "the KV cache growing by {kv_per_position} a token."
     ),
     # Lesson 003: the causal mask, pre-norm, the KV cache (tutorial 003).
+    # Lesson 001: inference from scratch (tutorial 001).
+    "lesson.001.title": "From scratch: tensors, a token, its cost",
+    "lesson.001.intro": (
+        "Tutorial 001 writes GPT-2's inference by hand: read the weights from a file, run a few "
+        "operations on tensors, pick a token, and find out why each token costs what it does. This "
+        "lesson takes the same road on {model}, with this run's numbers."
+    ),
+    "lesson.001.safetensors": (
+        "model.safetensors begins with a JSON header naming each tensor's number type, shape and byte "
+        "offsets; the bytes follow, back to back. Loading is reading that header and taking the bytes as "
+        "numbers: {n_params} here, {weight_bytes} as {dtype}. The largest tensor is wte, {vocab} rows of {n_embd}."
+    ),
+    "lesson.001.wte_guess.question": "Guess: how many bytes does wte take in float32, 4 bytes a number?",
+    "lesson.001.wte_guess.why": "{vocab} × {n_embd} = {wte_params} numbers, × 4 bytes = {wte_float32_bytes}.",
+    "lesson.001.tensors": (
+        "A tensor is a block of numbers with a shape. Your prompt is now {T} token ids, a tensor of "
+        "shape [1, {T}]: one sequence (the batch dimension) of {T} positions. Every stage from here "
+        "takes tensors and gives tensors; the line of shapes under each stage's explanation follows them."
+    ),
+    "lesson.001.lookup": (
+        "The first operation is no arithmetic: each id selects its row of wte and each position its "
+        "row of wpe, and the two are added, [1, {T}, {n_embd}]. Selecting rows is a lookup, not a "
+        "matrix product, however large the table."
+    ),
+    "lesson.001.layer_norm": (
+        "LayerNorm is the first operator that computes: for each position it subtracts the mean of "
+        "its {n_embd} numbers, divides by their standard deviation (with a small ε added), then "
+        "multiplies by a learned gain and adds a learned bias. Each position is normalized on its own."
+    ),
+    "lesson.001.matmul": (
+        "Matrix products do the heavy work. c_attn multiplies the [{T}, {n_embd}] input by a "
+        "[{n_embd}, {three_n_embd}] weight, {n_embd} multiply-adds per output number, and cuts the result "
+        "into queries, keys and values: {n_head} heads of {head_dim}."
+    ),
+    "lesson.001.matmul.question": "Guess: how many multiply-adds does c_attn take on this pass?",
+    "lesson.001.matmul.why": (
+        "{T} positions × {n_embd} inputs × {three_n_embd} outputs = {qkv_macs} multiply-adds, for one "
+        "of the four matrices of one block."
+    ),
+    "lesson.001.softmax": (
+        "Softmax turns a row of scores into weights that add up to 1: subtract the row's largest, "
+        "take exp, divide by the sum. Each query's row here is one softmax over the positions the mask "
+        "lets it see, after the scores were divided by √{head_dim}."
+    ),
+    "lesson.001.gelu": (
+        "The MLP widens each position to {d_mlp} numbers (c_fc), bends them with GELU (close to x "
+        "where x is large, close to 0 where x is very negative, smooth between) and narrows them back "
+        "to {n_embd} (c_proj). It holds {mlp_share} of a block's parameters."
+    ),
+    "lesson.001.head": (
+        "The LM head multiplies by wte itself (the weights are tied): each position's vector times wte "
+        "transposed scores all {vocab} tokens, [1, {T}, {vocab}]. Only the last row decides the next token."
+    ),
+    "lesson.001.head.question": "Guess: how many multiply-adds give the last position's {vocab} logits?",
+    "lesson.001.head.why": "{n_embd} × {vocab} = {head_macs}: a dot product of {n_embd} numbers for each token of the vocabulary.",
+    "lesson.001.sampling": (
+        "Greedy decoding takes the top logit, {next_token}. Sampling divides the logits by a temperature "
+        "and draws from the softmax. The top two, {first} and {second}, are {logit_gap} apart: at "
+        "temperature 1 the first is {ratio_now} times as likely."
+    ),
+    "lesson.001.temperature.question": "Guess: at temperature {temperature}, how many times as likely is the first as the second?",
+    "lesson.001.temperature.why": "p₁ / p₂ = exp({logit_gap} / {temperature}) = {temperature_ratio}: below 1, a temperature stretches the gaps.",
+    "lesson.001.generate": (
+        "Generating is the pass again and again: the chosen token joins the input and the model "
+        "predicts the one after it. With the KV cache each step computes only the new position. The "
+        "generation view streams the tokens and times every step."
+    ),
+    "lesson.001.memory_wall": (
+        "One new token runs every weight product once: {step_macs} multiply-adds over {step_weight_bytes} "
+        "of weights, each weight read from memory for a single multiply-add."
+    ),
+    "lesson.001.memory_wall.question": "Guess: how many multiply-adds per byte of weights does a decode step do?",
+    "lesson.001.memory_wall.why": (
+        "{step_macs} ÷ {step_weight_bytes} = {macs_per_byte} a byte. A CPU core can do many multiply-adds "
+        "while memory delivers a byte: decoding waits for memory (the memory wall)."
+    ),
+    "lesson.001.measure": (
+        "The cost lab measures what this lesson reasoned out, on this machine: how the time of a "
+        "decode step grows with the context, with the KV cache and without, and how the number formats "
+        "(bfloat16, float16, int8, which store most weights in fewer bytes) compare with float32."
+    ),
+    "lesson.001.end": (
+        "That is tutorial 001's road: a file of numbers, a few operators on tensors, a choice of "
+        "token, and a cost set by the bytes each token reads. Lesson 003 looks closer at the causal "
+        "mask, pre-norm and the KV cache."
+    ),
     "lesson.003.title": "The causal mask, pre-norm and the KV cache",
     "lesson.003.intro": (
         "Three things make GPT-2 a model that writes one token after another: the causal mask (no "

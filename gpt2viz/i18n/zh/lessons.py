@@ -34,6 +34,8 @@ TEXT = {
     "lesson.do.into_blocks": "操作：按 ] 跳进第 0 层。",
     "lesson.do.next_head": "操作：按 . 显示下一个注意力头。",
     "lesson.do.next_block": "操作：按 ] 查看下一层的同一阶段。",
+    "lesson.do.open_generation": "操作：按 g 打开生成视图（按 esc 回到这里）。",
+    "lesson.do.open_cost_lab": "操作：按 m 打开成本实验室（按 esc 回到这里）。",
     "lesson.000.title": "一次前向传播：从模型文件到下一个 token",
     "lesson.000.intro": (
         "这一课跟着 {model} 在你的提示词上走完一次前向传播，和逐步视图的顺序一样：文件里有什么，"
@@ -111,6 +113,81 @@ TEXT = {
     ),
     "lesson.000.end": (
         "这就是完整的一次前向传播。按 g 开始生成：生成视图会给每一步计时，并显示 KV 缓存每个 token 增长 {kv_per_position}。"
+    ),
+    "lesson.001.title": "从零开始：张量、一个 token 和它的代价",
+    "lesson.001.intro": (
+        "教程 001 亲手写出 GPT-2 的推理：从文件读出权重，在张量上做几种运算，选出一个 token，"
+        "再弄清楚每个 token 为什么要花这么多代价。这一课在 {model} 上走同一条路，用的是本次运行的数字。"
+    ),
+    "lesson.001.safetensors": (
+        "model.safetensors 开头是一段 JSON 头，写明每个张量的数值类型、形状和字节位置，后面紧接着就是这些字节。"
+        "加载就是读这段头，再把字节当作数字：这里共 {n_params} 个，以 {dtype} 存储占 {weight_bytes}。"
+        "最大的张量是 wte，{vocab} 行，每行 {n_embd} 个数。"
+    ),
+    "lesson.001.wte_guess.question": "猜一猜：按 float32（每个数 4 字节）算，wte 占多少字节？",
+    "lesson.001.wte_guess.why": "{vocab} × {n_embd} = {wte_params} 个数，× 4 字节 = {wte_float32_bytes}。",
+    "lesson.001.tensors": (
+        "张量就是带形状的一块数字。你的提示词现在是 {T} 个 token id，一个形状为 [1, {T}] 的张量："
+        "一条序列（batch 维）上的 {T} 个位置。从这里开始每个阶段都是输入张量、输出张量；"
+        "每个阶段说明下面那行形状会一路跟着它们。"
+    ),
+    "lesson.001.lookup": (
+        "第一个运算根本不算数：每个 id 取出 wte 中自己的那一行，每个位置取出 wpe 中自己的那一行，"
+        "两者相加，得到 [1, {T}, {n_embd}]。取行是查表，不是矩阵乘法，表再大也一样。"
+    ),
+    "lesson.001.layer_norm": (
+        "LayerNorm 是第一个真正做计算的算子：对每个位置，减去它 {n_embd} 个数的均值，"
+        "除以它们的标准差（再加上一个很小的 ε），然后乘以学到的增益、加上学到的偏置。每个位置各自归一化。"
+    ),
+    "lesson.001.matmul": (
+        "重活是矩阵乘法。c_attn 把 [{T}, {n_embd}] 的输入乘以 [{n_embd}, {three_n_embd}] 的权重，"
+        "每个输出数 {n_embd} 次乘加，再把结果切成 query、key 和 value：{n_head} 个头，每个 {head_dim} 维。"
+    ),
+    "lesson.001.matmul.question": "猜一猜：这次前向传播中 c_attn 要做多少次乘加？",
+    "lesson.001.matmul.why": (
+        "{T} 个位置 × {n_embd} 个输入 × {three_n_embd} 个输出 = {qkv_macs} 次乘加，"
+        "这还只是一层四个矩阵中的一个。"
+    ),
+    "lesson.001.softmax": (
+        "softmax 把一行分数变成加起来等于 1 的权重：减去这一行的最大值，取 exp，再除以总和。"
+        "这里每个 query 的一行就是一次 softmax，范围是掩码允许它看到的位置；分数事先除以了 √{head_dim}。"
+    ),
+    "lesson.001.gelu": (
+        "MLP 先把每个位置拓宽到 {d_mlp} 个数（c_fc），用 GELU 弯折（x 很大时接近 x，x 很负时接近 0，"
+        "中间平滑过渡），再收窄回 {n_embd} 个数（c_proj）。它占一层参数的 {mlp_share}。"
+    ),
+    "lesson.001.head": (
+        "LM head 乘的就是 wte 本身（权重共享）：每个位置的向量乘以 wte 的转置，给全部 {vocab} 个 token 打分，"
+        "得到 [1, {T}, {vocab}]。只有最后一行决定下一个 token。"
+    ),
+    "lesson.001.head.question": "猜一猜：算出最后一个位置的 {vocab} 个 logit 要多少次乘加？",
+    "lesson.001.head.why": "{n_embd} × {vocab} = {head_macs}：词表里每个 token 做一次长度为 {n_embd} 的点积。",
+    "lesson.001.sampling": (
+        "贪心解码取最高的 logit：{next_token}。采样先把 logit 除以温度，再按 softmax 抽取。"
+        "前两位 {first} 和 {second} 的 logit 相差 {logit_gap}：温度为 1 时，前者的可能性是后者的 {ratio_now} 倍。"
+    ),
+    "lesson.001.temperature.question": "猜一猜：温度为 {temperature} 时，第一位的可能性是第二位的多少倍？",
+    "lesson.001.temperature.why": "p₁ / p₂ = exp({logit_gap} / {temperature}) = {temperature_ratio}：温度低于 1 会拉大差距。",
+    "lesson.001.generate": (
+        "生成就是一遍又一遍地做前向传播：选中的 token 加入输入，模型再预测它后面的那个。"
+        "有了 KV 缓存，每一步只计算新的位置。生成视图会逐个显示 token，并给每一步计时。"
+    ),
+    "lesson.001.memory_wall": (
+        "每个新 token 都要把所有权重乘法做一遍：{step_macs} 次乘加，用到 {step_weight_bytes} 的权重，"
+        "每个权重从内存读出只做一次乘加。"
+    ),
+    "lesson.001.memory_wall.question": "猜一猜：一个解码步骤中，每读一个字节的权重要做多少次乘加？",
+    "lesson.001.memory_wall.why": (
+        "{step_macs} ÷ {step_weight_bytes} = 每字节 {macs_per_byte} 次。内存送来一个字节的时间里，"
+        "一个 CPU 核心能做许多次乘加：解码是在等内存（内存墙）。"
+    ),
+    "lesson.001.measure": (
+        "成本实验室在这台机器上实测这一课推理出来的东西：解码一步的时间怎样随上下文增长（有 KV 缓存和没有），"
+        "以及各种数值格式（bfloat16、float16、int8，大多数权重占的字节更少）和 float32 相比如何。"
+    ),
+    "lesson.001.end": (
+        "这就是教程 001 走过的路：一个装满数字的文件，张量上的几个算子，选出一个 token，"
+        "以及由每个 token 要读的字节决定的代价。第 003 课会细看因果掩码、Pre-Norm 和 KV 缓存。"
     ),
     "lesson.003.title": "因果掩码、Pre-Norm 与 KV 缓存",
     "lesson.003.intro": (

@@ -219,6 +219,11 @@ class StepScreen(AppScreen[None]):
         """The check against transformers ended: the top bar says how it went."""
         self._draw_top_bar()
 
+    def on_screen_resume(self) -> None:
+        # Back from a screen a lesson page asked for (the generation view, the cost lab): done now.
+        if self._mounted and self.lesson is not None:
+            self._draw_lesson()
+
     def _draw(self, new_stage: bool = True) -> None:
         if not self._mounted:
             return

@@ -16,9 +16,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fuzz_runner import shared_server, with_env
+from helpers import state_home
 
 from gpt2viz.text_safety import (
-from helpers import state_home
     EMPTY,
     escaped,
     is_hidden,

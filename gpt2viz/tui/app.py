@@ -33,7 +33,7 @@ from ..options import RunOptions
 from ..process import freeze_startup_objects
 from ..text_safety import safe_line, safe_text
 from ..trace import Trace
-from .commands import KeyCommands, Palette
+from .commands import AppCommands, KeyCommands, Palette
 from .language import translate_bindings
 from .screens.base import close_above, close_screen, take_typing
 from .lesson_run import menu_at_start, stop_menu_at_start
@@ -68,8 +68,9 @@ class Gpt2VizApp(CompatApp):
 
     CSS_PATH = "app.tcss"
     TITLE = "gpt2viz"
-    # Textual's own (get_system_commands below) and every key of the screen underneath.
-    COMMANDS = CompatApp.COMMANDS | {KeyCommands}
+    # The app's own (get_system_commands below) and every key of the screen underneath, both
+    # searched by word starts (commands.py).
+    COMMANDS = {AppCommands, KeyCommands}
     HORIZONTAL_BREAKPOINTS = [(0, "-too-narrow"), (MIN_WIDTH, "-normal"), (100, "-roomy"), (WIDE, "-wide")]
     VERTICAL_BREAKPOINTS = [(0, "-too-short"), (MIN_HEIGHT, "-tall")]
 

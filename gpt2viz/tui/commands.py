@@ -142,6 +142,17 @@ class StageCommands(EntryProvider):
         ]
 
 
+class AppCommands(EntryProvider):
+    """The app's own commands (App.get_system_commands: the language, the lessons, the check
+    against transformers, the theme, ...), found by the starts of their words like every entry
+    here: Textual's own provider matches the query's letters in order anywhere, so 'cost' found
+    "From sCratch: tensOrS, a Token" before the cost lab."""
+
+    def _entries(self) -> list[Entry]:
+        return [Entry(command.title, command.callback, command.help)
+                for command in self.app.get_system_commands(self.screen)]
+
+
 class KeyCommands(EntryProvider):
     """Every key of the screen underneath, as a command: 'Open the generation view' (key g)."""
 

@@ -135,7 +135,7 @@ TEXT = {
     ),
     # Lesson 003: the causal mask, pre-norm, the KV cache (tutorial 003).
     # Lesson 001: inference from scratch (tutorial 001).
-    "lesson.001.title": "From scratch: tensors, a token, its cost",
+    "lesson.001.title": "From scratch: tensors, a token, the memory wall",
     "lesson.001.intro": (
         "Tutorial 001 writes GPT-2's inference by hand: read the weights from a file, run a few "
         "operations on tensors, pick a token, and find out why each token costs what it does. This "

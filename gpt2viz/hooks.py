@@ -58,7 +58,7 @@ from .i18n import _
 
 __all__ = [
     "HookEditError", "HookFn", "HookNameError", "HookPoint", "Hooks", "PassInfo", "TLHookFn", "all_hook_names",
-    "block_hook_names", "hook_name", "layer_of", "tl_style",
+    "block_hook_names", "hook_name", "layer_of", "llama_hook_names", "tl_style",
 ]
 
 HookFn = Callable[[str, Any], Any]  # returns None, or a tensor that replaces the value
@@ -84,6 +84,17 @@ BLOCK_HOOKS = (
     "hook_mlp_out",
     "hook_resid_post",
 )
+# A LLaMA-family block's (gpt2viz/model/llama.py), as TransformerLens names them: the queries and
+# keys again after their rotation, and the SwiGLU MLP's second input projection (`up`; `hook_pre`
+# is the gate's, before SiLU).
+LLAMA_BLOCK_HOOKS = (
+    *BLOCK_HOOKS[: BLOCK_HOOKS.index("attn.hook_v") + 1],
+    "attn.hook_rot_q",
+    "attn.hook_rot_k",
+    *BLOCK_HOOKS[BLOCK_HOOKS.index("attn.hook_attn_scores") : BLOCK_HOOKS.index("mlp.hook_pre") + 1],
+    "mlp.hook_pre_linear",
+    *BLOCK_HOOKS[BLOCK_HOOKS.index("mlp.hook_post") :],
+)
 EMBED_HOOKS = ("hook_embed", "hook_pos_embed")
 FINAL_HOOKS = ("ln_final.hook_scale", "ln_final.hook_normalized", "unembed.hook_out")
 STEP_HOOKS = ("kv_cache", "sample")
@@ -99,7 +110,7 @@ def hook_name(name: str, layer: int | None = None) -> str:
         if name not in EMBED_HOOKS + FINAL_HOOKS + STEP_HOOKS:
             raise ValueError(f"no hook {name!r} outside the blocks")
         return name
-    if name not in BLOCK_HOOKS:
+    if name not in BLOCK_HOOKS and name not in LLAMA_BLOCK_HOOKS:
         raise ValueError(f"no hook {name!r} in a block")
     return f"blocks.{layer}.{name}"
 
@@ -114,6 +125,15 @@ def all_hook_names(n_layer: int) -> list[str]:
     names = list(EMBED_HOOKS)
     for layer in range(n_layer):
         names.extend(block_hook_names(layer))
+    return names + list(FINAL_HOOKS) + list(STEP_HOOKS)
+
+
+def llama_hook_names(n_layer: int) -> list[str]:
+    """Every hook name of an `n_layer` LLaMA-family model, in forward order (no position table:
+    no `hook_pos_embed`)."""
+    names = ["hook_embed"]
+    for layer in range(n_layer):
+        names.extend(hook_name(name, layer) for name in LLAMA_BLOCK_HOOKS)
     return names + list(FINAL_HOOKS) + list(STEP_HOOKS)
 
 

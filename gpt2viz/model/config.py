@@ -119,6 +119,11 @@ class GPT2Config:
         return self.n_embd // self.n_head
 
     @property
+    def n_kv_head(self) -> int:
+        """Heads of keys and values (what the KV cache keeps): each query head has its own in GPT-2."""
+        return self.n_head
+
+    @property
     def d_mlp(self) -> int:
         """Width of the MLP's hidden layer."""
         return self.n_inner or 4 * self.n_embd

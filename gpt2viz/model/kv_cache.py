@@ -15,12 +15,31 @@ goes past them, grows to twice its size in whole chunks (copying what it holds),
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 import torch
 
 from ..errors import InputError
 from ..i18n import N_
-from .config import GPT2Config
+
+
+class CacheSizes(Protocol):
+    """What a cache needs to know of its model (GPT2Config and LlamaConfig both say it)."""
+
+    @property
+    def n_layer(self) -> int: ...
+
+    @property
+    def n_ctx(self) -> int: ...
+
+    @property
+    def n_kv_head(self) -> int: ...
+
+    @property
+    def head_dim(self) -> int: ...
+
+    def kv_bytes_per_position(self, itemsize: int, batch_size: int = 1) -> int: ...
+
 
 GROWTH_CHUNK = 64  # positions a cache made without a size starts with; it grows by whole chunks
 
@@ -50,7 +69,8 @@ class CacheState:
 
 
 class KVCache:
-    """Per-layer K and V buffers of shape `[B, n_head, allocated, head_dim]` and a used length.
+    """Per-layer K and V buffers of shape `[B, n_kv_head, allocated, head_dim]` and a used length
+    (n_kv_head: the key/value heads, GPT-2's n_head; fewer in a model with grouped queries).
 
     `capacity` is the most positions the cache holds (default: the context, n_ctx); `reserve`
     the positions allocated now: by default all of a given capacity, else GROWTH_CHUNK, growing
@@ -58,7 +78,7 @@ class KVCache:
 
     def __init__(
         self,
-        config: GPT2Config,
+        config: CacheSizes,
         batch_size: int = 1,
         capacity: int | None = None,
         dtype: torch.dtype = torch.float32,
@@ -70,7 +90,7 @@ class KVCache:
         if reserve is None:
             reserve = self.capacity if capacity else GROWTH_CHUNK
         reserve = max(1, min(reserve, self.capacity))
-        shape = (batch_size, config.n_head, reserve, config.head_dim)
+        shape = (batch_size, config.n_kv_head, reserve, config.head_dim)
         # Uninitialised on purpose: only the first `length` positions are ever read, and zeroing
         # 72 MiB (GPT-2 small at 1,024 positions) would cost more than a decode step.
         self.keys = [torch.empty(shape, dtype=dtype, device=device) for _ in range(config.n_layer)]

@@ -253,8 +253,48 @@ class MLP(Layer):
         return self.c_proj(h)  # (B, T, C)
 
 
-class Block(Layer):
-    """Pre-norm transformer block: `x + attn(ln_1(x))`, then `x + mlp(ln_2(x))`."""
+class PreNormBlock(Layer):
+    """The block of both architectures here (GPT-2's, and LLaMA's in model/llama.py): normalise,
+    attend, add to the residual stream; normalise, MLP, add: `x + attn(norm_1(x))`, then
+    `x + mlp(norm_2(x))`, with the residual stream's hooks around them. A subclass makes its parts
+    under its checkpoint's names and hands them to `name_parts`."""
+
+    def name_parts(self, layer: int, hooks: Hooks, norm_1: Layer, attention: Layer, norm_2: Layer, mlp: Layer) -> None:
+        # Plain attributes, not sub-layers: the parts are registered under the checkpoint's names.
+        for name, part in (("_norm_1", norm_1), ("_attention", attention), ("_norm_2", norm_2), ("_mlp", mlp)):
+            object.__setattr__(self, name, part)
+        self.hooks = hooks
+        p = f"blocks.{layer}."
+        self.hook_resid_pre, self.hook_attn_out, self.hook_resid_mid = (
+            p + "hook_resid_pre",
+            p + "hook_attn_out",
+            p + "hook_resid_mid",
+        )
+        self.hook_mlp_out, self.hook_resid_post = p + "hook_mlp_out", p + "hook_resid_post"
+
+    def forward(self, x: torch.Tensor, cache: KVCache | None, *where: torch.Tensor | None) -> torch.Tensor:
+        """`where`: what attention needs besides the cache (GPT-2: which keys each query sees in a
+        padded batch; LLaMA: the rotation's cos and sin)."""
+        hooks = self.hooks
+        if hooks.active:
+            x = hooks.fire(self.hook_resid_pre, x)
+        attn_out = self._attention(self._norm_1(x), cache, *where)
+        if hooks.active:
+            attn_out = hooks.fire(self.hook_attn_out, attn_out)
+        x = x + attn_out
+        if hooks.active:
+            x = hooks.fire(self.hook_resid_mid, x)
+        mlp_out = self._mlp(self._norm_2(x))
+        if hooks.active:
+            mlp_out = hooks.fire(self.hook_mlp_out, mlp_out)
+        x = x + mlp_out
+        if hooks.active:
+            x = hooks.fire(self.hook_resid_post, x)
+        return x
+
+
+class Block(PreNormBlock):
+    """GPT-2's block: LayerNorms ln_1 and ln_2, attention, and the GELU MLP."""
 
     def __init__(self, config: GPT2Config, layer: int, hooks: Hooks) -> None:
         super().__init__()
@@ -263,28 +303,4 @@ class Block(Layer):
         self.attn = CausalSelfAttention(config, layer, hooks)
         self.ln_2 = LayerNorm(config.n_embd, config.layer_norm_epsilon, hooks, p + "ln2")
         self.mlp = MLP(config, layer, hooks)
-        self.hooks = hooks
-        self.hook_resid_pre, self.hook_attn_out, self.hook_resid_mid = (
-            p + "hook_resid_pre",
-            p + "hook_attn_out",
-            p + "hook_resid_mid",
-        )
-        self.hook_mlp_out, self.hook_resid_post = p + "hook_mlp_out", p + "hook_resid_post"
-
-    def forward(self, x: torch.Tensor, cache: KVCache | None, keys_seen: torch.Tensor | None = None) -> torch.Tensor:
-        hooks = self.hooks
-        if hooks.active:
-            x = hooks.fire(self.hook_resid_pre, x)
-        attn_out = self.attn(self.ln_1(x), cache, keys_seen)
-        if hooks.active:
-            attn_out = hooks.fire(self.hook_attn_out, attn_out)
-        x = x + attn_out
-        if hooks.active:
-            x = hooks.fire(self.hook_resid_mid, x)
-        mlp_out = self.mlp(self.ln_2(x))
-        if hooks.active:
-            mlp_out = hooks.fire(self.hook_mlp_out, mlp_out)
-        x = x + mlp_out
-        if hooks.active:
-            x = hooks.fire(self.hook_resid_post, x)
-        return x
+        self.name_parts(layer, hooks, self.ln_1, self.attn, self.ln_2, self.mlp)

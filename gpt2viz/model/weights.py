@@ -1,7 +1,7 @@
 """Reading GPT-2 weights from safetensors files, checked against the config before use.
 
 Each tensor is read into memory of its own, never used from a mapping of the file (which another
-program may rewrite: `_read_tensors`); one stored in the compute dtype is used as read, not copied.
+program may rewrite: `read_tensors`); one stored in the compute dtype is used as read, not copied.
 Pickle-based files (`pytorch_model.bin`) are never opened, because unpickling runs code.
 
 Nothing is read or built from what config.json claims before the files agree with it: first
@@ -316,7 +316,7 @@ def _data_offsets(header: bytes, header_bytes: int) -> dict[str, tuple[int, int]
     }
 
 
-def _read_tensors(wanted: list[StoredTensor]) -> list[torch.Tensor]:
+def read_tensors(wanted: list[StoredTensor]) -> list[torch.Tensor]:
     """The bytes of the checked tensors, read from the files into memory of their own.
 
     Read, not mapped: safetensors' `get_tensor` hands over tensors in a memory mapping of the file,
@@ -357,7 +357,7 @@ def load_weights(
     by_name, lm_head_info = check_against_config(stored, config)
     names = list(by_name)
     wanted = [by_name[n] for n in names] + ([lm_head_info] if lm_head_info is not None else [])
-    loaded = _read_tensors(wanted)
+    loaded = read_tensors(wanted)
     tensors = dict(zip(names, loaded))
     stored_dtypes = {t.dtype for t in wanted}
 

@@ -194,7 +194,7 @@ def _weights(trace: Trace, f: RunFacts, w: WeightFacts) -> str:
         how = "read"
     elif w.mapped is True:  # a trace of a gpt2viz that used safetensors' mapping of the file
         how = "in_place" if in_place == n else "copied" if in_place == 0 else "partly"
-    else:  # read into memory of its own (model/weights.py _read_tensors)
+    else:  # read into memory of its own (model/weights.py read_tensors)
         how = "read_as_is" if in_place == n else "read_converted" if in_place == 0 else "read"
     return sentences(what, say(f"stage.model_files.{how}", **facts), _beyond_the_parameters(trace, f))
 

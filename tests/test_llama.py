@@ -1,0 +1,145 @@
+"""The LLaMA-family core (gpt2viz/model/llama.py) against transformers' LlamaForCausalLM on the same
+random weights: logits within 1e-4 for grouped-query ratios 1, 3 and 9, tied and untied heads;
+decoding through the KV cache gives the ids a full pass over the whole text gives; the cache keeps
+only the key/value heads; the hooks fire under TransformerLens's names, rotated queries included."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from gpt2viz.errors import ConfigError, WeightsError
+from gpt2viz.hooks import llama_hook_names
+from gpt2viz.model.llama import LlamaConfig, load_llama
+
+SHAPES = {
+    # name: (query heads, key/value heads, tied head)
+    "gqa-1": (6, 6, True),  # every query head its own keys and values (as GPT-2)
+    "gqa-3": (9, 3, True),  # SmolLM2-135M's grouping
+    "gqa-9": (9, 1, False),  # one key/value head for all, an LM head of its own
+}
+
+
+def write_llama(directory, n_head: int, n_kv_head: int, tied: bool, seed: int = 0):
+    from transformers import LlamaConfig as HFConfig
+    from transformers import LlamaForCausalLM
+
+    torch.manual_seed(seed)
+    config = HFConfig(
+        vocab_size=300, hidden_size=8 * n_head, intermediate_size=40, num_hidden_layers=2,
+        num_attention_heads=n_head, num_key_value_heads=n_kv_head, max_position_embeddings=64,
+        rms_norm_eps=1e-5, rope_theta=100000.0, tie_word_embeddings=tied, eos_token_id=0, bos_token_id=0,
+    )
+    model = LlamaForCausalLM(config).eval()
+    with torch.no_grad():  # larger than the initialiser's 0.02, so the blocks change the logits
+        for p in model.parameters():
+            p.normal_(0, 0.2)
+        for layer in model.model.layers:
+            layer.input_layernorm.weight.uniform_(0.5, 1.5)
+            layer.post_attention_layernorm.weight.uniform_(0.5, 1.5)
+        model.model.norm.weight.uniform_(0.5, 1.5)
+    model.save_pretrained(directory, safe_serialization=True)
+    return model
+
+
+@pytest.fixture(scope="module", params=list(SHAPES))
+def pair(request, tmp_path_factory):
+    n_head, n_kv_head, tied = SHAPES[request.param]
+    directory = tmp_path_factory.mktemp(request.param)
+    reference = write_llama(directory, n_head, n_kv_head, tied)
+    return reference, load_llama(directory)
+
+
+IDS = torch.tensor([[5, 17, 42, 99, 3, 250, 7, 7, 18, 1, 64, 128]])
+
+
+def test_logits_match_transformers(pair):
+    reference, ours = pair
+    with torch.no_grad():
+        expected = reference(IDS).logits
+    logits, _cache = ours(IDS)
+    assert logits.shape == expected.shape
+    assert (logits - expected).abs().max().item() < 1e-4
+    assert torch.equal(logits.argmax(-1), expected.argmax(-1))
+
+
+def test_decoding_through_the_cache_gives_the_whole_pass_s_logits(pair):
+    _reference, ours = pair
+    full, _ = ours(IDS)
+    cache = ours.new_cache(reserve=IDS.size(1))
+    first, _ = ours(IDS[:, :5], cache)
+    steps = [ours(IDS[:, t : t + 1], cache)[0] for t in range(5, IDS.size(1))]
+    stepped = torch.cat([first, *steps], dim=1)
+    assert (stepped - full).abs().max().item() < 1e-5
+    config = ours.config
+    assert cache.keys[0].shape[1] == config.n_kv_head  # the key/value heads only
+    assert cache.length == IDS.size(1)
+
+
+def test_greedy_ids_with_and_without_the_cache_and_as_transformers(pair):
+    reference, ours = pair
+    ids = IDS[:, :4]
+    naive = ids
+    for _ in range(8):
+        logits, _ = ours(naive)
+        naive = torch.cat([naive, logits[:, -1:].argmax(-1)], dim=1)
+    cache = ours.new_cache(reserve=12)
+    logits, _ = ours(ids, cache)
+    cached = [int(logits[0, -1].argmax())]
+    for _ in range(7):
+        logits, _ = ours(torch.tensor([[cached[-1]]]), cache)
+        cached.append(int(logits[0, -1].argmax()))
+    assert naive[0, 4:].tolist() == cached
+    with torch.no_grad():
+        theirs = reference.generate(ids, max_new_tokens=8, do_sample=False, pad_token_id=0)
+    assert theirs[0, 4:].tolist() == cached
+
+
+def test_the_hooks_fire_under_transformerlens_names_and_the_explicit_path_agrees(pair):
+    _reference, ours = pair
+    config = ours.config
+    seen: dict[str, torch.Tensor] = {}
+
+    def keep(name: str, value: torch.Tensor) -> None:
+        seen[name] = value.clone()
+
+    plain, _ = ours(IDS)
+    with ours.hooks.subscribe("*", keep):
+        logits, _ = ours(IDS)
+    T = IDS.size(1)
+    fired = [name for name in llama_hook_names(config.n_layer) if name in seen]
+    assert fired == [n for n in llama_hook_names(config.n_layer) if n not in ("kv_cache", "sample")]
+    assert seen["blocks.0.attn.hook_k"].shape == (1, config.n_kv_head, T, config.head_dim)
+    assert seen["blocks.0.attn.hook_rot_q"].shape == (1, config.n_head, T, config.head_dim)
+    assert seen["blocks.1.attn.hook_pattern"].shape == (1, config.n_head, T, T)
+    assert torch.allclose(seen["blocks.1.attn.hook_pattern"].sum(-1), torch.ones(1, config.n_head, T))
+    # Position 0 is not rotated (every angle is 0 there); position 1 is, and keeps its length.
+    q, rot = seen["blocks.0.attn.hook_q"], seen["blocks.0.attn.hook_rot_q"]
+    assert torch.allclose(q[:, :, 0], rot[:, :, 0]) and not torch.allclose(q[:, :, 1], rot[:, :, 1])
+    assert torch.allclose(q.norm(dim=-1), rot.norm(dim=-1), atol=1e-5)
+    mlp = ours.model.layers[0].mlp
+    gate, up, post = (seen[f"blocks.0.mlp.{n}"] for n in ("hook_pre", "hook_pre_linear", "hook_post"))
+    assert torch.allclose(post, torch.nn.functional.silu(gate) * up) and mlp is not None
+    # Listening to the pattern computes attention explicitly: the same logits to rounding.
+    assert (logits - plain).abs().max().item() < 1e-4
+
+
+def test_a_config_the_core_does_not_implement_is_refused():
+    base = {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 8, "num_key_value_heads": 4}
+    assert LlamaConfig.from_dict(base).group == 2
+    for change in ({"model_type": "gpt2"}, {"num_key_value_heads": 3}, {"hidden_act": "gelu"},
+                   {"rope_scaling": {"type": "linear", "factor": 2.0}}, {"attention_bias": True},
+                   {"hidden_size": 60}, {"rms_norm_eps": -1}):
+        with pytest.raises(ConfigError):
+            LlamaConfig.from_dict({**base, **change})
+
+
+def test_a_checkpoint_that_disagrees_with_its_config_is_refused(tmp_path):
+    import json
+
+    write_llama(tmp_path, 6, 2, True)
+    config = json.loads((tmp_path / "config.json").read_text())
+    config["intermediate_size"] = 48
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    with pytest.raises(WeightsError, match="gate_proj"):
+        load_llama(tmp_path)

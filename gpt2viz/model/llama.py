@@ -425,3 +425,23 @@ def load_llama(directory: str | Path, dtype: torch.dtype = torch.float32) -> Lla
             raise WeightsError(_("{path}: no tensor {name}").format(path=directory, name=name))
         param.requires_grad_(False)
     return model.eval()
+
+
+def load_llama_gguf(path: str | Path, dtype: torch.dtype = torch.float32) -> tuple[Llama, Any]:
+    """The LLaMA-family model in the GGUF file at `path`, its weights dequantized (model/gguf.py),
+    and its tokenizer (a `tokenizers.Tokenizer`)."""
+    from . import gguf
+
+    file = gguf.read_header(path)
+    config = LlamaConfig.from_dict(gguf.llama_config_dict(file))
+    tensors = gguf.read_tensors(file, config.n_head, config.n_kv_head)
+    wanted = expected_shapes(config)
+    for name, shape in wanted.items():
+        tensor = tensors.get(name)
+        if tensor is None or tuple(tensor.shape) != shape:
+            found = "none" if tensor is None else list(tensor.shape)
+            raise WeightsError(_("{path}: {name} is {dtype} {shape}, the config implies {expected}").format(
+                path=path, name=name, dtype="", shape=found, expected=list(shape)))
+    model = Llama(config)
+    model.load_state_dict({n: tensors[n].to(dtype) for n in wanted}, strict=False, assign=True)
+    return model.eval(), gguf.tokenizer_from_gguf(file.metadata)

@@ -32,7 +32,7 @@ SECTIONS = documented()
 
 def test_the_page_has_a_section_per_public_module():
     assert set(SECTIONS) == {"gpt2viz", "gpt2viz.hooks", "gpt2viz.activation_cache", "gpt2viz.interventions",
-                             "gpt2viz.attribution", "gpt2viz.patching", "gpt2viz.errors"}
+                             "gpt2viz.attribution", "gpt2viz.patching", "gpt2viz.head_detector", "gpt2viz.errors"}
     assert (REPO / "gpt2viz" / "py.typed").is_file()
 
 

@@ -12,7 +12,7 @@ from helpers import state_home
 MODELS = ("tiny", "test-2-block")
 
 
-# A slow run's keys: the 24 slow runs are a soak of the screens the fast runs walk once (the long
+# A slow run's keys: the 28 slow runs are a soak of the screens the fast runs walk once (the long
 # soak, many seeds, is benchmarks/monkey_soak.py); at ~100 keys a second, 300 keys keep the slow
 # tier within CI's time.
 SLOW_KEYS_PER_RUN = 300
@@ -28,7 +28,7 @@ def cases(language: str) -> list:
     languages (they take turns: the step-through in English, the map in Chinese, ...), 420 keys;
     in the slow tier each screen on `tiny` in the other language, and on the 2-block checkpoint in
     the fast run's language, 300 keys each. README: CI runs both, so a CI run sends
-    12 x 420 + 24 x 300 = 12,240 keys; the long soak (every screen, both languages, both models,
+    14 x 420 + 28 x 300 = 14,280 keys; the long soak (every screen, both languages, both models,
     many seeds) is benchmarks/monkey_soak.py."""
     out = []
     for model in MODELS:

@@ -350,3 +350,19 @@ async def test_the_menu_speaks_chinese(tmp_path, monkeypatch):
             assert "第一次使用" in str(getattr(text, "plain", text))
     finally:
         set_language("en")
+
+
+@run_async
+async def test_a_page_that_needs_a_generation_says_what_to_do_on_a_replay_without_one():
+    """Lesson 001 sends the learner to the generation view; a replay with no generation cannot
+    open one (g only says so), so the page says how to get one instead of asking for g."""
+    app = make_app(trace=load(TINY_TRACE), options=RunOptions(lesson="001"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await started(app, pilot)
+        lesson = app.session.lesson
+        while lesson.current.until_screen != "generation":
+            await pilot.press("n")
+            await pilot.pause()
+        text = lesson_text(app)
+        assert say("lesson.unavailable.generation") in text and say("lesson.do.open_generation") not in text
+        fits(app, (80, 24))

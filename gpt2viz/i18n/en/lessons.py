@@ -40,6 +40,11 @@ TEXT = {
     "lesson.do.into_blocks": "Do: press ] to jump into block 0.",
     "lesson.do.next_head": "Do: press . to show the next attention head.",
     "lesson.do.next_block": "Do: press ] to see the same stage one block further on.",
+    "lesson.unavailable.generation": (
+        "This saved trace holds no generation, so the generation view cannot open here: start "
+        "gpt2viz with --model (tiny works offline) to generate, or replay a trace recorded with "
+        "--generate. n goes on."
+    ),
     "lesson.do.open_generation": "Do: press g to open the generation view (escape comes back here).",
     "lesson.do.open_cost_lab": "Do: press m to open the cost lab (escape comes back here).",
     # Lesson 000: one forward pass (tutorial 000).

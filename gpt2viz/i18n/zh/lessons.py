@@ -34,6 +34,10 @@ TEXT = {
     "lesson.do.into_blocks": "操作：按 ] 跳进第 0 层。",
     "lesson.do.next_head": "操作：按 . 显示下一个注意力头。",
     "lesson.do.next_block": "操作：按 ] 查看下一层的同一阶段。",
+    "lesson.unavailable.generation": (
+        "这个保存的 trace 里没有生成记录，所以这里打不开生成视图：用 --model 启动 gpt2viz"
+        "（tiny 离线也能用）来生成，或回放用 --generate 录制的 trace。按 n 继续。"
+    ),
     "lesson.do.open_generation": "操作：按 g 打开生成视图（按 esc 回到这里）。",
     "lesson.do.open_cost_lab": "操作：按 m 打开成本实验室（按 esc 回到这里）。",
     "lesson.000.title": "一次前向传播：从模型文件到下一个 token",

@@ -263,7 +263,10 @@ class StepScreen(AppScreen[None]):
         if lesson is None:
             panel.show(None, {}, {}, replay=False)
             return
-        panel.show(lesson, lesson_facts(self.trace), lesson_answers(self.trace), replay=not self.session.live)
+        live = self.session.live
+        # A replay opens the generation view only on a generation it recorded.
+        unavailable = frozenset() if live or self.trace.generation else frozenset({"generation"})
+        panel.show(lesson, lesson_facts(self.trace), lesson_answers(self.trace), replay=not live, unavailable=unavailable)
         if lesson.current.predict is None and panel.guess_field().has_focus:
             self.set_focus(None)
 

@@ -53,8 +53,10 @@ class LessonPanel(Vertical):
         yield GuessInput(id="lesson-guess", compact=True, placeholder=_("your guess"),
                          restrict=GuessInput.GUESS_CHARACTERS, disabled=True)
 
-    def show(self, run: LessonRun | None, facts: dict[str, str], answers: dict[str, float], replay: bool) -> None:
-        """Draws `run`'s current page (hides the panel when there is no lesson)."""
+    def show(self, run: LessonRun | None, facts: dict[str, str], answers: dict[str, float], replay: bool,
+             unavailable: frozenset[str] = frozenset()) -> None:
+        """Draws `run`'s current page (hides the panel when there is no lesson). `unavailable`: the
+        screens (gpt2viz.lessons.SCREENS) that cannot open here (a replay with no generation)."""
         self.set_class(run is not None, "-on")
         if run is None:
             self.set_class(False, "-guessing")
@@ -72,6 +74,8 @@ class LessonPanel(Vertical):
             if made is not None:
                 lines.append(self._verdict(made, page.predict, answers))
                 lines.append(say(page.predict.why, **facts))
+        elif page.until_screen in unavailable and run.page not in run.done:
+            lines.append(say(f"lesson.unavailable.{page.until_screen}"))  # what to do instead
         elif page.do is not None and run.page not in run.done:
             lines.append(say(page.do, **facts))
         if run.page in run.done and page.predict is None:

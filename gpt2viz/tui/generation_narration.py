@@ -235,13 +235,18 @@ def bandwidth_text(f: RunFacts, gen: Generation, index: int | None, compare_key:
     head += "\n\n" + say("generation.cost.reads", **reads)
     mean = gen.mean_decode_ms
     lines = []
+    share = busy_share(gen)
+    # A rate from times measured busy says so itself (the busy rule), not only in the warning above.
+    caveat = {} if share is None else {"share": percent(share)}
+    suffix = "" if share is None else "_busy"
     if index is not None and index < len(gen.steps) and not gen.is_first(index):
         step = gen.steps[index]
         kv = (step.get("kv_cache") or {}).get("total_bytes") or 0
         rate = gb_per_s(weights + kv, step.get("ms"))
         lines.append(
             say(
-                "generation.cost.step_rate",
+                "generation.cost.step_rate" + suffix,
+                **caveat,
                 index=index,
                 weights=nbytes(weights),
                 kv=nbytes(kv),
@@ -253,7 +258,8 @@ def bandwidth_text(f: RunFacts, gen: Generation, index: int | None, compare_key:
     if mean:
         read = weights + gen.mean_decode_kv_bytes
         lines.append(
-            say("generation.cost.mean_rate", ms=num(mean), bytes=nbytes(int(read)), rate=num(gb_per_s(read, mean)))
+            say("generation.cost.mean_rate" + suffix, **caveat, ms=num(mean), bytes=nbytes(int(read)),
+                rate=num(gb_per_s(read, mean)))
         )
         if not busy:
             lines.append(bound_text(read, mean, gen.stream_gb_s))

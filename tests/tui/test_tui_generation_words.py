@@ -127,6 +127,12 @@ def test_times_taken_while_other_processes_were_busy_claim_no_bound(small):
     text = bandwidth_text(f, busy, 2, "c")
     assert warning in text and "GB/s this machine streams" not in text
     assert text.startswith(warning)  # first: a short panel shows it above the rates it is about
+    # Every sentence that names a rate from those times carries the caveat itself (issue 36's walk
+    # found "= 6.56 GB/s effective" two paragraphs below the warning, on its own).
+    caveat = f"used {percent(0.6)} of the CPUs"
+    rates = [s for s in text.replace("\n", " ").split(". ") if "GB/s" in s]
+    assert len(rates) == 2 and all(caveat in s for s in rates), rates
+    assert "of the CPUs" not in bandwidth_text(f, quiet, 2, "c")
     # A comparison with a busy run: the warning in place of the fitted cost split.
     slow_naive = dataclasses.replace(naive, others_cpu=0.6)
     assert warning in compare_text(f, Comparison(slow_naive, quiet))
@@ -212,3 +218,32 @@ def test_chart_layout_and_scale():
     assert chart_scale([spiky], first) == (13.0, 2)
     assert [fill(5.0, 5.0, row, 5) for row in range(5)] == [8] * 5
     assert [fill(0.01, 5.0, row, 5) for row in range(5)] == [0, 0, 0, 0, 1]  # never invisible
+
+
+def test_a_replayed_generation_measured_busy_marks_its_table_and_its_rates(tmp_path):
+    """The generation view's table of times and rates says under what load they were measured."""
+    import json
+
+    from tui_helpers import GENERATION_TRACE, panel_text, run_async, started
+
+    from gpt2viz.trace import load
+    from gpt2viz.tui.app import make_app
+    from gpt2viz.tui.screens.generation import GenerationScreen
+
+    doc = json.loads(GENERATION_TRACE.read_text(encoding="utf-8"))
+    doc["generation"]["others_cpu"] = 0.637
+    path = tmp_path / "busy.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+
+    @run_async
+    async def walk():
+        app = make_app(trace=load(path))
+        async with app.run_test(size=(120, 40)) as pilot:
+            await started(app, pilot)
+            await pilot.press("g")
+            await started(app, pilot, GenerationScreen)
+            text = panel_text(app.screen, "#cost-panel")
+            assert "measured while other processes used 63.7% of the CPUs" in text
+            assert text.count("used 63.7% of the CPUs") >= 3  # the table, and each rate's sentence
+
+    walk()

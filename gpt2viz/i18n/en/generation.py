@@ -116,6 +116,14 @@ TEXT = {
     ),
     "generation.cost.mean_rate": "Mean decode step: {ms} ms for {bytes} = {rate} GB/s effective.",
     # What bounds a step, against the stream rate measured on this machine (costs.step_bound).
+    "generation.cost.step_rate_busy": (
+        "Step {index}: {weights} + {kv} of K and V in {ms} ms = {rate} GB/s effective, measured while "
+        "other processes used {share} of the CPUs (below what this machine reads on its own)."
+    ),
+    "generation.cost.mean_rate_busy": (
+        "Mean decode step: {ms} ms for {bytes} = {rate} GB/s effective, measured while other processes "
+        "used {share} of the CPUs."
+    ),
     "generation.busy": (
         "While this ran, other processes used {share} of this machine's CPU time: these times are slower than "
         "the model runs here on its own, so nothing is claimed about what bounds a step or where its time "

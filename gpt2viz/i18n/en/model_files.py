@@ -92,8 +92,7 @@ TEXT = {
     ),
     # How the machine that recorded the run multiplies by the weights (gpt2viz.kernels; float32).
     "stage.model_files.kernels": (
-        "How to multiply by each weight was measured on the machine that ran this ({cpu}) when it "
-        "loaded them: one product as the BLAS computes it, or the weight's two halves on one core each."
+        "How to multiply by each weight was measured on the machine that ran this ({cpu}) the first time gpt2viz loaded weights of these shapes there, and kept (in its cache: measured again only if the machine was busy then): one product as the BLAS computes it, or the weight's two halves on one core each."
     ),
     "stage.model_files.kernel.faster": "• {layers} ({shape}): two halves, {split} µs against {plain} µs as one product (one row).",
     "stage.model_files.kernel.slower": "• {layers} ({shape}): one product, {plain} µs against {split} µs in two halves (one row).",
@@ -112,9 +111,7 @@ TEXT = {
     ),
     # The other number formats' kernels (gpt2viz/kernels/formats.py): bfloat16, float16, int8.
     "stage.model_files.format_kernels": (
-        "In {dtype}, the kernel for each weight was chosen on the machine that ran this ({cpu}) when it "
-        "loaded them: of those that hold the weight exactly and give each row the same digits however "
-        "many rows share a product, the fastest at one row, a decode step's product."
+        "In {dtype}, the kernel for each weight was chosen on the machine that ran this ({cpu}) the first time gpt2viz loaded weights of these shapes in {dtype} there, and kept: of those that hold the weight exactly and give each row the same digits however many rows share a product, the fastest at one row, a decode step's product."
     ),
     "stage.model_files.format_kernels_int8": (
         "In int8 every product multiplies 8-bit weights through fbgemm; how finely it quantizes each "

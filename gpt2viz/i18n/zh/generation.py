@@ -100,6 +100,13 @@ TEXT = {
     "generation.cost.step_rate": "第 {index} 步：{weights} + {kv} 的 K 和 V，用时 {ms} ms = 有效 {rate} GB/s。",
     "generation.cost.mean_rate": "decode 步平均：{ms} ms 读 {bytes} = 有效 {rate} GB/s。",
     # 这一步受什么限制：与本机测得的流式读取速率相比（costs.step_bound）。
+    "generation.cost.step_rate_busy": (
+        "第 {index} 步：{weights} + {kv} 的 K 和 V，用时 {ms} ms = 有效 {rate} GB/s，"
+        "测量时其他进程占用了 {share} 的 CPU（低于这台机器单独运行时的读取速度）。"
+    ),
+    "generation.cost.mean_rate_busy": (
+        "平均解码一步：{ms} ms 读取 {bytes} = 有效 {rate} GB/s，测量时其他进程占用了 {share} 的 CPU。"
+    ),
     "generation.busy": (
         "运行期间，其他进程占用了本机 {share} 的 CPU 时间：这些耗时比模型在本机单独运行时要慢，所以这里不判断"
         "每一步受什么限制，也不分析时间花在哪里。请等机器空闲时再运行一次。"

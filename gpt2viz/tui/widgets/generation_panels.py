@@ -380,6 +380,10 @@ class CostPanel(Panel):
                     (" " + _("GB/s decode"), ".gen-panel--dim"),
                 )
             )
+        share = busy_share(gen)
+        if share is not None:  # the busy rule: the table says under what it was measured
+            rows.append(Content.styled(_("measured while other processes used {share} of the CPUs").format(
+                share=percent(share)), ".gen-panel--dim"))
         return lines(rows)
 
     def _compare(self, state: ViewState) -> Content:

@@ -267,7 +267,7 @@ def check_recordable(config, T: int, past: int = 0) -> None:
 
 
 def record_forward(
-    lm: LanguageModel, ids: list[int], use_cache: bool = True, topk: int = 10, past: int = 0
+    lm: LanguageModel, ids: list[int], use_cache: bool = True, topk: int = 10, past: int = 0, reserve: int | None = None
 ) -> tuple[list[dict], float]:
     """One forward pass over `ids` with every hook recorded; returns the events and its ms.
 
@@ -275,12 +275,14 @@ def record_forward(
     recorded is the one over the rest: with one id left, a decode step as generation runs it
     (one query row against the cached keys and values). Its numbers equal those of the step
     generation ran up to float rounding: here one prefill wrote the earlier keys and values,
-    where generation wrote them a step at a time, and attention kernels sum in another order."""
+    where generation wrote them a step at a time, and attention kernels sum in another order.
+    `reserve`: the positions the cache allocates at once (a generation's step: what the generation
+    reserved, so the pass's cache is the size the generation's was; default: kv_cache.py's)."""
     if past and not use_cache:
         raise ValueError("a pass after cached positions needs the cache")
     check_recordable(lm.config, len(ids) - past, past)
     recorder = Recorder(lm, topk, past)
-    cache = lm.model.new_cache() if use_cache else None
+    cache = lm.model.new_cache(reserve=reserve) if use_cache else None
     if past:
         lm.model(torch.tensor([ids[:past]], device=lm.model.device), cache, last_only=True)
     start = time.perf_counter()
@@ -290,13 +292,15 @@ def record_forward(
     return events, (time.perf_counter() - start) * 1000
 
 
-def trace_decode_step(lm: LanguageModel, ids: list[int], *, topk: int = 10, quality: bool = False) -> Trace:
+def trace_decode_step(
+    lm: LanguageModel, ids: list[int], *, topk: int = 10, quality: bool = False, reserve: int | None = None
+) -> Trace:
     """The forward pass of the decode step that reads the last of `ids` with the others cached:
-    `tokens` holds that one position, `context` the cached ones."""
+    `tokens` holds that one position, `context` the cached ones. `reserve`: as record_forward's."""
     if len(ids) < 2:
         raise ValueError("a decode step needs at least one cached position before it")
     past = len(ids) - 1
-    events, forward_ms = record_forward(lm, ids, topk=topk, past=past)
+    events, forward_ms = record_forward(lm, ids, topk=topk, past=past, reserve=reserve)
     table = token_table(lm, ids)
     return Trace(
         model=model_info(lm),

@@ -116,12 +116,14 @@ def throttled(report: Callable[[Any], None], interval_s: float = PROGRESS_INTERV
 
 
 # -- model work: plain functions the jobs call in the model thread -------------------------------
-def record_pass(lm, prompt: str | list[int], topk: int, decode: bool = False, ablations=(), prompt_length: int | None = None) -> Trace:
+def record_pass(lm, prompt: str | list[int], topk: int, decode: bool = False, ablations=(), prompt_length: int | None = None,
+                reserve: int | None = None) -> Trace:
     """The forward pass over `prompt` (with `decode`: the decode step that reads its last id with
     the others cached), recorded and worked out completely (`Trace.resolve_all`), so that a screen
     only ever reads plain data. `ablations` (gpt2viz.interventions) switch parts of the model off.
     A generation step's pass (`prompt_length`: the generation's prompt is `prompt`'s first ids)
-    takes a mean ablation's mean from that prompt, as the generation did."""
+    takes a mean ablation's mean from that prompt, as the generation did; a decode step's cache
+    allocates `reserve` positions, as the generation's did."""
     import torch
 
     from ..trace import trace_decode_step, trace_prompt
@@ -132,7 +134,7 @@ def record_pass(lm, prompt: str | list[int], topk: int, decode: bool = False, ab
             # the edits inside trace_prompt's own block then average what is a mean already).
             lm.model(torch.tensor([list(prompt)[:prompt_length]], device=lm.model.device), last_only=True)
         if decode:
-            trace = trace_decode_step(lm, prompt, topk=topk, quality=True)
+            trace = trace_decode_step(lm, prompt, topk=topk, quality=True, reserve=reserve)
             trace.interventions = [ablation.spec for ablation in ablations]
         else:
             trace = trace_prompt(lm, prompt, topk=topk, quality=True, ablations=ablations)
@@ -446,7 +448,7 @@ class Session:
 
     def trace_step(
         self, owner: object, ids: list[int], topk: int, decode: bool, ablations, *, prompt_length: int,
-        on_result: Callable[[Trace], None], on_error: OnError,
+        on_result: Callable[[Trace], None], on_error: OnError, reserve: int | None = None,
     ) -> Job:
         """Records the forward pass that chose a generation step's token: a decode step's (one new
         position against the cache) or a full pass (a prefill, or a step without the cache), over
@@ -454,7 +456,8 @@ class Session:
         lm = self.lm
         return self.jobs.submit(
             owner, "trace-step",
-            lambda job: record_pass(lm, ids, topk, decode=decode, ablations=ablations, prompt_length=prompt_length),
+            lambda job: record_pass(lm, ids, topk, decode=decode, ablations=ablations, prompt_length=prompt_length,
+                                    reserve=reserve),
             on_result=on_result, on_error=on_error,
         )
 

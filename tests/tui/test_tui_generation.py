@@ -347,6 +347,10 @@ async def test_enter_opens_a_steps_forward_pass_and_escape_comes_back(ckpts):
         assert step.trace.past == len(context) - 1
         assert step.trace.event("blocks.0.attn.hook_attn_scores")["shape"][2:] == [1, len(context)]
         assert step.trace.event("unembed.hook_out")["positions"][-1]["ids"][0] == screen.gen.ids[3]  # greedy: its choice
+        # Its KV cache is the size the generation's was (one size on both screens; issue 36's walk
+        # found 401,408 B on the pass's panel against the generation's 282,240 B).
+        generation_kv = screen.gen.steps[3]["kv_cache"]
+        assert step.trace.event("kv_cache")["allocated_bytes"] == generation_kv["allocated_bytes"]
         assert step.stage == Stage("next_token")
         assert "generation step 3" in screen_text(app)
         step.go_to(1)  # Tokenize, after the model's files

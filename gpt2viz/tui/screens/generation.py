@@ -485,8 +485,12 @@ class GenerationScreen(AppScreen[None]):
         def failed(text: str, code: int) -> None:
             self.notify(text, title=_("The forward pass failed"), severity="error", markup=False)
 
+        # The pass's KV cache the size the generation's is (generate.py reserves the prompt and
+        # every new token), so its panel and the generation's KV panel give one size.
+        reserve = len(self.gen.prompt_ids) + self.gen.settings.max_new_tokens
         self.session.trace_step(
-            self, ids, self.topk, decode, self.ablations, prompt_length=len(self.gen.prompt_ids), on_result=traced, on_error=failed
+            self, ids, self.topk, decode, self.ablations, prompt_length=len(self.gen.prompt_ids), on_result=traced,
+            on_error=failed, reserve=reserve,
         )
 
     def action_cost_lab(self) -> None:

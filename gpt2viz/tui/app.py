@@ -35,8 +35,8 @@ from ..text_safety import safe_line, safe_text
 from ..trace import Trace
 from .commands import AppCommands, KeyCommands, Palette
 from .language import translate_bindings
-from .screens.base import close_above, close_screen, take_typing
 from .lesson_run import menu_at_start, stop_menu_at_start
+from .screens.base import close_above, close_screen, take_typing
 from .screens.help import HelpScreen
 from .screens.lesson_menu import NEVER, LessonMenu
 from .screens.loading import LoadingScreen

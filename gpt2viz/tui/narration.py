@@ -70,13 +70,17 @@ def _at(trace: Trace, f: RunFacts) -> dict:
 # -- the stages ----------------------------------------------------------------------------
 
 
-def narrate(trace: Trace, stage: Stage, head: int = 0, *, generate_key: str, chosen: StepChoice | None = None) -> Narration:
+def narrate(
+    trace: Trace, stage: Stage, head: int = 0, *, generate_key: str, chosen: StepChoice | None = None, run_sampling: str = ""
+) -> Narration:
     """The title, explanation, formula and shape flow of `stage` in this run. `generate_key` is
     the key that opens the generation view, as bound now, which the last stage names. `chosen`:
-    what the generation step whose pass this is chose (a sampled step may differ from the argmax)."""
+    what the generation step whose pass this is chose (a sampled step may differ from the argmax).
+    `run_sampling`: how this run's generation view samples, in short ('T 0.8 · seed 1'; '' when it
+    takes the argmax), which the prompt's own pass names at its last stage."""
     facts = RunFacts.of(trace)
     if stage.kind == "next_token":
-        text, formula, flow = _next_token(trace, stage, facts, head, generate_key, chosen)
+        text, formula, flow = _next_token(trace, stage, facts, head, generate_key, chosen, run_sampling)
     else:
         text, formula, flow = _WRITERS[stage.kind](trace, stage, facts, head, generate_key)
     edited = edited_sentence(trace, stage)
@@ -514,7 +518,8 @@ def _logit_lens(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key
     return "\n\n".join(paragraphs), formula, flow
 
 
-def _next_token(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key: str, chosen: StepChoice | None = None):
+def _next_token(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key: str, chosen: StepChoice | None = None,
+                run_sampling: str = ""):
     top_id, top, top_prob = final_choice(trace)
     kv = hook_event(trace, "kv_cache")
     sampled = chosen is not None and bool(chosen.sampling)
@@ -542,7 +547,10 @@ def _next_token(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key
         )
         rerun = sentences(rerun, size)
     paragraphs = [choice, *_untrained_paragraph(trace, f), rerun]
-    if not sampled:
+    if not sampled and chosen is None and run_sampling:
+        # The argmax above is this pass's; the run's generation draws from p instead (issue 36's walk).
+        paragraphs.append(say("stage.next_token.run_samples", sampling=run_sampling, token=quote(top), key=generate_key))
+    elif not sampled:
         paragraphs.append(say("stage.next_token.sample", key=generate_key))
     formula = say("stage.next_token.formula_sampled" if sampled else "stage.next_token.formula", id=token_id)
     flow = [say("stage.next_token.flow", ids=shape([1, f.L]), more=shape([1, f.L + 1]))]

@@ -276,3 +276,36 @@ def test_an_untrained_checkpoint_is_said_to_predict_nothing(tiny_trace):
     trained = load(GENERATION_TRACE)  # the bundled model
     for kind in ("lm_head", "next_token"):
         assert warning not in narrate(trained, Stage(kind), generate_key="g").text
+
+
+def test_the_prompt_s_pass_says_the_run_samples_when_it_does():
+    """With --temperature the prompt's own pass still shows its argmax, and says the generation
+    draws from p instead (issue 36's walk: '--temperature 0.8 --seed 1' read 'Greedy decoding takes
+    the most probable token' and nothing more, while the generation's first token was another)."""
+    from tui_helpers import TINY_TRACE, run_async, stage_text, started
+
+    from gpt2viz.i18n import say
+    from gpt2viz.options import RunOptions
+    from gpt2viz.trace import load
+    from gpt2viz.tui.app import make_app
+
+    trace = load(TINY_TRACE)
+    for options, samples in ((RunOptions(temperature=0.8, seed=1), True), (RunOptions(), False)):
+        @run_async
+        async def last_stage(options=options, samples=samples):
+            app = make_app(trace=trace, options=options)
+            async with app.run_test(size=(120, 40)) as pilot:
+                await started(app, pilot)
+                await pilot.press("end")
+                text = " ".join(stage_text(app).split())
+                said = " ".join(say("stage.next_token.run_samples", sampling="T 0.8 · seed 1", token="'latest'", key="g").split())
+                assert (said in text) is samples, text
+                assert ("Sampling with a temperature instead of the argmax" in text) is not samples
+
+        last_stage()
+    # narrate itself: a generation step's pass (chosen) never gets the run's sentence.
+    from gpt2viz.tui.facts import StepChoice
+
+    chosen = StepChoice(1, "x", 0.5, "")
+    assert "This run's generation samples" not in narrate(trace, Stage("next_token"), generate_key="g", chosen=chosen,
+                                                          run_sampling="T 0.8 · seed 1").text

@@ -335,6 +335,11 @@ TEXT = {
         "The cache holds {bytes} after this step, {per_token} bytes per token (2 × {layers} × {heads} × "
         "{D} × {value_bytes} bytes)."
     ),
+    "stage.next_token.run_samples": (
+        "That is this pass's most probable token. This run's generation samples ({sampling}): it draws each "
+        "token from these probabilities after the settings, so its first token need not be {token}. Press "
+        "{key} for the generation view."
+    ),
     "stage.next_token.sample": (
         "Sampling with a temperature instead of the argmax gives other continuations. Press {key} for the "
         "generation view."

@@ -299,6 +299,10 @@ TEXT = {
         "这一步之后，缓存占 {bytes}，每个 token {per_token} 字节"
         "（2 × {layers} × {heads} × {D} × {value_bytes} 字节）。"
     ),
+    "stage.next_token.run_samples": (
+        "这是本次前向传播中概率最高的 token。本次运行的生成是采样的（{sampling}）：每个 token 都按设置调整后的"
+        "这些概率抽取，所以生成的第一个 token 不一定是 {token}。按 {key} 打开生成视图。"
+    ),
     "stage.next_token.sample": "用带温度的采样代替 argmax，会得到别的续写。按 {key} 打开生成视图。",
     "stage.next_token.formula": "下一个 token = argmax(p) = {id}",
     "stage.next_token.flow": "ids，形状 {ids} + 下一个 → ids，形状 {more}",

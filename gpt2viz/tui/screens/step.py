@@ -219,6 +219,13 @@ class StepScreen(AppScreen[None]):
         """The check against transformers ended: the top bar says how it went."""
         self._draw_top_bar()
 
+    def _run_sampling(self) -> str:
+        """How the session's generation samples, in short ('' for greedy): said at the prompt's pass."""
+        from ..generation import decoding_label
+
+        sampling = self.session.generation_settings.sampling
+        return "" if sampling.greedy else decoding_label(sampling, short=True)
+
     def on_screen_resume(self) -> None:
         # Back from a screen a lesson page asked for (the generation view, the cost lab): done now.
         if self._mounted and self.lesson is not None:
@@ -227,7 +234,8 @@ class StepScreen(AppScreen[None]):
     def _draw(self, new_stage: bool = True) -> None:
         if not self._mounted:
             return
-        self.query_one(StageView).draw(self.trace, self.stages, self.index, self.head, new_stage, chosen=self.chosen)
+        self.query_one(StageView).draw(self.trace, self.stages, self.index, self.head, new_stage, chosen=self.chosen,
+                                       run_sampling=self._run_sampling())
         # Before -> after, where the prediction is read: the next token and the logit lens.
         shows_prediction = self.stage.kind in ("next_token", "logit_lens") and self.is_main
         self.query_one(BeforeAfter).draw(self.trace.interventions, self.changes if shows_prediction else None)

@@ -24,6 +24,7 @@ from textual.command import CommandPalette
 from textual.message import Message
 from textual.screen import Screen
 from textual.theme import ThemeProvider
+from textual.timer import Timer
 
 from ..crash_log import unexpected_error_line
 from ..errors import DownloadCancelled
@@ -63,6 +64,9 @@ class Delivered(Message):
     call: Callable[[], None]
 
 
+RERUN_NOTICE_AFTER_S = 0.4  # a pass run again in place is said only once it has taken this long
+
+
 class Gpt2VizApp(CompatApp):
     """Shows one GPT-2 forward pass, stage by stage, from a recorded Trace."""
 
@@ -97,6 +101,7 @@ class Gpt2VizApp(CompatApp):
         self.farewell: str | None = None  # a line to say on leaving that is no error (a cancelled download)
         self._steps: StepScreen | None = None  # the step-through of the session's trace (pushed here)
         self._loading: LoadingScreen | None = None  # the loading screen of a run under way (pushed here)
+        self._rerun_notice: Timer | None = None  # "Running the pass again…", due if the pass takes a moment
 
     # -- the model thread's results, on the UI thread --------------------------------------------
     def _deliver(self, call: Callable[[], None]) -> None:
@@ -136,7 +141,11 @@ class Gpt2VizApp(CompatApp):
         loading = self._loading
         if isinstance(event, RunStarted):
             if event.in_place:  # parts switched off or back on: the stage on show is redrawn
-                self.notify(_("Running the pass again…"), timeout=2)
+                # Said only if the pass takes a moment: a notice shown for a redraw that came at
+                # once stayed 2 s after it (issue 36's walk).
+                self._stop_rerun_notice()
+                self._rerun_notice = self.set_timer(
+                    RERUN_NOTICE_AFTER_S, lambda: self.notify(_("Running the pass again…"), timeout=2))
             elif loading is None or loading.closing:
                 self._loading = LoadingScreen(self.session, event.model, event.prompt, can_cancel=event.can_cancel)
                 self.push_screen(self._loading)
@@ -148,6 +157,7 @@ class Gpt2VizApp(CompatApp):
             if self._showing(loading):
                 loading.download(event.progress)
         elif isinstance(event, TraceRecorded):
+            self._stop_rerun_notice()
             self._close_loading()
             if event.then == "generate":  # the model in another number format: a new generation view
                 self.close_above_steps()
@@ -160,6 +170,7 @@ class Gpt2VizApp(CompatApp):
 
                 open_generation(self._steps)
         elif isinstance(event, RunFailed):
+            self._stop_rerun_notice()
             if event.fatal:
                 self.error, self.exit_code = event.text, event.exit_code
                 if loading is not None:
@@ -171,6 +182,11 @@ class Gpt2VizApp(CompatApp):
             self._show_verification(event.result)
         elif isinstance(event, Failed):
             self.notify(event.text, title=event.title, severity="error")
+
+    def _stop_rerun_notice(self) -> None:
+        if self._rerun_notice is not None:
+            self._rerun_notice.stop()
+            self._rerun_notice = None
 
     @staticmethod
     def _showing(screen) -> bool:

@@ -397,51 +397,53 @@ def expected_shapes(config: LlamaConfig) -> dict[str, tuple[int, ...]]:
     return shapes
 
 
+def check_shapes(where: str | Path, config: LlamaConfig, found: dict[str, tuple[tuple[int, ...], str]]) -> list[str]:
+    """The checkpoint names to read, once every tensor `found` (name: shape and stored type, from a
+    file's header: no bytes read yet) is one the config implies, with its shape, and none is
+    missing. A tied head stored anyway (a copy of the token table) is not read."""
+    wanted = expected_shapes(config)
+    for name, shape in wanted.items():
+        if name not in found:
+            raise WeightsError(_("{path}: no tensor {name}").format(path=where, name=name))
+        stored, kind = found[name]
+        if stored != shape:
+            raise WeightsError(_("{path}: {name} is {dtype} {shape}, the config implies {expected}").format(
+                path=where, name=name, dtype=kind, shape=list(stored), expected=list(shape)))
+    extra = sorted(set(found) - set(wanted) - ({"lm_head.weight"} if config.tie_word_embeddings else set()))
+    if extra:
+        raise WeightsError(_("{path}: a tensor the config does not imply: {name}").format(path=where, name=extra[0]))
+    return list(wanted)
+
+
+def build(config: LlamaConfig, tensors: dict[str, torch.Tensor], dtype: torch.dtype) -> Llama:
+    """The network holding `tensors` (checked by check_shapes) in `dtype`."""
+    model = Llama(config)
+    model.load_state_dict({n: t.to(dtype) for n, t in tensors.items()}, strict=False, assign=True)
+    return model.eval()
+
+
 def load_llama(directory: str | Path, dtype: torch.dtype = torch.float32) -> Llama:
     """The LLaMA-family checkpoint in `directory` (config.json, safetensors), its tensors checked
     against the config's shapes before any of their bytes are read."""
     directory = Path(directory)
     config = LlamaConfig.from_file(directory / "config.json")
     stored = {t.name: t for t in read_headers(find_weight_files(directory))[0]}
-    wanted = expected_shapes(config)
-    if config.tie_word_embeddings and "lm_head.weight" in stored:
-        stored.pop("lm_head.weight")  # a tied head saved as a copy of the token table: not read
-    for name, shape in wanted.items():
-        t = stored.get(name)
-        if t is None:
-            raise WeightsError(_("{path}: no tensor {name}").format(path=directory, name=name))
-        if t.shape != shape or t.dtype not in FLOAT_DTYPES:
-            raise WeightsError(_("{path}: {name} is {dtype} {shape}, the config implies {expected}").format(
-                path=directory, name=name, dtype=t.dtype, shape=list(t.shape), expected=list(shape)))
-    extra = sorted(set(stored) - set(wanted))
-    if extra:
-        raise WeightsError(_("{path}: a tensor the config does not imply: {name}").format(path=directory, name=extra[0]))
-    names = list(wanted)
-    tensors = read_tensors([stored[n] for n in names])
-    model = Llama(config)
-    model.load_state_dict({n: t.to(dtype) for n, t in zip(names, tensors)}, strict=False, assign=True)
-    for name, param in model.named_parameters():
-        if param.is_meta:
-            raise WeightsError(_("{path}: no tensor {name}").format(path=directory, name=name))
-        param.requires_grad_(False)
-    return model.eval()
+    for t in stored.values():
+        if t.dtype not in FLOAT_DTYPES:
+            raise WeightsError(_("{path}: {name} is stored as {dtype}, not floating point").format(
+                path=directory, name=t.name, dtype=t.dtype))
+    names = check_shapes(directory, config, {n: (t.shape, t.dtype) for n, t in stored.items()})
+    return build(config, dict(zip(names, read_tensors([stored[n] for n in names]))), dtype)
 
 
 def load_llama_gguf(path: str | Path, dtype: torch.dtype = torch.float32) -> tuple[Llama, Any]:
     """The LLaMA-family model in the GGUF file at `path`, its weights dequantized (model/gguf.py),
-    and its tokenizer (a `tokenizers.Tokenizer`)."""
+    checked against the config's shapes before any of their bytes are read, and its tokenizer (a
+    `tokenizers.Tokenizer`)."""
     from . import gguf
 
     file = gguf.read_header(path)
     config = LlamaConfig.from_dict(gguf.llama_config_dict(file))
-    tensors = gguf.read_tensors(file, config.n_head, config.n_kv_head)
-    wanted = expected_shapes(config)
-    for name, shape in wanted.items():
-        tensor = tensors.get(name)
-        if tensor is None or tuple(tensor.shape) != shape:
-            found = "none" if tensor is None else list(tensor.shape)
-            raise WeightsError(_("{path}: {name} is {dtype} {shape}, the config implies {expected}").format(
-                path=path, name=name, dtype="", shape=found, expected=list(shape)))
-    model = Llama(config)
-    model.load_state_dict({n: tensors[n].to(dtype) for n in wanted}, strict=False, assign=True)
-    return model.eval(), gguf.tokenizer_from_gguf(file.metadata)
+    found = {name: (t.shape, t.type) for t in file.tensors.values() if (name := gguf.checkpoint_name(t.name))}
+    check_shapes(path, config, found)
+    return build(config, gguf.read_tensors(file, config.n_head, config.n_kv_head), dtype), gguf.tokenizer_from_gguf(file.metadata)

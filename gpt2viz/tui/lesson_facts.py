@@ -50,6 +50,12 @@ def top_two(trace: Trace) -> tuple[tuple[str, float], tuple[str, float]] | None:
     return tuple((token_label(last["tokens"][i]), float(last["logits"][i])) for i in range(2))  # type: ignore[return-value]
 
 
+def logit_gap(trace: Trace) -> float:
+    """How far the first candidate's logit lies above the second's (nan with fewer than two)."""
+    two = top_two(trace)
+    return two[0][1] - two[1][1] if two is not None else float("nan")
+
+
 def step_macs(f: RunFacts) -> int:
     """Multiply-adds of one new position through the weights' products: in each block c_attn
     (C x 3C), attention's c_proj (C x C), the MLP's c_fc and c_proj (C x d_mlp each); then the
@@ -61,8 +67,7 @@ def step_macs(f: RunFacts) -> int:
 def _answers(trace: Trace) -> dict[str, float]:
     f = RunFacts.of(trace)
     _id, _text, prob = final_choice(trace)
-    two = top_two(trace)
-    gap = two[0][1] - two[1][1] if two is not None else float("nan")
+    gap = logit_gap(trace)
     return {
         "wte_float32_bytes": 4 * f.params.wte,
         # c_attn on this pass: [T, C] times [C, 3C]
@@ -95,7 +100,7 @@ def _facts(trace: Trace) -> dict[str, str]:
     answers = lesson_answers(trace)
     _id, next_text, prob = final_choice(trace)
     two = top_two(trace)
-    gap = two[0][1] - two[1][1] if two is not None else float("nan")
+    gap = logit_gap(trace)
     shown = [token_label(token_text(trace, i)) for i in range(min(f.T, SHOWN_TOKENS))]
     tokens = " · ".join(shown) + (" …" if f.T > SHOWN_TOKENS else "")
     return {

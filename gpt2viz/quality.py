@@ -34,14 +34,16 @@ class Agreement:
     def mean_kl(self) -> float:
         return self.kl_sum / self.positions if self.positions else 0.0
 
-    def add(self, logits: torch.Tensor, reference: torch.Tensor) -> None:
-        """Adds positions: `[N, V]` logits of the model and of float32."""
+    def add(self, logits: torch.Tensor, reference: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Adds positions: `[N, V]` logits of the model and of float32. Returns both models'
+        log-probabilities `[N, V]` (float64), from which a caller reads its losses."""
         a, b = logits.double(), reference.double()
         self.positions += a.size(0)
         self.max_abs_dlogit = max(self.max_abs_dlogit, float((a - b).abs().max()))
         self.top1_agree += int((a.argmax(-1) == b.argmax(-1)).sum())
         log_p, log_q = F.log_softmax(b, dim=-1), F.log_softmax(a, dim=-1)
         self.kl_sum += float((log_p.exp() * (log_p - log_q)).sum())
+        return log_q, log_p
 
     def to_dict(self) -> dict:
         return {
@@ -99,11 +101,11 @@ def heldout(lm: LanguageModel, reference: LanguageModel, ids: list[int]) -> Held
     agreement = Agreement()
     count = 0
     for window in windows:
-        targets = torch.tensor(window[1:])
+        targets = torch.tensor(window[1:]).unsqueeze(1)
         ours, theirs = logits_of(lm, window)[:-1], logits_of(reference, window)[:-1]
-        totals[0] += float(F.cross_entropy(ours.double(), targets, reduction="sum"))
-        totals[1] += float(F.cross_entropy(theirs.double(), targets, reduction="sum"))
-        agreement.add(ours, theirs)
+        # The cross-entropy of each prediction, from the log-probabilities the agreement took.
+        for n, log_probs in enumerate(agreement.add(ours, theirs)):
+            totals[n] -= float(log_probs.gather(1, targets).sum())
         count += len(window) - 1
     count = max(count, 1)
     return Heldout(count, totals[0] / count, totals[1] / count, agreement)

@@ -56,7 +56,10 @@ def _heldout_loss(forward, ids: list[int], n_positions: int, batch: int = 8) -> 
                 x = torch.tensor(same)
                 logits = forward(x).float()
                 assert logits.shape == (len(same), x.size(1), 50257)
-                total += float(F.cross_entropy(logits[:, :-1].reshape(-1, 50257), x[:, 1:].reshape(-1), reduction="sum"))
+                # Each position's target is the next token; the last has none (ignored), so the
+                # logits are read in place rather than copied without their last row.
+                targets = torch.cat([x[:, 1:], torch.full((x.size(0), 1), -100)], dim=1)
+                total += float(F.cross_entropy(logits.view(-1, 50257), targets.view(-1), reduction="sum"))
                 count += x.size(0) * (x.size(1) - 1)
     return total / count
 

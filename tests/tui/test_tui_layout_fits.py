@@ -242,3 +242,8 @@ async def test_the_kv_cache_stays_in_sight_under_the_growing_shapes_at_80x24(sma
         await wait_for(pilot, lambda: panel.max_scroll_y > 0 and reserved in screen_text(app), what="the KV block")
         assert panel.max_scroll_y > 0  # the list does not fit
         assert reserved in screen_text(app) and _("KV cache (prefill)") in screen_text(app)
+        # What scrolled away above is marked: the panel draws its scrollbar, one column wide, with
+        # the thumb away from the top.
+        assert panel.show_vertical_scrollbar and panel.scrollbar_size_vertical == 1 and panel.scroll_y > 0
+        bar = panel.vertical_scrollbar
+        assert bar.display and bar.size.width == 1 and bar.size.height == panel.size.height

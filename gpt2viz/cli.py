@@ -454,6 +454,8 @@ def files_read(lm, options: RunOptions) -> list[Path]:
     from .model.weights import find_weight_files
 
     directory = lm.source.path
+    if lm.source.kind in ("gguf", "package"):  # one file holds the config, the weights and the tokenizer
+        return [directory] + prompt_inputs(options.prompt_file)
     files = [directory / "config.json", directory / "model.safetensors.index.json"]
     files += find_weight_files(directory) + tokenizer_files(directory)
     return files + prompt_inputs(options.prompt_file)

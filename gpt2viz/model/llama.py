@@ -29,9 +29,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..errors import ConfigError, WeightsError
+from ..errors import ConfigError, InputError, WeightsError
 from ..hooks import Hooks, llama_hook_names
-from ..i18n import _
+from ..i18n import N_, _
 from ..input_files import MAX_CONFIG_BYTES, FileRefused, parse_json, read_regular, shown
 from .config import check_size
 from .kv_cache import KVCache
@@ -332,6 +332,7 @@ class Llama(nn.Module):
         super().__init__()
         self.config = config
         self.hooks = hooks or Hooks()
+        self.precision = "float32"  # the number format's name: this family loads in float32 only so far
         self.hooks.bind(llama_hook_names(config.n_layer), n_layer=config.n_layer, n_head=config.n_head, d_mlp=config.d_mlp)
         self.model = LlamaBody(config, self.hooks)
         # The LM head: the token table itself (tied), or a weight of its own [vocab, C].
@@ -350,10 +351,32 @@ class Llama(nn.Module):
         """An empty KV cache: the key/value heads only (n_kv_head of them), not one per query head."""
         return KVCache(self.config, batch_size, capacity, self.dtype, self.device, reserve)
 
-    @torch.inference_mode()
-    def forward(self, input_ids: torch.Tensor, cache: KVCache | None = None, *, last_only: bool = False
-                ) -> tuple[torch.Tensor, KVCache | None]:
-        """Logits `[B, T, vocab]` for the new ids `[B, T]` (`[B, 1, vocab]` with `last_only`)."""
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        cache: KVCache | None = None,
+        *,
+        last_only: bool = False,
+        attention_mask: torch.Tensor | None = None,
+        grad: bool = False,
+    ) -> tuple[torch.Tensor, KVCache | None]:
+        """Logits `[B, T, vocab]` for the new ids `[B, T]` (`[B, 1, vocab]` with `last_only`).
+
+        As GPT2.forward: inference mode unless `grad=True` (autograd from the token embeddings,
+        no cache). Rows of different lengths (an `attention_mask` with padding) are not
+        implemented for this family yet; a mask of real tokens only is accepted."""
+        if attention_mask is not None and not bool(torch.as_tensor(attention_mask).bool().all()):
+            raise InputError("attention_mask", N_("{setting}: padded rows are not implemented for LLaMA-family models yet"))
+        if not grad:
+            with torch.inference_mode():
+                return self._forward(input_ids, cache, last_only, False)
+        if cache is not None:
+            raise InputError("grad", N_("{setting}: a pass with gradients runs without a KV cache"))
+        with torch.enable_grad():
+            return self._forward(input_ids, cache, last_only, True)
+
+    def _forward(self, input_ids: torch.Tensor, cache: KVCache | None, last_only: bool, grad: bool
+                 ) -> tuple[torch.Tensor, KVCache | None]:
         T = input_ids.size(1)
         past = cache.length if cache is not None else 0
         if past + T > self.config.n_ctx:
@@ -362,6 +385,8 @@ class Llama(nn.Module):
         if hooks.active:
             hooks.begin_pass(past, None)
         x = self.model.embed_tokens.lookup(input_ids)  # (B, T, C): no position table here
+        if grad:  # where gradients start: a copy, so that no weight is a leaf of the graph
+            x = x.clone().requires_grad_()
         if hooks.active:
             x = hooks.fire("hook_embed", x)
         cos, sin = rotary_angles(torch.arange(past, past + T, device=x.device), self.config.head_dim, self.config.rope_theta)

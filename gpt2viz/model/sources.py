@@ -1,4 +1,5 @@
-"""Where a model comes from: the bundled `tiny`, a local directory, or a Hugging Face hub id.
+"""Where a model comes from: the bundled `tiny`, a local directory or GGUF file, a Hugging Face
+hub id, or `smollm2` from the package index (model/package_index.py).
 
 Hub downloads fetch only what gpt2viz reads (config, safetensors, tokenizer files). When the hub
 cannot be reached the answer comes within a few seconds, not after the client's long retry loop.
@@ -21,6 +22,7 @@ from urllib.parse import urlsplit
 
 from ..errors import Gpt2VizError, HubUnreachable, ModelSourceError, notice
 from ..i18n import _
+from . import package_index
 
 BUNDLED = "tiny"
 DEFAULT_HUB_MODEL = "gpt2"
@@ -47,11 +49,11 @@ HUB_FILES = [
 
 @dataclass(frozen=True)
 class ResolvedSource:
-    """A checkpoint directory on disk and what the user called it."""
+    """A checkpoint directory (or GGUF file) on disk and what the user called it."""
 
     name: str
     path: Path
-    kind: str  # "bundled", "local" or "hub"
+    kind: str  # "bundled", "local", "hub", "gguf" (a local .gguf file) or "package" (smollm2)
     notice: dict | None = None  # a notice (gpt2viz.errors.notice) to pass on to the user
 
 
@@ -84,6 +86,8 @@ def resolve(source: str | None, progress: Callable[[DownloadProgress], None] | N
             )
     if source == BUNDLED:
         return ResolvedSource(BUNDLED, bundled_dir(), "bundled")
+    if source == package_index.NAME:
+        return ResolvedSource(package_index.NAME, package_index.fetch(_reporter(progress)), "package")
     try:
         path = Path(source).expanduser()
     except RuntimeError:  # '~name/...' for a user this system does not know
@@ -95,12 +99,21 @@ def resolve(source: str | None, progress: Callable[[DownloadProgress], None] | N
         raise ModelSourceError(_("{source}: cannot look there ({error})").format(source=source, error=err.strerror)) from None
     if is_dir:
         return ResolvedSource(source, path, "local")
+    if exists and path.suffix.lower() == ".gguf":
+        return ResolvedSource(source, path, "gguf")
     if exists:
         raise ModelSourceError(_("{source}: is a file, not a checkpoint directory").format(source=source))
     if _looks_like_path(source):
         raise ModelSourceError(_("{source}: no such directory").format(source=source))
     _check_repo_id(source)
     return _from_hub(source, progress)
+
+
+def _reporter(progress: Callable[[DownloadProgress], None] | None) -> Callable[[str, int, int], None] | None:
+    """A one-file download's `report(file, done, total)` as DownloadProgress."""
+    if progress is None:
+        return None
+    return lambda file, done, total: progress(DownloadProgress(file, done, total, done, total, 1))
 
 
 def _check_repo_id(source: str) -> None:

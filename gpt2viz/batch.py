@@ -91,6 +91,7 @@ def generate_batch(
         )
     check_request(model, prompt_ids, max_new_tokens)
     cache = model.new_cache(batch_size, capacity=min(model.config.n_ctx, len(prompt_ids) + max_new_tokens))
+    model.hooks.new_sequence()  # texts of their own: nothing kept from another prompt's pass applies
 
     def first() -> torch.Tensor:
         return _prefill(model, prompt_ids, cache).expand(batch_size, -1)  # the same row for all, no copy
@@ -129,6 +130,7 @@ def generate_prompts(
         pad_id = eos_id if eos_id is not None else 0
     width = max(len(p) for p in prompts)
     cache = model.new_cache(len(prompts), capacity=min(model.config.n_ctx, width + max_new_tokens))
+    model.hooks.new_sequence()
     device = model.device
     ids = torch.tensor([[pad_id] * (width - len(p)) + list(p) for p in prompts], device=device)
     mask = [torch.tensor([[False] * (width - len(p)) + [True] * len(p) for p in prompts], device=device)]

@@ -254,6 +254,7 @@ def generate(
     cache = model.new_cache(reserve=len(prompt_ids) + max_new_tokens) if use_cache else None
     result = GenerationResult(list(prompt_ids), used_cache=use_cache, settings=settings)
     hooks = model.hooks
+    hooks.new_sequence()  # a text of its own: nothing kept from another prompt's pass applies
 
     for step in range(max_new_tokens):
         if len(ids) >= n_ctx:

@@ -301,6 +301,17 @@ class Hooks:
                     self._scoped.pop(thread, None)
                 self._changed()
 
+    def new_sequence(self) -> None:
+        """Called as a new text starts in this thread (`generate`, `run_with_cache`,
+        `run_with_hooks`): what was kept from one text's prompt (a mean ablation's means) is not
+        another's."""
+        self._pass.sequence = self.sequence + 1
+
+    @property
+    def sequence(self) -> int:
+        """How many texts this thread has started (new_sequence)."""
+        return getattr(self._pass, "sequence", 0)
+
     def begin_pass(self, past: int, real: Any = None) -> None:
         """Called by the core as a pass starts (while anyone listens): see `current_pass`."""
         self._pass.info = PassInfo(past, real)

@@ -50,8 +50,9 @@ _SPEC = re.compile(
 )
 
 
-class AblationError(UsageError):
-    """An ablation that does not fit the model, or a spec that does not parse."""
+class AblationError(UsageError, ValueError):
+    """An ablation that does not fit the model, or a spec that does not parse (a bad value: also a
+    ValueError)."""
 
 
 @dataclass(frozen=True)
@@ -142,16 +143,18 @@ class Ablation:
 
 class Means:
     """The means of one `applied` block's mean ablations: each part's mean over the real positions
-    of the first pass on a batch of its size (the prompt's), per row, kept for the later passes."""
+    of the first pass on a batch of its size (the prompt's), per row, kept for the later passes of
+    the same text. A new text (`generate`, `run_with_cache`, `run_with_hooks`: Hooks.new_sequence)
+    takes its own: two prompts in one block never share a mean."""
 
     def __init__(self, hooks: Hooks) -> None:
         self.hooks = hooks  # whose passes say which positions are real
-        self._kept: dict[tuple[str, str, int], torch.Tensor] = {}
+        self._kept: dict[tuple[str, str, int, int], torch.Tensor] = {}
 
     def of(self, spec: str, name: str, part: torch.Tensor, positions_dim: int) -> torch.Tensor:
         """`part`'s kept mean for ablation `spec` at hook `name` (positions dimension of size 1),
         taken from `part` on the first pass that asks for it."""
-        key = (spec, name, part.shape[0])
+        key = (spec, name, part.shape[0], self.hooks.sequence)
         found = self._kept.get(key)
         if found is not None:
             return found

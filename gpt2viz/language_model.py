@@ -192,6 +192,7 @@ class LanguageModel:
         else:
             patterns = self._hook_names(names_filter, "names_filter")
         cache = ActivationCache(self.model)
+        self.hooks.new_sequence()
 
         def keep(activation, hook: HookPoint):
             # TL-style (hooks.tl_style): hook_q/k/v/z arrive in TL's layout. With gradients the
@@ -222,6 +223,7 @@ class LanguageModel:
         returns replaces the activation. Returns the logits `[B, T, vocab]`. `prompt` as for
         `run_with_cache`; only this thread's pass is hooked; `grad=True` runs it with autograd."""
         ids, attention_mask = self._batch(prompt, attention_mask, prepend_bos)
+        self.hooks.new_sequence()
         with ExitStack() as stack:
             for name, fn in fwd_hooks:
                 stack.enter_context(self.hooks.subscribe(self._hook_names(name, "fwd_hooks"), fn, tl_style=True))

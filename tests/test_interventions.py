@@ -140,6 +140,50 @@ def test_a_padded_batch_under_a_mean_ablation_is_each_prompt_alone(tiny_lm):
         assert row.token_ids == alone.token_ids
 
 
+def test_two_texts_in_one_block_each_take_their_own_prompt_s_mean(tiny_lm):
+    """The means are kept per text: a second generate, run_with_cache or run_with_hooks in the same
+    `applied` block averages its own prompt (the first's mean was silently reused)."""
+    prompts = [PROMPT, "ROMEO: But soft, what light through yonder window breaks"]
+    ablations = [Ablation.parse("L1.mlp:mean"), Ablation.parse("L0H2:mean")]
+    alone, alone_logits = [], []
+    for prompt in prompts:
+        with applied(tiny_lm.hooks, ablations):
+            alone.append(tiny_lm.generate(prompt, 8).token_ids)
+        with applied(tiny_lm.hooks, ablations):
+            alone_logits.append(tiny_lm.run_with_hooks(prompt))
+    with applied(tiny_lm.hooks, ablations):
+        assert [tiny_lm.generate(prompt, 8).token_ids for prompt in prompts] == alone
+        for prompt, logits in zip(prompts, alone_logits):
+            assert torch.equal(tiny_lm.run_with_hooks(prompt), logits)
+            assert torch.equal(tiny_lm.run_with_cache(prompt, "hook_embed")[0], logits)
+
+
+def test_an_ablation_that_does_not_fit_is_also_a_value_error(tiny_lm):
+    for spec in ("L99H0", "L1H99", "L1.n999999"):
+        with pytest.raises(ValueError, match=spec):
+            with applied(tiny_lm.hooks, [Ablation.parse(spec)]):
+                tiny_lm.generate(PROMPT, 1)
+
+
+def test_a_layernorm_scale_edited_in_place_is_used_as_one_returned(tiny_lm):
+    """TransformerLens hooks often edit in place and return nothing: the pass goes on with the edit."""
+    def in_place(scale, hook):
+        scale.mul_(2.0)
+
+    def returned(scale, hook):
+        return scale * 2.0
+
+    plain = tiny_lm.run_with_hooks(PROMPT)
+    for name in ("blocks.0.ln1.hook_scale", "ln_final.hook_scale"):
+        edited = tiny_lm.run_with_hooks(PROMPT, fwd_hooks=[(name, in_place)])
+        assert torch.equal(edited, tiny_lm.run_with_hooks(PROMPT, fwd_hooks=[(name, returned)]))
+        assert (edited - plain).abs().max() > 0.01
+    # Only read, the scale changes nothing (the two-step LayerNorm a listener gets rounds apart
+    # from the fused one in the last bits).
+    read = tiny_lm.run_with_hooks(PROMPT, fwd_hooks=[("blocks.0.ln1.hook_scale", lambda s, h: None)])
+    assert torch.allclose(read, plain, rtol=0, atol=1e-5)
+
+
 def test_a_mean_needs_the_prompt_s_pass(tiny_lm):
     """A decode step through a cache filled outside the block has no prompt to average: refused."""
     ids = torch.tensor([tiny_lm.tokenizer.encode(PROMPT)])

@@ -141,8 +141,9 @@ class LayerNorm(Layer):
         normalized, mean, rstd = torch.native_layer_norm(x, (x.size(-1),), None, None, self.eps)
         if hooks.wants(self.hook_scale):
             scale = 1 / rstd  # sqrt(var + eps): (B, T, 1)
+            before = scale.clone()  # (B, T, 1): to see an edit made in place, as TL's hooks may
             edited = hooks.fire(self.hook_scale, scale)
-            if edited is not scale:  # a subscriber set the scale: normalise by it instead
+            if edited is not scale or not torch.equal(scale, before):  # a subscriber set the scale
                 normalized = (x - mean) / edited
         # hook_normalized is (x - mean) / scale, before the learned scale and bias, as in
         # TransformerLens (its TransformerBridge; some older versions fired it after them).

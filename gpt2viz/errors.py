@@ -11,7 +11,7 @@ from .i18n import _
 
 __all__ = [
     "ArchitectureError", "ConfigError", "DownloadCancelled", "GenerationError", "Gpt2VizError", "HubUnreachable", "InputError",
-    "ModelSourceError", "OutputError", "SettingError", "TraceError", "UsageError", "WeightsError", "notice",
+    "ModelSourceError", "OutputError", "SettingError", "TokenIdError", "TraceError", "UsageError", "WeightsError", "notice",
 ]
 
 
@@ -52,6 +52,11 @@ class InputError(SettingError):
     `[batch, positions]` integer tensor, more positions than the context or the cache holds, an
     attention mask or a cache of the wrong shape. `setting` names the argument ("input_ids",
     "attention_mask", "cache"); a ValueError, as torch and numpy report such arguments."""
+
+
+class TokenIdError(InputError, IndexError):
+    """A token id outside the model's vocabulary (-1 too: it is refused, not read from the end):
+    an InputError, and an IndexError, as an embedding lookup reports such an id."""
 
 
 class ModelSourceError(Gpt2VizError):

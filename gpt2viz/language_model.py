@@ -17,7 +17,7 @@ import torch
 
 from .activation_cache import ActivationCache
 from .batch import BatchResult, generate_batch, generate_prompts
-from .errors import InputError, SettingError
+from .errors import InputError, SettingError, TokenIdError
 from .i18n import N_
 from .input_files import shown as _shown
 from .kernels.choice import Choice, choose_kernels
@@ -121,7 +121,7 @@ class LanguageModel:
         vocab = self.config.vocab_size
         bad = next((i for i in prompt if not 0 <= i < vocab), None)
         if bad is not None:
-            raise InputError("prompt", N_("{setting}: id {id} is outside the vocabulary (0 to {last})"), id=bad, last=vocab - 1)
+            raise TokenIdError("prompt", N_("{setting}: id {id} is outside the vocabulary (0 to {last})"), id=bad, last=vocab - 1)
         return list(prompt)
 
     def check_token_id(self, value: object, setting: str) -> int:
@@ -135,7 +135,7 @@ class LanguageModel:
         except TypeError:
             index = -1
         if not 0 <= index < self.config.vocab_size:
-            raise InputError(setting, N_("{setting} must be a token id from 0 to {last}, got {value}"),
+            raise TokenIdError(setting, N_("{setting} must be a token id from 0 to {last}, got {value}"),
                              last=self.config.vocab_size - 1, value=_shown(value))
         return index
 

@@ -133,6 +133,23 @@ def test_bad_arguments_raise_input_error_naming_the_argument(tiny_lm, call, argu
     assert isinstance(caught.value, (ValueError, gpt2viz.Gpt2VizError))
 
 
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda lm: lm.model(torch.tensor([[-1, 5]])),
+        lambda lm: lm.model(torch.tensor([[lm.config.vocab_size]])),
+        lambda lm: lm.encode_prompt([1, lm.config.vocab_size]),
+        lambda lm: lm.check_token_id(-1, "token_id"),
+        lambda lm: lm.check_token_id(lm.config.vocab_size, "token_id"),
+    ],
+)
+def test_a_token_id_outside_the_vocabulary_is_an_index_error_too(tiny_lm, call):
+    """What a user catches for an id out of range, as torch's embedding reports one: -1 included."""
+    with pytest.raises(IndexError) as caught:
+        call(tiny_lm)
+    assert isinstance(caught.value, InputError) and isinstance(caught.value, ValueError)
+
+
 def test_the_package_exports_what_its_docs_name():
     for name in gpt2viz.__all__:
         assert getattr(gpt2viz, name) is not None

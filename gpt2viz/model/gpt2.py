@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..errors import InputError
+from ..errors import InputError, TokenIdError
 from ..hooks import Hooks, all_hook_names
 from ..i18n import N_
 from .config import GPT2Config
@@ -151,7 +151,7 @@ def check_input(input_ids: torch.Tensor, cache: KVCache | None, config: GPT2Conf
                          shape=list(input_ids.shape), dtype=str(input_ids.dtype).removeprefix("torch."))
     low, high = (int(v) for v in torch.aminmax(input_ids))
     if low < 0 or high >= config.vocab_size:
-        raise InputError("input_ids", N_("{setting}: id {id} is outside the vocabulary (0 to {last})"),
+        raise TokenIdError("input_ids", N_("{setting}: id {id} is outside the vocabulary (0 to {last})"),
                          id=low if low < 0 else high, last=config.vocab_size - 1)
     B, T = input_ids.shape
     past = cache.length if cache is not None else 0

@@ -74,6 +74,22 @@ def test_every_lesson_file_holds_together(lesson_id, tiny_trace):
     assert any(page.predict for page in lesson.pages) and any(page.acts for page in lesson.pages)
 
 
+def test_lesson_004_s_answers_are_the_trace_s_sizes(tiny_trace):
+    """Worked out here from the trace's config, apart from lesson_facts: the prompt as vectors,
+    the MLP's share of a block, the prompt pass's multiply-adds per byte of weights."""
+    config, answers = tiny_trace.model["config"], lesson_answers(tiny_trace)
+    T, C, F, V, n_layer = len(tiny_trace.tokens), config["n_embd"], 4 * config["n_embd"], config["vocab_size"], config["n_layer"]
+    assert tiny_trace.model["dtype"] == "float32" and (config.get("n_inner") or F) == F
+    assert answers["embedded_bytes"] == T * C * 4
+    mlp, attention, norms = 2 * C * F + F + C, 4 * C * C + 4 * C, 4 * C
+    assert answers["mlp_share_percent"] == pytest.approx(100 * mlp / (mlp + attention + norms))
+    step = n_layer * (4 * C * C + 2 * C * F) + C * V
+    # This committed trace predates `step_weight_bytes`: every weight but wpe's other rows.
+    read = tiny_trace.model["weight_bytes"] - (config["n_ctx"] - 1) * C * 4
+    assert answers["prefill_macs_per_byte"] == pytest.approx(T * step / read)
+    assert answers["prefill_macs_per_byte"] == pytest.approx(T * answers["macs_per_byte"])
+
+
 def test_every_screen_a_page_may_ask_for_has_its_key():
     from gpt2viz.lessons import SCREENS
 

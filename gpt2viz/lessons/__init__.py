@@ -29,7 +29,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover (Python 3.10)
     import tomli as tomllib
 
-LESSON_IDS = ("000", "001", "003")  # in the order the lesson menu offers them
+LESSON_IDS = ("000", "001", "003", "004")  # in the order the lesson menu offers them
 
 # The screens a page may ask the learner to open (`until_screen`), by the class that shows them.
 SCREENS = {"generation": "GenerationScreen", "cost_lab": "CostLabScreen"}

@@ -91,6 +91,11 @@ def _answers(trace: Trace) -> dict[str, float]:
         # with one, the prompt once and then one position a step.
         "naive_positions": MORE_TOKENS * f.L + MORE_TOKENS * (MORE_TOKENS - 1) // 2,
         "cached_positions": f.L + MORE_TOKENS - 1,
+        # The prompt as vectors: [1, T, C] numbers of the compute format.
+        "embedded_bytes": f.T * f.n_embd * f.value_bytes,
+        "mlp_share_percent": 100 * f.params.mlp / f.params.block,
+        # The prompt's pass: every weight read once for T positions (the LM head scores them all).
+        "prefill_macs_per_byte": f.T * step_macs(f) / f.step_weight_bytes,
     }
 
 
@@ -162,4 +167,7 @@ def _facts(trace: Trace) -> dict[str, str]:
         "step_weight_bytes": nbytes(f.step_weight_bytes),
         "macs_per_byte": num(answers["macs_per_byte"], 2),
         "value_bytes_now": count(f.value_bytes),
+        "embedded_bytes": nbytes(int(answers["embedded_bytes"])),
+        "prefill_macs": count(f.T * step_macs(f)),
+        "prefill_macs_per_byte": num(answers["prefill_macs_per_byte"], 3),
     }

@@ -305,4 +305,104 @@ TEXT = {
         "Press g to generate: each step runs one position through the blocks against the cache, "
         "shows its token as soon as it is chosen, and the cache grows by {kv_per_position}."
     ),
+    # Lesson 004: one prompt through the whole pipeline (tutorial 004).
+    "lesson.004.title": "One prompt through the whole pipeline, and what a new token costs",
+    "lesson.004.intro": (
+        "Tutorial 004 follows \"The capital of France is\" through GPT-2 small to ' Paris'. This "
+        "lesson follows your prompt through {model} the same way: text to ids, ids to vectors, "
+        "{n_layer} blocks of attention and MLP writing into one residual stream, the LM head, and the "
+        "cost of every new token. A model that learned geography (GPT-2 small, from the hub) puts "
+        "' Paris' first after that prompt, far ahead of the rest; the bundled tiny model learned "
+        "only Shakespeare, so on it these pages show the mechanism with its own numbers, not the "
+        "knowledge."
+    ),
+    "lesson.004.tokens": (
+        "Tokenizing is a lookup on the CPU, nothing learned: byte-pair encoding cuts the text into "
+        "{T} pieces of a {vocab}-token vocabulary and gives each its id: {tokens}."
+    ),
+    "lesson.004.embed": (
+        "Next, each id picks its row of wte and each position its row of wpe, and the two are added: "
+        "a gather from memory, not a product. The prompt becomes [1, {T}, {n_embd}], {value_bytes} bytes a number."
+    ),
+    "lesson.004.embed.question": "Guess: how many bytes does that tensor take?",
+    "lesson.004.embed.why": (
+        "{T} × {n_embd} numbers × {value_bytes} bytes = {embedded_bytes}, beside the {weight_bytes} of "
+        "weights that will work on them."
+    ),
+    "lesson.004.gather": (
+        "The Embed stage shows that tensor, row by row: the residual stream every block will read "
+        "and add to."
+    ),
+    "lesson.004.routing": (
+        "Attention is routing: each position's query is compared with the keys of itself and every "
+        "earlier position, the scores are divided by √{head_dim}, the future is masked, and softmax "
+        "turns each row into weights. The last row is what the last token reads, and from where; "
+        "that is how 'is' can gather 'capital' and 'France'. Each head routes in its own way."
+    ),
+    "lesson.004.heads": (
+        "A block has {n_head} heads of {head_dim} numbers each: every head has its own query, key and "
+        "value projections of {n_embd} × {head_dim}, and their {n_head} outputs are laid side by side "
+        "into {n_embd} numbers again before c_proj mixes them."
+    ),
+    "lesson.004.memory": (
+        "Next comes the MLP. It works on each position alone, like a key-value memory: the vector is "
+        "matched against {d_mlp} keys, GELU passes the matches, and the values of the matches are added to the stream."
+    ),
+    "lesson.004.memory.question": "Guess: what share of a block's parameters sits in its MLP, in percent?",
+    "lesson.004.memory.why": (
+        "The MLP holds {mlp_params} of the block's {block_params} parameters, {mlp_share}; attention "
+        "holds {attention_params}. Most of what a model stores sits in its MLPs."
+    ),
+    "lesson.004.keys": (
+        "Here it is: c_fc holds the {d_mlp} keys (its columns), GELU keeps the positive matches and all "
+        "but silences the rest, and c_proj holds the values, one row of {n_embd} per key."
+    ),
+    "lesson.004.residual": (
+        "Neither attention nor the MLP replaces the vector: each computes a change and adds it to the "
+        "residual stream, which runs from the embedding to the LM head. Every block reads the stream "
+        "and writes into it; nothing is forgotten on the way."
+    ),
+    "lesson.004.layers": (
+        "The logit lens reads the stream after each block as if it were the last: the prediction "
+        "forms block by block. In a trained model the early blocks tend to do syntax and local "
+        "binding, the middle ones meaning, and the last ones sharpen the answer."
+    ),
+    "lesson.004.head": (
+        "Only the last position has seen the whole prompt, so only its vector chooses the next token: "
+        "[{n_embd}] times the LM head [{n_embd}, {vocab}] is {head_macs} multiply-adds, one logit per "
+        "token of the vocabulary."
+    ),
+    "lesson.004.answer": (
+        "Softmax makes the logits probabilities: {model} puts {next_token} first, at {next_prob}. "
+        "After \"The capital of France is\" GPT-2 small puts ' Paris' there; a model puts first what "
+        "its weights make likely, and no rule decides anything else."
+    ),
+    "lesson.004.autoregressive": (
+        "One pass gives one token. To write more, the token is appended and the model runs again: N "
+        "new tokens are N passes, one after another, and none can start before the last has ended."
+    ),
+    "lesson.004.cache": (
+        "The KV cache keeps every block's keys and values, so a new token computes its own and reads "
+        "the rest: {kv_per_position} per token here, {kv_now} for the prompt, memory spent to save "
+        "the work of every earlier position."
+    ),
+    "lesson.004.intensity": (
+        "A decode step does {step_macs} multiply-adds and reads {step_weight_bytes} of weights: "
+        "{macs_per_byte} per byte. The prompt's pass read those weights once for all {T} positions."
+    ),
+    "lesson.004.intensity.question": "Guess: how many multiply-adds per byte of weights did the prompt's pass do?",
+    "lesson.004.intensity.why": (
+        "{T} positions × {step_macs} = {prefill_macs} multiply-adds over the same {step_weight_bytes}: "
+        "{prefill_macs_per_byte} per byte, {T} times a decode step's. A processor waits on memory at "
+        "one step's rate, which is why an output token costs more than an input token."
+    ),
+    "lesson.004.batching": (
+        "Batching shares the read: sequences decoded together read each weight once per step for all "
+        "of them. The cost lab measures it on this machine: its Batch size tab (2 there) times one "
+        "step of a growing batch against one sequence's."
+    ),
+    "lesson.004.end": (
+        "That is the pipeline: ids, vectors, {n_layer} blocks writing into one stream, one logit per "
+        "token, and a pass per new token, each paid for by reading {step_weight_bytes} of weights."
+    ),
 }

@@ -263,4 +263,94 @@ TEXT = {
     "lesson.003.end": (
         "按 g 开始生成：每一步让一个位置对着缓存穿过所有层，选出 token 后立刻显示，缓存增长 {kv_per_position}。"
     ),
+    # 第 004 课：一个提示走完整条管线（教程 004）。
+    "lesson.004.title": "一个提示走完整条管线，以及一个新 token 的代价",
+    "lesson.004.intro": (
+        "教程 004 追踪 \"The capital of France is\" 穿过 GPT-2 small，直到得出 ' Paris'。本课用同样的方式，"
+        "让你的提示穿过 {model}：文本变成 id，id 变成向量，{n_layer} 层注意力和 MLP 写入同一条残差流，"
+        "然后是 LM head，以及每个新 token 的代价。学过地理的模型（从 Hugging Face Hub 下载的 GPT-2 small）"
+        "在这个提示后把 ' Paris' 排在第一，远远领先其余的；内置的 tiny 模型只学过莎士比亚，所以在它上面，"
+        "这些页面用它自己的数字展示机制，而不是知识。"
+    ),
+    "lesson.004.tokens": (
+        "分词是在 CPU 上查表，没有任何学习：字节对编码（BPE）把文本切成 {T} 段，每段都是 {vocab} 个 token 的"
+        "词表中的一项，并给出各自的 id：{tokens}。"
+    ),
+    "lesson.004.embed": (
+        "接下来，每个 id 取出 wte 中自己的一行，每个位置取出 wpe 中自己的一行，两者相加：这是从内存中收集（gather），"
+        "不是矩阵乘法。提示将变成 [1, {T}, {n_embd}]，每个数 {value_bytes} 字节。"
+    ),
+    "lesson.004.embed.question": "猜一猜：这个张量占多少字节？",
+    "lesson.004.embed.why": (
+        "{T} × {n_embd} 个数 × {value_bytes} 字节 = {embedded_bytes}，而将要处理它们的权重占 {weight_bytes}。"
+    ),
+    "lesson.004.gather": (
+        "“嵌入”阶段逐行展示这个张量：它就是残差流，之后每一层都会读取它并往上加。"
+    ),
+    "lesson.004.routing": (
+        "注意力就是路由：每个位置的 query 与它自己以及之前每个位置的 key 比较，得分除以 √{head_dim}，"
+        "未来的位置被掩码，softmax 把每一行变成权重。最后一行就是最后一个 token 读取什么、从哪里读取；"
+        "'is' 正是这样汇集 'capital' 和 'France' 的。每个头都有自己的路由方式。"
+    ),
+    "lesson.004.heads": (
+        "一层有 {n_head} 个头，每个头 {head_dim} 个数：每个头都有自己的 query、key、value 投影，"
+        "大小为 {n_embd} × {head_dim}；{n_head} 个头的输出并排拼回 {n_embd} 个数，再由 c_proj 混合。"
+    ),
+    "lesson.004.memory": (
+        "接下来是 MLP。它对每个位置单独处理，像一个键值记忆：向量与 {d_mlp} 个键匹配，GELU 让匹配的通过，"
+        "匹配上的值再被加到残差流上。"
+    ),
+    "lesson.004.memory.question": "猜一猜：一层的参数中有百分之多少在 MLP 里？",
+    "lesson.004.memory.why": (
+        "这一层的 {block_params} 个参数中，MLP 占 {mlp_params} 个，即 {mlp_share}；注意力占 {attention_params} 个。"
+        "模型存储的大部分内容都在 MLP 里。"
+    ),
+    "lesson.004.keys": (
+        "就在这里：c_fc 保存 {d_mlp} 个键（它的列），GELU 保留正的匹配、几乎压住其余的，c_proj 保存值，"
+        "每个键对应一行 {n_embd} 个数。"
+    ),
+    "lesson.004.residual": (
+        "注意力和 MLP 都不替换向量：它们各自算出一个变化量，加到残差流上，这条流从嵌入一直通到 LM head。"
+        "每一层都读取这条流并写入它；途中什么都不会被忘掉。"
+    ),
+    "lesson.004.layers": (
+        "logit lens 把每一层之后的残差流当作最后一层来读：预测是一层一层形成的。在训练好的模型里，"
+        "前面的层往往处理语法和局部绑定，中间的层处理语义，最后的层让答案更加清晰。"
+    ),
+    "lesson.004.head": (
+        "只有最后一个位置看过整个提示，所以只有它的向量决定下一个 token：[{n_embd}] 乘以 LM head "
+        "[{n_embd}, {vocab}]，共 {head_macs} 次乘加，为词表中每个 token 得出一个 logit。"
+    ),
+    "lesson.004.answer": (
+        "softmax 把 logits 变成概率：{model} 把 {next_token} 排在第一，概率为 {next_prob}。"
+        "在 \"The capital of France is\" 之后，GPT-2 small 把 ' Paris' 排在那里；模型把权重认为最可能的"
+        "排在第一，没有别的规则在做决定。"
+    ),
+    "lesson.004.autoregressive": (
+        "一次前向传播只得出一个 token。要写更多，就把这个 token 接到末尾再运行一次：N 个新 token 就是 N 次前向传播，"
+        "一次接一次，前一次没结束，后一次就不能开始。"
+    ),
+    "lesson.004.cache": (
+        "KV 缓存保存每一层的 key 和 value，所以新 token 只需算出自己的，其余的直接读取：这里每个 token "
+        "{kv_per_position}，提示占 {kv_now}，用内存换掉之前每个位置的重复计算。"
+    ),
+    "lesson.004.intensity": (
+        "一个 decode 步做 {step_macs} 次乘加，读取 {step_weight_bytes} 的权重：每字节 {macs_per_byte} 次。"
+        "提示的那次前向传播只读取这些权重一次，就处理了全部 {T} 个位置。"
+    ),
+    "lesson.004.intensity.question": "猜一猜：提示的那次前向传播，每字节权重做了多少次乘加？",
+    "lesson.004.intensity.why": (
+        "{T} 个位置 × {step_macs} = {prefill_macs} 次乘加，读取的仍是那 {step_weight_bytes}：每字节 "
+        "{prefill_macs_per_byte} 次，是一个 decode 步的 {T} 倍。处理器按一步的速率等待内存，"
+        "这就是输出 token 比输入 token 更贵的原因。"
+    ),
+    "lesson.004.batching": (
+        "批处理让这次读取被共享：一起解码的多个序列，每一步对每个权重只读一次，供所有序列使用。"
+        "成本实验室会在这台机器上测量它：其中的“批大小”标签页（在那里按 2）测量一个逐渐变大的批次的一步，"
+        "并与单个序列的一步比较。"
+    ),
+    "lesson.004.end": (
+        "这就是整条管线：id、向量、{n_layer} 层写入同一条流、每个 token 一个 logit，以及每个新 token "
+        "一次前向传播，每次都要读取 {step_weight_bytes} 的权重。"
+    ),
 }

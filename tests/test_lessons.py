@@ -33,7 +33,7 @@ def placeholders(text: str) -> set[str]:
 
 
 def templates_of(page) -> list[str]:
-    keys = [page.text] + [k for k in (page.do,) if k]
+    keys = [page.text] + [k for k in (page.do, page.look) if k]
     if page.predict is not None:
         keys += [page.predict.question, page.predict.why]
     return keys
@@ -62,6 +62,7 @@ def test_every_lesson_file_holds_together(lesson_id, tiny_trace):
             assert page.do is not None and page.press in STEP_KEYS, (where, page.press)
         elif page.until_screen is not None:  # the key is the step-through's for that screen
             assert page.do is not None and page.press in KEYS_OPENING[page.until_screen], (where, page.press)
+            assert page.look is not None, (where, "say what to look at on that screen")
         else:
             assert page.press is None and page.do is None, where
         for key in templates_of(page) + [lesson.title]:
@@ -94,6 +95,8 @@ def test_every_screen_a_page_may_ask_for_has_its_key():
     from gpt2viz.lessons import SCREENS
 
     assert set(KEYS_OPENING) == set(SCREENS) and all(KEYS_OPENING.values())
+    for language in ("en", "zh"):  # the note those screens show a page's `look` in
+        assert placeholders(table(language)["lesson.note"]) == {"lesson", "page", "pages", "look"}
 
 
 def test_a_broken_lesson_file_is_refused(monkeypatch):

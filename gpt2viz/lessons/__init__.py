@@ -9,7 +9,8 @@ A lesson is data: its pages, in order, each naming
   page is done when the step-through shows it; `do`, the template that says how, and `press`, the
   key (Textual's name: "right", "right_square_bracket") that does it;
 - `until_screen` (optional): a screen the learner is asked to open ("generation", "cost_lab":
-  SCREENS), with `do` and `press` as for `until`; the page is done when that screen opens;
+  SCREENS), with `do` and `press` as for `until`; the page is done when that screen opens; `look`
+  (optional, with `until_screen`): the template that says, on that screen, what to look at there;
 - `predict` (optional): a number the learner guesses before the app shows it (`answer`: the name
   of a measured fact; `tolerance`: how far off, as a fraction of it, still counts as right;
   `why`: the template that explains it).
@@ -57,6 +58,7 @@ class Page:
     press: str | None = None  # the key that gets there (tests press it)
     predict: Prediction | None = None
     until_screen: str | None = None  # a screen (SCREENS) the learner is asked to open
+    look: str | None = None  # template key: what to look at on that screen, shown there
 
     @property
     def asks(self) -> bool:
@@ -95,7 +97,7 @@ def load_lesson(lesson_id: str) -> Lesson:
 
 
 def _page(fields: dict) -> Page:
-    known = {"text", "show", "head", "until", "until_head", "until_screen", "do", "press", "predict"}
+    known = {"text", "show", "head", "until", "until_head", "until_screen", "do", "press", "predict", "look"}
     if set(fields) - known:
         raise ValueError(f"unknown page fields {sorted(set(fields) - known)}")
     predict = fields.get("predict")
@@ -108,8 +110,11 @@ def _page(fields: dict) -> Page:
     until_screen = fields.get("until_screen")
     if until_screen is not None and until_screen not in SCREENS:
         raise ValueError(f"no screen {until_screen!r} (there are {', '.join(SCREENS)})")
+    if "look" in fields and until_screen is None:
+        raise ValueError("look says what to look at on the screen of until_screen, and there is none")
     return Page(
         text=str(fields["text"]), show=str(fields["show"]), head=int(fields.get("head", 0)),
         until=fields.get("until"), until_head=None if until_head is None else int(until_head),
         do=fields.get("do"), press=fields.get("press"), predict=predict, until_screen=until_screen,
+        look=fields.get("look"),
     )

@@ -66,6 +66,12 @@ async def walk(app, pilot, lesson_id: str, trace) -> None:
             await pilot.press(page.press)
             await until(pilot, lambda: type(app.screen).__name__ == SCREENS[page.until_screen])
             assert number in run.done, (lesson_id, number)
+            # That screen says which page sent the learner there and what to look at.
+            note = app.screen.query_one("#lesson-note")
+            assert note.display == (page.look is not None), (lesson_id, number)
+            if page.look is not None:
+                assert say(page.look, **facts) in str(note.render()), (lesson_id, number)
+                assert note.region.height >= 1 and note.region.bottom <= app.size.height - 1, (lesson_id, number)
             await pilot.press("escape")
             await until(pilot, lambda: app.screen is screen)
             assert say("lesson.done") in lesson_text(app), (lesson_id, number)

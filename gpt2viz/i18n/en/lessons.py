@@ -405,4 +405,19 @@ TEXT = {
         "That is the pipeline: ids, vectors, {n_layer} blocks writing into one stream, one logit per "
         "token, and a pass per new token, each paid for by reading {step_weight_bytes} of weights."
     ),
+    # On a screen a page sent the learner to (LessonNote).
+    "lesson.note": "Lesson {lesson}, page {page} of {pages}: {look} Escape goes back to the lesson.",
+    "lesson.001.generate.look": (
+        "each token appears as soon as it is chosen, the cost panel times every step, and the KV "
+        "panel grows by {kv_per_position} a token."
+    ),
+    "lesson.001.measure.look": (
+        "r runs the experiment on show: the Context length tab times one new token at each position, "
+        "with the KV cache and without; 3 shows the number formats."
+    ),
+    "lesson.004.autoregressive.look": (
+        "the text grows by one token a pass, each pass with its own step time, and the KV panel by "
+        "{kv_per_position} a token."
+    ),
+    "lesson.004.batching.look": "press 2 for the Batch size tab, then r: one step of a growing batch, against one sequence's.",
 }

@@ -353,4 +353,13 @@ TEXT = {
         "这就是整条管线：id、向量、{n_layer} 层写入同一条流、每个 token 一个 logit，以及每个新 token "
         "一次前向传播，每次都要读取 {step_weight_bytes} 的权重。"
     ),
+    # On a screen a page sent the learner to (LessonNote).
+    "lesson.note": "第 {lesson} 课，第 {page} 页，共 {pages} 页：{look}按 esc 回到课程。",
+    "lesson.001.generate.look": "每个 token 一选出就会显示，成本面板给每一步计时，KV 面板每个 token 增长 {kv_per_position}。",
+    "lesson.001.measure.look": (
+        "按 r 运行当前显示的实验：“上下文长度”标签页测量在每个位置上生成一个新 token 的耗时，"
+        "用 KV 缓存和不用各一次；按 3 看数字格式。"
+    ),
+    "lesson.004.autoregressive.look": "文本每次前向传播增长一个 token，每次都有自己的耗时，KV 面板每个 token 增长 {kv_per_position}。",
+    "lesson.004.batching.look": "按 2 打开“批大小”标签页，再按 r：一个逐渐变大的批次的一步，与单个序列的一步比较。",
 }

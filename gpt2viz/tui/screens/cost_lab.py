@@ -24,6 +24,7 @@ from ...i18n import N_, _, say
 from ...trace import Trace
 from ..lab_narration import batch_text, context_text, precision_text
 from ..language import key_name
+from ..widgets.lesson_panel import LessonNote
 from ..widgets.room_notice import RoomNotice
 from ..widgets.strip_widget import Prose
 from ..widgets.top_bar import TopBar
@@ -137,10 +138,13 @@ class CostLabScreen(AppScreen[None]):
             yield Static(id="lab-status-text")
             yield ProgressBar(id="lab-progress", show_eta=False)
         yield RoomNotice(id="room-notice")
+        yield LessonNote("cost_lab", id="lesson-note")
         yield AppFooter()
 
     def on_mount(self) -> None:
+        self.query_one(LessonNote).draw_from(self.session)
         self.query_one(TopBar).draw_lab(self.trace, self.replay, self.session.verification)
+        self.query_one(LessonNote).draw_from(self.session)
         self._draw_all()
         self._status()
         self._focus_words()
@@ -156,6 +160,7 @@ class CostLabScreen(AppScreen[None]):
         for name in EXPERIMENTS:
             tabs.get_tab(f"lab-{name}").label = _(TITLES[name])
         self.query_one(TopBar).draw_lab(self.trace, self.replay, self.session.verification)
+        self.query_one(LessonNote).draw_from(self.session)
         self._draw_all()
         self._status()
 

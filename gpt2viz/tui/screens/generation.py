@@ -26,6 +26,7 @@ from ..generation import Comparison, Generation, GenerationSettings, decoding_la
 from ..facts import RunFacts, StepChoice
 from ..language import key_name
 from ..widgets.latency_chart import LatencyChart
+from ..widgets.lesson_panel import LessonNote
 from ..widgets.generation_panels import (
     ChoicePanel,
     CostPanel,
@@ -169,9 +170,11 @@ class GenerationScreen(AppScreen[None]):
             yield CostPanel(id="cost-panel")
             yield KVPanel(id="kv-panel")
         yield RoomNotice(id="room-notice")
+        yield LessonNote("generation", id="lesson-note")
         yield AppFooter()
 
     def on_mount(self) -> None:
+        self.query_one(LessonNote).draw_from(self.session)
         self._draw()
         if self.live and self.settings.max_new_tokens > 0:
             self.start()
@@ -238,6 +241,7 @@ class GenerationScreen(AppScreen[None]):
 
     def redraw_language(self) -> None:
         """Everything in the language just chosen, from the generation held (a run goes on)."""
+        self.query_one(LessonNote).draw_from(self.session)
         self._draw()
 
     def verified(self) -> None:

@@ -1,6 +1,7 @@
 """The lesson's page under the step-through: its text with this run's numbers, what to do, and a
 field for a guess where the page asks for one (gpt2viz/tui/lesson_run.py holds the state; the
-screen hands this widget what to show)."""
+screen hands this widget what to show). On a screen a page sent the learner to (the generation
+view, the cost lab), a LessonNote says what to look at there."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from textual.widgets import Input, Rule, Static
 
 from ...i18n import N_, _, say
 from ..formatting import count, num
+from ..lesson_facts import lesson_facts
 from ..lesson_run import LessonRun
 from .safe_input import FieldInput
 
@@ -122,3 +124,32 @@ def _number(value: float, unit: str) -> str:
 def _ratio(r: float) -> str:
     """How many times: 1.2, 16, 16,056."""
     return count(round(r)) if r >= 100 else num(r, 2)
+
+
+class LessonNote(Static):
+    """A line or two above the footer of a screen a lesson page sent the learner to: which page, what
+    to look at here (the page's `look`), and that escape goes back to the lesson."""
+
+    DEFAULT_CSS = """
+    LessonNote { height: auto; max-height: 5; padding: 0 1; background: $surface; color: $text;
+                 border-top: solid $accent; display: none; }
+    LessonNote.-on { display: block; }
+    """
+
+    def __init__(self, screen_name: str, *, id: str | None = None) -> None:
+        super().__init__(id=id, markup=False)
+        self.screen_name = screen_name  # its key in gpt2viz.lessons.SCREENS
+
+    def draw_from(self, session) -> None:
+        """Shows the lesson of `session` (tui/session.py) as it stands, with its run's numbers."""
+        run = session.lesson
+        self.show(run, lesson_facts(session.trace) if run is not None and session.trace is not None else {})
+
+    def show(self, run: LessonRun | None, facts: dict[str, str]) -> None:
+        """Shown while `run`'s page is the one that asked for this screen and says what to look at."""
+        page = run.current if run is not None else None
+        on = page is not None and page.until_screen == self.screen_name and page.look is not None
+        self.set_class(on, "-on")
+        if on:
+            self.update(say("lesson.note", lesson=run.lesson.id, page=run.page + 1, pages=len(run.lesson.pages),
+                            look=say(page.look, **facts)))

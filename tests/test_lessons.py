@@ -9,12 +9,14 @@ import json
 import string
 from pathlib import Path
 
+from types import SimpleNamespace
+
 import pytest
 
 from gpt2viz.i18n.templates import table
 from gpt2viz.lessons import LESSON_IDS, LessonError, load_lesson
 from gpt2viz.trace import load
-from gpt2viz.tui.lesson_facts import lesson_answers, lesson_facts
+from gpt2viz.tui.lesson_facts import MEASURED, lesson_answers, lesson_facts, measured
 from gpt2viz.tui.lesson_run import LessonRun, read_guess, stage_key, state_path
 from gpt2viz.tui.screens.step import StepScreen
 from gpt2viz.tui.stages import build_stages, index_by_key
@@ -39,6 +41,21 @@ def templates_of(page) -> list[str]:
     return keys
 
 
+# A cost lab result as far as the lessons read it: the batch sweep's steps of 1 and 8 sequences.
+FAKE_LAB = SimpleNamespace(batch=SimpleNamespace(
+    context=64, others_cpu=None,
+    rows=[SimpleNamespace(batch=1, step_ms=2.0), SimpleNamespace(batch=8, step_ms=3.1)]))
+
+
+def test_the_lab_s_batch_sweep_answers_the_batch_guess():
+    lab = measured(FAKE_LAB)
+    assert lab.answers == {"batch_step_ratio": pytest.approx(1.55)} and lab.busy_share is None
+    assert lab.facts["batch_step_ratio"] == "1.55" and lab.facts["batch_tokens_gain"] == "5.16"
+    assert measured(None).answers == {} and measured(SimpleNamespace(batch=None)).answers == {}
+    busy = SimpleNamespace(batch=SimpleNamespace(**{**vars(FAKE_LAB.batch), "others_cpu": 0.8}))
+    assert measured(busy).busy_share == 0.8
+
+
 @pytest.fixture(scope="module")
 def tiny_trace():
     return load(TINY_TRACE)
@@ -48,7 +65,8 @@ def tiny_trace():
 def test_every_lesson_file_holds_together(lesson_id, tiny_trace):
     lesson = load_lesson(lesson_id)
     assert 10 <= len(lesson.pages) <= 25
-    facts, answers = lesson_facts(tiny_trace), lesson_answers(tiny_trace)
+    lab = measured(FAKE_LAB)  # what the cost lab adds once it has run
+    facts, answers = {**lesson_facts(tiny_trace), **lab.facts}, {**lesson_answers(tiny_trace), **lab.answers}
     english, chinese = table("en"), table("zh")
     for number, page in enumerate(lesson.pages, 1):
         where = f"lesson {lesson_id} page {number}"
@@ -72,6 +90,10 @@ def test_every_lesson_file_holds_together(lesson_id, tiny_trace):
             english[key].format_map(facts), chinese[key].format_map(facts)
         if page.predict is not None:
             assert page.predict.answer in answers and 0 < page.predict.tolerance < 1, where
+            if page.predict.answer in MEASURED:  # the page sends the learner to where it is measured
+                assert page.until_screen == "cost_lab" and page.look is not None, where
+            else:  # the trace alone answers it, on a replay too
+                assert page.predict.answer in lesson_answers(tiny_trace), where
     assert any(page.predict for page in lesson.pages) and any(page.acts for page in lesson.pages)
 
 

@@ -13,7 +13,9 @@ A lesson is data: its pages, in order, each naming
   (optional, with `until_screen`): the template that says, on that screen, what to look at there;
 - `predict` (optional): a number the learner guesses before the app shows it (`answer`: the name
   of a measured fact; `tolerance`: how far off, as a fraction of it, still counts as right;
-  `why`: the template that explains it).
+  `why`: the template that explains it). An answer the cost lab measures on this machine
+  (gpt2viz/tui/lesson_facts.py MEASURED) waits for it: such a page also names the cost lab in
+  `until_screen`, and the guess is compared once the lab has run.
 
 Adding a lesson needs no Python: a new file here and its templates in both languages
 (tests/test_lessons.py checks every file against the stages, the facts and the templates).

@@ -3,20 +3,28 @@
 `lesson_facts(trace)` gives the page templates their placeholders, formatted as the stage view
 formats the same numbers (so a page and the screen it points at say the same digits), and
 `lesson_answers(trace)` the measured answers of the predict-then-measure pages, as numbers.
-Both work on a replay: everything here is in the trace.
+Both work on a replay: everything here is in the trace. `measured(result)` adds what the cost lab
+timed on this machine (its LabResult: this session's, or a replayed trace's): a page whose answer
+is among those waits for the measurement (`MEASURED` names them).
 """
 
 from __future__ import annotations
 
 import math
 import weakref
+from dataclasses import dataclass
 
+from ..cpu_share import disturbed
 from ..text_safety import token_label
 from ..trace import Trace
 from .facts import RunFacts, final_choice, hook_event, token_text
 from .formatting import count, nbytes, num, percent
 
 MORE_TOKENS = 100  # "the KV cache after this many more tokens"
+BATCH = 8  # "one decode step of this many sequences against one of a single sequence"
+# The answers the cost lab measures (not in a trace of the forward pass), and the experiment
+# (its tab) that measures each.
+MEASURED = {"batch_step_ratio": "batch"}
 TEMPERATURE = 0.5  # "the first candidate against the second at this temperature"
 SHOWN_TOKENS = 8  # tokens of the prompt a page lists
 
@@ -167,7 +175,37 @@ def _facts(trace: Trace) -> dict[str, str]:
         "step_weight_bytes": nbytes(f.step_weight_bytes),
         "macs_per_byte": num(answers["macs_per_byte"], 2),
         "value_bytes_now": count(f.value_bytes),
+        "batch": count(BATCH),
         "embedded_bytes": nbytes(int(answers["embedded_bytes"])),
         "prefill_macs": count(f.T * step_macs(f)),
         "prefill_macs_per_byte": num(answers["prefill_macs_per_byte"], 3),
     }
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What the cost lab timed that a lesson asks about: answers and their placeholders, and the
+    share of the CPUs other processes took meanwhile (None: not known)."""
+
+    answers: dict[str, float]
+    facts: dict[str, str]
+    busy_share: float | None = None  # set when the machine was busy (cpu_share.disturbed)
+
+
+def measured(result) -> Measured:
+    """The answers MEASURED names, from a cost lab result (None or an experiment not run: none)."""
+    sweep = getattr(result, "batch", None)
+    rows = {row.batch: row for row in sweep.rows} if sweep is not None else {}
+    if 1 not in rows or BATCH not in rows:
+        return Measured({}, {})
+    one, many = rows[1], rows[BATCH]
+    ratio = many.step_ms / one.step_ms
+    facts = {
+        "batch_context": count(sweep.context),
+        "batch1_ms": f"{num(one.step_ms, 3)} ms",
+        "batch_ms": f"{num(many.step_ms, 3)} ms",
+        "batch_step_ratio": num(ratio, 3),
+        "batch_tokens_gain": num(BATCH / ratio, 3),
+    }
+    busy = sweep.others_cpu if disturbed(sweep) else None
+    return Measured({"batch_step_ratio": ratio}, facts, busy)

@@ -64,10 +64,10 @@ def read_guess(text: str) -> float | None:
 @dataclass
 class Guess:
     value: float
-    answer: float
+    answer: float | None  # None: not measured yet (an answer the cost lab times); filled in then
 
     def close(self, prediction: Prediction) -> bool:
-        return abs(self.value - self.answer) <= prediction.tolerance * abs(self.answer)
+        return self.answer is not None and abs(self.value - self.answer) <= prediction.tolerance * abs(self.answer)
 
 
 @dataclass
@@ -138,13 +138,21 @@ class LessonRun:
         self.save()
         return True
 
-    def guess(self, value: float, answer: float) -> Guess:
-        """Records a guess at the current page's prediction against the measured `answer`."""
+    def guess(self, value: float, answer: float | None) -> Guess:
+        """Records a guess at the current page's prediction against the measured `answer` (None:
+        to be measured; the guess is kept and compared then)."""
         made = self.guesses[self.page] = Guess(value, answer)
         self.done.add(self.page)
         self.skipped.discard(self.page)
         self.save()
         return made
+
+    def fill(self, answers: dict[str, float]) -> None:
+        """Gives each guess that waited for its measurement (the cost lab's) the answer, once there."""
+        for page, made in self.guesses.items():
+            prediction = self.lesson.pages[page].predict
+            if made.answer is None and prediction is not None:
+                made.answer = answers.get(prediction.answer)
 
     def turn(self, delta: int) -> bool:
         """Moves `delta` pages (n: +1, p: -1); a page left undone is marked skipped. False at an end."""

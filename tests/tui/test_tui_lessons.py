@@ -61,8 +61,16 @@ async def walk(app, pilot, lesson_id: str, trace) -> None:
             await pilot.press(page.press)
             await pilot.pause()
             assert number in run.done and say("lesson.done") in lesson_text(app), (lesson_id, number)
+        waits = page.predict is not None and page.predict.answer not in answers  # for the cost lab
+        if waits:  # guessed first (the field has the keys), kept until the lab measures it
+            await type_guess(pilot, 3)
+            assert run.guesses[number].answer is None and number in run.done
+            key = "lesson.guess.pending" if app.session.live else "lesson.guess.pending_replay"
+            assert say(key, guess="3") in lesson_text(app), (lesson_id, number)
         if page.until_screen is not None:  # open the screen the page asks for, then come back
-            assert say(page.do, **facts) in lesson_text(app) and number not in run.done
+            # (a replay cannot measure: a page that waits for the lab does not send the learner there)
+            assert (say(page.do, **facts) in lesson_text(app)) != (waits and not app.session.live), (lesson_id, number)
+            assert waits or number not in run.done
             await pilot.press(page.press)
             await until(pilot, lambda: type(app.screen).__name__ == SCREENS[page.until_screen])
             assert number in run.done, (lesson_id, number)
@@ -74,8 +82,8 @@ async def walk(app, pilot, lesson_id: str, trace) -> None:
                 assert note.region.height >= 1 and note.region.bottom <= app.size.height - 1, (lesson_id, number)
             await pilot.press("escape")
             await until(pilot, lambda: app.screen is screen)
-            assert say("lesson.done") in lesson_text(app), (lesson_id, number)
-        if page.predict is not None:
+            assert (say("lesson.done") in lesson_text(app)) == (page.predict is None), (lesson_id, number)
+        if page.predict is not None and not waits:
             answer, unit = answers[page.predict.answer], page.predict.unit
             await type_guess(pilot, answer * 10)  # wrong: ten times too big
             made = run.guesses[number]
@@ -372,3 +380,49 @@ async def test_a_page_that_needs_a_generation_says_what_to_do_on_a_replay_withou
         text = lesson_text(app)
         assert say("lesson.unavailable.generation") in text and say("lesson.do.open_generation") not in text
         fits(app, (80, 24))
+
+
+@run_async
+async def test_a_guess_at_the_batch_speed_waits_for_the_cost_lab_and_is_compared_with_what_it_measured(tiny_lm):
+    """Lesson 004's batching page, live on the model: the guess is kept, the learner runs the cost
+    lab's batch sweep, and back at the page the guess meets this machine's measurement (or, where
+    the machine was busy meanwhile, the page says why it does not compare)."""
+    from gpt2viz.cpu_share import disturbed
+    from gpt2viz.tui.lesson_facts import BATCH, measured
+
+    lesson = load_lesson("004")
+    number = next(i for i, page in enumerate(lesson.pages) if page.predict and page.predict.answer == "batch_step_ratio")
+    app = make_app(lm=tiny_lm, options=RunOptions(prompt="ROMEO: What say you", model="tiny", lesson="004"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await started(app, pilot)
+        run, screen = app.session.lesson, app.screen
+        while run.page < number:
+            await pilot.press("n")
+        await pilot.pause()
+        facts = lesson_facts(app.session.trace)
+        assert say(lesson.pages[number].do, **facts) in lesson_text(app)  # how to measure it
+        await type_guess(pilot, 2)
+        assert run.guesses[number].answer is None and say("lesson.guess.pending", guess="2") in lesson_text(app)
+        await pilot.press("m")  # the guess left the field: m opens the lab
+        await until(pilot, lambda: type(app.screen).__name__ == "CostLabScreen")
+        await pilot.press("2", "r")
+        for _ in range(3000):  # the sweep, in the model thread: a condition, not a duration
+            result = app.session.lab_result
+            if result is not None and result.batch is not None and app.session.jobs.idle:
+                break
+            await pilot.pause(0.02)
+        await pilot.press("escape")
+        await until(pilot, lambda: app.screen is screen)
+        sweep = app.session.lab_result.batch
+        steps = {row.batch: row.step_ms for row in sweep.rows}
+        ratio = steps[BATCH] / steps[1]
+        made = run.guesses[number]
+        assert made.answer == pytest.approx(ratio)  # what the lab measured, not a number of the trace
+        text = lesson_text(app)
+        if disturbed(sweep):
+            assert say("lesson.guess.busy", guess="2", share=f"{sweep.others_cpu:.0%}") in text
+        else:
+            lab = measured(app.session.lab_result)
+            assert say(lesson.pages[number].predict.why, **{**facts, **lab.facts}) in text
+            assert LessonPanel._verdict(made, lesson.pages[number].predict, {}) in text
+            assert _number(ratio, "") in text and "2" in text

@@ -420,4 +420,23 @@ TEXT = {
         "{kv_per_position} a token."
     ),
     "lesson.004.batching.look": "press 2 for the Batch size tab, then r: one step of a growing batch, against one sequence's.",
+    # A guess at what the cost lab measures on this machine.
+    "lesson.004.batching.question": "Guess: on this machine, one decode step of {batch} sequences takes how many times as long as a step of one?",
+    "lesson.004.batching.why": (
+        "The cost lab timed one step at {batch_context} cached positions: {batch1_ms} for one sequence, "
+        "{batch_ms} for {batch}, {batch_step_ratio} times as long for {batch} times the tokens, so "
+        "{batch_tokens_gain} times the tokens a second. The weights are read once a step either way."
+    ),
+    "lesson.guess.pending": (
+        "Your guess, {guess}, is kept: the cost lab measures the answer on this machine, and it "
+        "appears here when you come back."
+    ),
+    "lesson.guess.pending_replay": (
+        "Your guess, {guess}, is kept, but a replay has no model to measure with: start gpt2viz with "
+        "--model (tiny works offline) to compare it."
+    ),
+    "lesson.guess.busy": (
+        "The cost lab measured this while other processes used {share} of the CPUs, so its times are "
+        "not this machine's own: run it again when the machine is quiet to compare your guess, {guess}."
+    ),
 }

@@ -362,4 +362,20 @@ TEXT = {
     ),
     "lesson.004.autoregressive.look": "文本每次前向传播增长一个 token，每次都有自己的耗时，KV 面板每个 token 增长 {kv_per_position}。",
     "lesson.004.batching.look": "按 2 打开“批大小”标签页，再按 r：一个逐渐变大的批次的一步，与单个序列的一步比较。",
+    # A guess at what the cost lab measures on this machine.
+    "lesson.004.batching.question": "猜一猜：在这台机器上，{batch} 个序列的一个 decode 步，耗时是单个序列一步的多少倍？",
+    "lesson.004.batching.why": (
+        "成本实验室在 {batch_context} 个缓存位置上为一步计时：单个序列 {batch1_ms}，{batch} 个序列 {batch_ms}，"
+        "是 {batch_step_ratio} 倍的时间换来 {batch} 倍的 token，所以每秒的 token 是 {batch_tokens_gain} 倍。"
+        "无论哪种情况，每一步都只读取一次权重。"
+    ),
+    "lesson.guess.pending": "你的猜测 {guess} 已保留：成本实验室会在这台机器上测量答案，你回来时答案会显示在这里。",
+    "lesson.guess.pending_replay": (
+        "你的猜测 {guess} 已保留，但回放没有模型可以测量：用 --model 启动 gpt2viz（tiny 可离线使用）"
+        "再来比较。"
+    ),
+    "lesson.guess.busy": (
+        "成本实验室测量时，其他进程占用了 {share} 的 CPU，所以这些耗时不代表这台机器本身："
+        "等机器空闲时再运行一次，再来比较你的猜测 {guess}。"
+    ),
 }

@@ -14,7 +14,7 @@ from ...trace import Trace
 from ..commands import MapCommands, StageCommands
 from ..language import key_name
 from ..stages import Stage, block_jump, build_stages, index_by_key, index_of
-from ..lesson_facts import lesson_answers, lesson_facts
+from ..lesson_facts import lesson_answers, lesson_facts, measured
 from ..lesson_run import read_guess
 from ..widgets.before_after import BeforeAfter
 from ..widgets.lesson_panel import LessonPanel
@@ -274,9 +274,18 @@ class StepScreen(AppScreen[None]):
         live = self.session.live
         # A replay opens the generation view only on a generation it recorded.
         unavailable = frozenset() if live or self.trace.generation else frozenset({"generation"})
-        panel.show(lesson, lesson_facts(self.trace), lesson_answers(self.trace), replay=not live, unavailable=unavailable)
+        facts, answers, busy = self._lesson_numbers()
+        lesson.fill(answers)  # a guess that waited for the cost lab, measured since
+        panel.show(lesson, facts, answers, replay=not live, unavailable=unavailable, busy_share=busy)
         if lesson.current.predict is None and panel.guess_field().has_focus:
             self.set_focus(None)
+
+    def _lesson_numbers(self) -> tuple[dict[str, str], dict[str, float], float | None]:
+        """A lesson's placeholders and answers: this trace's, and what the cost lab has timed on
+        this machine (and the share of the CPUs others took meanwhile, where the machine was busy)."""
+        lab = measured(self.session.lab_result_for_model())
+        return ({**lesson_facts(self.trace), **lab.facts}, {**lesson_answers(self.trace), **lab.answers},
+                lab.busy_share)
 
     def _focus_a_guess(self) -> None:
         """A page just opened that asks for a guess: what is typed goes into its field (escape leaves
@@ -309,11 +318,11 @@ class StepScreen(AppScreen[None]):
         if value is None:
             self.notify(say("lesson.guess.unreadable"), severity="warning", timeout=4)
             return
-        made = lesson.guess(value, lesson_answers(self.trace)[lesson.current.predict.answer])
+        made = lesson.guess(value, self._lesson_numbers()[1].get(lesson.current.predict.answer))
         field = self.query_one(LessonPanel).guess_field()
         field.value = ""
         self._draw_lesson()
-        if made.close(lesson.current.predict):
+        if made.answer is None or made.close(lesson.current.predict):  # kept for the measurement, or right
             self.set_focus(None)  # done: the step-through's keys are the screen's again
         else:
             field.focus()  # another try (n still turns the page: widgets/lesson_panel.py)

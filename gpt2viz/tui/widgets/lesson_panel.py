@@ -56,9 +56,11 @@ class LessonPanel(Vertical):
                          restrict=GuessInput.GUESS_CHARACTERS, disabled=True)
 
     def show(self, run: LessonRun | None, facts: dict[str, str], answers: dict[str, float], replay: bool,
-             unavailable: frozenset[str] = frozenset()) -> None:
+             unavailable: frozenset[str] = frozenset(), busy_share: float | None = None) -> None:
         """Draws `run`'s current page (hides the panel when there is no lesson). `unavailable`: the
-        screens (gpt2viz.lessons.SCREENS) that cannot open here (a replay with no generation)."""
+        screens (gpt2viz.lessons.SCREENS) that cannot open here (a replay with no generation).
+        `answers` may lack what the cost lab has not measured yet: a guess at it waits, and one
+        measured while other processes took `busy_share` of the CPUs is not compared."""
         self.set_class(run is not None, "-on")
         if run is None:
             self.set_class(False, "-guessing")
@@ -73,9 +75,18 @@ class LessonPanel(Vertical):
         if page.predict is not None:
             lines.append(say(page.predict.question, **facts))
             made = run.guesses.get(run.page)
-            if made is not None:
+            measured = answers.get(page.predict.answer)
+            if made is not None and made.answer is None:
+                key = "lesson.guess.pending_replay" if replay else "lesson.guess.pending"
+                lines.append(say(key, guess=_number(made.value, page.predict.unit)))
+            elif made is not None and busy_share is not None:
+                lines.append(say("lesson.guess.busy", guess=_number(made.value, page.predict.unit),
+                                 share=f"{busy_share:.0%}"))
+            elif made is not None:
                 lines.append(self._verdict(made, page.predict, answers))
                 lines.append(say(page.predict.why, **facts))
+            if measured is None and page.do is not None and not replay:  # how to measure it
+                lines.append(say(page.do, **facts))
         elif page.until_screen in unavailable and run.page not in run.done:
             lines.append(say(f"lesson.unavailable.{page.until_screen}"))  # what to do instead
         elif page.do is not None and run.page not in run.done:

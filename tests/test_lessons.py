@@ -23,6 +23,7 @@ from gpt2viz.tui.stages import build_stages, index_by_key
 
 TINY_TRACE = Path(__file__).resolve().parent / "data" / "tiny-trace.json"
 STEP_KEYS = {key for binding in StepScreen.BINDINGS for key in binding.key.split(",")}
+SWITCH_OFF_KEYS = {key for binding in StepScreen.BINDINGS if binding.action == "what_if" for key in binding.key.split(",")}
 # The step-through's keys that open the screens a page may ask for (gpt2viz.lessons.SCREENS).
 KEYS_OPENING = {
     screen: {key for binding in StepScreen.BINDINGS if binding.action == action for key in binding.key.split(",")}
@@ -35,7 +36,7 @@ def placeholders(text: str) -> set[str]:
 
 
 def templates_of(page) -> list[str]:
-    keys = [page.text] + [k for k in (page.do, page.look) if k]
+    keys = [page.text] + [k for k in (page.do, page.look) if k] + (["lesson.unavailable.what_if"] if page.until_off else [])
     if page.predict is not None:
         keys += [page.predict.question, page.predict.why]
     return keys
@@ -76,7 +77,9 @@ def test_every_lesson_file_holds_together(lesson_id, tiny_trace):
                 if key is not None:
                     assert index_by_key(stages, stage_key(key, n_layer)) is not None, (where, key, n_layer)
         assert page.head < 2 and (page.until_head or 0) < 2, where  # every model here has 2 heads or more
-        if page.until is not None or page.until_head is not None:
+        if page.until_off:  # the key of the what-if, on a block's stage
+            assert page.do is not None and page.press in SWITCH_OFF_KEYS and page.show.startswith("blocks."), where
+        elif page.until is not None or page.until_head is not None:
             assert page.do is not None and page.press in STEP_KEYS, (where, page.press)
         elif page.until_screen is not None:  # the key is the step-through's for that screen
             assert page.do is not None and page.press in KEYS_OPENING[page.until_screen], (where, page.press)

@@ -11,6 +11,8 @@ A lesson is data: its pages, in order, each naming
 - `until_screen` (optional): a screen the learner is asked to open ("generation", "cost_lab":
   SCREENS), with `do` and `press` as for `until`; the page is done when that screen opens; `look`
   (optional, with `until_screen`): the template that says, on that screen, what to look at there;
+- `until_off` (optional, true): the page is done when the step-through shows a pass with a part
+  of the model switched off (the what-if, `x`), with `do` and `press` as for `until`;
 - `predict` (optional): a number the learner guesses before the app shows it (`answer`: the name
   of a measured fact; `tolerance`: how far off, as a fraction of it, still counts as right;
   `why`: the template that explains it). An answer the cost lab measures on this machine
@@ -61,6 +63,7 @@ class Page:
     predict: Prediction | None = None
     until_screen: str | None = None  # a screen (SCREENS) the learner is asked to open
     look: str | None = None  # template key: what to look at on that screen, shown there
+    until_off: bool = False  # done once a pass with a part switched off is on show (x)
 
     @property
     def asks(self) -> bool:
@@ -70,7 +73,7 @@ class Page:
     @property
     def acts(self) -> bool:
         """Whether the page asks for an action (a stage, a head or a screen to go to)."""
-        return self.until is not None or self.until_head is not None or self.until_screen is not None
+        return self.until is not None or self.until_head is not None or self.until_screen is not None or self.until_off
 
 
 @dataclass(frozen=True)
@@ -99,7 +102,8 @@ def load_lesson(lesson_id: str) -> Lesson:
 
 
 def _page(fields: dict) -> Page:
-    known = {"text", "show", "head", "until", "until_head", "until_screen", "do", "press", "predict", "look"}
+    known = {"text", "show", "head", "until", "until_head", "until_screen", "do", "press", "predict", "look",
+             "until_off"}
     if set(fields) - known:
         raise ValueError(f"unknown page fields {sorted(set(fields) - known)}")
     predict = fields.get("predict")
@@ -118,5 +122,5 @@ def _page(fields: dict) -> Page:
         text=str(fields["text"]), show=str(fields["show"]), head=int(fields.get("head", 0)),
         until=fields.get("until"), until_head=None if until_head is None else int(until_head),
         do=fields.get("do"), press=fields.get("press"), predict=predict, until_screen=until_screen,
-        look=fields.get("look"),
+        look=fields.get("look"), until_off=bool(fields.get("until_off", False)),
     )

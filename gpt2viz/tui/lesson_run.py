@@ -113,14 +113,15 @@ class LessonRun:
         index = index_by_key(stages, stage_key(page.show, trace.n_layer))
         return index, page.head
 
-    def observe(self, stage: str, head: int, n_layer: int) -> bool:
-        """The step-through shows `stage` (a key) and `head`: True when that completes the page."""
+    def observe(self, stage: str, head: int, n_layer: int, switched_off: bool = False) -> bool:
+        """The step-through shows `stage` (a key) and `head`, of a pass with a part switched off or
+        not: True when that completes the page."""
         page = self.current
         if self.page in self.done or page.predict is not None or page.until_screen is not None or not page.acts:
             return False
         reached = page.until is None or stage == stage_key(page.until, n_layer)
         on_head = page.until_head is None or head == page.until_head
-        if reached and on_head:
+        if reached and on_head and (switched_off or not page.until_off):
             self.done.add(self.page)
             self.skipped.discard(self.page)
             self.save()

@@ -56,9 +56,15 @@ async def walk(app, pilot, lesson_id: str, trace) -> None:
         await pilot.resize_terminal(*other)
         await pilot.pause()
         fits(app, other)
-        if page.until is not None or page.until_head is not None:
+        if page.until_off and not app.session.live:  # a replay switches nothing off: says so, n goes on
+            assert say("lesson.unavailable.what_if") in lesson_text(app) and say(page.do, **facts) not in lesson_text(app)
+        elif page.until is not None or page.until_head is not None or page.until_off:
             assert say(page.do, **facts) in lesson_text(app) and number not in run.done
             await pilot.press(page.press)
+            if page.until_off:  # the what-if's menu: its first part, then the pass runs again
+                await until(pilot, lambda: type(app.screen).__name__ == "InterventionMenu")
+                await pilot.press("enter")
+                await until(pilot, lambda: app.screen is screen and number in run.done and app.session.jobs.idle)
             await pilot.pause()
             assert number in run.done and say("lesson.done") in lesson_text(app), (lesson_id, number)
         waits = page.predict is not None and page.predict.answer not in answers  # for the cost lab
@@ -122,7 +128,7 @@ def fits(app, size) -> None:
     text = app.screen.query_one("#lesson-text")
     width = text.content_region.width
     assert text.content_region.height >= text.get_content_height(text.size, app.size, width) > 0, size
-    assert text.region.bottom <= size[1] - 1, (size, text.region)
+    assert text.region.bottom <= size[1] - 1, (size, text.region, app.session.lesson.page)
     field = app.screen.query_one("#lesson-guess")
     if field.display and app.screen.query_one(LessonPanel).has_class("-guessing"):
         assert field.region.height >= 1 and field.region.bottom <= size[1] - 1, (size, field.region)
@@ -426,3 +432,25 @@ async def test_a_guess_at_the_batch_speed_waits_for_the_cost_lab_and_is_compared
             assert say(lesson.pages[number].predict.why, **{**facts, **lab.facts}) in text
             assert LessonPanel._verdict(made, lesson.pages[number].predict, {}) in text
             assert _number(ratio, "") in text and "2" in text
+
+
+@run_async
+async def test_a_page_that_asks_to_switch_a_part_off_is_done_when_the_edited_pass_shows(tiny_lm):
+    lesson = load_lesson("004")
+    number = next(i for i, page in enumerate(lesson.pages) if page.until_off)
+    app = make_app(lm=tiny_lm, options=RunOptions(prompt="ROMEO: What say you", model="tiny", lesson="004"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await started(app, pilot)
+        run, screen = app.session.lesson, app.screen
+        while run.page < number:
+            await pilot.press("n")
+        await pilot.pause()
+        page = lesson.pages[number]
+        assert screen.stage.key == page.show and say(page.do) in lesson_text(app) and number not in run.done
+        await pilot.press(page.press)
+        await until(pilot, lambda: type(app.screen).__name__ == "InterventionMenu")
+        await pilot.press("enter")
+        await until(pilot, lambda: app.screen is screen and bool(screen.trace.interventions) and app.session.jobs.idle)
+        await pilot.pause()
+        assert number in run.done and say("lesson.done") in lesson_text(app)
+        assert screen.stage.key == page.show  # the stage stays where the page put it

@@ -47,6 +47,11 @@ TEXT = {
     ),
     "lesson.do.open_generation": "Do: press g to open the generation view (escape comes back here).",
     "lesson.do.open_cost_lab": "Do: press m to open the cost lab (escape comes back here).",
+    "lesson.do.switch_off": "Do: press x and switch a part off, this MLP for instance (u switches it on again).",
+    "lesson.unavailable.what_if": (
+        "A replay cannot run the model again, so nothing can be switched off: start gpt2viz with "
+        "--model (tiny works offline). n goes on."
+    ),
     # Lesson 000: one forward pass (tutorial 000).
     "lesson.000.title": "One forward pass, from files to the next token",
     "lesson.000.intro": (
@@ -357,6 +362,10 @@ TEXT = {
         "Here it is: c_fc holds the {d_mlp} keys (its columns), GELU keeps the positive matches and all "
         "but silences the rest, and c_proj holds the values, one row of {n_embd} per key."
     ),
+    "lesson.004.switch_off": (
+        "A memory shows what it held when it is taken away: switch this MLP off and the pass runs "
+        "again without it; Next token and Logit lens then show the prediction before and after."
+    ),
     "lesson.004.residual": (
         "Neither attention nor the MLP replaces the vector: each computes a change and adds it to the "
         "residual stream, which runs from the embedding to the LM head. Every block reads the stream "
@@ -387,19 +396,17 @@ TEXT = {
         "the work of every earlier position."
     ),
     "lesson.004.intensity": (
-        "A decode step does {step_macs} multiply-adds and reads {step_weight_bytes} of weights: "
-        "{macs_per_byte} per byte. The prompt's pass read those weights once for all {T} positions."
+        "A decode step does {step_macs} multiply-adds over {step_weight_bytes} of weights, "
+        "{macs_per_byte} per byte. The prompt's pass read them once for all {T} positions."
     ),
     "lesson.004.intensity.question": "Guess: how many multiply-adds per byte of weights did the prompt's pass do?",
     "lesson.004.intensity.why": (
-        "{T} positions × {step_macs} = {prefill_macs} multiply-adds over the same {step_weight_bytes}: "
-        "{prefill_macs_per_byte} per byte, {T} times a decode step's. A processor waits on memory at "
-        "one step's rate, which is why an output token costs more than an input token."
+        "{T} × {step_macs} = {prefill_macs} over the same bytes: {prefill_macs_per_byte} per byte, "
+        "{T} times a step's. An output token reads every weight for one position: that is why it costs more."
     ),
     "lesson.004.batching": (
-        "Batching shares the read: sequences decoded together read each weight once per step for all "
-        "of them. The cost lab measures it on this machine: its Batch size tab (2 there) times one "
-        "step of a growing batch against one sequence's."
+        "Batching shares the read: sequences decoded together read each weight once a step for all "
+        "of them. The cost lab times it on this machine."
     ),
     "lesson.004.end": (
         "That is the pipeline: ids, vectors, {n_layer} blocks writing into one stream, one logit per "
@@ -432,8 +439,8 @@ TEXT = {
         "appears here when you come back."
     ),
     "lesson.guess.pending_replay": (
-        "Your guess, {guess}, is kept, but a replay has no model to measure with: start gpt2viz with "
-        "--model (tiny works offline) to compare it."
+        "Your guess, {guess}, is kept, but a replay cannot measure: start gpt2viz with --model "
+        "(tiny works offline) to compare it."
     ),
     "lesson.guess.busy": (
         "The cost lab measured this while other processes used {share} of the CPUs, so its times are "

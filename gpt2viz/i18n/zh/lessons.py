@@ -40,6 +40,11 @@ TEXT = {
     ),
     "lesson.do.open_generation": "操作：按 g 打开生成视图（按 esc 回到这里）。",
     "lesson.do.open_cost_lab": "操作：按 m 打开成本实验室（按 esc 回到这里）。",
+    "lesson.do.switch_off": "操作：按 x 关掉一个部分，比如这个 MLP（按 u 重新打开）。",
+    "lesson.unavailable.what_if": (
+        "回放不能再次运行模型，所以无法关掉任何部分：用 --model 启动 gpt2viz（tiny 可离线使用）。"
+        "按 n 继续。"
+    ),
     "lesson.000.title": "一次前向传播：从模型文件到下一个 token",
     "lesson.000.intro": (
         "这一课跟着 {model} 在你的提示词上走完一次前向传播，和逐步视图的顺序一样：文件里有什么，"
@@ -309,6 +314,10 @@ TEXT = {
         "就在这里：c_fc 保存 {d_mlp} 个键（它的列），GELU 保留正的匹配、几乎压住其余的，c_proj 保存值，"
         "每个键对应一行 {n_embd} 个数。"
     ),
+    "lesson.004.switch_off": (
+        "记忆被拿走时才显出它存了什么：关掉这个 MLP，前向传播会在没有它的情况下重新运行；"
+        "之后“下一个 token”和 logit lens 阶段会显示关掉前后的预测。"
+    ),
     "lesson.004.residual": (
         "注意力和 MLP 都不替换向量：它们各自算出一个变化量，加到残差流上，这条流从嵌入一直通到 LM head。"
         "每一层都读取这条流并写入它；途中什么都不会被忘掉。"
@@ -335,19 +344,17 @@ TEXT = {
         "{kv_per_position}，提示占 {kv_now}，用内存换掉之前每个位置的重复计算。"
     ),
     "lesson.004.intensity": (
-        "一个 decode 步做 {step_macs} 次乘加，读取 {step_weight_bytes} 的权重：每字节 {macs_per_byte} 次。"
-        "提示的那次前向传播只读取这些权重一次，就处理了全部 {T} 个位置。"
+        "一个 decode 步对 {step_weight_bytes} 的权重做 {step_macs} 次乘加，每字节 {macs_per_byte} 次。"
+        "提示的那次前向传播只读取它们一次，就处理了全部 {T} 个位置。"
     ),
     "lesson.004.intensity.question": "猜一猜：提示的那次前向传播，每字节权重做了多少次乘加？",
     "lesson.004.intensity.why": (
-        "{T} 个位置 × {step_macs} = {prefill_macs} 次乘加，读取的仍是那 {step_weight_bytes}：每字节 "
-        "{prefill_macs_per_byte} 次，是一个 decode 步的 {T} 倍。处理器按一步的速率等待内存，"
-        "这就是输出 token 比输入 token 更贵的原因。"
+        "{T} × {step_macs} = {prefill_macs}，读取的字节不变：每字节 {prefill_macs_per_byte} 次，"
+        "是一步的 {T} 倍。输出 token 为一个位置读取全部权重：所以它更贵。"
     ),
     "lesson.004.batching": (
         "批处理让这次读取被共享：一起解码的多个序列，每一步对每个权重只读一次，供所有序列使用。"
-        "成本实验室会在这台机器上测量它：其中的“批大小”标签页（在那里按 2）测量一个逐渐变大的批次的一步，"
-        "并与单个序列的一步比较。"
+        "成本实验室会在这台机器上为它计时。"
     ),
     "lesson.004.end": (
         "这就是整条管线：id、向量、{n_layer} 层写入同一条流、每个 token 一个 logit，以及每个新 token "
@@ -371,7 +378,7 @@ TEXT = {
     ),
     "lesson.guess.pending": "你的猜测 {guess} 已保留：成本实验室会在这台机器上测量答案，你回来时答案会显示在这里。",
     "lesson.guess.pending_replay": (
-        "你的猜测 {guess} 已保留，但回放没有模型可以测量：用 --model 启动 gpt2viz（tiny 可离线使用）"
+        "你的猜测 {guess} 已保留，但回放无法测量：用 --model 启动 gpt2viz（tiny 可离线使用）"
         "再来比较。"
     ),
     "lesson.guess.busy": (

@@ -242,7 +242,8 @@ class StepScreen(AppScreen[None]):
         self.query_one(SidePanel).draw(self.trace, self.stages, self.index)
         lesson = self.lesson
         if lesson is not None:
-            lesson.observe(self.stage.key, self.head, self.trace.n_layer)  # the page asked for this stage?
+            # The page asked for this stage, head, or a pass with a part switched off?
+            lesson.observe(self.stage.key, self.head, self.trace.n_layer, switched_off=bool(self.trace.interventions))
         self._draw_lesson()
 
     # -- a lesson (gpt2viz/lessons, tui/lesson_run.py) -----------------------------------------
@@ -272,8 +273,9 @@ class StepScreen(AppScreen[None]):
             panel.show(None, {}, {}, replay=False)
             return
         live = self.session.live
-        # A replay opens the generation view only on a generation it recorded.
-        unavailable = frozenset() if live or self.trace.generation else frozenset({"generation"})
+        # A replay opens the generation view only on a generation it recorded, and switches no
+        # part off (that runs the model).
+        unavailable = frozenset(() if live else ("what_if",) + (() if self.trace.generation else ("generation",)))
         facts, answers, busy = self._lesson_numbers()
         lesson.fill(answers)  # a guess that waited for the cost lab, measured since
         panel.show(lesson, facts, answers, replay=not live, unavailable=unavailable, busy_share=busy)

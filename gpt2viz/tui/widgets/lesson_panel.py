@@ -58,7 +58,8 @@ class LessonPanel(Vertical):
     def show(self, run: LessonRun | None, facts: dict[str, str], answers: dict[str, float], replay: bool,
              unavailable: frozenset[str] = frozenset(), busy_share: float | None = None) -> None:
         """Draws `run`'s current page (hides the panel when there is no lesson). `unavailable`: the
-        screens (gpt2viz.lessons.SCREENS) that cannot open here (a replay with no generation).
+        screens (gpt2viz.lessons.SCREENS) that cannot open here (a replay with no generation), and
+        "what_if" where nothing can be switched off (a replay).
         `answers` may lack what the cost lab has not measured yet: a guess at it waits, and one
         measured while other processes took `busy_share` of the CPUs is not compared."""
         self.set_class(run is not None, "-on")
@@ -87,8 +88,8 @@ class LessonPanel(Vertical):
                 lines.append(say(page.predict.why, **facts))
             if measured is None and page.do is not None and not replay:  # how to measure it
                 lines.append(say(page.do, **facts))
-        elif page.until_screen in unavailable and run.page not in run.done:
-            lines.append(say(f"lesson.unavailable.{page.until_screen}"))  # what to do instead
+        elif (needs := page.until_screen or ("what_if" if page.until_off else None)) in unavailable and run.page not in run.done:
+            lines.append(say(f"lesson.unavailable.{needs}"))  # what to do instead
         elif page.do is not None and run.page not in run.done:
             lines.append(say(page.do, **facts))
         if run.page in run.done and page.predict is None:

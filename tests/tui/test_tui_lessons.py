@@ -388,6 +388,16 @@ async def test_a_page_that_needs_a_generation_says_what_to_do_on_a_replay_withou
         fits(app, (80, 24))
 
 
+async def open_page(app, pilot, number: int):
+    """Started, then n up to page `number` of the app's lesson: (the lesson run, the step-through)."""
+    await started(app, pilot)
+    run = app.session.lesson
+    while run.page < number:
+        await pilot.press("n")
+    await pilot.pause()
+    return run, app.screen
+
+
 @run_async
 async def test_a_guess_at_the_batch_speed_waits_for_the_cost_lab_and_is_compared_with_what_it_measured(tiny_lm):
     """Lesson 004's batching page, live on the model: the guess is kept, the learner runs the cost
@@ -400,11 +410,7 @@ async def test_a_guess_at_the_batch_speed_waits_for_the_cost_lab_and_is_compared
     number = next(i for i, page in enumerate(lesson.pages) if page.predict and page.predict.answer == "batch_step_ratio")
     app = make_app(lm=tiny_lm, options=RunOptions(prompt="ROMEO: What say you", model="tiny", lesson="004"))
     async with app.run_test(size=(80, 24)) as pilot:
-        await started(app, pilot)
-        run, screen = app.session.lesson, app.screen
-        while run.page < number:
-            await pilot.press("n")
-        await pilot.pause()
+        run, screen = await open_page(app, pilot, number)
         facts = lesson_facts(app.session.trace)
         assert say(lesson.pages[number].do, **facts) in lesson_text(app)  # how to measure it
         await type_guess(pilot, 2)
@@ -440,11 +446,7 @@ async def test_a_page_that_asks_to_switch_a_part_off_is_done_when_the_edited_pas
     number = next(i for i, page in enumerate(lesson.pages) if page.until_off)
     app = make_app(lm=tiny_lm, options=RunOptions(prompt="ROMEO: What say you", model="tiny", lesson="004"))
     async with app.run_test(size=(80, 24)) as pilot:
-        await started(app, pilot)
-        run, screen = app.session.lesson, app.screen
-        while run.page < number:
-            await pilot.press("n")
-        await pilot.pause()
+        run, screen = await open_page(app, pilot, number)
         page = lesson.pages[number]
         assert screen.stage.key == page.show and say(page.do) in lesson_text(app) and number not in run.done
         await pilot.press(page.press)

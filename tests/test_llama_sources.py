@@ -6,6 +6,7 @@ such a model in one line until their screens exist."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import zipfile
 from pathlib import Path
@@ -53,14 +54,19 @@ def test_what_the_llama_core_does_not_do_yet_is_one_clear_error(written):  # noq
         trace_prompt(lm, "the")
 
 
-def test_a_transformers_llama_directory_loads_through_load_model(tmp_path):
+def write_word_tokenizer(directory: Path) -> None:
+    """A tokenizer.json for the test models' 300 ids: 'w5 w17' is [5, 17], id 0 end-of-text."""
     from tokenizers import Tokenizer, models, pre_tokenizers
 
-    reference = write_llama(tmp_path, 9, 3, True)
     vocab = {"<|endoftext|>": 0, **{f"w{i}": i for i in range(1, 300)}}
     tokenizer = Tokenizer(models.WordLevel(vocab, unk_token="<|endoftext|>"))
     tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
-    tokenizer.save(str(tmp_path / "tokenizer.json"))
+    tokenizer.save(str(directory / "tokenizer.json"))
+
+
+def test_a_transformers_llama_directory_loads_through_load_model(tmp_path):
+    reference = write_llama(tmp_path, 9, 3, True)
+    write_word_tokenizer(tmp_path)
     lm = gpt2viz.load_model(str(tmp_path))
     assert isinstance(lm.model, Llama) and lm.config.n_kv_head == 3 and lm.eos_id == 0
     ids = lm.encode_prompt("w5 w17 w42 w99")
@@ -187,3 +193,31 @@ def test_the_cli_refuses_a_llama_model_in_one_line(written, tmp_path):  # noqa: 
     assert "is a LLaMA-family model: the step-through and the trace show GPT-2 models so far" in one_error_line(stderr)
     code, stderr, _ = run_cli("--model", str(path), "--json", str(out), "--dtype", "int8", "the")
     assert code == 2 and "--dtype int8: LLaMA-family models load in float32 only so far" in one_error_line(stderr)
+
+
+LOAD_FROM_HUB = """
+import json, sys, torch, gpt2viz
+lm = gpt2viz.load_model(sys.argv[1])
+print(json.dumps([type(lm.model).__name__, lm.source.kind, lm.model(torch.tensor([[5, 17, 42, 99]]))[0][0, -1, :3].tolist()]))
+"""
+
+
+def test_a_llama_checkpoint_on_the_hub_downloads_and_loads_as_a_local_one(tmp_path):
+    """What HuggingFaceTB/SmolLM2-135M is on the hub (config.json with model_type llama, safetensors,
+    tokenizer.json), served by a local hub on 127.0.0.1 to the real client."""
+    import subprocess
+    import sys
+
+    from hub_server import HubServer, Repo
+    from test_hub import environment
+
+    directory = tmp_path / "llama"
+    write_llama(directory, 9, 3, True)
+    write_word_tokenizer(directory)
+    local = gpt2viz.load_model(str(directory))
+    expected = local.model(torch.tensor([[5, 17, 42, 99]]))[0][0, -1, :3].tolist()
+    with HubServer({"org/smol": Repo.from_dir(directory)}) as hub:
+        done = subprocess.run([sys.executable, "-c", LOAD_FROM_HUB, "org/smol"], capture_output=True, text=True,
+                              timeout=120, env=environment(hub.url, tmp_path / "hf"))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == ["Llama", "hub", expected]

@@ -526,7 +526,9 @@ def load_with_progress(options: RunOptions):
     """Loads the model for a run without the TUI, a download's progress on one stderr line."""
     from . import load_model
     from .download_display import DownloadDisplay
+    from .trace.recorder import refuse_untraceable_source
 
+    refuse_untraceable_source(options.model)  # before a download it could not use
     shown = DownloadDisplay(tell)
     try:
         lm = load_model(options.model, device=options.device, dtype=options.dtype, progress=shown.report)

@@ -11,13 +11,14 @@ import operator
 from collections.abc import Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable, overload
 
 import torch
 
 from .activation_cache import ActivationCache
 from .batch import BatchResult, generate_batch, generate_prompts
-from .errors import InputError, SettingError, TokenIdError
+from .errors import Gpt2VizError, InputError, SettingError, TokenIdError
 from .i18n import N_
 from .input_files import shown as _shown
 from .kernels.choice import Choice, choose_kernels
@@ -30,6 +31,7 @@ from .model.gpt2 import GPT2
 from .model.llama import Llama, LlamaConfig, load_llama, load_llama_gguf
 from .model.placement import parse_device
 from .model.precision import Precision, parse_precision
+from .model import package_index
 from .model.sources import DownloadProgress, ResolvedSource, resolve
 from .model.tokenizer import Tokenizer
 from .model.training_tokens import read as read_training_tokens
@@ -418,6 +420,20 @@ def load_model(
         model, tokenizer, resolved, weights.stored_dtype, weights.file_bytes, notices, n_params, weight_bytes(model), files,
         training_tokens=trained_on, kernels=kernels, format_kernels=format_kernels,
     )
+
+
+def is_llama_source(source: str | None) -> bool:
+    """Whether `source` names a LLaMA-family model before anything is fetched: 'smollm2', a
+    .gguf file, or a local directory whose config.json says so (a hub id cannot tell yet)."""
+    if source is None:
+        return False
+    if source == package_index.NAME or source.lower().endswith(".gguf"):
+        return True
+    try:
+        config = Path(source).expanduser() / "config.json"
+        return config.is_file() and model_type(config) == "llama"
+    except (OSError, RuntimeError, Gpt2VizError):  # not readable as a directory: load_model says why
+        return False
 
 
 def is_llama(resolved: ResolvedSource) -> bool:

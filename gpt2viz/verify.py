@@ -12,8 +12,9 @@ from dataclasses import dataclass
 
 import torch
 
-from .errors import Gpt2VizError
+from .errors import ArchitectureError, Gpt2VizError
 from .i18n import _
+from .model.config import GPT2Config
 
 BOUND = 1e-4  # the largest |Δlogit| that counts as the same model
 GREEDY_TOKENS = 20
@@ -53,7 +54,10 @@ def reference_model(path):
 
 @torch.inference_mode()
 def verify(lm, ids: list[int], n_tokens: int = GREEDY_TOKENS) -> Verification:
-    """Compares `lm`'s checkpoint, in float32, with transformers' model of it over `ids`."""
+    """Compares `lm`'s checkpoint, in float32, with transformers' model of it over `ids` (GPT-2's)."""
+    if not isinstance(lm.config, GPT2Config):
+        raise ArchitectureError(_("{model} is a LLaMA-family model: the comparison with transformers covers "
+                                  "GPT-2 models so far").format(model=lm.name))
     version, hf = reference_model(lm.source.path)
     ours_lm = lm.float32_twin()
     ours_logits, _cache = ours_lm.model(torch.tensor([ids]).to(ours_lm.model.device))

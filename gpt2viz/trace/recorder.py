@@ -17,7 +17,7 @@ from ..hooks import layer_of
 from ..i18n import N_, _, count
 from ..interventions import Ablation, applied
 from ..kernels.cpu import this_cpu
-from ..language_model import LanguageModel
+from ..language_model import LanguageModel, is_llama_source
 from ..model.config import GPT2Config
 from ..model.weights import FLOAT_DTYPES
 from . import events as ev
@@ -532,9 +532,19 @@ def files_info(lm: LanguageModel) -> dict | None:
 def check_traceable(lm: LanguageModel) -> None:
     """Refuses a model the trace cannot record yet (its events are GPT-2's), in one sentence."""
     if not isinstance(lm.config, GPT2Config):
-        raise ArchitectureError(
-            _("{model} is a LLaMA-family model: the step-through and the trace show GPT-2 models so far "
-              "(it works through the library: gpt2viz.load_model)").format(model=lm.name))
+        raise not_traceable(lm.name)
+
+
+def refuse_untraceable_source(source: str | None) -> None:
+    """The same refusal before loading, where the name says it (so nothing is downloaded for it)."""
+    if is_llama_source(source):
+        raise not_traceable(str(source))
+
+
+def not_traceable(model: str) -> ArchitectureError:
+    return ArchitectureError(
+        _("{model} is a LLaMA-family model: the step-through and the trace show GPT-2 models so far "
+          "(it works through the library: gpt2viz.load_model)").format(model=model))
 
 
 def trace_prompt(

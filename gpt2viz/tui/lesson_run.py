@@ -148,11 +148,12 @@ class LessonRun:
         self.save()
         return made
 
-    def fill(self, answers: dict[str, float]) -> None:
-        """Gives each guess that waited for its measurement (the cost lab's) the answer, once there."""
+    def fill(self, answers: dict[str, float], measured: frozenset[str] | set[str]) -> None:
+        """Gives each guess at a `measured` answer (the cost lab's) the latest measurement: None
+        while there is none (not run yet, or run again and stopped before it measured it)."""
         for page, made in self.guesses.items():
             prediction = self.lesson.pages[page].predict
-            if made.answer is None and prediction is not None:
+            if prediction is not None and prediction.answer in measured:
                 made.answer = answers.get(prediction.answer)
 
     def turn(self, delta: int) -> bool:

@@ -280,7 +280,9 @@ class Session:
     def _load(self, job: Job, source: str | None):
         """The model from `source`, its download reported (and stopped by a cancel)."""
         from .. import load_model
+        from ..trace.recorder import refuse_untraceable_source
 
+        refuse_untraceable_source(source)  # before a download it could not use
         options = self.options
         show = throttled(lambda progress: job.report(DownloadProgressed(progress)))
 

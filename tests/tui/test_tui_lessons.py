@@ -438,6 +438,18 @@ async def test_a_guess_at_the_batch_speed_waits_for_the_cost_lab_and_is_compared
             assert say(lesson.pages[number].predict.why, **{**facts, **lab.facts}) in text
             assert LessonPanel._verdict(made, lesson.pages[number].predict, {}) in text
             assert _number(ratio, "") in text and "2" in text
+        # Run again and stopped before it measured a step: the guess waits again (no stale answer).
+        from dataclasses import replace
+
+        app.session.keep_lab_result(replace(app.session.lab_result, batch=replace(sweep, rows=[])))
+        screen._draw_lesson()
+        await pilot.pause()
+        assert run.guesses[number].answer is None and say("lesson.guess.pending", guess="2") in lesson_text(app)
+        # Measured again while the machine was busy: nothing compared, and the page says why.
+        app.session.keep_lab_result(replace(app.session.lab_result, batch=replace(sweep, others_cpu=0.9)))
+        screen._draw_lesson()
+        await pilot.pause()
+        assert say("lesson.guess.busy", guess="2", share="90%") in lesson_text(app)
 
 
 @run_async

@@ -14,7 +14,7 @@ from ...trace import Trace
 from ..commands import MapCommands, StageCommands
 from ..language import key_name
 from ..stages import Stage, block_jump, build_stages, index_by_key, index_of
-from ..lesson_facts import lesson_answers, lesson_facts, measured
+from ..lesson_facts import MEASURED, lesson_answers, lesson_facts, measured
 from ..lesson_run import read_guess
 from ..widgets.before_after import BeforeAfter
 from ..widgets.lesson_panel import LessonPanel
@@ -277,7 +277,7 @@ class StepScreen(AppScreen[None]):
         # part off (that runs the model).
         unavailable = frozenset(() if live else ("what_if",) + (() if self.trace.generation else ("generation",)))
         facts, answers, busy = self._lesson_numbers()
-        lesson.fill(answers)  # a guess that waited for the cost lab, measured since
+        lesson.fill(answers, set(MEASURED))  # a guess at what the cost lab measures: its latest
         panel.show(lesson, facts, answers, replay=not live, unavailable=unavailable, busy_share=busy)
         if lesson.current.predict is None and panel.guess_field().has_focus:
             self.set_focus(None)

@@ -13,7 +13,7 @@ from textual.widgets import Input, Rule, Static
 
 from ...i18n import N_, _, say
 from ..formatting import count, num
-from ..lesson_facts import lesson_facts
+from ..lesson_facts import MEASURED, lesson_facts
 from ..lesson_run import LessonRun
 from .safe_input import FieldInput
 
@@ -77,7 +77,9 @@ class LessonPanel(Vertical):
             lines.append(say(page.predict.question, **facts))
             made = run.guesses.get(run.page)
             measured = answers.get(page.predict.answer)
-            if made is not None and made.answer is None:
+            if page.predict.answer not in MEASURED:  # a busy machine says nothing of a size
+                busy_share = None
+            if made is not None and (made.answer is None or measured is None):
                 key = "lesson.guess.pending_replay" if replay else "lesson.guess.pending"
                 lines.append(say(key, guess=_number(made.value, page.predict.unit)))
             elif made is not None and busy_share is not None:

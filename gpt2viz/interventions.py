@@ -159,6 +159,9 @@ class Means:
         if found is not None:
             return found
         info = self.hooks.current_pass
+        one = self._kept.get((spec, name, 1, self.hooks.sequence))
+        if info.past and one is not None:  # B continuations of one prompt (generate_batch): its mean, B times
+            return one.expand(part.shape[0], *one.shape[1:])
         if info.past:
             raise AblationError(_("{spec}: a mean ablation takes its mean from the prompt's pass, and this pass "
                                   "continues a cache filled without it").format(spec=spec))

@@ -158,6 +158,17 @@ def test_two_texts_in_one_block_each_take_their_own_prompt_s_mean(tiny_lm):
             assert torch.equal(tiny_lm.run_with_cache(prompt, "hook_embed")[0], logits)
 
 
+def test_continuations_of_one_prompt_under_a_mean_ablation_use_its_mean(tiny_lm):
+    """generate_batch runs the prompt once and decodes B rows: each row takes the prompt's mean
+    (it refused: no mean of B rows), and greedy rows equal one generation under the same ablation."""
+    ablations = [Ablation.parse("L1.mlp:mean"), Ablation.parse("L0H2:mean")]
+    with applied(tiny_lm.hooks, ablations):
+        rows = tiny_lm.generate_batch(PROMPT, 3, 6).rows
+    with applied(tiny_lm.hooks, ablations):
+        alone = tiny_lm.generate(PROMPT, 6, use_cache=False).token_ids
+    assert [row.token_ids for row in rows] == [alone] * 3
+
+
 def test_an_ablation_that_does_not_fit_is_also_a_value_error(tiny_lm):
     for spec in ("L99H0", "L1H99", "L1.n999999"):
         with pytest.raises(ValueError, match=spec):

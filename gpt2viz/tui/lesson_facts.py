@@ -87,7 +87,9 @@ def _answers(trace: Trace) -> dict[str, float]:
         "macs_per_byte": step_macs(f) / f.step_weight_bytes,
         "block_params": f.params.block,
         "n_params": f.n_params,
-        "kv_bytes_after_more": f.kv_bytes(f.L + MORE_TOKENS),
+        # After MORE_TOKENS new tokens the cache holds all but the last (chosen, not yet run):
+        # the generation view's count too (40 new tokens after a 5-token prompt: 44 positions).
+        "kv_bytes_after_more": f.kv_bytes(f.L + MORE_TOKENS - 1),
         "kv_bytes_full": f.kv_bytes(f.n_ctx),
         # The positions after which the cache holds more than 1 MiB.
         "positions_for_mib": 2**20 // f.kv_bytes_per_position + 1,
@@ -148,7 +150,7 @@ def _facts(trace: Trace) -> dict[str, str]:
         "kv_per_position": nbytes(f.kv_bytes_per_position),
         "kv_now": nbytes(f.kv_bytes(f.L)),
         "more": count(MORE_TOKENS),
-        "positions_after_more": count(f.L + MORE_TOKENS),
+        "positions_after_more": count(f.L + MORE_TOKENS - 1),
         "kv_after_more": nbytes(int(answers["kv_bytes_after_more"])),
         "value_bytes": count(f.value_bytes),
         "T_minus_1": count(f.T - 1),

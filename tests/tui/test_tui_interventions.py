@@ -46,6 +46,8 @@ def test_the_menu_offers_what_fits_the_stage(bundled):
     mlp = [a for _label, a in ablation_choices(trace, Stage("mlp", 1), 0)]
     assert any(a.kind == "neurons" and a.layer == 1 and len(a.neurons) == 5 for a in mlp)
     assert Ablation("mlp", 1) in mlp and Ablation("block", 1) in mlp
+    # The stage's own part first (what Enter takes): the head on an attention stage, the MLP on an MLP stage.
+    assert heads[0] == Ablation("head", 2, head=3) and mlp[0] == Ablation("mlp", 1) and mlp.count(Ablation("mlp", 1)) == 1
 
 
 @run_async

@@ -468,3 +468,14 @@ async def test_a_page_that_asks_to_switch_a_part_off_is_done_when_the_edited_pas
         await pilot.pause()
         assert number in run.done and say("lesson.done") in lesson_text(app)
         assert screen.stage.key == page.show  # the stage stays where the page put it
+        # Enter took this stage's own part, and every page says its numbers are the edited pass's
+        # until u switches it on again.
+        assert screen.trace.interventions == ["L0.mlp"]
+        assert say("lesson.edited", parts="L0.mlp", undo="u") in lesson_text(app)
+        await pilot.press("n")
+        await pilot.pause()
+        assert say("lesson.edited", parts="L0.mlp", undo="u") in lesson_text(app)
+        await pilot.press("u")
+        await until(pilot, lambda: not screen.trace.interventions and app.session.jobs.idle)
+        await pilot.pause()
+        assert say("lesson.edited", parts="L0.mlp", undo="u") not in lesson_text(app)

@@ -47,7 +47,8 @@ TEXT = {
     ),
     "lesson.do.open_generation": "Do: press g to open the generation view (escape comes back here).",
     "lesson.do.open_cost_lab": "Do: press m to open the cost lab (escape comes back here).",
-    "lesson.do.switch_off": "Do: press x and switch a part off, this MLP for instance (u switches it on again).",
+    "lesson.do.switch_off": "Do: press x and switch a part off: Enter takes the first, this MLP (u switches it on again).",
+    "lesson.edited": "{parts} is switched off: the numbers on this page are the edited pass's ({undo} switches it on again).",
     "lesson.unavailable.what_if": (
         "A replay cannot run the model again, so nothing can be switched off: start gpt2viz with "
         "--model (tiny works offline). n goes on."
@@ -136,8 +137,9 @@ TEXT = {
     ),
     "lesson.000.kv_guess.question": "Guess: how many bytes will the KV cache hold after {more} more tokens?",
     "lesson.000.kv_guess.why": (
-        "{kv_per_position} per position × {positions_after_more} positions = {kv_after_more}. It grows "
-        "with every token, the same amount each time, until the context ({n_ctx}) is full."
+        "{kv_per_position} per position × {positions_after_more} positions (the prompt's and every "
+        "new token but the last, which is chosen and not yet run) = {kv_after_more}. It grows with every "
+        "token, the same amount each time, until the context ({n_ctx}) is full."
     ),
     "lesson.000.end": (
         "That is the whole pass. Press g to generate: the generation view times each step and shows "
@@ -164,7 +166,7 @@ TEXT = {
         "takes tensors and gives tensors; the line of shapes under each stage's explanation follows them."
     ),
     "lesson.001.lookup": (
-        "The first operation is no arithmetic: each id selects its row of wte and each position its "
+        "The first operation multiplies nothing: each id selects its row of wte and each position its "
         "row of wpe, and the two are added, [1, {T}, {n_embd}]. Selecting rows is a lookup, not a "
         "matrix product, however large the table."
     ),
@@ -238,9 +240,9 @@ TEXT = {
         "{T} tokens."
     ),
     "lesson.003.scores": (
-        "The scores: each position's query against every position's key, divided by the square root "
-        "of the head size ({head_dim}). One head gives a {T} × {T} table, {scores} scores, the future "
-        "positions' among them."
+        "Next come the scores: each position's query against every position's key, divided by the "
+        "square root of the head size ({head_dim}). One head gives a {T} × {T} table, {scores} scores, "
+        "the future positions' among them."
     ),
     "lesson.003.mask_guess": (
         "Before the softmax the causal mask sets every score of a later position to minus infinity: "
@@ -251,6 +253,7 @@ TEXT = {
         "Row i loses the {T} − (i + 1) positions after it: 0 + 1 + … + {T_minus_1} = {masked_scores} of "
         "{scores}, and {kept_scores} are kept. Past a few dozen tokens, that is about half."
     ),
+    "lesson.003.masked": "The Scores stage shows that table, the masked cells marked, and counts them.",
     "lesson.003.pattern": (
         "After the softmax the masked cells are exactly 0 and every row still sums to 1: the pattern's "
         "upper right triangle is empty. Every head of every block has the same empty triangle."
@@ -313,17 +316,18 @@ TEXT = {
     # Lesson 004: one prompt through the whole pipeline (tutorial 004).
     "lesson.004.title": "One prompt through the whole pipeline, and what a new token costs",
     "lesson.004.intro": (
-        "Tutorial 004 follows \"The capital of France is\" through GPT-2 small to ' Paris'. This "
+        "Tutorial 004 follows \"The capital of France is\" through GPT-2 small to '␣Paris'. This "
         "lesson follows your prompt through {model} the same way: text to ids, ids to vectors, "
         "{n_layer} blocks of attention and MLP writing into one residual stream, the LM head, and the "
         "cost of every new token. A model that learned geography (GPT-2 small, from the hub) puts "
-        "' Paris' first after that prompt, far ahead of the rest; the bundled tiny model learned "
+        "'␣Paris' first after that prompt, far ahead of the rest; the bundled tiny model learned "
         "only Shakespeare, so on it these pages show the mechanism with its own numbers, not the "
         "knowledge."
     ),
     "lesson.004.tokens": (
-        "Tokenizing is a lookup on the CPU, nothing learned: byte-pair encoding cuts the text into "
-        "{T} pieces of a {vocab}-token vocabulary and gives each its id: {tokens}."
+        "Tokenizing runs on the CPU before the model: byte-pair encoding (its merges learned once, "
+        "when the tokenizer was made) cuts the text into {T} pieces of a {vocab}-token vocabulary and "
+        "gives each its id: {tokens}."
     ),
     "lesson.004.embed": (
         "Next, each id picks its row of wte and each position its row of wpe, and the two are added: "
@@ -383,7 +387,7 @@ TEXT = {
     ),
     "lesson.004.answer": (
         "Softmax makes the logits probabilities: {model} puts {next_token} first, at {next_prob}. "
-        "After \"The capital of France is\" GPT-2 small puts ' Paris' there; a model puts first what "
+        "After \"The capital of France is\" GPT-2 small puts '␣Paris' there; a model puts first what "
         "its weights make likely, and no rule decides anything else."
     ),
     "lesson.004.autoregressive": (

@@ -40,7 +40,8 @@ TEXT = {
     ),
     "lesson.do.open_generation": "操作：按 g 打开生成视图（按 esc 回到这里）。",
     "lesson.do.open_cost_lab": "操作：按 m 打开成本实验室（按 esc 回到这里）。",
-    "lesson.do.switch_off": "操作：按 x 关掉一个部分，比如这个 MLP（按 u 重新打开）。",
+    "lesson.do.switch_off": "操作：按 x 关掉一个部分：回车选第一项，也就是这个 MLP（按 u 重新打开）。",
+    "lesson.edited": "{parts} 已被关掉：本页的数字来自修改后的前向传播（按 {undo} 重新打开）。",
     "lesson.unavailable.what_if": (
         "回放不能再次运行模型，所以无法关掉任何部分：用 --model 启动 gpt2viz（tiny 可离线使用）。"
         "按 n 继续。"
@@ -117,8 +118,7 @@ TEXT = {
     ),
     "lesson.000.kv_guess.question": "猜一猜：再生成 {more} 个 token 之后，KV 缓存有多少字节？",
     "lesson.000.kv_guess.why": (
-        "每个位置 {kv_per_position} × {positions_after_more} 个位置 = {kv_after_more}。每个 token 都让它增长同样的量，"
-        "直到上下文（{n_ctx}）填满。"
+        "每个位置 {kv_per_position} × {positions_after_more} 个位置（提示词的，以及除最后一个以外的每个新 token：最后一个刚被选出，还没有运行）= {kv_after_more}。每个 token 都让它增长同样的量，直到上下文（{n_ctx}）填满。"
     ),
     "lesson.000.end": (
         "这就是完整的一次前向传播。按 g 开始生成：生成视图会给每一步计时，并显示 KV 缓存每个 token 增长 {kv_per_position}。"
@@ -141,7 +141,7 @@ TEXT = {
         "每个阶段说明下面那行形状会一路跟着它们。"
     ),
     "lesson.001.lookup": (
-        "第一个运算根本不算数：每个 id 取出 wte 中自己的那一行，每个位置取出 wpe 中自己的那一行，"
+        "第一个运算不做任何乘法：每个 id 取出 wte 中自己的那一行，每个位置取出 wpe 中自己的那一行，"
         "两者相加，得到 [1, {T}, {n_embd}]。取行是查表，不是矩阵乘法，表再大也一样。"
     ),
     "lesson.001.layer_norm": (
@@ -205,7 +205,7 @@ TEXT = {
         "这一课在 {model} 对 {T} 个 token 的这次运行里逐一找到它们。"
     ),
     "lesson.003.scores": (
-        "分数：每个位置的 query 和每个位置的 key 相乘，再除以头维度（{head_dim}）的平方根。"
+        "接下来是分数：每个位置的 query 和每个位置的 key 相乘，再除以头维度（{head_dim}）的平方根。"
         "一个头得到一张 {T} × {T} 的表，共 {scores} 个分数，其中也包括未来位置的分数。"
     ),
     "lesson.003.mask_guess": (
@@ -217,6 +217,7 @@ TEXT = {
         "第 i 行去掉它后面的 {T} − (i + 1) 个位置：0 + 1 + … + {T_minus_1} = {masked_scores}（共 {scores} 个），"
         "保留 {kept_scores} 个。token 多了以后，差不多是一半。"
     ),
+    "lesson.003.masked": "“分数”阶段展示这张表，被掩码的格子都做了标记，并给出它们的数目。",
     "lesson.003.pattern": (
         "softmax 之后，被掩码的格子正好是 0，每一行的和仍然是 1：注意力模式的右上三角是空的。"
         "每一层的每个注意力头都有同样的空三角。"
@@ -271,15 +272,15 @@ TEXT = {
     # 第 004 课：一个提示走完整条管线（教程 004）。
     "lesson.004.title": "一个提示走完整条管线，以及一个新 token 的代价",
     "lesson.004.intro": (
-        "教程 004 追踪 \"The capital of France is\" 穿过 GPT-2 small，直到得出 ' Paris'。本课用同样的方式，"
+        "教程 004 追踪 \"The capital of France is\" 穿过 GPT-2 small，直到得出 '␣Paris'。本课用同样的方式，"
         "让你的提示穿过 {model}：文本变成 id，id 变成向量，{n_layer} 层注意力和 MLP 写入同一条残差流，"
         "然后是 LM head，以及每个新 token 的代价。学过地理的模型（从 Hugging Face Hub 下载的 GPT-2 small）"
-        "在这个提示后把 ' Paris' 排在第一，远远领先其余的；内置的 tiny 模型只学过莎士比亚，所以在它上面，"
+        "在这个提示后把 '␣Paris' 排在第一，远远领先其余的；内置的 tiny 模型只学过莎士比亚，所以在它上面，"
         "这些页面用它自己的数字展示机制，而不是知识。"
     ),
     "lesson.004.tokens": (
-        "分词是在 CPU 上查表，没有任何学习：字节对编码（BPE）把文本切成 {T} 段，每段都是 {vocab} 个 token 的"
-        "词表中的一项，并给出各自的 id：{tokens}。"
+        "分词在模型之前、在 CPU 上完成：字节对编码（BPE，它的合并规则在制作分词器时一次学好）把文本切成 {T} 段，"
+        "每段都是 {vocab} 个 token 的词表中的一项，并给出各自的 id：{tokens}。"
     ),
     "lesson.004.embed": (
         "接下来，每个 id 取出 wte 中自己的一行，每个位置取出 wpe 中自己的一行，两者相加：这是从内存中收集（gather），"
@@ -295,7 +296,7 @@ TEXT = {
     "lesson.004.routing": (
         "注意力就是路由：每个位置的 query 与它自己以及之前每个位置的 key 比较，得分除以 √{head_dim}，"
         "未来的位置被掩码，softmax 把每一行变成权重。最后一行就是最后一个 token 读取什么、从哪里读取；"
-        "'is' 正是这样汇集 'capital' 和 'France' 的。每个头都有自己的路由方式。"
+        "'is' 可以这样汇集 'capital' 和 'France'。每个头都有自己的路由方式。"
     ),
     "lesson.004.heads": (
         "一层有 {n_head} 个头，每个头 {head_dim} 个数：每个头都有自己的 query、key、value 投影，"
@@ -332,7 +333,7 @@ TEXT = {
     ),
     "lesson.004.answer": (
         "softmax 把 logits 变成概率：{model} 把 {next_token} 排在第一，概率为 {next_prob}。"
-        "在 \"The capital of France is\" 之后，GPT-2 small 把 ' Paris' 排在那里；模型把权重认为最可能的"
+        "在 \"The capital of France is\" 之后，GPT-2 small 把 '␣Paris' 排在那里；模型把权重认为最可能的"
         "排在第一，没有别的规则在做决定。"
     ),
     "lesson.004.autoregressive": (

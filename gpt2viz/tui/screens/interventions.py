@@ -20,11 +20,13 @@ TOP_NEURONS = 5  # the most active neurons at the last position, offered togethe
 
 
 def ablation_choices(trace: Trace, stage: Stage, head: int) -> list[tuple[str, Ablation]]:
-    """(label, ablation) pairs that make sense at `stage` (none outside the blocks)."""
+    """(label, ablation) pairs that make sense at `stage` (none outside the blocks), the stage's own
+    part first: the head shown on an attention stage, the MLP on an MLP stage."""
     layer = stage.layer
     if layer is None:
         return []
-    choices = []
+    mlp = (_("the MLP of block {layer}").format(layer=layer), Ablation("mlp", layer))
+    choices = [mlp] if stage.kind in ("ln2", "mlp", "mlp_out") else []
     if stage.kind in ("qkv", "scores", "pattern", "heads", "attn_out"):
         choices += [
             (_("head {head} of block {layer}: set to zero").format(head=head, layer=layer), Ablation("head", layer, head=head)),
@@ -43,10 +45,9 @@ def ablation_choices(trace: Trace, stage: Stage, head: int) -> list[tuple[str, A
                 len(top),
             ).format(n=len(top), layer=layer)
             choices.append((label, Ablation("neurons", layer, neurons=tuple(top))))
-    choices += [
-        (_("the MLP of block {layer}").format(layer=layer), Ablation("mlp", layer)),
-        (_("the whole of block {layer} (attention and MLP)").format(layer=layer), Ablation("block", layer)),
-    ]
+    if mlp not in choices:
+        choices.append(mlp)
+    choices.append((_("the whole of block {layer} (attention and MLP)").format(layer=layer), Ablation("block", layer)))
     return choices
 
 

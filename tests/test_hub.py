@@ -170,7 +170,8 @@ def test_with_the_hub_unreachable_the_default_falls_back_to_tiny_in_one_line(tmp
     assert len(lines) == 2 and "unreachable" in lines[0]  # the notice, then "wrote the trace ..."
 
 
-@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "killed"])
+# Ctrl-C in the fast tier; a kill (the same partial file, left without any cleanup) in the slow one.
+@pytest.mark.parametrize("stop", [signal.SIGINT, pytest.param(signal.SIGKILL, marks=pytest.mark.slow)], ids=["ctrl-c", "killed"])
 def test_a_stopped_download_goes_on_in_the_next_run(tmp_path, tiny_repo, stop):
     """The server stalls three pieces and a bit into the weights; the run is stopped there (Ctrl-C:
     one line, exit 130; or killed). The next run asks for the rest from the bytes on disk, counts

@@ -137,7 +137,10 @@ def test_every_string_field_of_the_schema_is_in_a_trace_tried(docs):
     assert not [p for p in missing if p not in optional], missing
 
 
-@pytest.mark.parametrize("which", ["prompt", "batch", "decode"])
+# The prompt's trace in the fast tier; the batch's and a decode step's (5 s each, the same screens
+# with more fields) in the slow tier, which CI runs too.
+@pytest.mark.parametrize("which", ["prompt", pytest.param("batch", marks=pytest.mark.slow),
+                                   pytest.param("decode", marks=pytest.mark.slow)])
 @run_async
 async def test_a_replay_with_escapes_in_every_field_leaves_the_terminal_untouched(docs, which, tmp_path):
     doc, kept = poisoned(docs[which])

@@ -7,6 +7,7 @@ Update those after an intended change with `pytest tests/tui/test_tui_lessons.py
 from __future__ import annotations
 
 import pytest
+from rich.cells import cell_len
 from tui_helpers import GENERATION_TRACE, TINY_TRACE, run_async, stage_text, started
 
 from gpt2viz.i18n import say, set_language
@@ -29,8 +30,8 @@ def own_state(tmp_path, monkeypatch):
 
 
 def lesson_text(app) -> str:
-    content = app.screen.query_one("#lesson-text").content
-    return getattr(content, "plain", str(content))
+    """The page's text as written (the panel lays it out for its width: tests/tui also checks that)."""
+    return app.screen.query_one("#lesson-text").text
 
 
 async def type_guess(pilot, value: float) -> None:
@@ -483,3 +484,21 @@ async def test_a_page_that_asks_to_switch_a_part_off_is_done_when_the_edited_pas
         await until(pilot, lambda: not screen.trace.interventions and app.session.jobs.idle)
         await pilot.pause()
         assert say("lesson.edited", parts="L0.mlp", undo="u") not in lesson_text(app)
+
+
+@run_async
+async def test_chinese_lesson_text_keeps_latin_words_whole_at_80x24():
+    """Laid out for the panel's width: 'GPT-2' was folded 'G' / 'PT-2' by a plain widget."""
+    set_language("zh")
+    app = make_app(trace=load(TINY_TRACE), options=RunOptions(lesson="000"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await started(app, pilot)
+        text = app.screen.query_one("#lesson-text")
+        for _ in range(len(load_lesson("000").pages)):
+            assert "".join(text.plain.split()) == "".join(text.text.split())  # only the breaks differ
+            for word in ("GPT-2", "KV", "MiB", "[1,"):
+                for line in text.plain.split("\n"):
+                    assert not (line.endswith(word[: len(word) // 2]) and word not in line and word in text.text)
+            assert max(cell_len(line) for line in text.plain.split("\n")) <= text.size.width
+            await pilot.press("n")
+            await pilot.pause()

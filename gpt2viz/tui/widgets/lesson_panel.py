@@ -12,9 +12,11 @@ from textual.message import Message
 from textual.widgets import Input, Rule, Static
 
 from ...i18n import N_, _, say
+from ...i18n.layout import wrap_wide
 from ..formatting import count, num
 from ..lesson_facts import MEASURED, lesson_facts
 from ..lesson_run import LessonRun
+from .laid import Laid
 from .safe_input import FieldInput
 
 
@@ -27,6 +29,20 @@ class GuessInput(FieldInput):
         Binding("p", "screen.lesson_previous", N_("previous page"), show=False, priority=True),
     ]
     GUESS_CHARACTERS = r"[0-9.,，\s_eE+%kKmMgGbBiI万亿]*"
+
+
+class LessonText(Laid):
+    """The page's text, laid out for the panel's width: Chinese lines break between characters and
+    keep a run of Latin letters and digits whole (i18n/layout.py), where a plain widget would fold
+    'GPT-2' anywhere."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.text = ""  # as written, before it is laid out
+
+    def update(self, text: str) -> None:
+        self.text = text
+        self.show(lambda width: wrap_wide(text, width))
 
 
 class LessonPanel(Vertical):
@@ -49,7 +65,7 @@ class LessonPanel(Vertical):
     def compose(self) -> ComposeResult:
         # A rule of its own, not a border: Textual's auto height left a bordered panel a row short.
         yield Rule(id="lesson-rule", line_style="solid")
-        yield Static(id="lesson-text", markup=False)
+        yield LessonText(id="lesson-text")
         # Disabled but where a page asks for a guess: never focused otherwise (not even as the
         # screen's first focusable widget), so the step-through's keys stay the screen's.
         yield GuessInput(id="lesson-guess", compact=True, placeholder=_("your guess"),
@@ -109,7 +125,7 @@ class LessonPanel(Vertical):
             lines.append(say("lesson.finished"))
         guessing = page.predict is not None
         lines.append(say("lesson.keys_guess" if guessing else "lesson.keys"))
-        self.query_one("#lesson-text", Static).update("\n".join(lines))
+        self.query_one("#lesson-text", LessonText).update("\n".join(lines))
         self.set_class(guessing, "-guessing")
         field = self.query_one("#lesson-guess", Input)
         field.disabled = not guessing

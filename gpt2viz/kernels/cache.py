@@ -10,12 +10,12 @@ again); one that cannot be written is left as it is.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
 from ..json_state import read_json, write_json
+from ..user_cache import cache_home
 
 T = TypeVar("T")
 
@@ -26,10 +26,7 @@ CACHE_VERSION = 1
 def cache_path() -> Path:
     """$XDG_CACHE_HOME/gpt2viz/kernels.json; ~/.cache where it is unset or not absolute (the XDG
     rule: a relative one is ignored)."""
-    base = os.environ.get("XDG_CACHE_HOME", "")
-    if not os.path.isabs(base):
-        base = str(Path.home() / ".cache")
-    return Path(base) / "gpt2viz" / CACHE_FILE
+    return cache_home() / CACHE_FILE
 
 
 def read_section(section: str) -> dict[str, dict]:

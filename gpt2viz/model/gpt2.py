@@ -10,7 +10,7 @@ from ..hooks import Hooks, all_hook_names
 from ..i18n import N_
 from .config import GPT2Config
 from .kv_cache import KVCache
-from .layers import Block, Embedding, LayerNorm, TiedLMHead, causal_mask
+from .layers import Block, Embedding, LayerNorm, TiedLMHead, causal_mask, run_pass
 
 
 class GPT2(nn.Module):
@@ -62,16 +62,8 @@ class GPT2(nn.Module):
         gradient (the weights stay constants): every activation after them, as the hooks see it,
         has a `grad_fn`, so `torch.autograd.grad(metric, activation)` works (attribution
         patching, saliency). Such a pass takes no cache, and float32 weights only."""
-        if not grad:
-            with torch.inference_mode():
-                return self._forward(input_ids, cache, last_only, attention_mask, False)
-        if cache is not None:
-            raise InputError("grad", N_("{setting}: a pass with gradients runs without a KV cache"))
-        if self.precision != "float32":
-            raise InputError("grad", N_("{setting}: gradients need the float32 weights, and these are {dtype}"),
-                             dtype=self.precision)
-        with torch.enable_grad():
-            return self._forward(input_ids, cache, last_only, attention_mask, True)
+        return run_pass(lambda with_grad: self._forward(input_ids, cache, last_only, attention_mask, with_grad),
+                        grad, cache, self.precision)
 
     def _forward(
         self, input_ids: torch.Tensor, cache: KVCache | None, last_only: bool, attention_mask: torch.Tensor | None,

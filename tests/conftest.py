@@ -11,8 +11,17 @@ import atexit
 import os
 import shutil
 import sys
+import signal
 import tempfile
 from pathlib import Path
+
+# The Ctrl-C tests send SIGINT to the CLI processes they start, as a terminal does. A shell without
+# job control starts a background command (`pytest ... &` in a script) with SIGINT ignored, every
+# process it starts inherits that, and Python then installs no KeyboardInterrupt handler: those
+# tests then saw runs that could not be interrupted. Python's own handler here makes the children
+# start with SIGINT's default again (an exec resets a handler, not an ignore).
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 # Under pytest-xdist each worker gets its share of the CPUs for torch's threads, and so do the CLI
 # processes it starts (OMP_NUM_THREADS is read when torch loads): two workers of two threads each on

@@ -526,9 +526,6 @@ def load_with_progress(options: RunOptions):
     """Loads the model for a run without the TUI, a download's progress on one stderr line."""
     from . import load_model
     from .download_display import DownloadDisplay
-    from .trace.recorder import refuse_untraceable_source
-
-    refuse_untraceable_source(options.model)  # before a download it could not use
     shown = DownloadDisplay(tell)
     try:
         lm = load_model(options.model, device=options.device, dtype=options.dtype, progress=shown.report)
@@ -546,8 +543,11 @@ def load_with_progress(options: RunOptions):
 
 def run_verify(options: RunOptions) -> int:
     """Loads the model and compares it with transformers on the prompt; 0 when they agree."""
-    from .verify import BOUND, verify
+    from .language_model import is_llama_source
+    from .verify import BOUND, not_verifiable, verify
 
+    if is_llama_source(options.model):  # before a download it could not use
+        raise not_verifiable(str(options.model))
     lm = load_with_progress(options)
     ids = lm.encode_prompt(options.prompt) or [lm.eos_id]
     result = verify(lm, ids)

@@ -28,6 +28,7 @@ from .hooks import HookNameError, HookPoint, Hooks, TLHookFn
 from .model.config import GPT2Config, model_type, read_config
 from .model.files import ModelFiles
 from .model.gpt2 import GPT2
+from .model.gguf import read_header as read_gguf_header
 from .model.llama import Llama, LlamaConfig, load_llama, load_llama_gguf
 from .model.placement import parse_device
 from .model.precision import Precision, parse_precision
@@ -453,7 +454,8 @@ def _load_llama(resolved: ResolvedSource, precision: Precision, device: torch.de
         model, hf_tokenizer = load_llama_gguf(resolved.path)
         tokenizer = Tokenizer(hf_tokenizer, str(resolved.path))
         tokenizer._check_ids(model.config.vocab_size)
-        stored = "gguf"
+        # The file's block formats by GGUF's names (SmolLM2's: Q4_1 blocks, a Q8_0 token table, F32 norms).
+        stored = "+".join(sorted({info.type for info in read_gguf_header(resolved.path).tensors.values()}))
         file_bytes = resolved.path.stat().st_size
     else:
         model = load_llama(resolved.path)

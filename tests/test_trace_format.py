@@ -18,6 +18,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from test_gguf import written  # noqa: F401 (the fixture: a small LLaMA GGUF file)
 import gpt2viz
 import trace_schema
 from gpt2viz.errors import TraceError
@@ -72,7 +73,7 @@ def _cost_lab(lm, ids: list[int]) -> dict:
 
 
 @pytest.fixture(scope="module")
-def dumps_by_name(tiny_lm, ckpts, tmp_path_factory) -> dict[str, dict]:
+def dumps_by_name(tiny_lm, ckpts, tmp_path_factory, written) -> dict[str, dict]:  # noqa: F811
     from gpt2viz.generate import SamplingSettings
 
     from test_cli_errors import gpt2viz as run_cli
@@ -100,6 +101,8 @@ def dumps_by_name(tiny_lm, ckpts, tmp_path_factory) -> dict[str, dict]:
     long_ids = [(i * 7919) % 50000 for i in range(90)]
     docs["prompt cut, pooled maps"] = _doc(trace_prompt(small, long_ids, topk=2))
     docs["generation cut"] = _doc(trace_prompt(small, long_ids[:77], generate_tokens=5, topk=2))
+    llama = gpt2viz.load_model(str(written[0]))  # a small LLaMA-family GGUF file (tests/test_gguf.py)
+    docs["llama, gguf"] = _doc(trace_prompt(llama, "the the", generate_tokens=2, topk=3))
     docs["bundled model, command line"] = json.loads(out)  # last: the fields it shares with the others are tried there
     for path in sorted(DATA.glob("*.json")):
         docs[path.name] = json.loads(path.read_text(encoding="utf-8"))
@@ -392,7 +395,7 @@ def test_load_judges_a_file_as_validate_judges_its_document(dumps_by_name, tmp_p
 FIELD_SECTIONS = re.sub(r"```.*?```", "", DOC.split("## Reading a trace", 1)[0], flags=re.S)
 # Backticked names in those sections that are not fields: code and tensor names, placeholders,
 # index letters, a command's argument.
-NOT_FIELDS = {"PATH", "PROMOTED_TOKENS", "d_mlp", "b", "l", "n", "z", "null", "L3", "L3H5"}
+NOT_FIELDS = {"PATH", "PROMOTED_TOKENS", "b", "l", "n", "null", "L3", "L3H5"}
 # Values of fields that no dump here holds (the others are found in the dumps: stage names, kinds).
 UNSEEN_VALUES = {"eos", "hub_unreachable", "non_finite_weights", "tensor", "F64", "Unigram", "WordLevel"}
 
@@ -460,12 +463,15 @@ def test_every_field_the_schema_defines_is_in_a_dump(dumps_by_name):
 
 def test_floats_are_rounded_and_number_formats_named_as_documented(dumps_by_name):
     """docs/trace.md: floats to 6 significant digits (settings and the config as they were
-    given); `stored_dtype` in the names `dtype` uses."""
+    given); `stored_dtype` in the names `dtype` uses, a GGUF file's block formats in GGUF's."""
     formats = {"float64", "float32", "bfloat16", "float16"}
     for name, doc in dumps_by_name.items():
         if name.endswith(".json"):
             continue  # written by an earlier gpt2viz
-        assert set(doc["model"]["stored_dtype"].split("+")) <= formats
+        if doc["model"]["source"]["kind"] == "gguf":
+            assert doc["model"]["stored_dtype"] == "F32+Q4_1+Q8_0"
+        else:
+            assert set(doc["model"]["stored_dtype"].split("+")) <= formats
         for path, value in walk(doc):
             given = path[:2] == ("model", "config") or "settings" in path or path[:1] == ("model_files",)
             if type(value) is float and not given:

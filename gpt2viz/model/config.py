@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from ..errors import ConfigError
 from ..i18n import _, count
@@ -78,6 +78,8 @@ class ParamCounts:
 class GPT2Config:
     """The shape of a GPT-2 network."""
 
+    architecture: ClassVar[str] = "gpt2"  # what a trace calls the family (model.architecture)
+
     n_layer: int = 12
     n_head: int = 12
     n_embd: int = 768
@@ -117,6 +119,11 @@ class GPT2Config:
     def head_dim(self) -> int:
         """Width of one attention head."""
         return self.n_embd // self.n_head
+
+    @property
+    def norm_eps(self) -> float:
+        """The epsilon of every norm (LayerNorm here)."""
+        return self.layer_norm_epsilon
 
     @property
     def n_kv_head(self) -> int:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 import torch.nn.functional as F
@@ -48,6 +48,8 @@ LIMITS = {"n_layer": 128, "n_head": 128, "n_kv_head": 128, "n_embd": 16384, "d_m
 @dataclass(frozen=True)
 class LlamaConfig:
     """The sizes of a LLaMA-family model (Hugging Face's `LlamaConfig` keys, read by `from_dict`)."""
+
+    architecture: ClassVar[str] = "llama"  # what a trace calls the family (model.architecture)
 
     n_layer: int = 30
     n_head: int = 9  # query heads
@@ -82,6 +84,11 @@ class LlamaConfig:
     @property
     def head_dim(self) -> int:
         return self.n_embd // self.n_head
+
+    @property
+    def norm_eps(self) -> float:
+        """The epsilon of every norm (RMSNorm here)."""
+        return self.rms_norm_eps
 
     @property
     def group(self) -> int:
@@ -182,6 +189,11 @@ class RMSNorm(Layer):
         self.hooks = hooks
         self.hook_scale = f"{prefix}.hook_scale"
         self.hook_normalized = f"{prefix}.hook_normalized"
+
+    def normalize(self, x: torch.Tensor) -> torch.Tensor:
+        """The norm's output, with no hook fired (the logit lens reads residuals through it)."""
+        x32 = x.float()
+        return self.weight * (x32 / torch.sqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)).to(x.dtype)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         dtype = x.dtype
@@ -401,6 +413,12 @@ class Llama(nn.Module):
         if hooks.active:
             logits = hooks.fire("unembed.hook_out", logits)
         return logits, cache
+
+    @torch.inference_mode()
+    def logits_from_residual(self, resid: torch.Tensor) -> torch.Tensor:
+        """The logits the end of the network makes of residual-stream vectors `[..., C]`: the final
+        RMSNorm, then the LM head (the logit lens, as GPT2's). Fires no hooks."""
+        return self.lm_head(self.model.norm.normalize(resid))  # (..., vocab)
 
 
 def expected_shapes(config: LlamaConfig) -> dict[str, tuple[int, ...]]:

@@ -38,6 +38,7 @@ from ..kernels.choice import PLAIN, REASONS, SPLIT, agrees
 from ..kernels.formats import FORMATS as CONVERTED_FORMATS, KERNELS as FORMAT_KERNELS, REASONS as FORMAT_REASONS
 from ..kernels.split import HEAD_MAX_ROWS
 from ..model.config import MAX_TOKEN_ID, GPT2Config
+from ..model.llama import LIMITS as LLAMA_LIMITS, LlamaConfig
 from .document import CONFIG_LIMITS, MAX_INTERVENTIONS, MAX_NOTICES, MAX_TOPK, SCHEMA, SCHEMA_V1
 from .event_checks import _check_events, _check_kv_cache, _check_topk
 from .field_checks import (
@@ -51,7 +52,10 @@ __all__ = ["RULES", "RuleBroken", "check_document", "notice_parameters"]
 
 FORMATS = ("float32", "bfloat16", "float16", "int8")
 COMPUTE_FORMATS = ("float32", "bfloat16", "float16")
-SOURCE_KINDS = ("bundled", "local", "hub")
+SOURCE_KINDS = ("bundled", "local", "hub", "gguf", "package")
+ARCHITECTURES = ("gpt2", "llama")
+LLAMA_CONFIG_SETTINGS = ("n_layer", "n_head", "n_kv_head", "n_embd", "d_mlp", "n_ctx", "vocab_size", "rms_norm_eps",
+                         "rope_theta", "tie_word_embeddings", "eos_token_id")  # model.architecture: GPT-2's core, or the LLaMA family's (absent: gpt2)
 STOP_REASONS = ("eos", "context", "max_new_tokens", "cancelled")
 # How far a softmax row's sum may be from 1 after its numbers were rounded to 6 significant
 # digits (at most 5e-6 of the sum) and computed in the run's number format (each value within
@@ -65,7 +69,9 @@ MAX_ROW_SEED = 2**64 - 1  # a batch row samples with seed + row
 # traces written before 2026-12-02 say), several joined by '+'.
 _STORED = "(float64|float32|bfloat16|float16)"
 _STORED_LEGACY = "(F64|F32|BF16|F16)"
-STORED_DTYPE = re.compile(f"^({_STORED}(\\+{_STORED})*|{_STORED_LEGACY}(\\+{_STORED_LEGACY})*)$")
+_STORED_GGUF = "(F32|F16|BF16|Q4_0|Q4_1|Q8_0)"  # a GGUF file's block formats, GGUF's names
+STORED_DTYPE = re.compile(
+    f"^({_STORED}(\\+{_STORED})*|{_STORED_LEGACY}(\\+{_STORED_LEGACY})*|{_STORED_GGUF}(\\+{_STORED_GGUF})*)$")
 # An ablation spec (gpt2viz.interventions), as the schema's pattern has it.
 INTERVENTION = re.compile(r"^L[0-9]+(H[0-9]+|\.heads|\.mlp|\.n[0-9]+(,[0-9]+)*)?(:zero|:mean)?$")
 
@@ -91,9 +97,11 @@ def check_document(doc: object) -> None:
     tokens = _list(doc["tokens"], "tokens", MAX_POSITIONS, non_empty=True)
     _at_most(tokens, "tokens", config.n_ctx - len(context), f"n_ctx - len(context) = {config.n_ctx - len(context)}")
     compute = model.get("compute_dtype") or ("float32" if model["dtype"] == "int8" else model["dtype"])
+    llama = config.architecture == "llama"
     sizes = Sizes(
         config.n_layer, config.n_head, config.n_embd, config.d_mlp, config.vocab_size, config.n_ctx,
         T=len(tokens), past=len(context), tolerance=SOFTMAX_TOLERANCE[compute],
+        n_kv_head=config.n_kv_head if llama else 0, architecture=config.architecture,
     )
     for name, table_, first in (("context", context, 0), ("tokens", tokens, len(context))):
         for i, token in enumerate(table_):
@@ -170,16 +178,29 @@ def _check_format_kernel(choice: dict, at: str) -> None:
         _str(name, f"{at}.layers[{k}]", 100)
 
 
-def _check_model(model: dict) -> GPT2Config:
+def _check_model(model: dict) -> GPT2Config | LlamaConfig:
     _fields(model, "model", ("name", "source", "config", "n_params", "dtype", "stored_dtype", "device"),
-            ("compute_dtype", "weight_bytes", "step_weight_bytes", "kernels"))  # missing in traces written before 2026-12-01 (-02, -04)
+            # missing in traces written before 2026-12-01 (-02, -04, -05)
+            ("compute_dtype", "weight_bytes", "step_weight_bytes", "kernels", "architecture"))
     _str(model["name"], "model.name")
     source = _fields(model["source"], "model.source", ("kind", "path"))
     _choice(source["kind"], "model.source.kind", SOURCE_KINDS)
     _str(source["path"], "model.source.path")
-    config = _fields(model["config"], "model.config", CONFIG_SETTINGS + ("n_inner", "eos_token_id"))
-    for key in (*CONFIG_LIMITS, "n_inner"):  # layer_norm_epsilon and activation_function: GPT2Config's own check below
-        _check_setting(key, config[key], f"model.config.{key}")
+    llama = _choice(model.get("architecture", "gpt2"), "model.architecture", ARCHITECTURES) == "llama"
+    if llama:
+        config = _fields(model["config"], "model.config", LLAMA_CONFIG_SETTINGS)
+        for key in ("n_layer", "n_head", "n_embd", "vocab_size"):  # the trace's own bounds, as GPT-2's
+            _check_setting(key, config[key], f"model.config.{key}")
+        _int(config["n_ctx"], "model.config.n_ctx", 1, LLAMA_LIMITS["n_ctx"])  # a trace records fewer positions
+        _check_setting("n_inner", config["d_mlp"], "model.config.d_mlp")
+        _int(config["n_kv_head"], "model.config.n_kv_head", 1, CONFIG_LIMITS["n_head"])
+        for key in ("rms_norm_eps", "rope_theta"):
+            _num(config[key], f"model.config.{key}", 0.0)
+        _bool(config["tie_word_embeddings"], "model.config.tie_word_embeddings")
+    else:
+        config = _fields(model["config"], "model.config", CONFIG_SETTINGS + ("n_inner", "eos_token_id"))
+        for key in (*CONFIG_LIMITS, "n_inner"):  # layer_norm_epsilon and activation_function: GPT2Config's own check below
+            _check_setting(key, config[key], f"model.config.{key}")
     _int(config["eos_token_id"], "model.config.eos_token_id", 0, MAX_TOKEN_ID)
     _int(model["n_params"], "model.n_params", 1)
     _choice(model["dtype"], "model.dtype", FORMATS)
@@ -195,11 +216,14 @@ def _check_model(model: dict) -> GPT2Config:
     if "kernels" in model:
         _check_kernels(model["kernels"], "model.kernels")
     try:  # the checks a config.json gets
-        return GPT2Config.from_saved(config)
+        return LlamaConfig.from_saved(config) if llama else GPT2Config.from_saved(config)
     except ConfigError as err:
-        divisible = config["n_embd"] % config["n_head"] == 0  # else the one rule of a config that is cross-field
+        # The rules of a config that are cross-field: n_embd divisible by n_head; LLaMA's key/value
+        # heads dividing the query heads, and heads of an even size (rotated in pairs).
+        cross = config["n_embd"] % config["n_head"] != 0 or llama and (
+            config["n_head"] % config["n_kv_head"] != 0 or config["n_embd"] // config["n_head"] % 2 != 0)
         _fail("model.config", _("{field}: {problem}").format(field="model.config", problem=err.problem),
-              None if divisible else CONFIG)
+              CONFIG if cross else None)
 
 
 def _check_token(token: object, field: str, position: int, s: Sizes) -> None:

@@ -6,12 +6,12 @@ from __future__ import annotations
 import math
 import re
 
-from ..hooks import all_hook_names, layer_of
+from ..hooks import all_hook_names, layer_of, llama_hook_names
 from ..i18n import _, ngettext
 from ..input_files import shown as _shown
 from ..model.config import LIMITS
 from .document import MAX_GRID, MAX_MAGNITUDE, MAX_TOPK
-from .events import LAYER_NORM_STATS, LOGIT_LENS
+from .events import LAYER_NORM_STATS, LOGIT_LENS, RMS_NORM_STATS, ROTARY_PAIRS
 from .field_checks import (
     BIG_INT, MAX_BLOCKS, MAX_HEADS, MAX_ID, MAX_POSITIONS, SIZES, STAGES, SUMS, Sizes, _bool, _dict, _equal, _fail,
     _fields, _get, _id, _ids, _increasing, _int, _ints, _length, _list, _most_likely_first, _null, _num, _numbers,
@@ -25,7 +25,8 @@ MAX_BINS = 64  # bins of a histogram
 _BLOCK_STAGES = (
     r"hook_resid_pre|ln1\.hook_scale|ln1\.hook_normalized|attn\.hook_q|attn\.hook_k|attn\.hook_v|"
     r"attn\.hook_attn_scores|attn\.hook_pattern|attn\.hook_z|hook_attn_out|hook_resid_mid|ln2\.hook_scale|"
-    r"ln2\.hook_normalized|mlp\.hook_pre|mlp\.hook_post|hook_mlp_out|hook_resid_post"
+    r"ln2\.hook_normalized|mlp\.hook_pre|mlp\.hook_post|hook_mlp_out|hook_resid_post|"
+    r"attn\.hook_rot_q|attn\.hook_rot_k|mlp\.hook_pre_linear"  # LLaMA's rotary positions and SwiGLU's up
 )
 # A stage gpt2viz records, of a model of at most MAX_BLOCKS blocks (which of them this trace's
 # config has is a cross-field rule).
@@ -58,7 +59,10 @@ _KINDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "hook_z": (("shape",), ()),
     "hook_attn_scores": (("shape",) + _MAPS[0], _MAPS[1]),
     "hook_pattern": (("shape",) + _MAPS[0], _MAPS[1] + ("entropy",)),
+    "hook_rot_q": (("shape",), ("rotation",)),
+    "hook_rot_k": (("shape",), ("rotation",)),
     "hook_pre": (("shape",), ("histogram",)),
+    "hook_pre_linear": (("shape",), ()),
     "hook_post": (("shape", "frac_active", "top_neurons"), ()),
     "hook_out": (("shape", "positions"), ()),
     "kv_cache": (("length", "capacity", "bytes_per_position", "total_bytes", "allocated_bytes", "layers"), ()),
@@ -75,6 +79,9 @@ _PER_POSITION = {
     "hook_scale": ("scale",),
     "hook_normalized": LAYER_NORM_STATS,
 }
+# A LLaMA trace's norms are RMSNorms: their events carry RMS_NORM_STATS instead.
+_RMS_KINDS = {**_KINDS, "hook_normalized": (("shape",) + RMS_NORM_STATS, ("histogram",))}
+_RMS_PER_POSITION = {**_PER_POSITION, "hook_normalized": RMS_NORM_STATS}
 _SIGNED = {"input_mean", "normalized_mean", "output_mean"}  # the other per-position numbers are >= 0
 _PREVIEWS = {"hook_embed": ("preview",), "hook_pos_embed": ("preview", "sum_preview")}
 
@@ -88,11 +95,13 @@ def _expected_shape(stage: str, s: Sizes) -> tuple[list[int], str] | None:
         return None
     if kind == "hook_scale":
         return [1, s.T, 1], "[1, T, 1]"
-    if kind in ("hook_q", "hook_k", "hook_v", "hook_z"):
+    if kind in ("hook_k", "hook_v", "hook_rot_k") and s.n_kv_head:
+        return [1, s.n_kv_head, s.T, s.head_dim], "[1, n_kv_head, T, head_dim]"
+    if kind in ("hook_q", "hook_k", "hook_v", "hook_z", "hook_rot_q"):
         return [1, s.n_head, s.T, s.head_dim], "[1, n_head, T, head_dim]"
     if kind in ("hook_attn_scores", "hook_pattern"):
         return [1, s.n_head, s.T, s.L], "[1, n_head, T, L]"
-    if kind in ("hook_pre", "hook_post"):
+    if kind in ("hook_pre", "hook_post", "hook_pre_linear"):
         return [1, s.T, s.d_mlp], "[1, T, d_mlp]"
     if stage == "unembed.hook_out":
         return [1, s.T, s.vocab], "[1, T, vocab_size]"
@@ -100,7 +109,8 @@ def _expected_shape(stage: str, s: Sizes) -> tuple[list[int], str] | None:
 
 
 def _check_events(events: object, s: Sizes) -> None:
-    expected = [name for name in all_hook_names(s.n_layer) if name != "sample"] + [LOGIT_LENS]
+    names = llama_hook_names(s.n_layer) if s.architecture == "llama" else all_hook_names(s.n_layer)
+    expected = [name for name in names if name != "sample"] + [LOGIT_LENS]
     events = _list(events, "events", len(all_hook_names(MAX_BLOCKS)), non_empty=True)
     known = set(expected)
     seen: set[str] = set()
@@ -126,7 +136,8 @@ def _check_events(events: object, s: Sizes) -> None:
 def _check_event(event: dict, stage: str, field: str, s: Sizes) -> None:
     """One event, each of its fields on its own first; then against the trace's sizes."""
     kind = stage.rsplit(".", 1)[-1]
-    required, optional = _KINDS[kind]
+    llama = s.architecture == "llama"
+    required, optional = (_RMS_KINDS if llama else _KINDS)[kind]
     _fields(event, field, ("stage", "layer") + required, optional)
     layer = layer_of(stage)
     if layer is None:
@@ -138,7 +149,7 @@ def _check_event(event: dict, stage: str, field: str, s: Sizes) -> None:
         shape, formula = expected
         _equal(_shape(event["shape"], f"{field}.shape", len(shape)), shape, f"{field}.shape", formula, SIZES)
     rule = f"T = {s.T}"
-    for key in _PER_POSITION.get(kind, ()):
+    for key in (_RMS_PER_POSITION if llama else _PER_POSITION).get(kind, ()):
         low = -MAX_MAGNITUDE if key in _SIGNED else 0.0
         _length(_numbers(event[key], f"{field}.{key}", MAX_POSITIONS, low), f"{field}.{key}", s.T, rule)
     for key in _PREVIEWS.get(kind, ()):
@@ -153,6 +164,8 @@ def _check_event(event: dict, stage: str, field: str, s: Sizes) -> None:
         _check_maps(event, field, s, pattern=kind == "hook_pattern")
     elif kind == "hook_normalized" and "histogram" in event:
         _check_layer_norm_histogram(event["histogram"], f"{field}.histogram", s)
+    elif kind in ("hook_rot_q", "hook_rot_k") and "rotation" in event:
+        _check_rotation(event["rotation"], f"{field}.rotation", s)
     elif kind == "hook_pre" and "histogram" in event:
         _check_pre_activation_histogram(event["histogram"], f"{field}.histogram", s)
     elif kind == "hook_post":
@@ -166,6 +179,27 @@ def _check_event(event: dict, stage: str, field: str, s: Sizes) -> None:
         _check_kv_cache(event, field, s, length=s.L, event=True)
     elif stage == LOGIT_LENS:
         _check_logit_lens(event, field, s)
+
+
+def _check_rotation(rotation: object, field: str, s: Sizes) -> None:
+    """Head 0's rotated pairs at the last position (events.rotary_pairs)."""
+    rotation = _fields(rotation, field, ("position", "head", "pairs"))
+    position = _int(rotation["position"], f"{field}.position", 0, MAX_POSITIONS - 1)
+    _int(rotation["head"], f"{field}.head", 0, 0)  # head 0's pairs
+    pairs = _list(rotation["pairs"], f"{field}.pairs", ROTARY_PAIRS + 1, non_empty=True)
+    indices = []
+    for i, pair in enumerate(pairs):
+        where = f"{field}.pairs[{i}]"
+        pair = _fields(pair, where, ("pair", "angle", "before", "after"))
+        indices.append(_int(pair["pair"], f"{where}.pair"))
+        _num(pair["angle"], f"{where}.angle", 0.0)
+        for key in ("before", "after"):
+            _length(_numbers(pair[key], f"{where}.{key}", 2), f"{where}.{key}", 2, "a pair")
+    # Against the trace: the last position, pairs of this head size, each once in order.
+    _equal(position, s.L - 1, f"{field}.position", f"L - 1 = {s.L - 1}")
+    for i, index in enumerate(indices):
+        _within(index, f"{field}.pairs[{i}].pair", 0, s.head_dim // 2 - 1)
+    _increasing(indices, f"{field}.pairs[].pair")
 
 
 def _check_maps(event: dict, field: str, s: Sizes, pattern: bool) -> None:
@@ -389,11 +423,12 @@ def _check_kv_cache(cache: object, field: str, s: Sizes, length: int | None, eve
     if length is not None:
         _equal(held, length, f"{field}.length", f"L = {length}")
     _length(layers, f"{field}.layers", s.n_layer, f"n_layer = {s.n_layer}")
-    shape = [1, s.n_head, held, s.head_dim]
+    shape = [1, s.kv_heads, held, s.head_dim]
+    heads = "n_kv_head" if s.n_kv_head else "n_head"
     for i, layer in enumerate(layers):
         where = f"{field}.layers[{i}]"
         _equal(layer["layer"], i, f"{where}.layer")
         for key in ("k_shape", "v_shape"):
-            _equal(layer[key], shape, f"{where}.{key}", "[1, n_head, length, head_dim]", SIZES)
+            _equal(layer[key], shape, f"{where}.{key}", f"[1, {heads}, length, head_dim]", SIZES)
 
 

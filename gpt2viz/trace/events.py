@@ -177,6 +177,23 @@ def _layer_norm_stats_rows(x: torch.Tensor, out: torch.Tensor, eps: float) -> to
     return torch.stack([mean[0], std[0], centered[0].mean(dim=-1) / scale, std[0] / scale, mean[1], std[1]])
 
 
+# An RMSNorm (LLaMA's) divides by the root mean square and does not subtract the mean: its numbers
+# are the inputs' mean and root mean square, before and after (the mean is moved, not removed).
+RMS_NORM_STATS = ("input_mean", "input_rms", "normalized_mean", "normalized_rms", "output_mean", "output_rms")
+
+
+def rms_norm_stats(x: torch.Tensor, out: torch.Tensor, eps: float) -> dict[str, torch.Tensor]:
+    """Per position: mean and root mean square of the input, of the normalized input, and of the output."""
+    parts = []
+    for start in range(0, x.size(1), ROWS_AT_ONCE):
+        both = float64(torch.stack([x[0, start : start + ROWS_AT_ONCE], out[0, start : start + ROWS_AT_ONCE]]))
+        mean, rms = both.mean(dim=-1), both.square().mean(dim=-1).sqrt()  # (2, rows) each
+        scale = (rms[0].square() + eps).sqrt()  # the normalized input is x / scale
+        parts.append(torch.stack([mean[0], rms[0], mean[0] / scale, rms[0] / scale, mean[1], rms[1]]))
+    stats = parts[0] if len(parts) == 1 else torch.cat(parts, dim=1)  # (6, T)
+    return dict(zip(RMS_NORM_STATS, stats))
+
+
 # Histograms of one position's values (a LayerNorm's input, normalized input and output; the MLP's
 # pre-activations): HISTOGRAM_BINS equal bins over [-R, R], what lies beyond counted apart. R is the
 # smallest power of two that holds HISTOGRAM_SHARE of the values, so that a few huge dimensions
@@ -220,11 +237,24 @@ def layer_norm_histogram(x: torch.Tensor, normalized: torch.Tensor, out: torch.T
     input is counted between `input_edges`, the same edges mapped back through the normalization
     (mean + edge · sqrt(var + eps)), so its counts equal the normalized ones up to rounding at an
     edge: normalizing moves and rescales the values, it does not change their shape."""
+    return _norm_histogram(x, normalized, out, position,
+                           lambda x64: (x64.mean(), (x64.var(unbiased=False) + eps).sqrt()))
+
+
+def rms_norm_histogram(x: torch.Tensor, normalized: torch.Tensor, out: torch.Tensor, eps: float, position: int) -> dict:
+    """As `layer_norm_histogram`, for an RMSNorm: the input's edges are the shared edges times
+    sqrt(mean(x^2) + eps), since the norm only rescales (it moves no value by a mean)."""
+    return _norm_histogram(x, normalized, out, position, lambda x64: (0.0, (x64.square().mean() + eps).sqrt()))
+
+
+def _norm_histogram(x: torch.Tensor, normalized: torch.Tensor, out: torch.Tensor, position: int, shift_and_scale) -> dict:
+    """The three histograms of a norm; `shift_and_scale(x64)` says how the input's finite values were
+    normalized (the normalized value is (x - shift) / scale)."""
     edges = histogram_edges(histogram_half_width(normalized, out))
     x64 = float64(x).reshape(-1)
     x64 = x64[torch.isfinite(x64)]  # (all of it, unless the run's numbers were not finite)
-    mean, scale = (x64.mean(), (x64.var(unbiased=False) + eps).sqrt()) if x64.numel() else (0.0, 1.0)
-    input_edges = mean + edges * scale
+    shift, scale = shift_and_scale(x64) if x64.numel() else (0.0, 1.0)
+    input_edges = shift + edges * scale
     return {
         "position": position,
         "edges": rnd_list(edges),
@@ -232,6 +262,33 @@ def layer_norm_histogram(x: torch.Tensor, normalized: torch.Tensor, out: torch.T
         "input": histogram(x, input_edges),
         "normalized": histogram(normalized, edges),
         "output": histogram(out, edges),
+    }
+
+
+# Rotary positions (LLaMA): the pairs of one head's query or key listed before and after their turn.
+ROTARY_PAIRS = 4  # the fastest pairs shown; the slowest one is added
+
+
+def rotary_pairs(before: torch.Tensor, after: torch.Tensor, position: int, theta: float) -> dict:
+    """Head 0's vector at the last position, `before` and `after` rotation (`[hd]` each): for the
+    first ROTARY_PAIRS pairs (numbers j and j + hd/2) and the last, the angle it turned by
+    (position x theta^(-2j/hd), radians) and the pair's two numbers before and after."""
+    hd = before.size(-1)
+    half = hd // 2
+    pairs = sorted(set(range(min(ROTARY_PAIRS, half))) | {half - 1})
+    b, a = float64(before), float64(after)
+    return {
+        "position": position,
+        "head": 0,
+        "pairs": [
+            {
+                "pair": j,
+                "angle": rnd(position * theta ** (-2 * j / hd)),
+                "before": [rnd(float(b[j])), rnd(float(b[j + half]))],
+                "after": [rnd(float(a[j])), rnd(float(a[j + half]))],
+            }
+            for j in pairs
+        ],
     }
 
 

@@ -321,6 +321,13 @@ class Sizes:
     T: int  # positions the recorded pass computed
     past: int  # positions already in the KV cache
     tolerance: float  # how far a softmax row may sum from 1 in this run's number format
+    n_kv_head: int = 0  # key/value heads (LLaMA's grouped attention); 0: one per query head (GPT-2)
+    architecture: str = "gpt2"  # which core recorded it: which stages it has
+
+    @property
+    def kv_heads(self) -> int:
+        """Heads of keys and values (what the KV cache keeps)."""
+        return self.n_kv_head or self.n_head
 
     @property
     def L(self) -> int:

@@ -11,14 +11,13 @@ from typing import Callable
 
 import torch
 
-from ..errors import ArchitectureError, InputError, SettingError
+from ..errors import InputError, SettingError
 from ..generate import STOP_CANCELLED, STOP_CONTEXT, SamplingSettings, SampleEvent, generate
 from ..hooks import layer_of
-from ..i18n import N_, _, count
+from ..i18n import N_, count
 from ..interventions import Ablation, applied
 from ..kernels.cpu import this_cpu
-from ..language_model import LanguageModel, is_llama_source
-from ..model.config import GPT2Config
+from ..language_model import LanguageModel
 from ..model.weights import FLOAT_DTYPES
 from . import events as ev
 from .document import MAX_GENERATION_TOPK, Trace
@@ -41,7 +40,9 @@ class Recorder:
         self._embed: torch.Tensor | None = None
         self._block_norms: dict[str, torch.Tensor] = {}  # this block's norms so far, for hook_resid_post
         self._lens_inputs: list[torch.Tensor] = []  # last position of each block's output
-        self._mlp_pre: torch.Tensor | None = None  # this block's MLP before GELU
+        self._mlp_pre: torch.Tensor | None = None  # this block's MLP before GELU (LLaMA: its gate)
+        self._llama = lm.config.architecture == "llama"
+        self._unrotated: dict[str, torch.Tensor] = {}  # LLaMA: head 0's last query and key before rotation
 
     def __call__(self, name: str, value) -> None:
         event = {"stage": name, "layer": layer_of(name)}
@@ -108,29 +109,47 @@ class Recorder:
         return {"scale": scale[0, :, 0]}
 
     def _on_hook_normalized(self, name, normalized):
-        # The hook carries the LayerNorm before its learned scale and bias; the stage shows what
-        # comes out after them too, worked out the same way the layer does.
-        ln = self._layer_norm(name)
-        out = normalized * ln.weight + ln.bias
-        eps = self.lm.config.layer_norm_epsilon
+        # The hook carries the norm before its learned scale (and GPT-2's bias); the stage shows
+        # what comes out after them too, worked out the same way the layer does.
+        norm = self._norm(name)
+        out = normalized * norm.weight
+        if getattr(norm, "bias", None) is not None:
+            out = out + norm.bias
+        eps = self.lm.config.norm_eps
         # The last position's values, counted in bins once the trace is read (copies of one row each).
         rows = (self._residual[0, -1].clone(), normalized[0, -1].clone(), out[0, -1].clone())
         position = self._last_position(normalized)
+        stats, histogram = (
+            (ev.rms_norm_stats, ev.rms_norm_histogram) if self._llama else (ev.layer_norm_stats, ev.layer_norm_histogram)
+        )
         return {
-            **ev.layer_norm_stats(self._residual, out, eps),
-            "histogram": ev.Later(lambda: ev.layer_norm_histogram(*rows, eps, position)),
+            **stats(self._residual, out, eps),
+            "histogram": ev.Later(lambda: histogram(*rows, eps, position)),
         }
 
     def _last_position(self, t: torch.Tensor) -> int:
         """The absolute position of the last of `t`'s `[1, T, ...]` positions."""
         return self.past + t.size(1) - 1
 
-    def _layer_norm(self, name: str):
-        """The LayerNorm whose hook is `name` ('blocks.3.ln2.hook_normalized', 'ln_final...')."""
+    def _norm(self, name: str):
+        """The norm whose hook is `name` ('blocks.3.ln2.hook_normalized', 'ln_final...'): GPT-2's
+        LayerNorms, or LLaMA's RMSNorms."""
         model, layer = self.lm.model, layer_of(name)
+        if self._llama:
+            if layer is None:
+                return model.model.norm
+            block = model.model.layers[layer]
+            return block.input_layernorm if ".ln1." in name else block.post_attention_layernorm
         if layer is None:
             return model.ln_f
         return model.h[layer].ln_1 if ".ln1." in name else model.h[layer].ln_2
+
+    def _mlp_out_product(self, layer: int):
+        """The MLP's last product, from its hidden numbers back to the residual stream: GPT-2's
+        c_proj, LLaMA's down_proj."""
+        if self._llama:
+            return self.lm.model.model.layers[layer].mlp.down_proj
+        return self.lm.model.h[layer].mlp.c_proj
 
     # -- attention ------------------------------------------------------------------------
     def _on_hook_attn_scores(self, name, scores):
@@ -144,6 +163,24 @@ class Recorder:
             "entropy": ev.Later(lambda: ev.attention_entropy_bits(last, position)),
         }
 
+    # -- rotary positions (LLaMA) ---------------------------------------------------------------
+    def _on_hook_q(self, name, q):
+        self._unrotated["q"] = q[0, 0, -1].clone()  # head 0 at the last position: (hd,)
+
+    def _on_hook_k(self, name, k):
+        self._unrotated["k"] = k[0, 0, -1].clone()
+
+    def _on_hook_rot_q(self, name, q):
+        return self._rotation("q", q)
+
+    def _on_hook_rot_k(self, name, k):
+        return self._rotation("k", k)
+
+    def _rotation(self, which: str, rotated: torch.Tensor) -> dict:
+        before, after = self._unrotated.pop(which), rotated[0, 0, -1].clone()
+        position, theta = self._last_position(rotated.transpose(1, 2)), self.lm.config.rope_theta
+        return {"rotation": ev.Later(lambda: ev.rotary_pairs(before, after, position, theta))}
+
     # -- MLP --------------------------------------------------------------------------------
     def _on_hook_pre(self, name, pre):
         self._mlp_pre = pre
@@ -151,12 +188,13 @@ class Recorder:
         return {"histogram": ev.Later(lambda: ev.pre_activation_histogram(last, position))}
 
     def _on_hook_post(self, name, post):
-        c_proj, lm_head = self.lm.model.h[layer_of(name)].mlp.c_proj, self.lm.model.lm_head
+        c_proj, lm_head = self._mlp_out_product(layer_of(name)), self.lm.model.lm_head
 
         @torch.inference_mode()
         def writes(indices: list[int]) -> torch.Tensor:
-            # Neuron n's value vector is its row of c_proj's weight: c_proj of a one-hot input,
-            # less the bias (so any number format's c_proj works), read through the LM head.
+            # Neuron n's value vector is its row of c_proj's weight (LLaMA: down_proj's): the
+            # product of a one-hot input, less the bias (so any number format's product works),
+            # read through the LM head.
             one_hot = torch.zeros(len(indices), post.size(-1), dtype=post.dtype, device=post.device)
             one_hot[range(len(indices)), indices] = 1
             rows = c_proj(one_hot) - c_proj(torch.zeros_like(one_hot[:1]))
@@ -497,7 +535,9 @@ def _ms(value: float | None) -> float | None:
 
 def stored_formats(names: str) -> str:
     """The number formats a checkpoint's files hold, safetensors' names ('BF16+F32') in dtype's
-    ('bfloat16+float32')."""
+    ('bfloat16+float32'); a GGUF file's block formats keep GGUF's names ('F32+Q4_1+Q8_0')."""
+    if any(name not in FLOAT_DTYPES for name in names.split("+")):
+        return names
     return "+".join(sorted(str(FLOAT_DTYPES[name]).removeprefix("torch.") for name in names.split("+")))
 
 
@@ -505,6 +545,7 @@ def model_info(lm: LanguageModel) -> dict:
     """What a trace says about the model it came from."""
     return {
         "name": lm.name,
+        "architecture": lm.config.architecture,  # gpt2 or llama: which core, which stages
         "source": {"kind": lm.source.kind, "path": str(lm.source.path)},
         "config": lm.config.to_dict(),
         "n_params": lm.n_params,
@@ -529,24 +570,6 @@ def files_info(lm: LanguageModel) -> dict | None:
     return lm.files.to_dict() if lm.files is not None else None
 
 
-def check_traceable(lm: LanguageModel) -> None:
-    """Refuses a model the trace cannot record yet (its events are GPT-2's), in one sentence."""
-    if not isinstance(lm.config, GPT2Config):
-        raise not_traceable(lm.name)
-
-
-def refuse_untraceable_source(source: str | None) -> None:
-    """The same refusal before loading, where the name says it (so nothing is downloaded for it)."""
-    if is_llama_source(source):
-        raise not_traceable(str(source))
-
-
-def not_traceable(model: str) -> ArchitectureError:
-    return ArchitectureError(
-        _("{model} is a LLaMA-family model: the step-through and the trace show GPT-2 models so far "
-          "(it works through the library: gpt2viz.load_model)").format(model=model))
-
-
 def trace_prompt(
     lm: LanguageModel,
     prompt: str,
@@ -568,7 +591,6 @@ def trace_prompt(
     continues the prompt that many times together; `batch_prompts` continues the prompt and each
     of them together, padded to the longest (both: the trace's `batch`). `ablations`
     (gpt2viz.interventions) switch parts of the model off for every pass; the trace lists them."""
-    check_traceable(lm)
     config = lm.config
     for ablation in ablations:
         ablation.check(config.n_layer, config.n_head, config.d_mlp)

@@ -368,6 +368,10 @@ def run_app(options: RunOptions, before_run: Callable[[], None] | None = None) -
         from ..trace import load
 
         trace = load(options.replay)
+        if trace.model.get("architecture", "gpt2") != "gpt2":
+            from .session import not_shown_here
+
+            raise not_shown_here(str(trace.model["name"]))
     if before_run is not None:
         before_run()
     # Progress bars of a download would draw over the app.

@@ -21,7 +21,7 @@ from pathlib import Path
 from dataclasses import dataclass, replace
 from typing import Any, Callable
 
-from ..errors import DownloadCancelled, Gpt2VizError
+from ..errors import ArchitectureError, DownloadCancelled, Gpt2VizError
 from ..i18n import _
 from ..interventions import Ablation, applied, parse_ablations
 from ..options import RunOptions
@@ -280,9 +280,10 @@ class Session:
     def _load(self, job: Job, source: str | None):
         """The model from `source`, its download reported (and stopped by a cancel)."""
         from .. import load_model
-        from ..trace.recorder import refuse_untraceable_source
+        from ..language_model import is_llama_source
 
-        refuse_untraceable_source(source)  # before a download it could not use
+        if is_llama_source(source):  # before a download it could not use
+            raise not_shown_here(str(source))
         options = self.options
         show = throttled(lambda progress: job.report(DownloadProgressed(progress)))
 
@@ -292,7 +293,10 @@ class Session:
             job.check()
             show(p)
 
-        return load_model(source, device=options.device, dtype=options.dtype, progress=progress)
+        lm = load_model(source, device=options.device, dtype=options.dtype, progress=progress)
+        if lm.config.architecture != "gpt2":  # a hub id says its family only once its config is read
+            raise not_shown_here(lm.name)
+        return lm
 
     def download_progressed(self, progress) -> None:
         """Keeps whether a download is under way (the quit key cancels it then)."""
@@ -524,3 +528,10 @@ class SameAnswer:
     """Both prompts make the model predict `token`: there is no difference to restore."""
 
     token: str
+
+
+def not_shown_here(model: str) -> ArchitectureError:
+    """The step-through's stages are GPT-2's so far: a LLaMA-family model is refused in one sentence."""
+    return ArchitectureError(
+        _("{model} is a LLaMA-family model: the step-through shows GPT-2 models so far (the headless trace "
+          "and the library work with it)").format(model=model))

@@ -195,12 +195,20 @@ def _positions(t: torch.Tensor, pos_slice: Any) -> torch.Tensor:
     return t if pos_slice is None else t[:, pos_slice]
 
 
+def attention_out_product(model, layer: int):
+    """The product that mixes block `layer`'s heads back into the residual stream: GPT-2's c_proj
+    (with its bias), a LLaMA-family model's o_proj (none)."""
+    if model.config.architecture == "llama":
+        return model.model.layers[layer].self_attn.o_proj
+    return model.h[layer].attn.c_proj
+
+
 def head_results(model: GPT2, layer: int, z: torch.Tensor) -> torch.Tensor:
     """Each head's output of block `layer` through c_proj alone (its rows of the weight, the
     bias left out): `[nh, B, T, C]` from z `[B, nh, T, hd]`. Through the layer itself, the other
     heads' inputs zeroed, so that every number format's c_proj works (int8 included)."""
     config = model.config
-    c_proj = model.h[layer].attn.c_proj
+    c_proj = attention_out_product(model, layer)
     B, nh, T, hd = z.shape
     alone = torch.zeros(nh, B, T, nh, hd, dtype=z.dtype, device=z.device)
     for h in range(nh):

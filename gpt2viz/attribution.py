@@ -8,6 +8,13 @@ part:
 
     logit[t] = Σ_parts ((part - mean(part)) / scale * γ) · wte[t]  +  β · wte[t]
 
+A LLaMA-family model has no position table, no biases and an RMSNorm, which subtracts no mean and
+adds no β: its terms are the token embedding's, each head's (through o_proj) and each MLP's,
+
+    logit[t] = Σ_parts (part / scale * w) · head[t]
+
+where head[t] is the LM head's row for t (the token table's, where they are tied).
+
 Each term is the part's *direct* effect: what it adds to the logit through the residual stream
 alone, not through the later layers that read it.
 """
@@ -18,7 +25,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .activation_cache import head_results
+from .activation_cache import attention_out_product, head_results
 from .hooks import hook_name
 
 from typing import TYPE_CHECKING
@@ -42,6 +49,7 @@ class Attribution:
     attn_bias: list[float]  # [block]: c_proj's bias, written whatever the heads do
     mlp: list[float]  # [block]
     ln_bias: float  # the final LayerNorm's β, read by the LM head
+    architecture: str = "gpt2"  # llama: no position table, no biases, no β (those terms are 0)
 
     @property
     def total(self) -> float:
@@ -59,7 +67,8 @@ def direct_logit_attribution(lm: LanguageModel, ids: list[int], token_id: int | 
     ids = lm.encode_prompt(ids)  # integers in the vocabulary, or an InputError
     if token_id is not None:
         token_id = lm.check_token_id(token_id, "token_id")
-    names = ["hook_embed", "hook_pos_embed", "ln_final.hook_scale"]
+    llama = config.architecture == "llama"
+    names = ["hook_embed", "ln_final.hook_scale"] + ([] if llama else ["hook_pos_embed"])
     for layer in range(config.n_layer):
         names += [hook_name("attn.hook_z", layer), hook_name("hook_mlp_out", layer)]
     seen: dict[str, torch.Tensor] = {}
@@ -72,22 +81,28 @@ def direct_logit_attribution(lm: LanguageModel, ids: list[int], token_id: int | 
     last = logits[0, -1].float()
     token_id = int(torch.argmax(last)) if token_id is None else int(token_id)
 
-    parts = [seen["hook_embed"], seen["hook_pos_embed"]]
+    embed = seen["hook_embed"]
+    parts = [embed, torch.zeros_like(embed) if llama else seen["hook_pos_embed"]]  # LLaMA: no position table
     attn_bias, per_head = [], []
-    for layer, block in enumerate(model.h):
+    for layer in range(config.n_layer):
         z = seen[hook_name("attn.hook_z", layer)]  # (nh, hd) at the last position
         # Each head alone through c_proj, less the bias (gpt2viz.activation_cache.head_results).
         per_head.append(head_results(model, layer, z[None, :, None, :])[:, 0, 0])  # (nh, C)
-        attn_bias.append(block.attn.c_proj(torch.zeros(1, config.n_embd, dtype=z.dtype, device=z.device))[0])
+        zero = torch.zeros(1, config.n_embd, dtype=z.dtype, device=z.device)
+        attn_bias.append(attention_out_product(model, layer)(zero)[0])  # LLaMA's o_proj has none: 0
     parts += [*per_head, torch.stack(attn_bias), torch.stack([seen[hook_name("hook_mlp_out", l)] for l in range(config.n_layer)])]
     stacked = torch.cat([p.reshape(-1, config.n_embd) for p in parts]).float()  # (parts, C)
 
-    ln = model.ln_f
-    scale = seen["ln_final.hook_scale"].float()  # sqrt(var + eps) of this pass, frozen
-    normalised = (stacked - stacked.mean(dim=-1, keepdim=True)) / scale * ln.weight.float()
+    scale = seen["ln_final.hook_scale"].float()  # of this pass, frozen: sqrt(var + eps), LLaMA's sqrt(mean(x²) + eps)
     direction = lm_head_row(model, token_id)  # (C,)
+    if llama:  # an RMSNorm: nothing subtracted, no β
+        normalised = stacked / scale * model.model.norm.weight.float()
+        ln_bias = 0.0
+    else:
+        ln = model.ln_f
+        normalised = (stacked - stacked.mean(dim=-1, keepdim=True)) / scale * ln.weight.float()
+        ln_bias = float(ln.bias.float() @ direction)
     terms = (normalised @ direction).tolist()
-    ln_bias = float(ln.bias.float() @ direction)
 
     n_layer, n_head = config.n_layer, config.n_head
     heads = [terms[2 + l * n_head : 2 + (l + 1) * n_head] for l in range(n_layer)]
@@ -101,10 +116,17 @@ def direct_logit_attribution(lm: LanguageModel, ids: list[int], token_id: int | 
         attn_bias=rest[:n_layer],
         mlp=rest[n_layer:],
         ln_bias=ln_bias,
+        architecture=config.architecture,
     )
 
 
 def lm_head_row(model: GPT2, token_id: int) -> torch.Tensor:
     """The direction in the residual stream that token `token_id`'s logit reads, in float32: its
-    row of wte, which the LM head shares (weight tying), as every number format stores it."""
-    return model.wte.lookup(torch.tensor([token_id], device=model.device))[0].float()
+    row of wte, which the LM head shares (weight tying), as every number format stores it (a
+    LLaMA-family model: its LM head's own row where it is not tied)."""
+    index = torch.tensor([token_id], device=model.device)
+    if model.config.architecture == "llama":
+        if model.config.tie_word_embeddings:
+            return model.model.embed_tokens.lookup(index)[0].float()
+        return model.lm_head.weight[token_id].float()
+    return model.wte.lookup(index)[0].float()

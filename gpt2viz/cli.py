@@ -634,11 +634,14 @@ def run_cost_lab(lm, prompt_ids: list[int]) -> dict:
     machine = _("cost lab: this machine streams {gb_s} GB/s and computes {gflop_s} GFLOP/s")
     tell(machine.format(gb_s=f"{result.machine.stream_gb_s:.1f}", gflop_s=f"{result.machine.compute_gflop_s:.0f}"))
     tell(_("cost lab: per-token time against position, without and with the cache"))
-    result.context = cost_lab.context_sweep(lm, prompt_ids, lm.config.n_ctx)
+    result.context = cost_lab.context_sweep(lm, prompt_ids, cost_lab.default_sweep_length(lm.config.n_ctx))
     tell(_("cost lab: decode step time against batch size"))
     result.batch = cost_lab.batch_sweep(lm, prompt_ids)
-    tell(_("cost lab: decode step time and quality in each number format"))
-    result.precision_formats = cost_lab.precision_sweep(lm, prompt_ids)
+    if lm.config.architecture == "llama":  # no other format to load it in yet
+        tell(_("cost lab: no number-format experiment: LLaMA-family models load in float32 only so far"))
+    else:
+        tell(_("cost lab: decode step time and quality in each number format"))
+        result.precision_formats = cost_lab.precision_sweep(lm, prompt_ids)
     return result.to_dict()
 
 

@@ -238,6 +238,17 @@ class ContextSweep:
         return self._interpolated_total(self.cached_ms)
 
 
+# Where the context sweep ends unless asked for more: GPT-2's whole context. A longer one (SmolLM2's
+# 8,192 positions) is offered, not run by default: without the cache each of its points is a full
+# pass over that many positions, minutes of a 2-core machine's time at the far end.
+SWEEP_LENGTH = 1024
+
+
+def default_sweep_length(n_ctx: int) -> int:
+    """The context sweep's end for a model of context `n_ctx`: all of it, up to SWEEP_LENGTH."""
+    return min(n_ctx, SWEEP_LENGTH)
+
+
 def context_positions(start: int, end: int, points: int = CONTEXT_POINTS) -> list[int]:
     """`points` positions spread evenly from `start` to `end` - 1 (fewer if the range is short)."""
     start = max(1, start)

@@ -85,6 +85,11 @@ def write_gguf(path, tensors: dict[str, tuple[str, bytes, tuple[int, ...]]], met
 @pytest.fixture(scope="module")
 def written(tmp_path_factory):
     """A GGUF file and the checkpoint (HF names and order) of the numbers it means."""
+    return write_small_gguf(tmp_path_factory.mktemp("gguf"))
+
+
+def write_small_gguf(directory):
+    """`directory`/small.gguf, a two-block LLaMA as llama.cpp writes one, and the numbers it means."""
     torch.manual_seed(3)
     meant: dict[str, torch.Tensor] = {}
     tensors: dict[str, tuple[str, bytes, tuple[int, ...]]] = {}
@@ -124,7 +129,7 @@ def written(tmp_path_factory):
         "tokenizer.ggml.token_type": [3 if t == "<|endoftext|>" else 1 for t in TOKENS],
         "tokenizer.ggml.eos_token_id": TOKENS.index("<|endoftext|>"),
     }
-    path = tmp_path_factory.mktemp("gguf") / "small.gguf"
+    path = directory / "small.gguf"
     write_gguf(path, tensors, metadata)
     return path, meant
 

@@ -45,6 +45,7 @@ def test_a_head_made_to_do_induction_scores_as_a_perfect_one(ckpts):
     assert abs(float(scores.scores["induction"][1, 1]) - scores.best["induction"]) < 1e-6
     assert scores.best["induction"] == 12 / 24  # every row of the second half has a place
     assert scores.top("induction", 1)[0][:2] == (1, 1)
+    assert scores.found("induction")[0][:2] == (1, 1)
     # Self-attention on the first half is neither a previous-token nor a duplicate-token job.
     assert float(scores.scores["previous_token"][1, 1]) < 0.1
 
@@ -57,6 +58,23 @@ def test_the_bundled_model_has_no_induction_or_duplicate_heads():
     # Measured: 0.011 and 0.014 at best, against 0.49 for a head that did the job.
     assert float(scores.scores["induction"].max()) < 0.1 * scores.best["induction"]
     assert float(scores.scores["duplicate_token"].max()) < 0.1 * scores.best["duplicate_token"]
+    assert scores.found("induction") == scores.found("duplicate_token") == scores.found("previous_token") == []
+
+
+def test_a_head_that_spreads_its_attention_evenly_scores_chance(ckpts):
+    model = ckpts.lm("tiny").model
+    tokens = repeated_random_tokens(10, model.config.vocab_size, seed=2, first=0)
+    T = tokens.numel()
+    even = torch.tril(torch.ones(T, T)) / torch.arange(1, T + 1)[:, None]  # row i: 1 / (i + 1) on 0..i
+
+    def spread(name: str, pattern: torch.Tensor) -> torch.Tensor:
+        return even.expand_as(pattern).clone()
+
+    with model.hooks.subscribe("blocks.*.attn.hook_pattern", spread):
+        scores = score_heads(model, tokens)
+    for job, chance in scores.chance.items():
+        assert torch.allclose(scores.scores[job], torch.full_like(scores.scores[job], chance), atol=1e-6), job
+    assert 0 < scores.chance["induction"] < 0.1 * scores.best["induction"]
 
 
 def test_a_llama_s_heads_are_scored_per_query_head(tmp_path):

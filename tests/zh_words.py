@@ -19,10 +19,12 @@ PHRASES = ("kv cache", "kv-cache", "lm head", "logit lens", "hugging face hub", 
 GLOSSARY = """
     token tokens bpe logit logits softmax layernorm pre-norm gelu mlp ffn kv prefill decode
     top-k top-p qk qkv wte wpe eos ttft tpot id ids kl
-"""
+    rmsnorm silu swiglu gqa norm gate up down
+"""  # the last line: a LLaMA-family model's parts (SmolLM2), named as its code names them
 FORMULA = "argmax tanh erf ln"  # functions a sentence names as the formula writes them
 NAMES = """
     trace json utf tiny gpt gpt2viz cpu cuda mps fbgemm onednn blas simd python pytorch torch transformers textual nan inf
+    gguf llama llama.cpp hugging safetensors transformerlens
 """  # trace: the file format gpt2viz writes, named so in Chinese too; tiny: the bundled model
 UNITS = "b s ms us µs ns kb mb gb kib mib gib gb/s flop flops gflop tflop gflop/s tokens/s nat"
 KEYS = "esc tab home end pgup pgdn space shift ctrl"  # how Textual shows keys (footer, help, sentences)

@@ -42,16 +42,20 @@ _UNSUPPORTED_IF_SET = (
 
 @dataclass(frozen=True)
 class ParamCounts:
-    """Where a GPT-2's parameters are (weights and biases), by part."""
+    """Where a model's parameters are (weights and biases), by part, in GPT-2's names. A LLaMA-family
+    model's parts in them (LlamaConfig.param_counts): wte its token table, no wpe, an RMSNorm's weight,
+    c_attn its q, k and v projections, attn_proj o_proj, c_fc gate and up, mlp_proj down, and an LM
+    head of its own where it is not tied."""
 
     wte: int
     wpe: int
-    layer_norm: int  # one LayerNorm: gain and bias
+    layer_norm: int  # one norm: a LayerNorm's gain and bias (an RMSNorm's weight)
     c_attn: int
     attn_proj: int
     c_fc: int
     mlp_proj: int
     n_layer: int
+    lm_head: int = 0  # an LM head's own weight; 0 where it is the token table (tied)
 
     @property
     def attention(self) -> int:
@@ -70,8 +74,8 @@ class ParamCounts:
 
     @property
     def total(self) -> int:
-        """The whole model; the LM head reuses wte (weight tying) and adds nothing."""
-        return self.wte + self.wpe + self.n_layer * self.block + self.layer_norm
+        """The whole model; a tied LM head reuses wte and adds nothing."""
+        return self.wte + self.wpe + self.n_layer * self.block + self.layer_norm + self.lm_head
 
 
 @dataclass(frozen=True)

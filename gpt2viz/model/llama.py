@@ -33,7 +33,7 @@ from ..errors import ConfigError, InputError, WeightsError
 from ..hooks import Hooks, llama_hook_names
 from ..i18n import N_, _
 from ..input_files import MAX_CONFIG_BYTES, FileRefused, parse_json, read_regular, shown
-from .config import check_size
+from .config import ParamCounts, check_size
 from .gpt2 import check_input, padding_mask
 from .kv_cache import KVCache
 from .layers import Embedding, Layer, PreNormBlock, TiedLMHead, _param, causal_mask, run_pass
@@ -96,11 +96,18 @@ class LlamaConfig:
         return self.n_head // self.n_kv_head
 
     @property
+    def param_counts(self) -> ParamCounts:
+        """Parameter counts by part (GPT-2's names for them: see ParamCounts)."""
+        C, F_, V, kv = self.n_embd, self.d_mlp, self.vocab_size, self.n_kv_head * self.head_dim
+        return ParamCounts(
+            wte=V * C, wpe=0, layer_norm=C, c_attn=C * C + 2 * C * kv, attn_proj=C * C, c_fc=2 * C * F_,
+            mlp_proj=F_ * C, n_layer=self.n_layer, lm_head=0 if self.tie_word_embeddings else V * C,
+        )
+
+    @property
     def n_params(self) -> int:
         """Parameters in the network, counting a tied LM head once."""
-        C, F_, V, kv = self.n_embd, self.d_mlp, self.vocab_size, self.n_kv_head * self.head_dim
-        block = 2 * C + C * C + 2 * C * kv + C * C + 3 * C * F_  # two norms, q, k and v, o, gate/up/down
-        return V * C + self.n_layer * block + C + (0 if self.tie_word_embeddings else V * C)
+        return self.param_counts.total
 
     def kv_bytes_per_position(self, itemsize: int, batch_size: int = 1) -> int:
         """Bytes the KV cache grows by per position: K and V of every key/value head, every layer."""

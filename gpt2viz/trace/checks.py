@@ -181,7 +181,7 @@ def _check_format_kernel(choice: dict, at: str) -> None:
 def _check_model(model: dict) -> GPT2Config | LlamaConfig:
     _fields(model, "model", ("name", "source", "config", "n_params", "dtype", "stored_dtype", "device"),
             # missing in traces written before 2026-12-01 (-02, -04, -05)
-            ("compute_dtype", "weight_bytes", "step_weight_bytes", "kernels", "architecture"))
+            ("compute_dtype", "weight_bytes", "step_weight_bytes", "file_bytes", "kernels", "architecture"))
     _str(model["name"], "model.name")
     source = _fields(model["source"], "model.source", ("kind", "path"))
     _choice(source["kind"], "model.source.kind", SOURCE_KINDS)
@@ -206,7 +206,7 @@ def _check_model(model: dict) -> GPT2Config | LlamaConfig:
     _choice(model["dtype"], "model.dtype", FORMATS)
     if "compute_dtype" in model:
         _choice(model["compute_dtype"], "model.compute_dtype", COMPUTE_FORMATS)
-    for key in ("weight_bytes", "step_weight_bytes"):
+    for key in ("weight_bytes", "step_weight_bytes", "file_bytes"):
         if key in model:
             _int(model[key], f"model.{key}")
     if not STORED_DTYPE.match(_str(model["stored_dtype"], "model.stored_dtype")):

@@ -90,6 +90,11 @@ class Trace:
         return int(self.model["config"]["n_layer"])
 
     @property
+    def architecture(self) -> str:
+        """'gpt2', or 'llama' for a LLaMA-family model (traces written before 2026-12-05: gpt2)."""
+        return str(self.model.get("architecture", "gpt2"))
+
+    @property
     def token_ids(self) -> list[int]:
         """The ids of the positions this pass computed."""
         return [t["id"] for t in self.tokens]

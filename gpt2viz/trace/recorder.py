@@ -553,6 +553,7 @@ def model_info(lm: LanguageModel) -> dict:
         "compute_dtype": str(lm.model.dtype).removeprefix("torch."),
         "weight_bytes": lm.weight_bytes,
         "step_weight_bytes": lm.step_weight_bytes,
+        "file_bytes": lm.file_bytes,  # the weights' files as stored (a GGUF file: the whole file)
         "stored_dtype": stored_formats(lm.stored_dtype),
         "device": str(lm.model.device),
         # How this machine multiplies by the weights (gpt2viz.kernels): float32 products, and the

@@ -339,6 +339,9 @@ class Gpt2VizApp(CompatApp):
         """Opens a lesson beside the step-through of the session's trace, where it was left."""
         if self._steps is None:
             return
+        if self._steps.trace.architecture != "gpt2":
+            self.notify(say("lesson.gpt2_only"), markup=False)
+            return
         self.session.start_lesson(lesson_id)
         self.close_above_steps()
         self._steps.start_lesson()
@@ -368,10 +371,6 @@ def run_app(options: RunOptions, before_run: Callable[[], None] | None = None) -
         from ..trace import load
 
         trace = load(options.replay)
-        if trace.model.get("architecture", "gpt2") != "gpt2":
-            from .session import not_shown_here
-
-            raise not_shown_here(str(trace.model["name"]))
     if before_run is not None:
         before_run()
     # Progress bars of a download would draw over the app.

@@ -15,7 +15,7 @@ from typing import Callable
 from rich.cells import cell_len
 
 from ..attribution import Attribution
-from ..i18n import _, count, ngettext, say
+from ..i18n import N_, _, count, ngettext, say
 from ..patching import PatchingResult
 from ..text_safety import safe_line
 from ..trace import Trace
@@ -66,37 +66,48 @@ def difference(x: float) -> str:
 # -- direct logit attribution ----------------------------------------------------------------------
 
 
-def grid_columns(n_head: int) -> list[str]:
-    """The grid's column labels: the heads, then the MLP and the attention bias."""
-    return [str(h) for h in range(n_head)] + ["MLP", _("bias")]
+def _biased(a: Attribution) -> bool:
+    """Whether `a`'s model has a position table and biases (GPT-2), whose terms are shown; a
+    LLaMA-family model has neither, and no β."""
+    return a.architecture != "llama"
+
+
+def grid_columns(n_head: int, biased: bool = True) -> list[str]:
+    """The grid's column labels: the heads, then the MLP and (GPT-2) the attention bias."""
+    return [str(h) for h in range(n_head)] + ["MLP"] + ([_("bias")] if biased else [])
 
 
 def grid_values(a: Attribution) -> list[list[float]]:
-    """[block][column]: each head's term, then the MLP's and the attention bias's."""
+    """[block][column]: each head's term, then the MLP's and (GPT-2) the attention bias's."""
+    if not _biased(a):
+        return [heads + [mlp] for heads, mlp in zip(a.heads, a.mlp)]
     return [heads + [mlp, bias] for heads, mlp, bias in zip(a.heads, a.mlp, a.attn_bias)]
 
 
 def named_terms(a: Attribution) -> list[tuple[str, float]]:
     """Every term of `a` with the name a sentence gives its part."""
-    terms = [(_("the token embedding"), a.embed), (_("the position embedding"), a.pos_embed)]
+    biased = _biased(a)
+    terms = [(_("the token embedding"), a.embed)] + ([(_("the position embedding"), a.pos_embed)] if biased else [])
     for layer, heads in enumerate(a.heads):
         terms += [(_("head {head} of block {layer}").format(head=h, layer=layer), x) for h, x in enumerate(heads)]
         terms.append((_("the MLP of block {layer}").format(layer=layer), a.mlp[layer]))
-        terms.append((_("the attention bias of block {layer}").format(layer=layer), a.attn_bias[layer]))
-    terms.append((_("the final LayerNorm's β"), a.ln_bias))
+        if biased:
+            terms.append((_("the attention bias of block {layer}").format(layer=layer), a.attn_bias[layer]))
+    if biased:
+        terms.append((_("the final LayerNorm's β"), a.ln_bias))
     return terms
 
 
 def term_lines(a: Attribution) -> str:
     """The terms that are not in the grid, the grid's totals, and the sum against the logit, as an
     aligned table (by terminal cells: Chinese labels take two per character)."""
+    biased = _biased(a)
     rows = [
-        (_("token embedding (wte)"), signed(a.embed)),
-        (_("position embedding (wpe)"), signed(a.pos_embed)),
-        (_("final LayerNorm β"), signed(a.ln_bias)),
+        (_("token embedding (wte)") if biased else _("token embedding (embed_tokens)"), signed(a.embed)),
+        *([(_("position embedding (wpe)"), signed(a.pos_embed)), (_("final LayerNorm β"), signed(a.ln_bias))] if biased else []),
         (_("all heads"), signed(sum(map(sum, a.heads)))),
         (_("all MLPs"), signed(sum(a.mlp))),
-        (_("all attention biases"), signed(sum(a.attn_bias))),
+        *([(_("all attention biases"), signed(sum(a.attn_bias)))] if biased else []),
         (_("sum of the terms"), precise(a.total)),
         (_("the model's logit"), precise(a.logit)),
     ]
@@ -118,15 +129,17 @@ def dla_text(
     """The narration beside the grid: what a term is, how to read the grid, the check of the sum,
     the largest terms, the totals by kind, and what direct means."""
     token = quote(candidate.text)
+    biased = _biased(a)
     paragraphs = [
         say(
-            "attribution.dla.what", token=token, position=position, last=quote(last_token), logit=num(a.logit),
-            rank=rank, prob=percent(candidate.prob),
+            "attribution.dla.what" if biased else "attribution.dla.what_llama", token=token, position=position,
+            last=quote(last_token), logit=num(a.logit), rank=rank, prob=percent(candidate.prob),
         ),
         say(
             "attribution.dla.grid", last_head=len(a.heads[0]) - 1, mlp="MLP", bias=_("bias"),
             scale=num(grid_scale(a), 2),
-        ),
+        ) if biased else say("attribution.dla.grid_llama", last_head=len(a.heads[0]) - 1, mlp="MLP",
+                             scale=num(grid_scale(a), 2)),
     ]
     diff = abs(a.total - a.logit)
     facts = dict(total=precise(a.total), logit=precise(a.logit), diff=difference(diff), tolerance=num(TOLERANCE, 1))
@@ -142,12 +155,15 @@ def dla_text(
             third=third, third_value=signed(v3), lowest=lowest, lowest_value=signed(v4),
         )
     )
-    paragraphs.append(
-        say(
+    if biased:
+        groups = say(
             "attribution.dla.groups", heads=signed(sum(map(sum, a.heads))), mlps=signed(sum(a.mlp)),
             embeddings=signed(a.embed + a.pos_embed), biases=signed(sum(a.attn_bias)), ln_bias=signed(a.ln_bias),
         )
-    )
+    else:
+        groups = say("attribution.dla.groups_llama", heads=signed(sum(map(sum, a.heads))), mlps=signed(sum(a.mlp)),
+                     embedding=signed(a.embed))
+    paragraphs.append(groups)
     paragraphs.append(say("attribution.dla.direct"))
     if n > 1:
         paragraphs.append(say("attribution.dla.choose", key=key, n=count(n)))
@@ -236,3 +252,68 @@ def default_corruption(prompt: str, encode: Callable[[str], list[int]]) -> str:
         if len(encode(changed)) == n:
             return changed
     return ""
+
+
+# -- heads at work (gpt2viz.head_detector) ---------------------------------------------------------
+
+# The jobs the detector scores, then the attention sink read off this pass: the tab's order.
+HEAD_JOBS = ("induction", "previous_token", "duplicate_token", "sink")
+JOB_NAMES = {
+    "induction": N_("induction"),
+    "previous_token": N_("previous token"),
+    "duplicate_token": N_("duplicate token"),
+    "sink": N_("attention sink"),
+}
+
+
+def head_name(layer: int, head: int) -> str:
+    """'L18H6': TransformerLens's name of a head, the same in every language."""
+    return f"L{layer}H{head}"
+
+
+def sink_shares(trace) -> list[list[float]]:
+    """[block][head]: the share of the last position's attention that goes to position 0 in this
+    pass (what an attention sink gathers)."""
+    from .facts import RunFacts, last_row
+
+    f = RunFacts.of(trace)
+    return [[(last_row(trace, layer, h) or [0.0])[0] or 0.0 for h in range(f.n_head)] for layer in range(f.n_layer)]
+
+
+def heads_text(scores, trace, tokens: list[str], key: str) -> str:
+    """The tab's words: how heads are scored, what each job found (or that none does it), and the
+    attention sink of this pass; `key` shows the next job's grid."""
+    n = (scores.tokens.numel() - 1) // 2
+    paragraphs = [say(
+        "attribution.heads.intro", n=count(n), T=count(scores.tokens.numel()), best=num(scores.best["induction"], 2),
+        chance=num(scores.chance["induction"], 2), key=key,
+    )]
+    for job in HEAD_JOBS[:3]:
+        found = scores.found(job)[:3]
+        facts = {"job": _(JOB_NAMES[job]), "best": num(scores.best[job], 2), "chance": num(scores.chance[job], 2)}
+        if found:
+            heads = _(", ").join(f"{head_name(layer, head)} {num(score, 2)}" for layer, head, score in found)
+            paragraphs.append(say("attribution.heads.found", heads=heads, **facts))
+        else:
+            layer, head, score = scores.top(job, 1)[0]
+            paragraphs.append(say("attribution.heads.none", head=head_name(layer, head), score=num(score, 2), **facts))
+    shares = sink_shares(trace)
+    flat = [(share, layer, h) for layer, row in enumerate(shares) for h, share in enumerate(row)]
+    share, layer, h = max(flat)
+    over_half = sum(1 for s, _l, _h in flat if s > 0.5)
+    facts = {"token": quote(tokens[-1]), "first": quote(tokens[0]), "head": head_name(layer, h), "share": percent(share),
+             "total": count(len(flat))}
+    if len(tokens) < 2:
+        paragraphs.append(say("attribution.heads.sink_single"))
+    elif over_half:
+        paragraphs.append(say("attribution.heads.sink", n=count(over_half), **facts))
+    else:
+        paragraphs.append(say("attribution.heads.sink_none", **facts))
+    return "\n\n".join(paragraphs)
+
+
+def heads_grid_title(job: str, scores) -> str:
+    """The line over a job's grid."""
+    if job == "sink":
+        return _("Attention sink: the share of the last position's attention on position 0, block × head")
+    return _("{job} scores, block × head (a perfect head: {best})").format(job=_(JOB_NAMES[job]), best=num(scores.best[job], 2))

@@ -25,6 +25,12 @@ def gelu(x: float) -> float:
     return 0.5 * x * (1.0 + math.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)))
 
 
+def silu(x: float) -> float:
+    """LLaMA's SiLU, x · sigmoid(x): more than x / 2 for x > 0, at most 0 for x <= 0 (no lower than
+    about -0.28, at x = -1.28)."""
+    return x / (1.0 + math.exp(-x)) if x > -700 else 0.0
+
+
 @dataclass(frozen=True)
 class Histogram:
     """Counts in bins: `counts[b]` of the values in (edges[b], edges[b + 1]], `below` at or below

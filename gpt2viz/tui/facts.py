@@ -13,10 +13,11 @@ from dataclasses import dataclass
 from ..hooks import hook_name
 from ..i18n import _
 from ..model.config import GPT2Config, ParamCounts
+from ..model.llama import LlamaConfig
 from ..text_safety import token_label
 from ..trace import Trace
 from ..trace.events import LOGIT_LENS
-from .formatting import DTYPE_BYTES
+from .formatting import DTYPE_BYTES, quote
 from .stages import Stage
 
 
@@ -36,7 +37,7 @@ class StepChoice:
 class RunFacts:
     """The sizes of this run: the model's config, the prompt length, the number format."""
 
-    config: GPT2Config
+    config: GPT2Config | LlamaConfig  # the family's own (trace.model.architecture)
     T: int  # positions the recorded pass computed (1 for a decode step)
     past: int  # positions already in the KV cache before it (0 for a full pass)
     dtype: str  # the number format of the weights: float32, bfloat16, float16 or int8
@@ -58,7 +59,7 @@ class RunFacts:
     def _read(cls, trace: Trace) -> "RunFacts":
         dtype = str(trace.model.get("dtype", "float32"))
         compute = str(trace.model.get("compute_dtype") or dtype)
-        config = GPT2Config.from_saved(trace.model["config"])
+        config = config_of(trace)
         n_params = int(trace.model.get("n_params") or config.n_params)
         value_bytes = DTYPE_BYTES.get(compute, 4)
         # Traces written before weight_bytes was recorded held every weight in `dtype`.
@@ -75,7 +76,8 @@ class RunFacts:
             # Traces written before 2026-12-02 did not say: all but the position table's other rows
             # (a format whose LM head had a copy of the token table read less than that).
             step_weight_bytes=int(
-                trace.model.get("step_weight_bytes") or weight_bytes - (config.n_ctx - 1) * config.n_embd * value_bytes
+                trace.model.get("step_weight_bytes")
+                or weight_bytes - (config.n_ctx - 1) * config.n_embd * value_bytes * (config.architecture == "gpt2")
             ),
         )
 
@@ -85,8 +87,18 @@ class RunFacts:
         return self.past + self.T
 
     @property
+    def llama(self) -> bool:
+        """A LLaMA-family model: RMSNorm, rotary positions, grouped key/value heads, SwiGLU."""
+        return self.config.architecture == "llama"
+
+    @property
     def n_layer(self) -> int:
         return self.config.n_layer
+
+    @property
+    def n_kv_head(self) -> int:
+        """Heads of keys and values (what the KV cache keeps): n_head in GPT-2, fewer in a grouped model."""
+        return self.config.n_kv_head
 
     @property
     def n_head(self) -> int:
@@ -114,11 +126,12 @@ class RunFacts:
 
     @property
     def eps(self) -> float:
-        return self.config.layer_norm_epsilon
+        return self.config.norm_eps
 
     @property
     def activation(self) -> str:
-        return self.config.activation_function
+        """The MLP's activation as the config names it (LLaMA's SwiGLU: silu)."""
+        return "silu" if self.llama else self.config.activation_function
 
     @property
     def params(self) -> ParamCounts:
@@ -137,6 +150,12 @@ class RunFacts:
 
 
 _FACTS: "weakref.WeakKeyDictionary[Trace, RunFacts]" = weakref.WeakKeyDictionary()
+
+
+def config_of(trace: Trace) -> GPT2Config | LlamaConfig:
+    """The trace's config, of its model's family (traces written before 2026-12-05 are GPT-2's)."""
+    family = LlamaConfig if trace.model.get("architecture") == "llama" else GPT2Config
+    return family.from_saved(trace.model["config"])
 
 
 # -- reading events ---------------------------------------------------------------------------
@@ -170,6 +189,12 @@ def key_texts(trace: Trace) -> list[str]:
     """The display text of every position a query can see: the cached ones, then the computed
     ones (safe to show, as `token_text`)."""
     return [token_label(t["text"]) for t in trace.context + trace.tokens]
+
+
+def last_position(trace: Trace, f: RunFacts) -> dict:
+    """The last computed position and its token (quoted), which the per-position sentences name."""
+    position = f.past + f.T - 1
+    return {"position": position, "token": quote(token_text(trace, position))}
 
 
 def value_at(values: list | None, position: int):
@@ -295,9 +320,12 @@ def stage_shapes(trace: Trace, stage: Stage) -> list[tuple[str, list[int]]]:
     if k == "tokenize":
         return [(_("token ids"), [1, T])]
     if k == "embed":
-        return [("x", shape_of(trace, "hook_pos_embed", None, [1, T, C]))]
+        return [("x", shape_of(trace, "hook_embed" if f.llama else "hook_pos_embed", None, [1, T, C]))]
     if k in LAYER_NORMS:
         return [("ln(x)", list(layer_norm_event(trace, stage).get("shape") or [1, T, C]))]
+    if k == "qkv" and f.llama:  # three products; keys and values in fewer heads than queries
+        return [("q", shape_of(trace, "attn.hook_q", i, [1, H, T, f.head_dim])),
+                ("k, v", shape_of(trace, "attn.hook_k", i, [1, f.n_kv_head, T, f.head_dim]))]
     if k == "qkv":
         return [(_("c_attn out"), [1, T, 3 * C]), ("q, k, v", shape_of(trace, "attn.hook_q", i, [1, H, T, f.head_dim]))]
     if k == "scores":

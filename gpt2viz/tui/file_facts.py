@@ -28,6 +28,9 @@ BLOCK_ORDER = (
 BEFORE_BLOCKS = ("wte.weight", "wpe.weight")
 AFTER_BLOCKS = ("ln_f.weight", "ln_f.bias", "lm_head.weight")
 # The trace's config (GPT2Config's names) stands in for config.json in an older trace.
+# A LLaMA-family model's config (LlamaConfig's names), read from its GGUF file or config.json.
+LLAMA_CONFIG_FIELDS = ("n_layer", "n_head", "n_kv_head", "n_embd", "d_mlp", "n_ctx", "vocab_size", "rms_norm_eps",
+                       "rope_theta", "tie_word_embeddings", "eos_token_id")
 CONFIG_FIELDS = ("n_layer", "n_head", "n_embd", "n_ctx", "vocab_size", "n_inner", "layer_norm_epsilon",
                  "activation_function", "eos_token_id")
 
@@ -153,7 +156,8 @@ def _read(trace: Trace) -> FileFacts:
     files = trace.model_files
     if not isinstance(files, dict):
         config = trace.model.get("config") or {}
-        settings = tuple(Setting(key, config[key]) for key in CONFIG_FIELDS if key in config)
+        fields = LLAMA_CONFIG_FIELDS if trace.architecture == "llama" else CONFIG_FIELDS
+        settings = tuple(Setting(key, config[key]) for key in fields if key in config)
         return FileFacts(settings, None, 0, None, None)
     config = files["config"]
     values = config.get("values") or {}

@@ -85,7 +85,7 @@ def step_flow(f: RunFacts, gen: Generation, index: int) -> list[str]:
     L = gen.context_length(index)  # keys each query can see at the end of this step
     T = gen.input_length(index)
     cached = bool(gen.steps[index].get("used_cache"))
-    kv_shape = shape([1, H, L, D])
+    kv_shape = shape([1, f.n_kv_head, L, D])  # a grouped model keeps fewer key/value heads than query heads
     if cached and L > T:
         kv = _("K, V {shape} ({cached} + {new} new)").format(shape=kv_shape, cached=count(L - T), new=count(T))
     else:
@@ -122,7 +122,7 @@ def step_text(f: RunFacts, gen: Generation, index: int) -> str:
         )
     if gen.is_first(index):
         facts.update(
-            ids_shape=shape([1, L]), last=L - 1, kv_shape=shape([1, H, L, f.head_dim]), scores_shape=shape([1, H, L, L])
+            ids_shape=shape([1, L]), last=L - 1, kv_shape=shape([1, f.n_kv_head, L, f.head_dim]), scores_shape=shape([1, H, L, L])
         )
         if index == 0:
             return say(plural("generation.step.prefill", L), **facts)
@@ -184,7 +184,7 @@ def kv_formula(f: RunFacts, length: int, width: int = 0) -> list[str]:
     factors = [
         "2 (K, V)",
         _layers(f.n_layer),
-        _heads(f.n_head),
+        _heads(f.n_kv_head),
         ngettext("{n} position", "{n} positions", length).format(n=count(length)),
         ngettext("{n} dim", "{n} dims", f.head_dim).format(n=count(f.head_dim)),
         f"{f.value_bytes} B",
@@ -210,7 +210,7 @@ def kv_text(f: RunFacts, gen: Generation, index: int | None, compare_key: str) -
         "generation.kv.why",
         per_token=per_token,
         layers=_layers(f.n_layer),
-        heads=_heads(f.n_head),
+        heads=_heads(f.n_kv_head),
         head_dim=count(f.head_dim),
         value_bytes=count(f.value_bytes),
         dtype=f.compute_dtype,

@@ -109,7 +109,7 @@ class LessonRun:
         """The stage index (in `stages`, the trace's) and head the current page shows (None: the
         stage is not in this trace)."""
         page = self.current
-        stages = build_stages(trace.n_layer) if stages is None else stages
+        stages = build_stages(trace.n_layer, trace.architecture) if stages is None else stages
         index = index_by_key(stages, stage_key(page.show, trace.n_layer))
         return index, page.head
 

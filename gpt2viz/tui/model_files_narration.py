@@ -39,11 +39,26 @@ MEANINGS = {
 }
 
 
-def meaning(setting: Setting, d_mlp: int) -> str:
-    """What `setting` controls, in the current language."""
+# A LLaMA-family model's settings where they mean something else (LlamaConfig's names).
+LLAMA_MEANINGS = {
+    **MEANINGS,
+    "n_head": N_("query heads in each block"),
+    "n_kv_head": N_("key/value heads in each block, each shared by n_head / n_kv_head query heads"),
+    "n_ctx": N_("the longest context (positions are rotated in, not looked up)"),
+    "vocab_size": N_("tokens the model knows: rows of embed_tokens, logits per position"),
+    "d_mlp": N_("width of the MLP's gate and up projections"),
+    "rms_norm_eps": N_("added to the mean square in every RMSNorm"),
+    "rope_theta": N_("the base of the rotation angles: pair j turns by position × rope_theta^(−2j/head_dim)"),
+    "tie_word_embeddings": N_("whether the LM head reuses embed_tokens"),
+}
+
+
+def meaning(setting: Setting, d_mlp: int, llama: bool = False) -> str:
+    """What `setting` controls, in the current language (`llama`: in a LLaMA-family model)."""
     if setting.key == "n_inner" and setting.value is None:
         return _("width of the MLP's hidden layer; not set, so 4 × n_embd = {width}").format(width=count(d_mlp))
-    return _(MEANINGS[setting.key]) if setting.key in MEANINGS else ""
+    meanings = LLAMA_MEANINGS if llama else MEANINGS
+    return _(meanings[setting.key]) if setting.key in meanings else ""
 
 
 def value_text(setting: Setting) -> str:

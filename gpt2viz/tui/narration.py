@@ -13,9 +13,9 @@ import math
 from dataclasses import dataclass
 
 from ..i18n import _, ngettext, plural, say, sentences
+from ..text_safety import token_label
 from ..trace import Trace
 from ..trace.events import LAYER_NORM_STATS
-from ..text_safety import token_label
 from ..trace.notices import notice_text
 from .facts import (
     RunFacts,
@@ -24,17 +24,19 @@ from .facts import (
     attention_event,
     final_choice,
     hook_event,
+    last_position,
+    last_row,
     layer_norm_event,
     layer_norm_name,
     lens_event,
     lens_first_top,
-    last_row,
     shape_of,
     token_text,
-    untrained,
     value_at,
 )
 from .formatting import clip, count, millions, nbytes, num, percent, quote, shape
+from .llama_narration import WRITERS as LLAMA_WRITERS
+from .mlp_narration import activity_paragraphs
 from .model_files_narration import model_files_words
 from .stages import Stage
 
@@ -61,12 +63,6 @@ def _root(n: int) -> str:
     return str(int(r)) if r == int(r) else num(r, 4)
 
 
-def _at(trace: Trace, f: RunFacts) -> dict:
-    """The last computed position and its token, which the per-position sentences quote."""
-    position = f.past + f.T - 1
-    return {"position": position, "token": quote(token_text(trace, position))}
-
-
 # -- the stages ----------------------------------------------------------------------------
 
 
@@ -82,7 +78,8 @@ def narrate(
     if stage.kind == "next_token":
         text, formula, flow = _next_token(trace, stage, facts, head, generate_key, chosen, run_sampling)
     else:
-        text, formula, flow = _WRITERS[stage.kind](trace, stage, facts, head, generate_key)
+        writer = LLAMA_WRITERS.get(stage.kind) if facts.llama else None
+        text, formula, flow = (writer or _WRITERS[stage.kind])(trace, stage, facts, head, generate_key)
     edited = edited_sentence(trace, stage)
     if edited:
         text = f"{edited}\n\n{text}"
@@ -122,7 +119,7 @@ def _tokenize(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key: 
     else:
         tokens = ngettext("{n} token", "{n} tokens", f.T).format(n=count(f.T))
         cut = say("stage.tokenize.cut", bytes=the_bytes, tokens=tokens)
-    paragraphs = [sentences(say("stage.tokenize.lead"), cut, say("stage.tokenize.vocab", vocab=count(f.vocab)))]
+    paragraphs = [sentences(say("llama.tokenize.lead" if f.llama else "stage.tokenize.lead"), cut, say("stage.tokenize.vocab", vocab=count(f.vocab)))]
     # The example pair needs a token with something after its space: '␣the' and 'the', never
     # '␣' and '' (a token that is a space alone has no bare twin to name).
     example = next((text for text in spaced if len(text) > 1), None)
@@ -177,7 +174,7 @@ def _embed(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key: str
         paragraphs.append(say(plural("stage.embed.decode", f.past), past=f.past, n=count(f.past)))
     a, b, c = value_at(tok.get("norms"), last), value_at(pos.get("norms"), last), value_at(pos.get("sum_norms"), last)
     if a is not None and b is not None and c is not None:
-        lengths = say("stage.embed.lengths", **_at(trace, f), token_length=num(a), position_length=num(b), sum_length=num(c))
+        lengths = say("stage.embed.lengths", **last_position(trace, f), token_length=num(a), position_length=num(b), sum_length=num(c))
         paragraphs[-1] = sentences(paragraphs[-1], lengths)
     formula = "x[p] = wte[id[p]] + wpe[p]"
     flow = [
@@ -200,7 +197,7 @@ def _layer_norm(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key
     if all(v is not None for v in stats):
         m, s, nm, ns, om, os_ = stats
         text += "\n\n" + say(
-            "stage.layer_norm.stats", **_at(trace, f), mean=num(m), std=num(s), normalized_mean=_near_zero(nm),
+            "stage.layer_norm.stats", **last_position(trace, f), mean=num(m), std=num(s), normalized_mean=_near_zero(nm),
             normalized_std=num(ns), out_mean=num(om), out_std=num(os_),
         )
     formula = f"{name}(x) = (x − mean(x)) / √(var(x) + {f.eps:g}) · γ + β"
@@ -275,10 +272,16 @@ def _scores(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key: st
             score=num(row[j]),
         )
         mask = sentences(mask, top)
-    paragraphs = [say("stage.scores.dot", head=head, D=count(D), root=_root(D)), mask, *_reduced_note(ev, T)]
-    formula = f"scores[h, i, j] = q[h, i] · k[h, j] / √{D}\n" + say("stage.scores.formula_mask")
+    dot = say("stage.scores.dot", head=head, D=count(D), root=_root(D))
+    group = f.n_head // f.n_kv_head
+    if group > 1:  # grouped-query attention: this head's keys are its group's
+        kv = head // group
+        dot = sentences(dot, say("llama.scores.group", head=head, kv=kv, first=kv * group, last=kv * group + group - 1))
+    paragraphs = [dot, mask, *_reduced_note(ev, T)]
+    key = f"k[h ÷ {group}, j]" if group > 1 else "k[h, j]"
+    formula = f"scores[h, i, j] = q[h, i] · {key} / √{D}\n" + say("stage.scores.formula_mask")
     flow = [
-        f"q {shape([1, f.n_head, T, D])} @ kᵀ {shape([1, f.n_head, D, L])}{ARROW}scores {shape(s_shape)}",
+        f"q {shape([1, f.n_head, T, D])} @ kᵀ {shape([1, f.n_kv_head, D, L])}{ARROW}scores {shape(s_shape)}",
         say("stage.scores.flow_map", head=head, shape=shape(s_shape[2:])),
     ]
     return "\n\n".join(paragraphs), formula, flow
@@ -308,10 +311,12 @@ def _pattern(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key: s
             )
         )
     paragraphs += _reduced_note(ev, T)
-    formula = "pattern[h, i, :] = softmax(scores[h, i, :])\nz[h, i] = Σ_j pattern[h, i, j] · v[h, j]"
+    group = f.n_head // f.n_kv_head
+    value = f"v[h ÷ {group}, j]" if group > 1 else "v[h, j]"
+    formula = f"pattern[h, i, :] = softmax(scores[h, i, :])\nz[h, i] = Σ_j pattern[h, i, j] · {value}"
     flow = [
         f"softmax(scores){ARROW}pattern {shape(p_shape)}",
-        f"pattern @ v {shape([1, f.n_head, T, f.head_dim])}{ARROW}z {shape(z_shape)}",
+        f"pattern @ v {shape([1, f.n_kv_head, f.L, f.head_dim])}{ARROW}z {shape(z_shape)}",
     ]
     return "\n\n".join(paragraphs), formula, flow
 
@@ -337,7 +342,11 @@ def _heads(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key: str
             focus_text = say("stage.heads.focus_spread", **facts, spread=count(spread), L=count(f.L), uniform=percent(1 / f.L))
         else:
             focus_text = say("stage.heads.focus", **facts)
-    text = say("stage.heads.intro", H=count(H), layer=i) + "\n\n" + focus_text
+    text = say("stage.heads.intro", H=count(H), layer=i)
+    group = H // f.n_kv_head
+    if group > 1:  # grouped-query attention: the maps of one group differ only by their queries
+        text = sentences(text, say("llama.heads.groups", group=count(group), last_in_group=group - 1, KVH=count(f.n_kv_head)))
+    text += "\n\n" + focus_text
     formula = say("stage.heads.formula", D=f.head_dim, last=H - 1)
     p_shape = shape_of(trace, "attn.hook_pattern", i, [1, H, T, T])
     maps = ngettext("{n} map", "{n} maps", H).format(n=count(H))
@@ -356,7 +365,7 @@ def _attn_out(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key: 
     update = value_at(hook_event(trace, "hook_attn_out", i).get("norms"), last)
     after = value_at(hook_event(trace, "hook_resid_mid", i).get("norms"), last)
     if None not in (before, update, after):
-        lengths = say("stage.attn_out.lengths", **_at(trace, f), update=num(update), before=num(before), after=num(after))
+        lengths = say("stage.attn_out.lengths", **last_position(trace, f), update=num(update), before=num(before), after=num(after))
         params = sentences(params, lengths)
     mix = say("stage.attn_out.mix", H=count(f.n_head), D=count(f.head_dim), C=count(C), proj=count(p.attn_proj))
     formula = "x ← x + concat(z) @ W_proj + b_proj"
@@ -382,22 +391,7 @@ def _mlp(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key: str):
             activation=f.activation,
         ),
     ]
-    frac = value_at(post.get("frac_active"), T - 1)
-    top = post.get("top_neurons") or []
-    if frac is not None:
-        facts = {**_at(trace, f), "share": percent(frac), "F": count(F)}
-        if top:
-            paragraphs.append(say("stage.mlp.active_top", **facts, neuron=top[0]["index"], value=num(top[0]["value"])))
-        else:
-            paragraphs.append(say("stage.mlp.active", **facts))
-    if top and top[0].get("promotes"):  # recorded since the key-value view (not in older traces)
-        first = top[0]
-        tokens = _(", ").join(quote(t["text"]) for t in first["promotes"])
-        memory = say("stage.mlp.memory", neuron=first["index"], pre=num(first["pre"]), value=num(first["value"]), tokens=tokens)
-        never_seen = [quote(t["text"]) for t in first["promotes"] if untrained(t)]
-        if never_seen:
-            memory = sentences(memory, say("stage.mlp.untrained", tokens=_(", ").join(never_seen)))
-        paragraphs.append(memory)
+    paragraphs += activity_paragraphs(trace, f, post, "stage")
     formula = "mlp(x) = gelu(x @ W_fc + b_fc) @ W_proj + b_proj\ngelu(u) = 0.5 · u · (1 + tanh(√(2/π) · (u + 0.044715 · u³)))"
     flow = [
         f"ln_2(x) {shape([1, T, C])}{ARROW}c_fc{ARROW}{shape(pre_shape)}",
@@ -415,7 +409,7 @@ def _mlp_out(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key: s
     paragraphs = [
         say("stage.mlp_out.done", layer=i, shape=shape(x_shape)),
         say(
-            "stage.mlp_out.params", layer=i, block=count(p.block), attention=count(p.attention), mlp=count(p.mlp),
+            "llama.mlp_out.params" if f.llama else "stage.mlp_out.params", layer=i, block=count(p.block), attention=count(p.attention), mlp=count(p.mlp),
             layer_norms=count(2 * p.layer_norm), n_layer=count(f.n_layer), blocks=count(f.n_layer * p.block),
             n_params=count(f.n_params),
         ),
@@ -424,7 +418,7 @@ def _mlp_out(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key: s
     if None not in vals:
         before, au, mu, after = vals
         paragraphs.append(
-            say("stage.mlp_out.lengths", **_at(trace, f), before=num(before), attention=num(au), mlp=num(mu), after=num(after))
+            say("stage.mlp_out.lengths", **last_position(trace, f), before=num(before), attention=num(au), mlp=num(mu), after=num(after))
         )
     remaining = f.n_layer - 1 - i
     if remaining:
@@ -432,7 +426,7 @@ def _mlp_out(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key: s
         paragraphs[-1] = sentences(paragraphs[-1], say("stage.mlp_out.remaining", blocks=blocks))
     else:
         paragraphs[-1] = sentences(paragraphs[-1], say("stage.mlp_out.last"))
-    formula = "x ← x + mlp(ln_2(x))"
+    formula = "x ← x + mlp(norm_2(x))" if f.llama else "x ← x + mlp(ln_2(x))"
     update = shape(shape_of(trace, "hook_mlp_out", i, x_shape))
     flow = [say("stage.mlp_out.flow", x=shape(x_shape), update=update)]
     return "\n\n".join(paragraphs), formula, flow
@@ -453,12 +447,20 @@ def _lm_head(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key: s
                 uniform=num(math.log(f.vocab), 4),
             ),
         )
-    paragraphs = [say("stage.lm_head.tying", vocab=count(f.vocab), total=count(f.T * f.vocab)), prediction]
+    p = f.params
+    if p.lm_head:  # a LLaMA-family model whose head is not tied to its token table
+        head_words = say("llama.lm_head.own", vocab=count(f.vocab), n_embd=count(f.n_embd), params=count(p.lm_head),
+                         total=count(f.T * f.vocab))
+    else:
+        head_words = say("llama.lm_head.tied" if f.llama else "stage.lm_head.tying", vocab=count(f.vocab),
+                         total=count(f.T * f.vocab))
+    paragraphs = [head_words, prediction]
     paragraphs += _untrained_paragraph(trace, f)
     paragraphs += _quality_paragraph(trace, f)
-    formula = f"logits = ln_f(x) @ wteᵀ\np = softmax(logits[{last}])"
+    norm, table = ("norm", "W_head" if p.lm_head else "embed_tokens") if f.llama else ("ln_f", "wte")
+    formula = f"logits = {norm}(x) @ {table}ᵀ\np = softmax(logits[{last}])"
     flow = [
-        f"ln_f(x) {shape([1, f.T, f.n_embd])} @ wteᵀ {shape([f.n_embd, f.vocab])}{ARROW}logits {shape(out_shape)}",
+        f"{norm}(x) {shape([1, f.T, f.n_embd])} @ {table}ᵀ {shape([f.n_embd, f.vocab])}{ARROW}logits {shape(out_shape)}",
         say("stage.lm_head.flow_last", shape=shape([1, out_shape[-1]])),
     ]
     return "\n\n".join(paragraphs), formula, flow
@@ -499,7 +501,8 @@ def _quality_paragraph(trace: Trace, f: RunFacts) -> list[str]:
 def _logit_lens(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key: str):
     ev = lens_event(trace)
     layers = ev.get("layers") or []
-    paragraphs = [say("stage.logit_lens.intro")]
+    family = "llama" if f.llama else "stage"
+    paragraphs = [say(f"{family}.logit_lens.intro")]
     if layers:
         first = lens_first_top(trace)
         facts = {
@@ -512,9 +515,10 @@ def _logit_lens(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key
             paragraphs.append(say("stage.logit_lens.rank_top", **facts, first=first))
         else:
             paragraphs.append(say("stage.logit_lens.rank", **facts))
-    formula = say("stage.logit_lens.formula", last=f.T - 1, last_layer=f.n_layer - 1)
+    table = ("W_head" if f.params.lm_head else "embed_tokens") if f.llama else "wte"
+    formula = say(f"{family}.logit_lens.formula", last=f.T - 1, last_layer=f.n_layer - 1, **({"table": table} if f.llama else {}))
     lens_shape = list(ev.get("shape") or [f.n_layer, f.vocab])
-    flow = [say("stage.logit_lens.flow", x=shape([f.n_layer, f.n_embd]), shape=shape(lens_shape))]
+    flow = [say(f"{family}.logit_lens.flow", x=shape([f.n_layer, f.n_embd]), shape=shape(lens_shape), **({"table": table} if f.llama else {}))]
     return "\n\n".join(paragraphs), formula, flow
 
 
@@ -542,7 +546,7 @@ def _next_token(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key
             "stage.next_token.cache_step" if f.past else "stage.next_token.cache_prefill",
             bytes=nbytes(kv["total_bytes"]), per_token=count(kv["bytes_per_position"]),
             layers=ngettext("{n} layer", "{n} layers", f.n_layer).format(n=count(f.n_layer)),
-            heads=ngettext("{n} head", "{n} heads", f.n_head).format(n=count(f.n_head)),
+            heads=ngettext("{n} head", "{n} heads", f.n_kv_head).format(n=count(f.n_kv_head)),
             D=count(f.head_dim), value_bytes=count(f.value_bytes),
         )
         rerun = sentences(rerun, size)

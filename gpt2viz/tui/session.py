@@ -21,7 +21,7 @@ from pathlib import Path
 from dataclasses import dataclass, replace
 from typing import Any, Callable
 
-from ..errors import ArchitectureError, DownloadCancelled, Gpt2VizError
+from ..errors import DownloadCancelled, Gpt2VizError
 from ..i18n import _
 from ..interventions import Ablation, applied, parse_ablations
 from ..options import RunOptions
@@ -280,10 +280,6 @@ class Session:
     def _load(self, job: Job, source: str | None):
         """The model from `source`, its download reported (and stopped by a cancel)."""
         from .. import load_model
-        from ..language_model import is_llama_source
-
-        if is_llama_source(source):  # before a download it could not use
-            raise not_shown_here(str(source))
         options = self.options
         show = throttled(lambda progress: job.report(DownloadProgressed(progress)))
 
@@ -293,10 +289,7 @@ class Session:
             job.check()
             show(p)
 
-        lm = load_model(source, device=options.device, dtype=options.dtype, progress=progress)
-        if lm.config.architecture != "gpt2":  # a hub id says its family only once its config is read
-            raise not_shown_here(lm.name)
-        return lm
+        return load_model(source, device=options.device, dtype=options.dtype, progress=progress)
 
     def download_progressed(self, progress) -> None:
         """Keeps whether a download is under way (the quit key cancels it then)."""
@@ -482,6 +475,19 @@ class Session:
 
         return self.jobs.submit(owner, "attribute", work, on_progress=on_each, on_error=on_error)
 
+    def detect_heads(self, owner: object, *, on_result: Callable[[Any], None], on_error: OnError) -> Job:
+        """Scores every head at three known jobs (gpt2viz.head_detector) on DETECTOR_TOKENS random
+        tokens repeated once, after the end-of-text token; the result is a `HeadScores`."""
+        from ..head_detector import repeated_random_tokens, score_heads
+
+        lm = self.lm
+
+        def work(job: Job):
+            tokens = repeated_random_tokens(detector_tokens(lm.config.n_ctx), lm.config.vocab_size, seed=0, first=lm.eos_id)
+            return score_heads(lm.model, tokens.to(lm.model.device))
+
+        return self.jobs.submit(owner, "detect-heads", work, on_result=on_result, on_error=on_error)
+
     def patch(
         self,
         owner: object,
@@ -514,6 +520,17 @@ class Session:
         return self.jobs.submit(owner, "patch", work, on_progress=on_progress, on_result=on_result, on_error=on_error)
 
 
+# Random tokens the head detector repeats once: 101 positions with the end-of-text token in front,
+# under a second on SmolLM2 here.
+DETECTOR_TOKENS = 50
+
+
+def detector_tokens(n_ctx: int) -> int:
+    """How many random tokens the detector repeats for a model of context `n_ctx` (both copies and
+    the end-of-text token must fit)."""
+    return max(1, min(DETECTOR_TOKENS, (n_ctx - 1) // 2))
+
+
 @dataclass(frozen=True)
 class PatchRun:
     """A finished patching run and what it is read with."""
@@ -528,10 +545,3 @@ class SameAnswer:
     """Both prompts make the model predict `token`: there is no difference to restore."""
 
     token: str
-
-
-def not_shown_here(model: str) -> ArchitectureError:
-    """The step-through's stages are GPT-2's so far: a LLaMA-family model is refused in one sentence."""
-    return ArchitectureError(
-        _("{model} is a LLaMA-family model: the step-through shows GPT-2 models so far (the headless trace "
-          "and the library work with it)").format(model=model))

@@ -6,7 +6,7 @@ moving an index over `build_stages(n_layer)`; nothing is recomputed.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..i18n import N_, _
 
@@ -35,6 +35,17 @@ TITLES = {
     "logit_lens": (N_("Logit lens"), N_("Logit lens")),
     "next_token": (N_("Next token"), N_("Next token")),
 }
+# A LLaMA-family model's stages where they differ from GPT-2's (the same kinds, in the same order:
+# its norms are RMSNorms, positions are rotated into q and k, the MLP is SwiGLU).
+LLAMA_TITLES = {
+    "embed": (N_("Embed: token only (positions are rotated in later)"), N_("Embed")),
+    "ln1": (N_("RMSNorm before attention (input_layernorm)"), "norm_1"),
+    "qkv": (N_("Q, K, V, rotary positions, grouped heads"), "Q K V"),
+    "ln2": (N_("RMSNorm before the MLP (post_attention_layernorm)"), "norm_2"),
+    "mlp": (N_("MLP: SwiGLU, silu(gate) × up → down"), "MLP"),
+    "ln_final": (N_("Final RMSNorm (norm)"), N_("Final norm")),
+}
+FAMILY_TITLES = {"gpt2": TITLES, "llama": {**TITLES, **LLAMA_TITLES}}
 
 
 @dataclass(frozen=True)
@@ -43,6 +54,11 @@ class Stage:
 
     kind: str
     layer: int | None = None
+    family: str = field(default="gpt2", compare=False)  # the model's architecture: which titles
+
+    @property
+    def _titles(self) -> tuple[str, str]:
+        return FAMILY_TITLES[self.family][self.kind]
 
     @property
     def key(self) -> str:
@@ -52,18 +68,18 @@ class Stage:
     @property
     def label(self) -> str:
         """The short name shown in the navigator, in the current language."""
-        return _(TITLES[self.kind][1])
+        return _(self._titles[1])
 
     @property
     def english_title(self) -> str:
         """The full title in English whatever the language (the palette finds stages by it too)."""
-        title = TITLES[self.kind][0]
+        title = self._titles[0]
         return title if self.layer is None else f"Block {self.layer} · {title}"
 
     @property
     def title(self) -> str:
         """The full title, with the block for block stages, in the current language."""
-        title = _(TITLES[self.kind][0])
+        title = _(self._titles[0])
         return title if self.layer is None else _("Block {layer} · {title}").format(layer=self.layer, title=title)
 
     @property
@@ -76,12 +92,12 @@ class Stage:
         return self.kind in ATTENTION_KINDS
 
 
-def build_stages(n_layer: int) -> list[Stage]:
-    """Every stage of an `n_layer` model, in forward order."""
-    stages = [Stage(kind) for kind in BEFORE_BLOCKS]
+def build_stages(n_layer: int, family: str = "gpt2") -> list[Stage]:
+    """Every stage of an `n_layer` model of `family` ('gpt2' or 'llama'), in forward order."""
+    stages = [Stage(kind, family=family) for kind in BEFORE_BLOCKS]
     for layer in range(n_layer):
-        stages.extend(Stage(kind, layer) for kind in BLOCK_KINDS)
-    stages.extend(Stage(kind) for kind in AFTER_BLOCKS)
+        stages.extend(Stage(kind, layer, family) for kind in BLOCK_KINDS)
+    stages.extend(Stage(kind, family=family) for kind in AFTER_BLOCKS)
     return stages
 
 

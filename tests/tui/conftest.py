@@ -20,3 +20,20 @@ def tiny_trace() -> Trace:
 def small_trace(ckpts) -> Trace:
     """A 12-token trace of a random checkpoint with GPT-2 small's shape (12 x 12 x 768)."""
     return trace_prompt(ckpts.lm("gpt2-small"), PROMPT12)
+
+
+@pytest.fixture(scope="session")
+def llama_lm(tmp_path_factory):
+    """A two-block LLaMA-family model (8 query heads sharing 2 key/value heads) read from a GGUF
+    file as llama.cpp writes one (tests/test_gguf.py), with its byte-level BPE tokenizer."""
+    import gpt2viz
+    from test_gguf import write_small_gguf
+
+    path, _meant = write_small_gguf(tmp_path_factory.mktemp("llama"))
+    return gpt2viz.load_model(str(path))
+
+
+@pytest.fixture(scope="session")
+def llama_trace(llama_lm) -> Trace:
+    """Its trace of a short prompt, with three generated tokens."""
+    return trace_prompt(llama_lm, "the cat sat on the mat", generate_tokens=3)

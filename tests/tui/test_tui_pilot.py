@@ -454,7 +454,7 @@ async def test_a_decode_steps_heads_say_how_their_one_row_is_averaged(ckpts):
         assert "each cell averages 3 positions" in shown and "block of" not in shown
 
 
-@pytest.mark.parametrize("lang, key, shown", [("en", "w", "1 2 tab"), ("en", "m", "1 2 3 tab"), ("zh", "m", "1 2 3 标签页")])
+@pytest.mark.parametrize("lang, key, shown", [("en", "w", "1 2 3 tab"), ("en", "m", "1 2 3 tab"), ("zh", "m", "1 2 3 标签页")])
 @run_async
 async def test_the_tab_keys_are_in_the_footer_at_80_columns(tiny_lm, lang, key, shown):
     from gpt2viz.i18n import set_language

@@ -123,6 +123,20 @@ async def test_every_picture_of_a_prompt_speaks_chinese_with_the_english_numbers
 
 
 @run_async
+async def test_every_picture_of_a_llama_model_speaks_chinese_with_the_english_numbers(llama_trace):
+    """Its own pictures (the token strips without positions, RMSNorm's bars, the grouped heads and
+    rotated pairs, SiLU's curve, the map with GPT-2 small beside it) at 80 x 24, where they wrap most."""
+    english = await pictures(llama_trace, "en", (80, 24))
+    chinese = await pictures(llama_trace, "zh", (80, 24))
+    # The test vocabulary's made-up tokens ('tok112') are numbered: as many as a column holds are
+    # shown, which its header's width in each language decides. Their numbers are no facts.
+    unnumbered = {key: {k: re.sub(r"tok\d+", "tok", v) for k, v in shown.items()} for key, shown in
+                  (("en", english), ("zh", chinese))}
+    assert_chinese_with_the_english_numbers(llama_trace, unnumbered["en"], unnumbered["zh"])
+    assert "第 0 对" in chinese["blocks.0.qkv", 0] and "SiLU 曲线" in chinese["blocks.0.mlp", 0]
+
+
+@run_async
 async def test_every_picture_of_a_decode_step_speaks_chinese(bundled):
     """A decode step: cached positions above the token table, the KV cache after a decode step.
     Block 0 and the last block stand for the blocks between (the same pictures, other numbers)."""

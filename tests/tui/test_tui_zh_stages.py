@@ -60,12 +60,12 @@ def words_of(trace, stage: Stage, head: int) -> str:
 
 def every_stage_and_head(trace):
     """Every stage; at the attention stages, every head."""
-    for stage in build_stages(RunFacts.of(trace).n_layer):
+    for stage in build_stages(RunFacts.of(trace).n_layer, trace.architecture):
         for head in range(RunFacts.of(trace).n_head) if stage.is_attention else (0,):
             yield stage, head
 
 
-@pytest.mark.parametrize("which", ["tiny_trace", "small_trace"])
+@pytest.mark.parametrize("which", ["tiny_trace", "small_trace", "llama_trace"])
 def test_every_stage_is_said_in_chinese_with_the_english_numbers(which, request):
     trace = request.getfixturevalue(which)
     allowed = shown_words(trace) | TENSOR_NAMES

@@ -9,6 +9,48 @@ TEXT = {
         "part wrote into the residual stream at this position, through the final LayerNorm (its scale "
         "frozen at this pass's value) and dotted with the row of wte for {token}, which the LM head reads."
     ),
+    # -- heads at work ----------------------------------------------------------------------------
+    "attribution.heads.intro": (
+        "Some heads do a job with a name. To find them the model reads {n} random tokens twice over ({T} "
+        "positions with the end-of-text token in front), and each head is scored as TransformerLens's head "
+        "detector scores it: the share of its attention that lands where the job looks. Previous token: "
+        "the position just before. Duplicate token: an earlier copy of the same token. Induction: the token "
+        "that came after that copy, which is how a model continues a sequence it has seen. A head that did "
+        "the induction job perfectly would score {best} here; one spreading its attention evenly, {chance}. "
+        "{key} shows the next grid."
+    ),
+    "attribution.heads.found": "{job}: {heads} (a perfect head: {best}; spread evenly: {chance}).",
+    "attribution.heads.none": (
+        "{job}: no head does it here. The best, {head}, scores {score}, against {best} for a perfect head and "
+        "{chance} for one spreading its attention evenly."
+    ),
+    "attribution.heads.sink": (
+        "Attention sink, in this pass: the last position ({token}) gives more than half of its attention to "
+        "position 0 ({first}) in {n} of the {total} heads, {share} in {head}. A head with nothing useful to "
+        "read puts its weight there, where it changes little."
+    ),
+    "attribution.heads.sink_none": (
+        "Attention sink, in this pass: no head gives more than half of the last position's ({token}) "
+        "attention to position 0 ({first}); the most is {share}, in {head}."
+    ),
+    "attribution.heads.sink_single": (
+        "Attention sink: with one position, every head gives it all of its attention; a longer prompt shows "
+        "where the weight goes."
+    ),
+    "attribution.dla.what_llama": (
+        "The logit of {token} at the last position ({position}, {last}) is {logit}: the model's candidate "
+        "number {rank}, with probability {prob}. It splits into one term per part of the network: what that "
+        "part wrote into the residual stream at this position, through the final RMSNorm (its scale "
+        "frozen at this pass's value) and dotted with the LM head's row for {token}."
+    ),
+    "attribution.dla.grid_llama": (
+        "In the grid each row is a block: columns 0 to {last_head} are its heads (each through its slice of "
+        "o_proj), column {mlp} its MLP. This model has no biases, no position table and no β in its norms, "
+        "so nothing else writes. Orange adds to the logit, blue takes away; the colours run to ±{scale}."
+    ),
+    "attribution.dla.groups_llama": (
+        "All heads together wrote {heads}, all MLPs {mlps} and the token embedding {embedding}."
+    ),
     "attribution.dla.grid": (
         "In the grid each row is a block: columns 0 to {last_head} are its heads, column {mlp} its MLP and "
         "column {bias} the bias of its attention output (c_proj), added whatever the heads do. Orange adds to "

@@ -81,6 +81,10 @@ TEXT = {
         "compares each format's logits over the prompt with float32's. {run} runs it."
     ),
     # A format's row: against float32's when float32 was measured too, else on its own.
+    "lab.precision.one_format": (
+        "LLaMA-family models load in float32 only so far, so this model has no other number format to "
+        "compare: the experiment runs on GPT-2 models (the bundled one, or any from the hub)."
+    ),
     "lab.precision.row": "{format}: {ms} ms a token, reading {read} a step, {gb_s} GB/s effective.",
     "lab.precision.row_ratio": (
         "{format}: {ms} ms a token ({ratio}x float32), reading {read} a step, {gb_s} GB/s effective."

@@ -18,6 +18,10 @@ TEXT = {
     "lesson.started": "Lesson {lesson}: {title}. n and p turn the pages.",
     # The lesson menu (i, and on a first start).
     "lesson.menu.title": "Lessons",
+    "lesson.gpt2_only": (
+        "The lessons tell GPT-2's story with its own parts (the position table, LayerNorm, GELU): open one "
+        "with a GPT-2 model, such as the bundled tiny. This model's stages show how it differs."
+    ),
     "lesson.menu.intro": (
         "Each lesson tells one of the tutorials' stories on this run: its pages move the screens to "
         "what they talk about, quote this run's numbers and ask you to guess some before the app "

@@ -9,6 +9,42 @@ TEXT = {
         "经过最终的 LayerNorm（它的缩放固定为这次前向传播的值），再与 {token} 在 wte 中的那一行做点积"
         "（LM head 读的正是这一行）。"
     ),
+    # -- 干活的头 -------------------------------------------------------------------------------------
+    "attribution.heads.intro": (
+        "有些头干的活有名字。为了找出它们，模型读一段 {n} 个随机 token 重复两遍的序列（前面加上文本结束 token，"
+        "共 {T} 个位置），每个头按 TransformerLens 的头检测器打分：它的注意力有多大比例落在这项工作"
+        "要看的地方。前一个 token：紧挨着的前一个位置。重复 token：同一个 token 较早出现的位置。归纳："
+        "那次出现之后紧跟的 token，模型正是靠它把见过的序列接着写下去。完美完成归纳工作的头"
+        "在这里得 {best} 分；把注意力平均分开的头得 {chance} 分。按 {key} 看下一张网格。"
+    ),
+    "attribution.heads.found": "{job}：{heads}（完美的头：{best}；平均分开：{chance}）。",
+    "attribution.heads.none": (
+        "{job}：这里没有头干这项工作。最好的 {head} 得 {score} 分，而完美的头得 {best}，把注意力平均分开的头得 "
+        "{chance}。"
+    ),
+    "attribution.heads.sink": (
+        "注意力汇聚点，这次前向中：最后一个位置（{token}）在 {total} 个头中的 {n} 个里，"
+        "把一半以上的注意力给了位置 0（{first}），{head} 中是 {share}。没有有用的东西可读的头会把权重放在这里，"
+        "这样改变不大。"
+    ),
+    "attribution.heads.sink_none": (
+        "注意力汇聚点，这次前向中：没有一个头把最后一个位置（{token}）一半以上的注意力给"
+        "位置 0（{first}）；最多的是 {head}，{share}。"
+    ),
+    "attribution.heads.sink_single": (
+        "注意力汇聚点：只有一个位置时，每个头都把全部注意力给它；提示词长一些才能看出权重落在哪里。"
+    ),
+    "attribution.dla.what_llama": (
+        "{token} 在最后一个位置（{position}，{last}）的 logit 是 {logit}：它是模型的第 {rank} 个候选，概率 "
+        "{prob}。它可以拆成网络各部分各自的一项：那一部分在这个位置写进残差流的内容，经过最终的 RMSNorm"
+        "（缩放固定为这次前向的值），再和 LM head 中 {token} 那一行做点积。"
+    ),
+    "attribution.dla.grid_llama": (
+        "网格里每一行是一层：第 0 到 {last_head} 列是它的各个头（各自经过 o_proj 中属于自己的那一片），"
+        "{mlp} 列是它的 MLP。这个模型没有偏置、没有位置编码表，norm 里也没有 β，所以没有别的部分写入。"
+        "橙色抬高 logit，蓝色压低；颜色的范围到 ±{scale}。"
+    ),
+    "attribution.dla.groups_llama": "所有注意力头一共写入 {heads}，所有 MLP {mlps}，token 嵌入 {embedding}。",
     "attribution.dla.grid": (
         "网格的每一行是一层：第 0 到 {last_head} 列是这一层的各个注意力头，“{mlp}”列是它的 MLP，"
         "“{bias}”列是它注意力输出（c_proj）的偏置，不论各个头算出什么都会加上。橙色让 logit 变大，"

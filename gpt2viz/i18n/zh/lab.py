@@ -76,6 +76,10 @@ TEXT = {
         "并把每种格式在提示词上的 logits 与 float32 的比较。按 {run} 运行。"
     ),
     # 一种格式的一行：测了 float32 时与它相比，否则单独列出。
+    "lab.precision.one_format": (
+        "LLaMA 系列模型目前只能以 float32 加载，所以这个模型没有别的数值格式可比：这个实验在 GPT-2 模型上"
+        "运行（自带的模型，或 hub 上的任何一个）。"
+    ),
     "lab.precision.row": "{format}：每个 token {ms} ms，每步读取 {read}，有效带宽 {gb_s} GB/s。",
     "lab.precision.row_ratio": "{format}：每个 token {ms} ms（float32 的 {ratio} 倍），每步读取 {read}，有效带宽 {gb_s} GB/s。",
     "lab.precision.fastest": (

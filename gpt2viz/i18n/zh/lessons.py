@@ -15,6 +15,10 @@ TEXT = {
     "lesson.resumed": "第 {lesson} 课：回到第 {page} 页，共 {pages} 页。",
     "lesson.started": "第 {lesson} 课：{title}。n 和 p 翻页。",
     "lesson.menu.title": "课程",
+    "lesson.gpt2_only": (
+        "课程讲的是 GPT-2 的故事，用的是它自己的部件（位置编码表、LayerNorm、GELU）：请用 GPT-2 模型打开课程，"
+        "比如自带的 tiny。这个模型的各个阶段会展示它和 GPT-2 的不同之处。"
+    ),
     "lesson.menu.intro": (
         "每一课用本次运行讲一篇教程的故事：翻页时屏幕会跳到这一页讲的地方，页面引用本次运行的数字，"
         "有些数字会先请你猜，再由应用给出。n 和 p 翻页；课程会从你上次停下的地方继续。"

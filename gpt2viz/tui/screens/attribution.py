@@ -1,5 +1,6 @@
-"""Which parts wrote the answer: direct logit attribution of the final token, and activation
-patching between this pass's prompt and a corrupted one of the same token length.
+"""Which parts wrote the answer: direct logit attribution of the final token, activation patching
+between this pass's prompt and a corrupted one of the same token length, and the heads that do a
+known job (previous token, duplicate token, induction; the attention sink of this pass).
 
 Both run in the session's model thread (`Session.attribute`, `Session.patch`: jobs this screen
 owns) and hand over plain results (an `Attribution`, a `PatchingResult` with the token texts it is
@@ -20,6 +21,7 @@ from ...attribution import Attribution
 from ...i18n import N_, _, count, ngettext
 from ...trace import Trace
 from ..attribution_narration import (
+    HEAD_JOBS,
     candidates,
     default_corruption,
     dla_text,
@@ -27,9 +29,12 @@ from ..attribution_narration import (
     grid_columns,
     grid_scale,
     grid_values,
+    heads_grid_title,
+    heads_text,
     patch_idle_text,
     patch_text,
     strongest,
+    sink_shares,
     term_lines,
     tokens_text,
 )
@@ -46,10 +51,10 @@ from ..widgets.top_bar import TopBar
 from ..widgets.footer import AppFooter
 from .base import AppScreen
 
-TABS = ("dla", "patch")
+TABS = ("dla", "patch", "heads")
 # The tab keys, together in the footer: "1 2 tab".
 TAB_KEYS = Binding.Group(N_("tab"))
-TITLES = {"dla": N_("Direct logit attribution"), "patch": N_("Activation patching")}
+TITLES = {"dla": N_("Direct logit attribution"), "patch": N_("Activation patching"), "heads": N_("Heads at work")}
 
 HELP = N_(
     "Which parts wrote the answer. Direct logit attribution splits the logit of the final token into one "
@@ -59,6 +64,8 @@ HELP = N_(
     "corrupted prompt of the same token length with the clean prompt's residual stream put back at one "
     "block and position at a time, and shows how much of the clean answer's lead each patch brings back. "
     "Type the corrupted prompt in the box and press {enter} ({patch} outside the box); {stop} stops a run. "
+    "Heads at work scores every head at three jobs on a random sequence repeated once (induction, previous "
+    "token, duplicate token) and shows this pass's attention sink; {job} shows the next grid. "
     "Heatmaps: blue to orange for signed values."
 )
 
@@ -90,6 +97,10 @@ class AttributionScreen(AppScreen[None]):
                 tooltip=N_("Direct logit attribution of the final token"), group=TAB_KEYS),
         Binding("2", "show('patch')", N_("patching"), id="attribution-patching",
                 tooltip=N_("Activation patching between two prompts"), group=TAB_KEYS),
+        Binding("3", "show('heads')", N_("heads"), id="attribution-heads",
+                tooltip=N_("The heads that do a known job: induction, previous token, duplicate token"), group=TAB_KEYS),
+        Binding("j", "next_job", N_("next grid"), id="attribution-next-job",
+                tooltip=N_("Show the scores of the next job")),
         Binding("escape", "back", N_("back"), id="attribution-back", tooltip=N_("Back to where this was opened")),
     ]
 
@@ -119,7 +130,8 @@ class AttributionScreen(AppScreen[None]):
     def help_text(self) -> str:
         """How to read the screen, in the current language, naming the keys as they are bound now."""
         return _(HELP).format(
-            token=key_name(self, "next_token"), patch=key_name(self, "patch"), stop=key_name(self, "stop"), enter=self._enter
+            token=key_name(self, "next_token"), patch=key_name(self, "patch"), stop=key_name(self, "stop"), enter=self._enter,
+            job=key_name(self, "next_job"),
         )
 
     def __init__(self, session, trace: Trace) -> None:
@@ -138,6 +150,9 @@ class AttributionScreen(AppScreen[None]):
         self.running = False
         self.stopped = False  # the last run was stopped before it finished
         self.progress: tuple[int, int] | None = None  # patched runs done and to do, once known
+        self.head_scores = None  # gpt2viz.head_detector.HeadScores, once the detector has run
+        self.job = 0  # the grid on show in the heads tab (HEAD_JOBS)
+        self.failure: str | None = None  # why the attribution could not run, if it could not
 
     def compose(self) -> ComposeResult:
         yield TopBar(id="top-bar")
@@ -158,6 +173,12 @@ class AttributionScreen(AppScreen[None]):
                     with Vertical(classes="attr-picture"):
                         yield Heatmap(id="patch-map")
                     yield Prose(id="patch-words", classes="attr-words")
+            with TabPane(_(TITLES["heads"]), id="attr-heads"):
+                with VerticalScroll(id="heads-pane", classes="attr-pane"):
+                    with Vertical(classes="attr-picture"):
+                        yield Static(id="heads-title", markup=False)
+                        yield ContributionGrid(id="heads-grid")
+                    yield Prose(id="heads-words", classes="attr-words")
         with Container(id="attr-status"):
             yield Static(id="attr-status-text", markup=False)
             yield ProgressBar(id="attr-progress", show_eta=False)
@@ -181,6 +202,7 @@ class AttributionScreen(AppScreen[None]):
         self.query_one(Input).placeholder = _("the clean prompt with a word changed")
         self._draw_dla()
         self._draw_patch()
+        self._draw_heads()
         self._status()
 
     @property
@@ -198,15 +220,25 @@ class AttributionScreen(AppScreen[None]):
             return self.shown == "patch" and not self.running
         if action == "stop":
             return self.running
+        if action == "next_job":
+            return self.shown == "heads"
         return True
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        if self.shown == "heads" and self.head_scores is None:  # reached by a click or tab: the detector runs
+            self.session.detect_heads(self, on_result=self._detected, on_error=self._failed)
         self.refresh_bindings()
         self._status()
+
+    def action_next_job(self) -> None:
+        self.job = (self.job + 1) % len(HEAD_JOBS)
+        self._draw_heads()
 
     # -- actions -----------------------------------------------------------------------------
     def action_show(self, name: str) -> None:
         self.query_one(TabbedContent).active = f"attr-{name}"
+        if name == "heads" and self.head_scores is None:
+            self.session.detect_heads(self, on_result=self._detected, on_error=self._failed)
         if name == "patch" and not self.running:
             self.query_one(Input).focus()  # typing the corrupted prompt comes first
 
@@ -287,10 +319,17 @@ class AttributionScreen(AppScreen[None]):
             self.stopped = patch is None
         self._ended()
 
+    def _detected(self, scores) -> None:
+        self.head_scores = scores
+        self._draw_heads()
+        self._status()
+
     def _failed(self, text: str, code: int) -> None:
         self.notify(text, title=_("The run failed"), severity="error", markup=False)
+        self.failure = text
         if self.running:
             self._ended()
+        self._status()
 
     def _ended(self) -> None:
         self.running = False
@@ -317,8 +356,12 @@ class AttributionScreen(AppScreen[None]):
                 text = _("Patching stopped before it finished: {enter} in the box runs it again.").format(enter=self._enter)
             else:
                 text = _("Type a corrupted prompt in the box and press {enter}.").format(enter=self._enter)
+        elif self.shown == "heads":
+            text = "" if self.head_scores is not None or self.failure else _("Scoring every head on a repeated random sequence…")
         elif not self.candidates:
             text = ""
+        elif self.attributions[self.choice] is None and self.failure:
+            text = self.failure
         elif self.attributions[self.choice] is None:
             text = _("Attributing {token}…").format(token=quote(self.candidates[self.choice].text))
         elif len(self.candidates) > 1:
@@ -345,7 +388,7 @@ class AttributionScreen(AppScreen[None]):
             GridData(
                 values=grid_values(a),
                 row_labels=[_("block {layer}").format(layer=layer) for layer in range(len(a.heads))],
-                col_labels=grid_columns(len(a.heads[0])),
+                col_labels=grid_columns(len(a.heads[0]), a.architecture != "llama"),
                 rule_before=len(a.heads[0]),
                 scale=grid_scale(a),
             )
@@ -354,6 +397,31 @@ class AttributionScreen(AppScreen[None]):
         last = len(self.ids) - 1
         dtype = str(self.trace.model.get("dtype", ""))
         words.update(dla_text(a, candidate, self.choice + 1, n, self.tokens[last], last, dtype, key_name(self, "next_token")))
+
+    def _draw_heads(self) -> None:
+        title = self.query_one("#heads-title", Static)
+        grid = self.query_one("#heads-grid", ContributionGrid)
+        words = self.query_one("#heads-words", Prose)
+        scores = self.head_scores
+        if scores is None:
+            title.update("")
+            grid.show(None)
+            words.update("")
+            return
+        job = HEAD_JOBS[self.job]
+        values = sink_shares(self.trace) if job == "sink" else scores.scores[job].tolist()
+        n_head = len(values[0])
+        title.update(heads_grid_title(job, scores))
+        grid.show(
+            GridData(
+                values=values,
+                row_labels=[_("block {layer}").format(layer=layer) for layer in range(len(values))],
+                col_labels=[str(h) for h in range(n_head)],
+                rule_before=n_head,
+                scale=1.0 if job == "sink" else scores.best[job],
+            )
+        )
+        words.update(heads_text(scores, self.trace, self.tokens, key_name(self, "next_job")))
 
     def _draw_patch(self) -> None:
         message = self.query_one("#patch-message", Static)

@@ -122,7 +122,9 @@ class CostLabScreen(AppScreen[None]):
         self.n_ctx = n_ctx = int(trace.model["config"]["n_ctx"])  # the loaded model's, live or replayed
         # Lengths past the prompt's end: a sweep needs positions to generate at.
         self.lengths = [n for n in LENGTHS if len(self.prompt_ids) + 1 < n < n_ctx] + [n_ctx]
-        self.length = n_ctx  # to the context limit; n picks a shorter length
+        self.length = cost_lab.default_sweep_length(n_ctx)  # the context limit, up to 1,024; n picks another
+        # A LLaMA-family model loads in float32 only so far: no other number format to compare.
+        self.one_format = trace.architecture == "llama"
         self.running: str | None = None  # the experiment under way
 
     def compose(self) -> ComposeResult:
@@ -218,6 +220,11 @@ class CostLabScreen(AppScreen[None]):
         self.session.jobs.stop(self, "measure")
 
     def _start(self, experiments: tuple[str, ...]) -> None:
+        if self.one_format:
+            experiments = tuple(e for e in experiments if e != "precision")
+            if not experiments:
+                self.notify(say("lab.precision.one_format"), markup=False)
+                return
         self.running = experiments[0]
         self.refresh_bindings()
         self._status()
@@ -312,7 +319,10 @@ class CostLabScreen(AppScreen[None]):
         else:
             sweep = result.precision_formats if result else None
             context = cost_lab.cached_positions(cost_lab.PRECISION_CONTEXT, n_ctx)
-            words.update(precision_text(result, sweep, tuple(cost_lab.PRECISIONS), context, key_name(self, "run")))
+            if self.one_format:
+                words.update(say("lab.precision.one_format"))
+            else:
+                words.update(precision_text(result, sweep, tuple(cost_lab.PRECISIONS), context, key_name(self, "run")))
             plot.display = bool(sweep and sweep.rows)
             if plot.display:
                 plt.bar([r.format for r in sweep.rows], [r.step_ms for r in sweep.rows], width=0.4)

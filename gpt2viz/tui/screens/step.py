@@ -107,7 +107,7 @@ class StepScreen(AppScreen[None]):
         self.from_step = from_step  # the generation step whose forward pass this is, opened from that view
         self.chosen = chosen  # the token that generation step chose (sampling may differ from the argmax)
         self.changes = changes  # what the parts switched off did to the prediction (before -> after)
-        self.stages: list[Stage] = build_stages(trace.n_layer)
+        self.stages: list[Stage] = build_stages(trace.n_layer, trace.architecture)
         # Opened from a generation step: start where that step's token is chosen.
         self.index = 0 if from_step is None else len(self.stages) - 1
         self.head = 0
@@ -193,7 +193,7 @@ class StepScreen(AppScreen[None]):
         """Shows a new trace (an edited prompt, parts switched off), staying at the same stage."""
         key = self.stage.key
         self.trace, self.changes = trace, changes
-        self.stages = build_stages(trace.n_layer)
+        self.stages = build_stages(trace.n_layer, trace.architecture)
         found = index_by_key(self.stages, key)
         self.index = found if found is not None else 0
         self.head = min(self.head, self.n_head - 1)
@@ -273,6 +273,9 @@ class StepScreen(AppScreen[None]):
 
     def _draw_lesson(self) -> None:
         lesson = self.lesson
+        if lesson is not None and self.trace.architecture != "gpt2":  # --lesson with a LLaMA-family model
+            self.session.lesson = lesson = None
+            self.notify(say("lesson.gpt2_only"), markup=False)
         panel = self.query_one(LessonPanel)
         if lesson is None:
             panel.show(None, {}, {}, replay=False)

@@ -13,9 +13,9 @@ from textual.content import Content
 
 from ...i18n import _, ngettext
 from ...trace import Trace
-from ...trace.events import LAYER_NORM_STATS
-from ..distributions import Histogram, gelu, head_entropies, layer_norm_values, pre_activations
-from ..facts import layer_norm_event, token_text, value_at
+from ...trace.events import LAYER_NORM_STATS, RMS_NORM_STATS
+from ..distributions import Histogram, gelu, head_entropies, layer_norm_values, pre_activations, silu
+from ..facts import RunFacts, layer_norm_event, token_text, value_at
 from ..formatting import count, fit, num, percent
 from ..stages import Stage
 from ..styled_text import styled
@@ -126,7 +126,8 @@ class LayerNormHistograms(Picture):
         if values is None:
             return not_recorded(self.room)
         event = layer_norm_event(trace, stage)
-        stats = [value_at(event.get(k), values.position - trace.past) for k in LAYER_NORM_STATS]
+        rms = RunFacts.of(trace).llama  # an RMSNorm: root mean squares, no mean taken away, no bias
+        stats = [value_at(event.get(k), values.position - trace.past) for k in (RMS_NORM_STATS if rms else LAYER_NORM_STATS)]
         n = values.input.total
         bins = len(values.normalized.counts)
         rows = position_header(
@@ -145,32 +146,40 @@ class LayerNormHistograms(Picture):
         parts = (
             (_("going in"), values.input, stats[0], stats[1]),
             (_("normalized"), values.normalized, stats[2], stats[3]),
-            (_("after γ, β"), values.output, stats[4], stats[5]),
+            (_("after the weight") if rms else _("after γ, β"), values.output, stats[4], stats[5]),
         )
-        for name, h, mean, std in parts:
+        for name, h, mean, spread in parts:
             rows.append(Content(""))
             # The name and each fact whole, on as many lines as they need.
             facts = [
                 (name, ".picture--header"),
-                (_("mean {mean}").format(mean=_near_zero(mean)), ".picture--dim"),
-                (_("std {std}").format(std=num(std)), ".picture--dim"),
+                (_("mean {mean}").format(mean=num(mean) if rms else _near_zero(mean)), ".picture--dim"),
+                (_("rms {rms}").format(rms=num(spread)) if rms else _("std {std}").format(std=num(spread)), ".picture--dim"),
                 (_("bins of {width}").format(width=edge_label(h.bin_width)), ".picture--dim"),
             ]
             rows += chip_lines(facts, self.room, gap=" · ")
             rows += histogram_lines(h, cells, lambda b: BAR, self.room)
         rows.append(Content(""))
-        note = _(
-            "Going in and normalized: the same bars on a new axis. Normalizing subtracts the mean and divides "
-            "by the standard deviation, which keeps the shape; γ and β then scale and shift each dimension on "
-            "its own, which changes it."
-        )
+        if rms:
+            note = _(
+                "Going in and normalized: the same bars on a new axis. An RMSNorm only divides by the root mean "
+                "square, which keeps the shape and leaves 0 where it was (nothing is subtracted); the weight then "
+                "scales each dimension on its own, which changes it."
+            )
+        else:
+            note = _(
+                "Going in and normalized: the same bars on a new axis. Normalizing subtracts the mean and divides "
+                "by the standard deviation, which keeps the shape; γ and β then scale and shift each dimension on "
+                "its own, which changes it."
+            )
         rows += wrapped(Content.styled(note, ".picture--dim"), self.room)
         return lines(rows)
 
 
 class GeluCurve(Picture):
     """GELU's curve over the range of one position's pre-activations, their histogram under it on
-    the same axis, and how many GELU cuts (x <= 0) and lets pass (x > 0)."""
+    the same axis, and how many GELU cuts (x <= 0) and lets pass (x > 0). A LLaMA-family model's:
+    SiLU's curve over its gate values (SwiGLU bends the gate, then multiplies by up)."""
 
     def build(self, trace: Trace, stage: Stage, head: int) -> Content:
         pre = pre_activations(trace, stage.layer)
@@ -178,24 +187,28 @@ class GeluCurve(Picture):
             return not_recorded(self.room)
         h = pre.histogram
         n, total = len(h.counts), h.total
-        rows = position_header(
-            trace,
-            ngettext(
+        llama = RunFacts.of(trace).llama
+        curve_of = silu if llama else gelu
+        if llama:
+            header = ngettext(
+                "SiLU, and the {n} gate value x of position {position} {token} (gate_proj's output) under it",
+                "SiLU, and the {n} gate values x of position {position} {token} (gate_proj's output) under it",
+                total,
+            )
+        else:
+            header = ngettext(
                 "GELU, and the {n} pre-activation x of position {position} {token} (c_fc's output) under it",
                 "GELU, and the {n} pre-activations x of position {position} {token} (c_fc's output) under it",
                 total,
-            ),
-            pre.position,
-            self.room,
-            n=count(total),
-        )
+            )
+        rows = position_header(trace, header, pre.position, self.room, n=count(total))
         low, high = h.edges[0], h.edges[-1]
-        y_range = (min(gelu(low + (high - low) * i / 400) for i in range(401)), gelu(high))
+        y_range = (min(curve_of(low + (high - low) * i / 400) for i in range(401)), curve_of(high))
         top, zero = edge_label(y_range[1]), "0"
         gutter = max(cell_len(top), 1) + 1
         cells = bin_cells(n, self.room - gutter)
         span = n * cells
-        curve = braille_curve(gelu, (low, high), y_range, span, CURVE_ROWS)
+        curve = braille_curve(curve_of, (low, high), y_range, span, CURVE_ROWS)
         # Each cell of the curve in the colour of its bin: grey where x <= 0 (cut), bright where x > 0.
         cut_cells = sum(cells for b in range(n) if h.edges[b + 1] <= 0)
         zero_line = line_of(0.0, y_range, CURVE_ROWS)
@@ -219,10 +232,16 @@ class GeluCurve(Picture):
         rows += histogram_lines(h, cells, lambda b: CUT if h.edges[b + 1] <= 0 else BAR, self.room, gutter)
         rows.append(Content(""))
         share = (lambda k: percent(k / total)) if total else (lambda k: percent(None))
-        shares = (
-            (_("cut: {n} of {total} ({share}); x ≤ 0, where GELU(x) is between about −0.17 and 0"), pre.cut, CUT),
-            (_("passes: {n} of {total} ({share}); x > 0, where GELU(x) is more than x/2"), pre.passed, BAR),
-        )
+        if llama:
+            shares = (
+                (_("cut: {n} of {total} ({share}); x ≤ 0, where SiLU(x) is between about −0.28 and 0"), pre.cut, CUT),
+                (_("passes: {n} of {total} ({share}); x > 0, where SiLU(x) is more than x/2, then times up"), pre.passed, BAR),
+            )
+        else:
+            shares = (
+                (_("cut: {n} of {total} ({share}); x ≤ 0, where GELU(x) is between about −0.17 and 0"), pre.cut, CUT),
+                (_("passes: {n} of {total} ({share}); x > 0, where GELU(x) is more than x/2"), pre.passed, BAR),
+            )
         for sentence, n, style in shares:
             rows += wrapped(
                 styled(sentence, "", n=(count(n), style), total=count(total), share=share(n)), self.room, 2

@@ -1,4 +1,5 @@
-"""The embed stage's picture: token vector + position vector = hidden state, one line per token."""
+"""The embed stage's picture: token vector + position vector = hidden state, one line per token (a
+LLaMA-family model, which has no position table: the token vector alone, which is x)."""
 
 from __future__ import annotations
 
@@ -26,8 +27,8 @@ class EmbeddingData:
 
     tokens: list[str]
     token_vectors: list[list[float]]
-    position_vectors: list[list[float]]
-    sums: list[list[float]]
+    position_vectors: list[list[float]]  # [] where the model has no position table (LLaMA)
+    sums: list[list[float]]  # the token vectors themselves where there is no position table
     sum_norms: list[float]
     n_embd: int
     first_position: int = 0  # the position of the first token (after cached ones in a decode step)
@@ -60,8 +61,10 @@ class EmbeddingStrips(StripWidget):
         digits = len(str(d.first_position + len(d.tokens) - 1))
         label_width = min(14, digits + 1 + max(cell_len(t) for t in d.tokens))
         available = len(d.token_vectors[0])
-        room = width - label_width - 1 - 6 - NORM_WIDTH
-        n = max(1, min(available, room // 3))
+        positions = bool(d.position_vectors)
+        strips = 3 if positions else 1
+        room = width - label_width - 1 - (6 if positions else 1) - NORM_WIDTH
+        n = max(1, min(available, room // strips))
         scale = max(
             (abs(v) for rows in (d.token_vectors, d.position_vectors, d.sums) for row in rows for v in row[:n] if v is not None),
             default=1.0,
@@ -71,15 +74,16 @@ class EmbeddingStrips(StripWidget):
         x = label_width + 1
         # Each name over its strip, running on over the operator after it (whole: on a second
         # line where the first has no room).
-        head = header_lines(
-            [
+        if positions:
+            columns = [
                 (Column(x, n), _("token")),
                 (Column(x + n + 3, n), _("position")),
                 (Column(x + 2 * n + 6, n), _("hidden state")),
                 (Column(x + 3 * n + 6, NORM_WIDTH, "right"), "|x|"),
-            ],
-            width,
-        )
+            ]
+        else:
+            columns = [(Column(x, n), _("token vector = hidden state")), (Column(x + n + 1, NORM_WIDTH, "right"), "|x|")]
+        head = header_lines(columns, width)
         lines = [Strip([Segment(line.plain, header_style)]) for line in head]
         shown = shown_positions(len(d.tokens))
         for p in shown:
@@ -90,7 +94,8 @@ class EmbeddingStrips(StripWidget):
                 continue
             token = d.tokens[p]
             segs = [Segment(f"{d.first_position + p:>{digits}} " + fit(token, label_width - digits - 1) + " ", label_style)]
-            for group, op in ((d.token_vectors, " + "), (d.position_vectors, " = "), (d.sums, "")):
+            groups = ((d.token_vectors, " + "), (d.position_vectors, " = "), (d.sums, "")) if positions else ((d.sums, " "),)
+            for group, op in groups:
                 for v in group[p][:n]:
                     if v is None:  # not a number (a model with NaN weights): a mark, not a colour
                         segs.append(Segment("?", label_style))
@@ -120,6 +125,15 @@ class EmbedPicture(EmbeddingStrips):
         """Draws the token, position and summed vectors of every token."""
         tok = hook_event(trace, "hook_embed")
         pos = hook_event(trace, "hook_pos_embed")
+        if tok.get("preview") and not pos and trace.architecture == "llama":  # no position table: x is the token row
+            self.show(
+                EmbeddingData(
+                    tokens=[token_label(t["text"]) for t in trace.tokens], token_vectors=tok["preview"],
+                    position_vectors=[], sums=tok["preview"], sum_norms=tok.get("norms") or [],
+                    n_embd=int(trace.model["config"]["n_embd"]), first_position=trace.past,
+                )
+            )
+            return
         if not tok.get("preview") or not pos.get("preview"):
             self.show(None)
             return

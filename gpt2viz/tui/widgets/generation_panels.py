@@ -467,7 +467,7 @@ class KVPanel(Panel):
                 [
                     Content.styled(_("The cache is off: nothing is kept."), ".gen-panel--bad"),
                     *wrapped(
-                        styled(_("each step recomputes K, V {shape}"), ".gen-panel--dim", shape=shape([1, f.n_head, L, f.head_dim])),
+                        styled(_("each step recomputes K, V {shape}"), ".gen-panel--dim", shape=shape([1, f.n_kv_head, L, f.head_dim])),
                         room,
                         keep=SHAPE,  # a shape is never broken over two lines
                     ),

@@ -49,10 +49,12 @@ class ModelFilesPicture(Picture):
         room = self.room
         if facts.config_file is not None:
             title = _("{file} · {bytes}").format(file=facts.config_file.name, bytes=nbytes(facts.config_file.bytes))
+        elif RunFacts.of(trace).llama:
+            title = _("the model's config, as gpt2viz read it (its file's own keys were not recorded)")
         else:
             title = _("the trace's config (config.json itself was not recorded)")
         rows = wrapped(Content.styled(title, ".picture--header"), room)
-        d_mlp = RunFacts.of(trace).d_mlp
+        d_mlp, llama = RunFacts.of(trace).d_mlp, RunFacts.of(trace).llama
         settings = facts.settings
         key_width = min(22, max(cell_len(s.key) for s in settings))
         value_width = min(14, max(cell_len(value_text(s)) for s in settings))
@@ -66,7 +68,7 @@ class ModelFilesPicture(Picture):
             line = Content.assemble(
                 " " * INDENT, (fit(setting.key, key_width), ".picture--token"), "  ", fit(value_text(setting), value_width, "right"),
             )
-            said = meaning(setting, d_mlp)
+            said = meaning(setting, d_mlp, llama)
             if beside:
                 first, *more = wrapped(said, room - x) if said else [Content("")]
                 rows.append(Content.assemble(line, "  ", first.stylize_before(".picture--dim")))

@@ -13,7 +13,7 @@ from ...i18n import N_, _, ngettext
 from ...text_safety import token_label
 from ...trace import Trace
 from ..formatting import clip, count, fit, num, num_in, percent, shape, shown_positions
-from ...trace.events import LAYER_NORM_STATS
+from ...trace.events import LAYER_NORM_STATS, RMS_NORM_STATS
 from ..facts import RunFacts, StepChoice, final_choice, untrained, hook_event, layer_norm_event, lens_event, lens_first_top, shape_of
 from ..stages import Stage
 from ..styled_text import styled
@@ -182,17 +182,20 @@ class LayerNormTable(Picture):
         width = token_column_width(trace)
         digits = len(str(trace.past + len(trace.tokens) - 1))
         # Three groups of mean and std (17 cells each, an arrow between); where they do not fit,
-        # the normalized one goes (always mean 0 and std 1: the text says so), then token room.
+        # the normalized one goes (LayerNorm: always mean 0 and std 1; RMSNorm: rms 1; the text says
+        # so), then token room.
         groups = [0, 1, 2]
         if digits + 1 + width + 2 + 3 * 17 + 2 * 3 > self.room:
             groups = [0, 2]
             width = max(4, min(width, self.room - (2 * 17 + 3) - 2 - digits - 1))
         pad = " " * (digits + 1 + width)
-        names = (_("going in"), _("normalized"), _("after γ, β"))
+        rms = RunFacts.of(trace).llama  # an RMSNorm: root mean squares, no mean taken away, no bias
+        names = (_("going in"), _("normalized"), _("after the weight") if rms else _("after γ, β"))
         stages = "   ".join(fit(names[g], 17, "center") for g in groups)
-        stats = "   ".join([fit(_("mean"), 8, "right") + " " + fit(_("std"), 8, "right")] * len(groups))
+        spread = _("rms") if rms else _("std")
+        stats = "   ".join([fit(_("mean"), 8, "right") + " " + fit(spread, 8, "right")] * len(groups))
         rows = [Content.styled(f"{pad}  {stages}", ".picture--header"), Content.styled(f"{pad}  {stats}", ".picture--header")]
-        columns = [ev.get(k) or [] for k in LAYER_NORM_STATS]
+        columns = [ev.get(k) or [] for k in (RMS_NORM_STATS if rms else LAYER_NORM_STATS)]
         shown = shown_positions(len(trace.tokens))
         for p in shown:
             if p is None:
@@ -201,7 +204,7 @@ class LayerNormTable(Picture):
             vals = [c[p] if p < len(c) else None for c in columns]
             cells = []
             for i, v in enumerate(vals):
-                text = "0" if (i == 2 and v is not None and abs(v) < 1e-6) else num_in(v, 8)
+                text = "0" if (i == 2 and not rms and v is not None and abs(v) < 1e-6) else num_in(v, 8)
                 cells.append(f"{text:>8}")
             rows.append(
                 Content.assemble(
@@ -213,10 +216,13 @@ class LayerNormTable(Picture):
 
 
 class QKVDiagram(Picture):
-    """How c_attn's output is split into q, k, v and each into heads."""
+    """How c_attn's output is split into q, k, v and each into heads (a LLaMA-family model: three
+    products, fewer key/value heads than query heads, and the pairs rotated by position)."""
 
     def build(self, trace: Trace, stage: Stage, head: int) -> Content:
         f = RunFacts.of(trace)
+        if f.llama:
+            return self._grouped(trace, stage, head, f)
         C, H, D, T = f.n_embd, f.n_head, f.head_dim, f.T
         head_shape = shape_of(trace, "attn.hook_q", stage.layer, [1, H, T, D])
         span = max(len(f" q {C}") + 1, min(14, (self.room - len(shape([1, T, 3 * C])) - 3) // 3))
@@ -254,6 +260,47 @@ class QKVDiagram(Picture):
             last=D - 1,
         )
         rows += wrapped(Content.styled(split, ".picture--dim"), self.room)
+        return lines(rows)
+
+    def _grouped(self, trace: Trace, stage: Stage, head: int, f: RunFacts) -> Content:
+        C, H, KVH, D, T = f.n_embd, f.n_head, f.n_kv_head, f.head_dim, f.T
+        group = H // KVH
+        q_shape = shape_of(trace, "attn.hook_q", stage.layer, [1, H, T, D])
+        kv_shape = shape_of(trace, "attn.hook_k", stage.layer, [1, KVH, T, D])
+        rows = [
+            Content.assemble("norm_1(x) ", (shape([1, T, C]), ".picture--header")),
+            *wrapped(styled(_("@ W_qᵀ [{C} × {C}] → q {q} → heads {heads}"), ".picture--dim",
+                            C=count(C), q=(shape([1, T, C]), CHIP_A), heads=(shape(q_shape), ".picture--header")),
+                     self.room, indent=3),
+            *wrapped(styled(_("@ W_kᵀ, W_vᵀ [{C} × {KV}] → k, v {kv} → heads {heads} each"), ".picture--dim",
+                            C=count(C), KV=count(KVH * D), kv=(shape([1, T, KVH * D]), CHIP_B),
+                            heads=(shape(kv_shape), ".picture--header")),
+                     self.room, indent=3),
+            Content(""),
+        ]
+        # The query heads, each in the colour of the key/value head it reads (the chosen one marked).
+        chips = [(f" h{h} ", CURRENT if h == head else (CHIP_A if (h // group) % 2 == 0 else CHIP_B)) for h in range(H)]
+        rows += chip_lines([(_("query heads"), ".picture--dim"), (" ", ""), *chips], self.room, gap="")
+        kv_chips = [(f" kv{k} ", CURRENT if k == head // group else (CHIP_A if k % 2 == 0 else CHIP_B)) for k in range(KVH)]
+        rows += chip_lines([(_("key/value heads"), ".picture--dim"), (" ", ""), *kv_chips], self.room, gap="")
+        rows += wrapped(Content.styled(
+            _("query head h reads key/value head h ÷ {group}: head {head} reads key/value head {kv}").format(
+                group=group, head=head, kv=head // group), ".picture--dim"), self.room)
+        rotation = hook_event(trace, "attn.hook_rot_q", stage.layer).get("rotation") or {}
+        pairs = rotation.get("pairs") or []
+        if pairs:
+            rows.append(Content(""))
+            rows += wrapped(Content.styled(
+                _("head 0's query at position {position}, pairs turned by position × {theta}^(−2j/{D}):").format(
+                    position=rotation.get("position"), theta=f"{f.config.rope_theta:g}", D=D), ".picture--header"),
+                self.room)
+            for pair in pairs:
+                before, after = pair["before"], pair["after"]
+                rows.append(Content.assemble(
+                    (fit(_("pair {j}").format(j=pair["pair"]), 9), ".picture--dim"),
+                    (fit(_("{angle} rad").format(angle=num(pair["angle"])), 14, "right"), ".picture--header"),
+                    f"   ({num_in(before[0], 7)}, {num_in(before[1], 7)}) → ({num_in(after[0], 7)}, {num_in(after[1], 7)})",
+                ))
         return lines(rows)
 
 
@@ -325,7 +372,8 @@ class ResidualBars(Picture):
 
 
 class MLPActivity(Picture):
-    """Per token the fraction of neurons GELU lets through, and the strongest neurons at the last position."""
+    """Per token the fraction of neurons GELU lets through (a LLaMA-family model: silu(gate) × up
+    above 0), and the strongest neurons at the last position."""
 
     def build(self, trace: Trace, stage: Stage, head: int) -> Content:
         f = RunFacts.of(trace)
@@ -333,7 +381,10 @@ class MLPActivity(Picture):
         frac = post.get("frac_active") or []
         width = token_column_width(trace)
         digits = len(str(trace.past + len(trace.tokens) - 1))
-        header = _("neurons > 0 after GELU (of {n})").format(n=count(f.d_mlp))
+        if f.llama:
+            header = _("neurons > 0 after silu(gate) × up (of {n})").format(n=count(f.d_mlp))
+        else:
+            header = _("neurons > 0 after GELU (of {n})").format(n=count(f.d_mlp))
         pad = " " * min(digits + 1 + width + 2, max(0, self.room - cell_len(header)))
         rows = wrapped(Content.styled(pad + header, ".picture--header"), self.room)
         shown = shown_positions(len(trace.tokens))
@@ -352,7 +403,8 @@ class MLPActivity(Picture):
                 Content(""),
                 *wrapped(
                     styled(
-                        _("Strongest neurons at position {position} {token} (GELU output)"),
+                        _("Strongest neurons at position {position} {token} (silu(gate) × up)") if f.llama
+                        else _("Strongest neurons at position {position} {token} (GELU output)"),
                         ".picture--header",
                         position=(str(trace.tokens[last]["position"]), ".picture--header"),
                         token=(token_label(trace.tokens[last]["text"]), ".picture--token"),
@@ -371,8 +423,8 @@ class MLPActivity(Picture):
                 rows += header_lines(
                     [
                         (Column(2, index_width, "right"), _("neuron")),
-                        (Column(2 + index_width, 10, "right"), _("key match")),
-                        (Column(x, bar_width + 8, "right"), _("GELU")),
+                        (Column(2 + index_width, 10, "right"), _("gate") if f.llama else _("key match")),
+                        (Column(x, bar_width + 8, "right"), "silu(gate) × up" if f.llama else _("GELU")),
                         (Column(x + bar_width + 10, self.room), raises),
                     ],
                     self.room,

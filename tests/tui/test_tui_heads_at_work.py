@@ -1,0 +1,118 @@
+"""The attribution screen's third tab: every head scored at three jobs on a repeated random sequence
+(gpt2viz.head_detector, as TransformerLens's head detector scores them) and this pass's attention
+sink, with the detector's own numbers; on the bundled model, whose heads do none of the jobs, it
+says so."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from tui_helpers import run_async, screen_text
+from gpt2viz.head_detector import repeated_random_tokens, score_heads
+from gpt2viz.tui.app import make_app
+from gpt2viz.tui.attribution_narration import head_name, sink_shares
+from gpt2viz.tui.formatting import num
+from gpt2viz.tui.session import detector_tokens
+
+SIZE = (120, 40)
+
+
+async def open_heads(app, pilot):
+    """The attribution screen of `app`'s model on its heads tab, once the detector has run."""
+    for _ in range(300):
+        await pilot.pause()
+        if hasattr(app.screen, "stages"):
+            break
+    await app.workers.wait_for_complete()
+    await pilot.press("w")
+    await pilot.pause()
+    await pilot.press("3")
+    for _ in range(600):
+        await pilot.pause()
+        if getattr(app.screen, "head_scores", None) is not None:
+            break
+    await pilot.pause()
+    return app.screen
+
+
+def expected_scores(lm):
+    tokens = repeated_random_tokens(detector_tokens(lm.config.n_ctx), lm.config.vocab_size, seed=0, first=lm.eos_id)
+    return score_heads(lm.model, tokens)
+
+
+@run_async
+async def test_the_heads_tab_says_what_the_detector_measured_on_a_llama_model(llama_lm):
+    app = make_app(lm=llama_lm)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_heads(app, pilot)
+        scores = expected_scores(llama_lm)
+        for job in ("induction", "previous_token", "duplicate_token"):
+            assert torch.allclose(screen.head_scores.scores[job], scores.scores[job], atol=1e-6)
+        text = " ".join(screen_text(app).split())
+        assert "induction scores, block × head" in text
+        for job in ("induction", "previous token", "duplicate token"):
+            found = scores.found(job.replace(" ", "_"))
+            if found:
+                layer, head, score = found[0]
+                assert f"{job}: {head_name(layer, head)} {num(score, 2)}" in text
+            else:
+                layer, head, score = scores.top(job.replace(" ", "_"), 1)[0]
+                assert f"{job}: no head does it here. The best, {head_name(layer, head)}, scores {num(score, 2)}" in text
+        # The sink: the share of the last position's attention on position 0, from this pass.
+        shares = sink_shares(screen.trace)
+        most = max(s for row in shares for s in row)
+        assert f"{100 * most:.1f}%" in text
+        await pilot.press("j")
+        await pilot.pause()
+        assert "previous token scores" in " ".join(screen_text(app).split())
+
+
+@pytest.fixture(scope="module")
+def bundled():
+    import gpt2viz
+
+    return gpt2viz.load_model("tiny")
+
+
+@run_async
+async def test_on_the_bundled_model_the_detector_finds_no_induction_head(bundled):
+    """tiny was trained for minutes on a little Shakespeare: its best induction head scores at chance."""
+    app = make_app(lm=bundled)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_heads(app, pilot)
+        assert screen.head_scores.found("induction") == []
+        text = " ".join(screen_text(app).split())
+        assert "induction: no head does it here." in text
+        assert "duplicate token: no head does it here." in text
+
+
+def test_the_heads_tab_and_a_llama_attribution_speak_chinese_with_the_english_numbers(llama_lm, llama_trace):
+    import re
+    from collections import Counter
+
+    from zh_words import english_words, run_words
+    from gpt2viz.attribution import direct_logit_attribution
+    from gpt2viz.i18n import set_language
+    from gpt2viz.tui.attribution_narration import candidates, dla_text, heads_grid_title, heads_text, term_lines
+    from gpt2viz.tui.facts import key_texts
+
+    scores = expected_scores(llama_lm)
+    first = candidates(llama_trace)[0]
+    a = direct_logit_attribution(llama_lm, llama_trace.all_token_ids, first.token_id)
+
+    def words() -> str:
+        return "\n".join([
+            heads_text(scores, llama_trace, key_texts(llama_trace), "j"), heads_grid_title("induction", scores),
+            heads_grid_title("sink", scores), dla_text(a, first, 1, 5, "x", 5, "float32"), term_lines(a),
+        ])
+
+    english = words()
+    set_language("zh")
+    try:
+        chinese = words()
+    finally:
+        set_language("en")
+    assert english_words(chinese, run_words(llama_trace)) == []
+    number = re.compile(r"-?\d+(?:[.,]\d+)*(?:e-?\d+)?%?")
+    assert Counter(number.findall(chinese)) == Counter(number.findall(english))

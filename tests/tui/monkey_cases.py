@@ -1,5 +1,6 @@
 """The suite's key monkey, shared by its two test files (one per language, so that two workers
-share the work): every screen, on the bundled model and on a 2-block test checkpoint."""
+share the work): every screen, on the bundled model and on a 2-block test checkpoint; the screens
+whose words and pictures follow the model's family also on a 2-block LLaMA-family model."""
 
 from __future__ import annotations
 
@@ -10,6 +11,9 @@ from monkey import KEYS_PER_RUN, OPENERS, run_case
 from helpers import state_home
 
 MODELS = ("tiny", "test-2-block")
+# The LLaMA-family model's runs (slow tier), one language each, taking turns.
+LLAMA = "llama-2-block"
+LLAMA_SCREENS = ("step-through", "attribution", "map", "generation")
 
 
 # A slow run's keys: the 28 slow runs are a soak of the screens the fast runs walk once (the long
@@ -27,9 +31,9 @@ def cases(language: str) -> list:
     """The runs of one language. In the fast tier each screen once, on `tiny`, in one of the two
     languages (they take turns: the step-through in English, the map in Chinese, ...), 420 keys;
     in the slow tier each screen on `tiny` in the other language, and on the 2-block checkpoint in
-    the fast run's language, 300 keys each. README: CI runs both, so a CI run sends
-    14 x 420 + 28 x 300 = 14,280 keys; the long soak (every screen, both languages, both models,
-    many seeds) is benchmarks/monkey_soak.py."""
+    the fast run's language, 300 keys each, and LLAMA_SCREENS on the LLaMA-family model, 300 keys in
+    one language each. README: CI runs both, so a CI run sends 14 x 420 + 32 x 300 = 15,480 keys; the
+    long soak (every screen, both languages, both models, many seeds) is benchmarks/monkey_soak.py."""
     out = []
     for model in MODELS:
         for index, target in enumerate(OPENERS):
@@ -37,6 +41,9 @@ def cases(language: str) -> list:
                 continue
             fast = _fast(language, index, model)
             out.append(pytest.param(target, model, id=f"{target}-{model}", marks=[] if fast else [pytest.mark.slow]))
+    for index, target in enumerate(LLAMA_SCREENS):
+        if index % 2 == (language == "zh"):
+            out.append(pytest.param(target, LLAMA, id=f"{target}-{LLAMA}", marks=[pytest.mark.slow]))
     return out
 
 
@@ -45,13 +52,24 @@ def bundled():
     return gpt2viz.load_model("tiny")
 
 
-def monkey_case(language: str, target: str, model: str, bundled, ckpts, tmp_path, monkeypatch) -> None:
+@pytest.fixture(scope="module")
+def llama_small(tmp_path_factory):
+    """A 2-block LLaMA-family model from a GGUF file (tests/test_gguf.py) and the file's path."""
+    from test_gguf import write_small_gguf
+
+    path, _meant = write_small_gguf(tmp_path_factory.mktemp("llama"))
+    return gpt2viz.load_model(str(path)), str(path)
+
+
+def monkey_case(language: str, target: str, model: str, bundled, ckpts, tmp_path, monkeypatch, request) -> None:
     monkeypatch.setenv("XDG_STATE_HOME", str(state_home(tmp_path / "state")))  # errors.log goes here
     monkeypatch.chdir(tmp_path)  # the palette's screenshot goes here
     if model == "tiny":
         lm, checkpoint = bundled, "tiny"
+    elif model == LLAMA:
+        lm, checkpoint = request.getfixturevalue("llama_small")
     else:
         lm, checkpoint = ckpts.lm("tiny"), str(ckpts.path("tiny"))  # 2 blocks, 4 heads
-    keys = KEYS_PER_RUN if _fast(language, list(OPENERS).index(target), model) else SLOW_KEYS_PER_RUN
+    keys = KEYS_PER_RUN if model != LLAMA and _fast(language, list(OPENERS).index(target), model) else SLOW_KEYS_PER_RUN
     sent = run_case(lm, checkpoint, target, language, model, tmp_path / "state" / "gpt2viz" / "errors.log", keys)
     assert sent >= keys - 20

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from monkey_cases import bundled, cases, monkey_case  # noqa: F401 (bundled: a fixture)
+from monkey_cases import bundled, cases, llama_small, monkey_case  # noqa: F401 (fixtures)
 
 
 @pytest.mark.parametrize("target, model", cases("en"))
-def test_the_app_survives_the_monkey(target, model, bundled, ckpts, tmp_path, monkeypatch):  # noqa: F811
-    monkey_case("en", target, model, bundled, ckpts, tmp_path, monkeypatch)
+def test_the_app_survives_the_monkey(target, model, bundled, ckpts, tmp_path, monkeypatch, request):  # noqa: F811
+    monkey_case("en", target, model, bundled, ckpts, tmp_path, monkeypatch, request)

@@ -124,6 +124,29 @@ def test_the_hooks_fire_under_transformerlens_names_and_the_explicit_path_agrees
     assert (logits - plain).abs().max().item() < 1e-4
 
 
+def test_a_padded_batch_matches_transformers_given_the_same_positions(pair):
+    """Rows of different lengths, padded on the left: transformers told each row's positions
+    (cumsum of the mask) gives the same logits at every real position, a padded row gives what it
+    gives alone, and a decode step through the cache what a whole pass gives."""
+    reference, ours = pair
+    ids = torch.tensor([[0, 0, 0, 5, 17, 42, 99], [3, 250, 7, 7, 18, 1, 64]])
+    mask = torch.tensor([[0, 0, 0, 1, 1, 1, 1], [1, 1, 1, 1, 1, 1, 1]])
+    positions = (mask.cumsum(-1) - 1).clamp_min(0)
+    with torch.no_grad():
+        expected = reference(ids, attention_mask=mask, position_ids=positions).logits
+    logits, _cache = ours(ids, attention_mask=mask)
+    real = mask.bool()
+    assert (logits - expected)[real].abs().max() < 1e-4
+    alone, _cache = ours(ids[:1, 3:])
+    assert torch.equal(alone[0], logits[0, 3:])
+    cache = ours.new_cache(batch_size=2)
+    ours(ids, cache, attention_mask=mask, last_only=True)
+    more = torch.tensor([[11], [12]])
+    step, _cache = ours(more, cache, attention_mask=torch.cat([mask, torch.ones(2, 1, dtype=mask.dtype)], 1))
+    whole, _cache = ours(torch.cat([ids, more], 1), attention_mask=torch.cat([mask, torch.ones(2, 1, dtype=mask.dtype)], 1))
+    assert (step[:, 0] - whole[:, -1]).abs().max() < 1e-4
+
+
 def test_a_config_the_core_does_not_implement_is_refused():
     base = {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 8, "num_key_value_heads": 4}
     assert LlamaConfig.from_dict(base).group == 2

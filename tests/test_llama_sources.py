@@ -47,9 +47,17 @@ def test_what_the_llama_core_does_not_do_yet_is_one_clear_error(written):  # noq
     path, _meant = written
     with pytest.raises(SettingError, match="float32 only"):
         gpt2viz.load_model(str(path), dtype="int8")
-    lm = gpt2viz.load_model(str(path))
-    with pytest.raises(InputError, match="padded rows"):
-        lm.run_with_cache(["a", "the the the"])
+
+
+def test_prompts_of_different_lengths_decode_together_as_each_would_alone(written):  # noqa: F811
+    """Left-padded rows: each row's positions (and so its rotation) count its own tokens."""
+    lm = gpt2viz.load_model(str(written[0]))
+    prompts = [lm.tokenizer.encode(p) for p in ("the cat", "t h e the mat sat")]
+    from gpt2viz.batch import generate_prompts
+
+    together = generate_prompts(lm.model, prompts, 6, eos_id=lm.eos_id)
+    for row, prompt in zip(together.rows, prompts):
+        assert row.token_ids == lm.generate(prompt, max_new_tokens=6).token_ids
 
 
 def test_a_llama_trace_records_the_family_s_own_numbers_and_loads(written, tmp_path):  # noqa: F811

@@ -29,14 +29,22 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..errors import ConfigError, InputError, WeightsError
+from ..errors import ConfigError, WeightsError
 from ..hooks import Hooks, llama_hook_names
-from ..i18n import N_, _
+from ..i18n import _
 from ..input_files import MAX_CONFIG_BYTES, FileRefused, parse_json, read_regular, shown
 from .config import ParamCounts, check_size
-from .gpt2 import check_input, padding_mask
+from .gpt2 import attention_with_padding, check_input, padding_mask
 from .kv_cache import KVCache
-from .layers import Embedding, Layer, PreNormBlock, TiedLMHead, _param, causal_mask, run_pass
+from .layers import (
+    Embedding,
+    Layer,
+    PreNormBlock,
+    TiedLMHead,
+    _param,
+    causal_mask,
+    run_pass,
+)
 from .weights import FLOAT_DTYPES, find_weight_files, read_headers, read_tensors
 
 # The largest sizes loaded (a config.json past them is refused before anything is built): LLaMA 3's
@@ -251,7 +259,11 @@ class Attention(Layer):
         self.hook_rot_q, self.hook_rot_k = p + "hook_rot_q", p + "hook_rot_k"
         self.hook_scores, self.hook_pattern, self.hook_z = p + "hook_attn_scores", p + "hook_pattern", p + "hook_z"
 
-    def forward(self, x: torch.Tensor, cache: KVCache | None, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, cache: KVCache | None, cos: torch.Tensor, sin: torch.Tensor,
+                keys_seen: torch.Tensor | None = None) -> torch.Tensor:
+        """`cos`, `sin`: the rotation of each new position, `(T, hd)`, or `(B, 1, T, hd)` where rows
+        are padded (each row counts its own positions); `keys_seen` `[B, 1, T, L]`: which keys each
+        query sees in a padded batch (else the causal triangle)."""
         B, T, C = x.shape
         hooks = self.hooks
         q = self.q_proj(x).view(B, T, self.n_head, self.head_dim).transpose(1, 2)  # (B, nh, T, hd)
@@ -269,26 +281,31 @@ class Attention(Layer):
             k, v = cache.append(self.layer, k, v)  # the rotated keys are kept: (B, nkv, L, hd)
 
         if hooks.active and (hooks.wants(self.hook_scores) or hooks.wants(self.hook_pattern)):
-            z = self._explicit_attention(q, k, v)
+            z = self._explicit_attention(q, k, v, keys_seen)
         else:
-            z = self._fused_attention(q, k, v, past)
+            z = self._fused_attention(q, k, v, past, keys_seen)
         if hooks.active:
             z = hooks.fire(self.hook_z, z)
         z = z.transpose(1, 2).reshape(B, T, C)  # heads side by side again: (B, T, C)
         return self.o_proj(z)
 
-    def _explicit_attention(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    def _explicit_attention(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                            keys_seen: torch.Tensor | None = None) -> torch.Tensor:
         """Scores, mask and softmax written out, each key/value head repeated for its group."""
         k, v = k.repeat_interleave(self.group, dim=1), v.repeat_interleave(self.group, dim=1)  # (B, nh, L, hd)
         scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(self.head_dim))  # (B, nh, T, L)
-        scores.masked_fill_(~causal_mask(q.size(2), k.size(2), q.device), float("-inf"))
+        seen = causal_mask(q.size(2), k.size(2), q.device) if keys_seen is None else keys_seen
+        scores.masked_fill_(~seen, float("-inf"))
         scores = self.hooks.fire(self.hook_scores, scores)
         pattern = torch.softmax(scores.float(), dim=-1).to(q.dtype)
         pattern = self.hooks.fire(self.hook_pattern, pattern)
         return pattern @ v  # (B, nh, T, hd)
 
-    def _fused_attention(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, past: int) -> torch.Tensor:
+    def _fused_attention(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, past: int,
+                         keys_seen: torch.Tensor | None = None) -> torch.Tensor:
         """The same maths in one kernel (which shares each key/value head across its group)."""
+        if keys_seen is not None:
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=keys_seen, enable_gqa=True)
         if q.size(2) == 1:
             return F.scaled_dot_product_attention(q, k, v, enable_gqa=True)
         if past == 0:
@@ -383,33 +400,44 @@ class Llama(nn.Module):
         """Logits `[B, T, vocab]` for the new ids `[B, T]` (`[B, 1, vocab]` with `last_only`).
 
         As GPT2.forward: inference mode unless `grad=True` (autograd from the token embeddings,
-        no cache). Rows of different lengths (an `attention_mask` with padding) are not
-        implemented for this family yet; a mask of real tokens only is accepted."""
+        no cache). `attention_mask` `[B, cache.length + T]` (True or 1 for a real token) lets rows of
+        different lengths share a batch, as in GPT2.forward: no position attends to a padding
+        key, and each row's positions, which choose the rotation, count its real tokens only."""
         check_input(input_ids, cache, self.config)  # GPT-2's checks: the same arguments, the same errors
+        real = None
         if attention_mask is not None:
             past = cache.length if cache is not None else 0
             real = padding_mask(attention_mask, input_ids.size(0), past + input_ids.size(1), ends_real=cache is not None or last_only)
-            if not bool(real.all()):
-                raise InputError("attention_mask", N_("{setting}: padded rows are not implemented for LLaMA-family models yet"))
-        return run_pass(lambda with_grad: self._forward(input_ids, cache, last_only, with_grad), grad, cache,
+            if bool(real.all()):
+                real = None  # nothing padded: the plain causal pass
+        return run_pass(lambda with_grad: self._forward(input_ids, cache, last_only, with_grad, real), grad, cache,
                         self.precision)
 
-    def _forward(self, input_ids: torch.Tensor, cache: KVCache | None, last_only: bool, grad: bool
-                 ) -> tuple[torch.Tensor, KVCache | None]:
+    def _forward(self, input_ids: torch.Tensor, cache: KVCache | None, last_only: bool, grad: bool,
+                 real: torch.Tensor | None = None) -> tuple[torch.Tensor, KVCache | None]:
         T = input_ids.size(1)
         past = cache.length if cache is not None else 0
         hooks = self.hooks
         if hooks.active:
-            hooks.begin_pass(past, None)
+            hooks.begin_pass(past, None if real is None else real[:, past:])
         x = self.model.embed_tokens.lookup(input_ids)  # (B, T, C): no position table here
         if grad:  # where gradients start: a copy, so that no weight is a leaf of the graph
             x = x.clone().requires_grad_()
         if hooks.active:
             x = hooks.fire("hook_embed", x)
-        cos, sin = rotary_angles(torch.arange(past, past + T, device=x.device), self.config.head_dim, self.config.rope_theta)
-        cos, sin = cos.to(x.dtype), sin.to(x.dtype)  # (T, hd): shared by every block and head
+        keys_seen = None
+        if real is None:
+            positions = torch.arange(past, past + T, device=x.device)  # (T,): the same for every row
+            cos, sin = rotary_angles(positions, self.config.head_dim, self.config.rope_theta)  # (T, hd)
+        else:
+            # A row's position i is its count of real tokens before i (padding stays at 0).
+            positions = (real.long().cumsum(1) - 1).clamp_min(0)[:, past:]  # (B, T)
+            cos, sin = rotary_angles(positions.flatten(), self.config.head_dim, self.config.rope_theta)
+            cos, sin = (t.view(*positions.shape, -1).unsqueeze(1) for t in (cos, sin))  # (B, 1, T, hd)
+            keys_seen = attention_with_padding(real, T)  # (B, 1, T, L)
+        cos, sin = cos.to(x.dtype), sin.to(x.dtype)  # shared by every block and head
         for layer in self.model.layers:
-            x = layer(x, cache, cos, sin)
+            x = layer(x, cache, cos, sin, keys_seen)
         if cache is not None:
             cache.advance(T)
             if hooks.active:

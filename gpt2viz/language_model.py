@@ -103,6 +103,12 @@ class LanguageModel:
         return self.tokenizer.eos_id if self.tokenizer.eos_id is not None else self.config.eos_token_id
 
     @property
+    def stop_id(self) -> int:
+        """The id generation stops at: <|endoftext|> for GPT-2; a LLaMA-family model's own end
+        token, as its file says (SmolLM2-Instruct ends a turn with <|im_end|>, id 2)."""
+        return self.config.eos_token_id if self.config.architecture == "llama" else self.eos_id
+
+    @property
     def hooks(self) -> Hooks:
         """The model's hook points (`lm.hooks.subscribe(pattern, fn)`)."""
         return self.model.hooks
@@ -318,7 +324,7 @@ class LanguageModel:
             max_new_tokens,
             use_cache=use_cache,
             settings=SamplingSettings(temperature, top_k, top_p, seed),
-            eos_id=self.eos_id,
+            eos_id=self.stop_id,
             on_step=on_step,
             should_stop=should_stop,
         )
@@ -345,7 +351,7 @@ class LanguageModel:
             batch_size,
             max_new_tokens,
             settings=SamplingSettings(temperature, top_k, top_p, seed),
-            eos_id=self.eos_id,
+            eos_id=self.stop_id,
             on_step=on_step,
             should_stop=should_stop,
         )
@@ -375,7 +381,7 @@ class LanguageModel:
             [self.encode_prompt(p, prepend_bos=prepend_bos) for p in prompts],
             max_new_tokens,
             settings=SamplingSettings(temperature, top_k, top_p, seed),
-            eos_id=self.eos_id,
+            eos_id=self.stop_id,
             on_step=on_step,
             should_stop=should_stop,
         )

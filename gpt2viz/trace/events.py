@@ -425,16 +425,21 @@ def top_of_distribution(probs: torch.Tensor, k: int, display) -> dict:
     return {"ids": ids_list, "tokens": [display(i) for i in ids_list], "probs": rnd_list(values[keep])}
 
 
-def mlp_activity(post: torch.Tensor, pre: torch.Tensor, writes, display, trained_on: frozenset[int] | None = None) -> dict:
+def mlp_activity(post: torch.Tensor, pre: torch.Tensor, writes, display, trained_on: frozenset[int] | None = None,
+                 by_magnitude: bool = False) -> dict:
     """Fraction of GELU outputs above 0 per position (a tensor), and the most active neurons at the
     last position read as a key-value memory: `pre`, the key's match (the neuron's pre-GELU value:
     its row of c_fc's weight dotted with the input, plus bias), `value`, what GELU lets through,
     and `promotes`, the tokens its value vector (its row of c_proj's weight, scaled by `value`)
     raises most through the unembedding, each marked `"trained": false` when the model's training
     text never held it (`trained_on`, the ids it held, where known). `writes(indices)` gives those
-    vectors' logits `[k, V]`, worked out only when the event is read (`Later`)."""
+    vectors' logits `[k, V]`, worked out only when the event is read (`Later`). `by_magnitude`: the
+    neurons largest in size whatever their sign (SwiGLU's silu(gate) x up may be far below 0;
+    GELU's output never is), each `value` keeping its sign."""
     h = post[0]  # (T, d_mlp)
-    values, idx = torch.topk(h[-1].float(), min(TOP_NEURONS, h.size(-1)))
+    last = h[-1].float()
+    _sizes, idx = torch.topk(last.abs() if by_magnitude else last, min(TOP_NEURONS, h.size(-1)))
+    values = last[idx]
     keys = pre[0, -1, idx].float()
     indices = idx.tolist()
 

@@ -200,7 +200,8 @@ class Recorder:
             rows = c_proj(one_hot) - c_proj(torch.zeros_like(one_hot[:1]))
             return lm_head(rows)
 
-        return ev.mlp_activity(post, self._mlp_pre, writes, self._display, self.lm.training_tokens)
+        # SwiGLU's neurons may write as much below 0 as above: the strongest by size (LLaMA).
+        return ev.mlp_activity(post, self._mlp_pre, writes, self._display, self.lm.training_tokens, by_magnitude=self._llama)
 
     # -- output -----------------------------------------------------------------------------
     def _on_hook_out(self, name, logits):
@@ -451,7 +452,7 @@ def record_generation(
             max_new_tokens,
             use_cache=use_cache,
             settings=settings,
-            eos_id=lm.eos_id,
+            eos_id=lm.stop_id,
             on_step=step_done,
             should_stop=should_stop,
             generator=generator,
@@ -484,7 +485,7 @@ def record_batch(
     `batch` part: every row's ids and text, and the time of each batched step."""
     from ..batch import generate_batch
 
-    result = generate_batch(lm.model, prompt_ids, batch_size, max_new_tokens, settings=settings, eos_id=lm.eos_id)
+    result = generate_batch(lm.model, prompt_ids, batch_size, max_new_tokens, settings=settings, eos_id=lm.stop_id)
     return _batch_record(lm, result, settings, max_new_tokens)
 
 
@@ -495,7 +496,7 @@ def record_prompts(
     attention mask, and returns the trace's `batch` part; each row also records its prompt."""
     from ..batch import generate_prompts
 
-    result = generate_prompts(lm.model, prompts, max_new_tokens, settings=settings, eos_id=lm.eos_id)
+    result = generate_prompts(lm.model, prompts, max_new_tokens, settings=settings, eos_id=lm.stop_id)
     record = _batch_record(lm, result, settings, max_new_tokens)
     for row, prompt in zip(record["rows"], prompts):
         row["prompt_ids"] = list(prompt)

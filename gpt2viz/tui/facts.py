@@ -322,7 +322,7 @@ def stage_shapes(trace: Trace, stage: Stage) -> list[tuple[str, list[int]]]:
     if k == "embed":
         return [("x", shape_of(trace, "hook_embed" if f.llama else "hook_pos_embed", None, [1, T, C]))]
     if k in LAYER_NORMS:
-        return [("ln(x)", list(layer_norm_event(trace, stage).get("shape") or [1, T, C]))]
+        return [("norm(x)" if f.llama else "ln(x)", list(layer_norm_event(trace, stage).get("shape") or [1, T, C]))]
     if k == "qkv" and f.llama:  # three products; keys and values in fewer heads than queries
         return [("q", shape_of(trace, "attn.hook_q", i, [1, H, T, f.head_dim])),
                 ("k, v", shape_of(trace, "attn.hook_k", i, [1, f.n_kv_head, T, f.head_dim]))]

@@ -230,9 +230,12 @@ def bandwidth_text(f: RunFacts, gen: Generation, index: int | None, compare_key:
     weights = f.step_weight_bytes
     reads = {"n_params": count(f.n_params), "dtype": f.dtype, "weights": nbytes(weights)}
     head = say("generation.cost.prefill_decode")
+    # A model with a position table reads one row of it a step; a LLaMA-family model has none, and
+    # its tied LM head reads the token table whole.
+    reads_key = "generation.cost.reads_all" if f.llama else "generation.cost.reads"
     if not gen.settings.use_cache:
-        return head + "\n\n" + say("generation.cost.reads_no_cache", compare_key=compare_key, **reads)
-    head += "\n\n" + say("generation.cost.reads", **reads)
+        return head + "\n\n" + sentences(say(reads_key, **reads), say("generation.cost.no_cache", compare_key=compare_key))
+    head += "\n\n" + say(reads_key, **reads)
     mean = gen.mean_decode_ms
     lines = []
     share = busy_share(gen)

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 import torch
-
 from tui_helpers import run_async, screen_text
+
 from gpt2viz.head_detector import repeated_random_tokens, score_heads
 from gpt2viz.tui.app import make_app
 from gpt2viz.tui.attribution_narration import head_name, sink_shares
@@ -92,9 +92,16 @@ def test_the_heads_tab_and_a_llama_attribution_speak_chinese_with_the_english_nu
     from collections import Counter
 
     from zh_words import english_words, run_words
+
     from gpt2viz.attribution import direct_logit_attribution
     from gpt2viz.i18n import set_language
-    from gpt2viz.tui.attribution_narration import candidates, dla_text, heads_grid_title, heads_text, term_lines
+    from gpt2viz.tui.attribution_narration import (
+        candidates,
+        dla_text,
+        heads_grid_title,
+        heads_text,
+        term_lines,
+    )
     from gpt2viz.tui.facts import key_texts
 
     scores = expected_scores(llama_lm)
@@ -116,3 +123,25 @@ def test_the_heads_tab_and_a_llama_attribution_speak_chinese_with_the_english_nu
     assert english_words(chinese, run_words(llama_trace)) == []
     number = re.compile(r"-?\d+(?:[.,]\d+)*(?:e-?\d+)?%?")
     assert Counter(number.findall(chinese)) == Counter(number.findall(english))
+
+
+@run_async
+async def test_every_tab_scrolls_from_the_keyboard_at_80_columns(llama_lm):
+    """At 80 x 24 a tab's grid and words run past the screen: the arrows, page keys and end reach
+    the rest, whatever has the focus (a learner there saw a 30-block grid stop at block 15)."""
+    app = make_app(lm=llama_lm)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_heads(app, pilot)
+        pane = screen.query_one("#heads-pane")
+        assert pane.max_scroll_y > 0
+        await pilot.press("end")
+        await pilot.pause()
+        assert pane.scroll_y == pane.max_scroll_y
+        await pilot.press("pageup")
+        await pilot.pause()
+        assert pane.scroll_y < pane.max_scroll_y
+        await pilot.press("1")
+        await pilot.pause()
+        await pilot.press("down")
+        await pilot.pause()
+        assert screen.query_one("#dla-pane").scroll_y > 0

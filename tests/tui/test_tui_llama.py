@@ -10,8 +10,8 @@ import math
 
 import pytest
 import torch
-
 from tui_helpers import run_async, screen_text, stage_text
+
 from gpt2viz.attribution import direct_logit_attribution
 from gpt2viz.model.config import GPT2Config
 from gpt2viz.tui.app import make_app

@@ -105,9 +105,10 @@ TEXT = {
         "Every decode step reads the {n_params} parameters once, stored in {dtype}: {weights} (of a table it "
         "only looks up, such as the position embeddings, just the row in use), plus the KV cache."
     ),
-    "generation.cost.reads_no_cache": (
-        "Every decode step reads the {n_params} parameters once, stored in {dtype}: {weights} (of a table it "
-        "only looks up, such as the position embeddings, just the row in use), plus the KV cache. "
+    "generation.cost.reads_all": (
+        "Every decode step reads the {n_params} parameters once, stored in {dtype}: {weights}, plus the KV cache."
+    ),
+    "generation.cost.no_cache": (
         "Without the cache a step is not one position but the whole sequence, so its time grows with every "
         "token: compare with {compare_key}."
     ),

@@ -82,8 +82,10 @@ TEXT = {
     ),
     # A format's row: against float32's when float32 was measured too, else on its own.
     "lab.precision.one_format": (
-        "LLaMA-family models load in float32 only so far, so this model has no other number format to "
-        "compare: the experiment runs on GPT-2 models (the bundled one, or any from the hub)."
+        "This model's weights become float32 at load, whatever its file stores (the Model files stage says "
+        "how: SmolLM2's file holds 4-bit blocks). LLaMA-family models load in float32 only so far, so there "
+        "is no other number format to compare here: the experiment runs on GPT-2 models (the bundled one, "
+        "or any from the hub)."
     ),
     "lab.precision.row": "{format}: {ms} ms a token, reading {read} a step, {gb_s} GB/s effective.",
     "lab.precision.row_ratio": (

@@ -146,14 +146,15 @@ TEXT = {
     ),
     "llama.mlp.gate": (
         "The gate is ≤ 0 for {cut} of the {F} neurons at position {position}: SiLU gives back between "
-        "−0.28 and 0 there, so those neurons pass almost nothing."
+        "−0.28 and 0 there, so those neurons pass little of their up value. up is not bent, and its sign "
+        "passes on: that is why a neuron can end below 0, and far below 0 when its up value is large."
     ),
     "llama.mlp.active": (
         "At position {position} ({token}), {share} of the {F} neurons are positive after silu(gate) × up."
     ),
     "llama.mlp.active_top": (
         "At position {position} ({token}), {share} of the {F} neurons are positive after silu(gate) × up; "
-        "the strongest is neuron {neuron} at {value}."
+        "the strongest, by size whatever its sign, is neuron {neuron} at {value}."
     ),
     "llama.mlp.memory": (
         "Read as a key-value memory: each neuron's key is its row of gate_proj (and of up_proj), matched "

@@ -92,9 +92,8 @@ TEXT = {
         "每个 decode 步都把 {n_params} 个参数读一遍，以 {dtype} 存储：{weights}（只用来查表的表，比如位置嵌入，"
         "只读用到的那一行），再加上 KV cache。"
     ),
-    "generation.cost.reads_no_cache": (
-        "每个 decode 步都把 {n_params} 个参数读一遍，以 {dtype} 存储：{weights}（只用来查表的表，比如位置嵌入，"
-        "只读用到的那一行），再加上 KV cache。"
+    "generation.cost.reads_all": "每个 decode 步都把 {n_params} 个参数读一遍，以 {dtype} 存储：{weights}，再加上 KV cache。",
+    "generation.cost.no_cache": (
         "没有缓存时，一步处理的不是一个位置而是整个序列，所以每多一个 token，用时就更长：按 {compare_key} 对比。"
     ),
     "generation.cost.step_rate": "第 {index} 步：{weights} + {kv} 的 K 和 V，用时 {ms} ms = 有效 {rate} GB/s。",

@@ -70,6 +70,22 @@ HELP = N_(
 )
 
 
+# The same help for a LLaMA-family model, whose parts are other ones (no biases, no position table, RMSNorm).
+HELP_LLAMA = N_(
+    "Which parts wrote the answer. Direct logit attribution splits the logit of the final token into one "
+    "term per part of the network (the token embedding, every head, every MLP: this model has no biases and "
+    "no position table), each part's output read through the final RMSNorm with its scale frozen and the "
+    "LM head's row for the token; the terms add up to the logit. {token} attributes the next of the model's "
+    "top candidates. Activation patching runs a corrupted prompt of the same token length with the clean "
+    "prompt's residual stream put back at one block and position at a time, and shows how much of the clean "
+    "answer's lead each patch brings back. Type the corrupted prompt in the box and press {enter} ({patch} "
+    "outside the box); {stop} stops a run. Heads at work scores every head at three jobs on a random "
+    "sequence repeated once (induction, previous token, duplicate token) and shows this pass's attention "
+    "sink; {job} shows the next grid. The arrows and page keys scroll the tab. Heatmaps: blue to orange for "
+    "signed values."
+)
+
+
 def open_attribution(screen) -> None:
     """Opens the screen on the pass `screen` shows (the step-through or the generation view); a
     replay, which has no model to run, says so in one line."""
@@ -102,6 +118,18 @@ class AttributionScreen(AppScreen[None]):
         Binding("j", "next_job", N_("next grid"), id="attribution-next-job",
                 tooltip=N_("Show the scores of the next job")),
         Binding("escape", "back", N_("back"), id="attribution-back", tooltip=N_("Back to where this was opened")),
+        # The tab on show scrolls from the keyboard (its grid is taller than 24 lines on a 30-block
+        # model), whatever has the focus: the tab bar, the grid, or nothing.
+        Binding("down", "scroll('down')", N_("scroll"), id="attribution-scroll-down", show=False,
+                tooltip=N_("Scroll the tab down")),
+        Binding("up", "scroll('up')", N_("scroll"), id="attribution-scroll-up", show=False, tooltip=N_("Scroll the tab up")),
+        Binding("pagedown", "scroll('page_down')", N_("page down"), id="attribution-page-down", show=False,
+                tooltip=N_("Scroll the tab a page down")),
+        Binding("pageup", "scroll('page_up')", N_("page up"), id="attribution-page-up", show=False,
+                tooltip=N_("Scroll the tab a page up")),
+        Binding("end", "scroll('end')", N_("end"), id="attribution-end", show=False, tooltip=N_("Scroll to the tab's end")),
+        Binding("home", "scroll('home')", N_("start"), id="attribution-home", show=False,
+                tooltip=N_("Scroll to the tab's start")),
     ]
 
     # A screen's CSS applies to the whole app once loaded: every selector names this screen's own ids and classes.
@@ -129,7 +157,8 @@ class AttributionScreen(AppScreen[None]):
 
     def help_text(self) -> str:
         """How to read the screen, in the current language, naming the keys as they are bound now."""
-        return _(HELP).format(
+        help_text = HELP_LLAMA if self.trace.architecture == "llama" else HELP
+        return _(help_text).format(
             token=key_name(self, "next_token"), patch=key_name(self, "patch"), stop=key_name(self, "stop"), enter=self._enter,
             job=key_name(self, "next_job"),
         )
@@ -229,6 +258,11 @@ class AttributionScreen(AppScreen[None]):
             self.session.detect_heads(self, on_result=self._detected, on_error=self._failed)
         self.refresh_bindings()
         self._status()
+
+    def action_scroll(self, where: str) -> None:
+        pane = self.query_one(f"#{self.shown}-pane", VerticalScroll)
+        {"down": pane.scroll_down, "up": pane.scroll_up, "page_down": pane.scroll_page_down,
+         "page_up": pane.scroll_page_up, "end": pane.scroll_end, "home": pane.scroll_home}[where](animate=False)
 
     def action_next_job(self) -> None:
         self.job = (self.job + 1) % len(HEAD_JOBS)

@@ -296,10 +296,13 @@ class QKVDiagram(Picture):
                 self.room)
             for pair in pairs:
                 before, after = pair["before"], pair["after"]
+                # Narrow: the numbers in 6 cells each and less room around them (one line a pair at 80 x 24).
+                cells, gap = (7, "   ") if self.room >= 72 else (6, " ")
                 rows.append(Content.assemble(
-                    (fit(_("pair {j}").format(j=pair["pair"]), 9), ".picture--dim"),
-                    (fit(_("{angle} rad").format(angle=num(pair["angle"])), 14, "right"), ".picture--header"),
-                    f"   ({num_in(before[0], 7)}, {num_in(before[1], 7)}) → ({num_in(after[0], 7)}, {num_in(after[1], 7)})",
+                    (fit(_("pair {j}").format(j=pair["pair"]), 8), ".picture--dim"),
+                    (fit(_("{angle} rad").format(angle=num(pair["angle"])), 12, "right"), ".picture--header"),
+                    f"{gap}({num_in(before[0], cells)}, {num_in(before[1], cells)}) → "
+                    f"({num_in(after[0], cells)}, {num_in(after[1], cells)})",
                 ))
         return lines(rows)
 
@@ -436,14 +439,14 @@ class MLPActivity(Picture):
                     rows.append(Content.assemble(
                         ("  " + fit(str(n["index"]), index_width, "right"), ".picture--dim"),
                         fit(num(n.get("pre")), 10, "right"), "  ",
-                        (bar((n["value"] or 0) / peak, bar_width), ".picture--bar"), fit(num(n["value"]), 8, "right"), "  ",
+                        (bar(abs(n["value"] or 0) / peak, bar_width), ".picture--bar"), fit(num(n["value"]), 8, "right"), "  ",
                         (whole_tokens([promoted_label(t) for t in n["promotes"]], self.room - x - bar_width - 10), ".picture--token"),
                     ))
                     continue
                 rows.append(
                     Content.assemble(
                         ("  " + _("neuron {index}").format(index=f"{n['index']:>5}") + "  ", ".picture--dim"),
-                        (bar((n["value"] or 0) / peak, 20), ".picture--bar"),
+                        (bar(abs(n["value"] or 0) / peak, 20), ".picture--bar"),
                         f" {num(n['value']):>8}",
                     )
                 )

@@ -97,10 +97,17 @@ def edited_sentence(trace: Trace, stage: Stage) -> str:
     if stage.layer is None or not trace.interventions:
         return ""
     try:
-        here = [a.spec for a in parse_ablations(trace.interventions) if a.layer == stage.layer]
+        here = [a for a in parse_ablations(trace.interventions) if a.layer == stage.layer]
     except AblationError:
         return ""
-    return say("stage.edited", parts=_(", ").join(here)) if here else ""
+    if not here:
+        return ""
+    said = say("stage.edited", parts=_(", ").join(a.spec for a in here))
+    # Switching the MLP (or the block) off replaces what it writes, not what its neurons compute:
+    # on its own stage they still fire (a learner's walk read that as the edit not working).
+    if stage.kind == "mlp" and any(a.kind in ("mlp", "block") for a in here):
+        said = sentences(said, say("stage.edited_mlp"))
+    return said
 
 
 def _tokenize(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key: str):

@@ -309,3 +309,16 @@ def test_the_prompt_s_pass_says_the_run_samples_when_it_does():
     chosen = StepChoice(1, "x", 0.5, "")
     assert "This run's generation samples" not in narrate(trace, Stage("next_token"), generate_key="g", chosen=chosen,
                                                           run_sampling="T 0.8 · seed 1").text
+
+
+def test_an_mlp_switched_off_says_its_neurons_still_fire_but_write_nothing(tiny_lm):
+    """The MLP stage of an edited pass shows its neurons computing as before: it says that what is
+    switched off is their output, and the next stage's update is 0."""
+    from gpt2viz.interventions import Ablation
+    from gpt2viz.trace import trace_prompt
+
+    trace = trace_prompt(tiny_lm, "Hi there", ablations=[Ablation.parse("L0.mlp")])
+    words = narrate(trace, Stage("mlp", 0), generate_key="g").text
+    assert "What is switched off is the MLP's output" in words
+    assert trace.event("blocks.0.hook_mlp_out")["norms"] == [0.0] * len(trace.tokens)
+    assert "What is switched off" not in narrate(trace, Stage("mlp", 1), generate_key="g").text

@@ -13,6 +13,10 @@ TEXT = {
         "Edited pass: {parts} switched off in this block (what-if). Every number of this stage comes "
         "from the edited pass, not from the model's own."
     ),
+    "stage.edited_mlp": (
+        "What is switched off is the MLP's output: its neurons below still compute what they would, and "
+        "what they write never reaches x (the next stage's update)."
+    ),
     "stage.tokenize.lead": "GPT-2 never sees letters.",
     "stage.tokenize.empty": "The prompt is empty, so there is nothing to cut: the model starts from one special token.",
     "stage.tokenize.cut": "Its byte-level BPE tokenizer cuts the {bytes} of the prompt into {tokens}.",

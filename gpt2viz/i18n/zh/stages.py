@@ -10,6 +10,9 @@ TEXT = {
     "stage.flow.update": "c_proj → 增量 {update}",
     # -- 分词 -------------------------------------------------------------------------------------
     "stage.edited": "编辑过的前向计算：这一层里的 {parts} 被关掉了（what-if）。这个阶段的每个数字都来自编辑后的这一遍，而不是模型本来的计算。",
+    "stage.edited_mlp": (
+        "关掉的是 MLP 的输出：下面的神经元仍照常计算，但它们写出的内容到不了 x（见下一阶段的增量）。"
+    ),
     "stage.tokenize.lead": "GPT-2 从来看不到字母。",
     "stage.tokenize.empty": "提示词是空的，没有什么可切：模型从一个特殊 token 开始。",
     "stage.tokenize.cut": "它的字节级 BPE 分词器把提示词的 {bytes}切成 {tokens}。",

@@ -349,6 +349,8 @@ def _heads(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key: str
             focus_text = say("stage.heads.focus_spread", **facts, spread=count(spread), L=count(f.L), uniform=percent(1 / f.L))
         else:
             focus_text = say("stage.heads.focus", **facts)
+        if f.L > 2 and 2 * on_first >= H:  # most heads park their weight on the first token
+            focus_text = sentences(focus_text, say("stage.heads.sink", first=quote(token_text(trace, 0))))
     text = say("stage.heads.intro", H=count(H), layer=i)
     group = H // f.n_kv_head
     if group > 1:  # grouped-query attention: the maps of one group differ only by their queries

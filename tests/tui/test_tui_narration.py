@@ -322,3 +322,23 @@ def test_an_mlp_switched_off_says_its_neurons_still_fire_but_write_nothing(tiny_
     assert "What is switched off is the MLP's output" in words
     assert trace.event("blocks.0.hook_mlp_out")["norms"] == [0.0] * len(trace.tokens)
     assert "What is switched off" not in narrate(trace, Stage("mlp", 1), generate_key="g").text
+
+
+def test_heads_parked_on_the_first_token_are_called_an_attention_sink(tiny_trace):
+    import copy
+
+    trace = copy.deepcopy(tiny_trace)
+    words = narrate(trace, Stage("heads", 0), generate_key="g").text
+    assert "attention sink" not in words  # the bundled trace's heads look elsewhere
+    pattern = trace.event("blocks.0.attn.hook_pattern")
+    for rows in pattern["heads"]:  # every head: the last query's weight all on position 0
+        rows[-1] = [1.0] + [0.0] * (len(rows[-1]) - 1)
+    words = narrate(trace, Stage("heads", 0), generate_key="g").text
+    assert "an attention sink" in words and f"to position 0 ({quote_first(trace)}) in {len(pattern['heads'])}" in words
+
+
+def quote_first(trace) -> str:
+    from gpt2viz.tui.facts import token_text
+    from gpt2viz.tui.formatting import quote
+
+    return quote(token_text(trace, 0))

@@ -199,6 +199,11 @@ TEXT = {
         "heads, to position 0 ({first}) in {on_first} and to another position in {elsewhere}; in the other "
         "{spread} no position gets half (spread evenly, each of the {L} positions would get {uniform})."
     ),
+    "stage.heads.sink": (
+        "Position 0 ({first}) is no answer here: it is where a head with nothing useful to read puts its "
+        "weight (an attention sink), changing little. The third tab of the screen of which parts wrote the "
+        "answer shows it for every head."
+    ),
     "stage.heads.formula": "head_h = softmax(q_h k_hᵀ / √{D} + mask) v_h    h = 0 … {last}",
     "stage.heads.flow": "pattern {pattern} → {maps} of {shape}",
     # -- attention output -----------------------------------------------------------------------

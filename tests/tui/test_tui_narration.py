@@ -8,8 +8,15 @@ import sys
 
 import pytest
 
-from gpt2viz.tui.formatting import cell_value, fit, nbytes, num_in, shape, shown_positions
 from gpt2viz.tui.facts import RunFacts, stage_shapes
+from gpt2viz.tui.formatting import (
+    cell_value,
+    fit,
+    nbytes,
+    num_in,
+    shape,
+    shown_positions,
+)
 from gpt2viz.tui.narration import narrate
 from gpt2viz.tui.stages import BLOCK_KINDS, Stage, block_jump, build_stages, index_of
 
@@ -121,11 +128,10 @@ def test_the_heads_sentence_counts_what_the_patterns_show(ckpts, model):
     Over prefills and decode steps at several lengths, every block."""
     import re
 
+    import gpt2viz
     from gpt2viz.trace import trace_decode_step, trace_prompt
     from gpt2viz.tui.facts import last_row
     from gpt2viz.tui.formatting import percent
-
-    import gpt2viz
 
     lm = gpt2viz.load_model("tiny") if model == "bundled" else ckpts.lm(model)  # the bundled model's heads are trained
     ids = lm.tokenizer.encode("ROMEO: But soft, what light through yonder window breaks? It is the east")
@@ -262,9 +268,10 @@ def test_an_untrained_checkpoint_is_said_to_predict_nothing(tiny_trace):
     """A random-weight checkpoint's predictions mean nothing, and the LM head and next-token stages
     say so, from the run's own entropies (issue 36: nothing told a learner on a random checkpoint);
     the bundled model, trained, is not warned about, nor is a run whose entropies stay low."""
+    from tui_helpers import GENERATION_TRACE
+
     from gpt2viz.trace import load
     from gpt2viz.tui.narration import UNTRAINED_ENTROPY_SHARE
-    from tui_helpers import GENERATION_TRACE
 
     warning = "random (untrained) weights"
     positions = tiny_trace.event("unembed.hook_out")["positions"]

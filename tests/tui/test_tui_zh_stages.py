@@ -242,7 +242,7 @@ async def test_a_live_switch_redraws_the_stage_and_keeps_it(tiny_trace):
         assert "第 1 层 · 注意力权重 · 头 1" in chinese and screen.stage == Stage("pattern", 1) and screen.head == 1
         assert numbers(chinese) == numbers(english)
         rows = [row.text for row in screen.query_one(PipelineNavigator).rows]
-        assert "▾ 第 1 层" in rows and "  权重" in rows
+        assert "▾ 第 1 层" in rows and "  注意力权重" in rows
         app.switch_language("en")
         await pilot.pause()
         assert stage_text(app) == english

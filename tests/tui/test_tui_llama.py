@@ -149,3 +149,28 @@ def test_a_llama_model_s_picture_of_its_queries_names_torch_s_numbers(llama_lm, 
         j = pair["pair"]
         assert pair["after"] == [close(float(rotated[j])), close(float(rotated[j + half]))]
     assert torch.isfinite(rotated).all()
+
+
+@run_async
+async def test_the_logit_lens_keeps_one_line_a_block_at_80_columns_when_the_answer_is_unlikely(llama_trace):
+    """On a 49,152-token vocabulary the final answer's probability after block 0 reads '8.0e-09%':
+    its column widens and the bar gives up the cells, so no block's row wraps."""
+    import copy
+
+    from rich.cells import cell_len
+
+    from gpt2viz.tui.widgets.pictures import LogitLensTable
+
+    trace = copy.deepcopy(llama_trace)
+    for layer in trace.event("logit_lens")["layers"]:
+        layer["final_prob"] = 8.0e-11
+        layer["final_rank"] = 12345
+    app = make_app(trace=trace)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await steps(app, pilot)
+        screen.go_to(index_of(screen.stages, "logit_lens"))
+        await pilot.pause()
+        table = screen.query_one(LogitLensTable)
+        rows = [line for line in table.content.plain.splitlines() if line.startswith("block")]
+        assert len(rows) == RunFacts.of(trace).n_layer
+        assert all("8.0e-09%" in row and "#12,345" in row and cell_len(row) <= table.size.width for row in rows)

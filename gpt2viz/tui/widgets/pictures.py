@@ -562,7 +562,10 @@ class LogitLensTable(Picture):
         # Block, the lens's top token and its p, then the final choice's rank, bar and p: the bar
         # takes the room left (4 to 16 cells), then the token column gives some up.
         rank_width = max([2, *(len("#" + count(e["final_rank"])) for e in layers if e.get("final_rank") is not None)])
-        fixed = block_width + width + 1 + 7 + 2 + rank_width + 1 + 1 + 7
+        # The final choice's probability: 7 cells, more where a block gives it almost none ('8.0e-09%'
+        # on a 49,152-token vocabulary), the bar giving up the cells so that each block stays one line.
+        p_width = max([7, *(len(percent(e.get("final_prob"))) for e in layers)])
+        fixed = block_width + width + 1 + 7 + 2 + rank_width + 1 + 1 + p_width
         bar_width = max(4, min(16, self.room - fixed))
         width = max(4, min(width, self.room - (fixed - width) - bar_width))
         x = block_width + width + 10
@@ -587,7 +590,7 @@ class LogitLensTable(Picture):
                     f" {percent(e['probs'][0]):>7}  ",
                     fit(f"#{count(rank)}" if rank is not None else "", rank_width) + " ",
                     (bar(prob, bar_width), ".picture--bar"),
-                    f" {percent(prob):>7}",
+                    f" {percent(prob):>{p_width}}",
                 )
             )
         rows.append(Content(""))

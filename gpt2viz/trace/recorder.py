@@ -165,10 +165,12 @@ class Recorder:
 
     # -- rotary positions (LLaMA) ---------------------------------------------------------------
     def _on_hook_q(self, name, q):
-        self._unrotated["q"] = q[0, 0, -1].clone()  # head 0 at the last position: (hd,)
+        if self._llama:  # head 0 at the last position, (hd,): what the rotation turns (GPT-2 has none)
+            self._unrotated["q"] = q[0, 0, -1].clone()
 
     def _on_hook_k(self, name, k):
-        self._unrotated["k"] = k[0, 0, -1].clone()
+        if self._llama:
+            self._unrotated["k"] = k[0, 0, -1].clone()
 
     def _on_hook_rot_q(self, name, q):
         return self._rotation("q", q)

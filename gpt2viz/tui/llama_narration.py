@@ -12,6 +12,7 @@ from __future__ import annotations
 from ..i18n import _, ngettext, plural, say, sentences
 from ..trace import Trace
 from ..trace.notices import notice_text
+from .block_narration import activity_paragraphs, cache_paragraph
 from .facts import (
     RunFacts,
     hook_event,
@@ -21,7 +22,6 @@ from .facts import (
     value_at,
 )
 from .formatting import count, millions, nbytes, num, shape
-from .mlp_narration import activity_paragraphs
 from .stages import Stage
 
 ARROW = " → "
@@ -120,22 +120,7 @@ def _qkv(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key: str):
             b0=num(first["before"][0]), b1=num(first["before"][1]), a0=num(first["after"][0]), a1=num(first["after"][1]),
             last=slow["pair"], slow=num(slow["angle"]),
         ))
-    paragraphs.append(rotary)
-    kv = hook_event(trace, "kv_cache")
-    layer_kv = (kv.get("layers") or [None] * (i + 1))[i] if kv else None
-    numbers = 2 * KVH * f.L * D
-    kv_bytes = layer_kv["k_bytes"] + layer_kv["v_bytes"] if layer_kv else numbers * f.value_bytes
-    heads = ngettext("{n} head", "{n} heads", KVH).format(n=count(KVH))
-    held = ngettext("{n} position", "{n} positions", f.L).format(n=count(f.L))
-    if group > 1:
-        cache = say("llama.qkv.cache", heads=heads, positions=held, D=count(D), numbers=count(numbers),
-                    bytes=nbytes(kv_bytes), group=count(group))
-    else:
-        cache = say("stage.qkv.cache", heads=heads, positions=held, D=count(D), numbers=count(numbers), bytes=nbytes(kv_bytes))
-    if f.past:
-        cache = sentences(cache, say(plural("stage.qkv.decode", f.past), new=shape([1, KVH, f.T, D]), n=count(f.past),
-                                     all=shape([1, KVH, f.L, D])))
-    paragraphs.append(cache)
+    paragraphs += [rotary, cache_paragraph(trace, f, i)]
     formula = "\n".join([
         say("llama.qkv.formula_project"),
         say("llama.qkv.formula_rotate", half=D // 2, theta=f"{c.rope_theta:g}", D=D, last=D // 2 - 1),

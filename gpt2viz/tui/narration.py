@@ -17,6 +17,7 @@ from ..text_safety import token_label
 from ..trace import Trace
 from ..trace.events import LAYER_NORM_STATS
 from ..trace.notices import notice_text
+from .block_narration import activity_paragraphs, cache_paragraph
 from .facts import (
     RunFacts,
     StepChoice,
@@ -36,7 +37,6 @@ from .facts import (
 )
 from .formatting import clip, count, millions, nbytes, num, percent, quote, shape
 from .llama_narration import WRITERS as LLAMA_WRITERS
-from .mlp_narration import activity_paragraphs
 from .model_files_narration import model_files_words
 from .stages import Stage
 
@@ -217,21 +217,9 @@ def _qkv(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key: str):
     i = stage.layer
     C, H, D = f.n_embd, f.n_head, f.head_dim
     head_shape = shape_of(trace, "attn.hook_q", i, [1, H, f.T, D])
-    kv = hook_event(trace, "kv_cache")
-    layer_kv = (kv.get("layers") or [None] * (i + 1))[i] if kv else None
-    # What this layer's cache holds after the pass: every position its queries saw (f.L: on a
-    # decode step the cached ones and the new one), keys and values of every head.
-    numbers = 2 * H * f.L * D
-    kv_bytes = layer_kv["k_bytes"] + layer_kv["v_bytes"] if layer_kv else numbers * f.value_bytes
     heads = ngettext("{n} head", "{n} heads", H).format(n=count(H))
-    held = ngettext("{n} position", "{n} positions", f.L).format(n=count(f.L))
-    cache = say("stage.qkv.cache", heads=heads, positions=held, D=count(D), numbers=count(numbers), bytes=nbytes(kv_bytes))
     positions = ngettext("{n} position", "{n} positions", f.T).format(n=count(f.T))
-    if f.past:
-        decode = say(
-            plural("stage.qkv.decode", f.past), new=shape([1, H, f.T, D]), n=count(f.past), all=shape([1, H, f.L, D])
-        )
-        cache = sentences(cache, decode)
+    cache = cache_paragraph(trace, f, i)
     paragraphs = [
         say("stage.qkv.project", C=count(C), C3=count(3 * C), params=count(p.c_attn)),
         say("stage.qkv.heads", H=count(H), D=count(D), C=count(C)),

@@ -145,3 +145,19 @@ async def test_every_tab_scrolls_from_the_keyboard_at_80_columns(llama_lm):
         await pilot.press("down")
         await pilot.pause()
         assert screen.query_one("#dla-pane").scroll_y > 0
+
+
+@run_async
+async def test_the_detector_runs_once_however_the_tab_is_reached(llama_lm):
+    """`3` both shows the tab and activates it: one job, and none again on coming back."""
+    app = make_app(lm=llama_lm)
+    calls = []
+    detect = app.session.detect_heads
+    app.session.detect_heads = lambda *args, **kwargs: calls.append(1) or detect(*args, **kwargs)
+    async with app.run_test(size=SIZE) as pilot:
+        await open_heads(app, pilot)
+        for key in ("1", "3", "tab", "3"):
+            await pilot.press(key)
+            await pilot.pause()
+        await app.workers.wait_for_complete()
+        assert calls == [1]

@@ -79,7 +79,7 @@ TEXT = {
     "lab.precision.one_format": (
         "不管文件里存的是什么格式，这个模型的权重在加载时都会变成 float32（模型文件阶段说明了怎么变："
         "SmolLM2 的文件存的是 4 位的块）。LLaMA 系列模型目前只能以 float32 加载，所以这里没有别的数值格式可比："
-        "这个实验在 GPT-2 模型上运行（自带的模型，或 hub 上的任何一个）。"
+        "这个实验在 GPT-2 模型上运行（自带的模型，或 Hugging Face hub 上的任何一个）。"
     ),
     "lab.precision.row": "{format}：每个 token {ms} ms，每步读取 {read}，有效带宽 {gb_s} GB/s。",
     "lab.precision.row_ratio": "{format}：每个 token {ms} ms（float32 的 {ratio} 倍），每步读取 {read}，有效带宽 {gb_s} GB/s。",

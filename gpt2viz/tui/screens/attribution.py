@@ -180,6 +180,7 @@ class AttributionScreen(AppScreen[None]):
         self.stopped = False  # the last run was stopped before it finished
         self.progress: tuple[int, int] | None = None  # patched runs done and to do, once known
         self.head_scores = None  # gpt2viz.head_detector.HeadScores, once the detector has run
+        self.detecting = False  # the detector's job is under way (it runs once a screen)
         self.job = 0  # the grid on show in the heads tab (HEAD_JOBS)
         self.failure: str | None = None  # why the attribution could not run, if it could not
 
@@ -254,7 +255,8 @@ class AttributionScreen(AppScreen[None]):
         return True
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
-        if self.shown == "heads" and self.head_scores is None:  # reached by a click or tab: the detector runs
+        if self.shown == "heads" and self.head_scores is None and not self.detecting:  # by key, click or tab
+            self.detecting = True
             self.session.detect_heads(self, on_result=self._detected, on_error=self._failed)
         self.refresh_bindings()
         self._status()
@@ -270,9 +272,7 @@ class AttributionScreen(AppScreen[None]):
 
     # -- actions -----------------------------------------------------------------------------
     def action_show(self, name: str) -> None:
-        self.query_one(TabbedContent).active = f"attr-{name}"
-        if name == "heads" and self.head_scores is None:
-            self.session.detect_heads(self, on_result=self._detected, on_error=self._failed)
+        self.query_one(TabbedContent).active = f"attr-{name}"  # the heads tab: its activation runs the detector
         if name == "patch" and not self.running:
             self.query_one(Input).focus()  # typing the corrupted prompt comes first
 
@@ -354,13 +354,13 @@ class AttributionScreen(AppScreen[None]):
         self._ended()
 
     def _detected(self, scores) -> None:
-        self.head_scores = scores
+        self.head_scores, self.detecting = scores, False
         self._draw_heads()
         self._status()
 
     def _failed(self, text: str, code: int) -> None:
         self.notify(text, title=_("The run failed"), severity="error", markup=False)
-        self.failure = text
+        self.failure, self.detecting = text, False
         if self.running:
             self._ended()
         self._status()

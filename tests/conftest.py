@@ -8,6 +8,7 @@ checkpoint copy or rewrite one into their own `tmp_path`.
 from __future__ import annotations
 
 import atexit
+import gc
 import os
 import shutil
 import sys
@@ -88,6 +89,15 @@ def pytest_collection_modifyitems(items) -> None:
             "kernels_once"
         ) is None:
             item.add_marker(pytest.mark.kernels)
+
+
+def pytest_collection_finish(session) -> None:
+    """What is in memory once every test module is imported (torch, transformers, Textual, the
+    tests) lives until the end: frozen, Python's collector stops walking it at every full
+    collection. Measured: an app's start and ten keys at 120 x 40, 0.46 CPU-s before, 0.41 after
+    (docs/testing.md). No test's objects are frozen (this runs before the first test)."""
+    gc.collect()
+    gc.freeze()
 
 
 class Checkpoints:

@@ -135,15 +135,16 @@ def test_the_bundled_models_quality_on_held_out_text():
     reference = gpt2viz.load_model("tiny")
     text = (reference.source.path / "heldout.txt").read_text(encoding="utf-8")
     ids = reference.tokenizer.encode(text)[:1024]
-    same = heldout(reference, reference, ids)
+    same = heldout(reference, reference, ids[:256])  # one window: a model against itself
     assert same.agreement.max_abs_dlogit == 0 and same.agreement.top1_agreement == 1 and same.perplexity == same.reference_perplexity
     int8 = heldout(gpt2viz.load_model("tiny", dtype="int8"), reference, ids)
-    assert int8.predictions == 1020 and int8.reference_perplexity == same.perplexity
+    assert int8.predictions == 1020
     assert int8.perplexity / int8.reference_perplexity - 1 < 0.03
     # 8-bit inputs (VNNI) measured 97.8 % top-1 agreement; 7-bit ones (fbgemm's AVX2 kernel) 97.0 %
     # (96.8 % with torch's AVX2 kernels as well), perplexity 0.2 % and 0.4 % above float32's.
     assert int8.agreement.top1_agreement >= (0.96 if I8.int8_inputs_reduced() else 0.97)
     fp16 = heldout(gpt2viz.load_model("tiny", dtype="float16"), reference, ids)
+    assert fp16.reference_perplexity == int8.reference_perplexity  # float32 measured the same way twice
     assert abs(fp16.perplexity / fp16.reference_perplexity - 1) < 0.005
 
 

@@ -21,6 +21,7 @@ sys.path.insert(0, str(ROOT))
 from gpt2viz.cli import parse_args  # noqa: E402
 from gpt2viz.options import DEFAULT_PROMPT  # noqa: E402
 from gpt2viz.tui.app import make_app  # noqa: E402
+from gpt2viz.tui.screens.lesson_menu import LessonMenu  # noqa: E402
 from gpt2viz.tui.screens.step import StepScreen  # noqa: E402
 from gpt2viz.tui.stages import index_of  # noqa: E402
 
@@ -45,6 +46,8 @@ async def take(app, out: Path, size: tuple[int, int]) -> list[Path]:
         for _ in range(600):
             await app.workers.wait_for_complete()
             await pilot.pause()
+            if isinstance(app.screen, LessonMenu):  # offered at a first start: "not now" (escape),
+                await pilot.press("escape")  # which leaves the user's choice of the menu as it was
             if isinstance(app.screen, StepScreen):
                 break
         else:

@@ -174,6 +174,9 @@ class Session:
         self.changes: list[dict] | None = None  # what they did to the prediction
         self.verification = None  # gpt2viz.verify.Verification, once checked
         self.lab_result = None  # what the cost lab measured (or a replayed trace recorded)
+        # What the attribution screen worked out for a trace (its AttributionKept), for the next
+        # time it opens on the same trace: a patching run is minutes of work on a large model.
+        self.attribution_kept = None
         self.downloading = False  # a hub download is under way
         self.lesson = None  # the lesson under way (tui/lesson_run.py): --lesson, or the palette's
         if self.options.lesson is not None:

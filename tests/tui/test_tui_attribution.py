@@ -26,7 +26,7 @@ from gpt2viz.tui.screens.attribution import AttributionScreen
 from gpt2viz.tui.screens.generation import GenerationScreen
 from gpt2viz.tui.screens.step import StepScreen
 from gpt2viz.tui.widgets.contribution_grid import ContributionGrid, GridData
-from gpt2viz.tui.widgets.heatmap import Heatmap
+from gpt2viz.tui.widgets.heatmap import Heatmap, HeatmapData
 from gpt2viz.tui.widgets.strip_widget import Prose, StripWidget
 from gpt2viz.tui.widgets.laid import Laid
 from tui_helpers import TINY_TRACE, run_async, screen_text
@@ -169,6 +169,70 @@ async def test_patching_a_prompt_of_the_same_length_shows_the_restored_shares(bu
         assert f"is {num(expected.clean_diff)} in the clean run and {num(expected.corrupted_diff)} in the corrupted" in words
         assert "The strongest cell is block 4 at position 3 ('␣life'): 1.34." in words
         assert not screen.query_one("#attr-progress").display
+
+
+@run_async
+async def test_what_was_worked_out_is_there_again_after_escape(bundled):
+    """A learner's walk: escape after a patching run, w again, and the result was gone (a minute of
+    work on SmolLM2). Kept on the session for the same pass; a new pass starts afresh."""
+    app = make_app(lm=bundled)
+    jobs = []
+    for name in ("attribute", "patch", "detect_heads"):
+        job = getattr(app.session, name)
+        setattr(app.session, name, lambda *args, _name=name, _job=job, **kwargs: jobs.append(_name) or _job(*args, **kwargs))
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_attribution(pilot)
+        await patch(pilot, screen, "The meaning of love is")
+        await pilot.press("3")
+        await wait_for(pilot, lambda: screen.head_scores is not None)
+        screen.query_one(Input).value = "The meaning of work is"  # typed, not run
+        shown = strip_text(screen.query_one(Heatmap), 76)
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: isinstance(app.screen, StepScreen))
+        assert jobs == ["attribute", "patch", "detect_heads"]
+        await pilot.press("w")
+        await wait_for(pilot, lambda: isinstance(app.screen, AttributionScreen))
+        again = app.screen
+        assert again is not screen and again.patch is screen.patch and again.head_scores is screen.head_scores
+        assert again.attributions == screen.attributions and again.query_one(Input).value == "The meaning of work is"
+        await pilot.press("2")
+        assert strip_text(again.query_one(Heatmap), 76) == shown and "1.34" in shown
+        assert jobs == ["attribute", "patch", "detect_heads"]  # nothing ran again
+        await pilot.press("escape", "escape")  # out of the box (2 puts the cursor there), then back
+        await wait_for(pilot, lambda: isinstance(app.screen, StepScreen))
+        app.session.attribution_kept.trace = load(TINY_TRACE)  # kept for another pass than the one on show
+        await pilot.press("w")
+        await wait_for(pilot, lambda: isinstance(app.screen, AttributionScreen) and app.screen.attributions[0] is not None)
+        assert app.screen.patch is None and app.screen.query_one(Input).value == CORRUPTED
+        assert jobs == ["attribute", "patch", "detect_heads", "attribute"]
+
+
+@run_async
+async def test_a_long_prompt_s_patching_grid_names_its_positions_tokens_below_it():
+    """At 80 x 24, 16 positions leave cells too narrow for their tokens: a line under the grid
+    names each position's token (the walk found none past ~12 positions), and the position
+    numbers stand over their cells' right edge, as the values do."""
+    from textual.app import App
+
+    tokens = ["ROM", "EO", ":", "␣What", "␣say", "␣you", "␣to", "␣my", "␣love", ",", "␣fair", "␣lady", "?", "␣I", "␣pray", "␣me"]
+    values = [[((b * 7 + p * 3) % 11 - 5) / 5 for p in range(len(tokens))] for b in range(7)]
+    app = App()
+    async with app.run_test(size=(80, 24)):
+        heatmap = Heatmap()
+        await app.mount(heatmap)
+        heatmap.show(HeatmapData(values=values, row_labels=[], col_labels=tokens, signed=True, scale=1.0, pool_rows=False))
+        narrow = strip_text(heatmap, 76)
+        heatmap.show(HeatmapData(values=[row[:5] for row in values], row_labels=[], col_labels=tokens[:5], signed=True,
+                                 scale=1.0, pool_rows=False))
+        wide = strip_text(heatmap, 76).splitlines()
+    key = " ".join(narrow[narrow.index("Positions:"):].split())
+    assert "0:'ROM' 1:'EO' 2:':' 3:'␣What'" in key and "15:'␣me'" in key
+    assert "Positions:" not in "\n".join(wide)  # the tokens stand over their columns
+    # Each position number ends where its column's token and value end.
+    labels, axis, row = wide[0], wide[1], wide[2]
+    for token, number in zip(tokens[:5], range(5)):
+        end = labels.index(token) + len(token)
+        assert axis[:end].endswith(str(number)) and row[end - 1] != " ", (token, axis, row)
 
 
 @run_async

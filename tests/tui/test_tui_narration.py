@@ -138,9 +138,9 @@ def test_the_heads_sentence_counts_what_the_patterns_show(ckpts, model):
     traces = [trace_prompt(lm, ids[:1]), trace_prompt(lm, ids[:3]), trace_prompt(lm, ids[:9])]
     traces += [trace_decode_step(lm, ids[:n]) for n in (2, 9, len(ids))]
     numbers = re.compile(
-        r"to itself in ([\d,]+) of the ([\d,]+) heads, to position 0 \(.*?\) in ([\d,]+) and to another "
-        r"position in ([\d,]+)(?:; in the other ([\d,]+) no position gets half \(spread evenly, each of the "
-        r"([\d,]+) positions would get ([^)]+)\))?\."
+        r"Of the ([\d,]+) heads, ([\d,]+) give more than half of the last position's weight \(.*?\) to that "
+        r"position itself, ([\d,]+) to position 0 \(.*?\)(?: and|,) ([\d,]+) to another position(?:, and ([\d,]+) "
+        r"to no position \(spread evenly, each of the ([\d,]+) positions would get ([^)]+)\))?\."
     )
     for trace in traces:
         f = RunFacts.of(trace)
@@ -157,7 +157,7 @@ def test_the_heads_sentence_counts_what_the_patterns_show(ckpts, model):
                 continue
             found = numbers.search(text)
             assert found, text
-            on_self, heads, on_first, elsewhere = (int(g.replace(",", "")) for g in found.groups()[:4])
+            heads, on_self, on_first, elsewhere = (int(g.replace(",", "")) for g in found.groups()[:4])
             assert heads == f.n_head
             assert on_self == sum(1 for row in rows if row[f.L - 1] > 0.5)
             assert on_first == sum(1 for row in rows if row[0] > 0.5)
@@ -341,7 +341,7 @@ def test_heads_parked_on_the_first_token_are_called_an_attention_sink(tiny_trace
     for rows in pattern["heads"]:  # every head: the last query's weight all on position 0
         rows[-1] = [1.0] + [0.0] * (len(rows[-1]) - 1)
     words = narrate(trace, Stage("heads", 0), generate_key="g").text
-    assert "an attention sink" in words and f"to position 0 ({quote_first(trace)}) in {len(pattern['heads'])}" in words
+    assert "an attention sink" in words and f"{len(pattern['heads'])} to position 0 ({quote_first(trace)})" in words
 
 
 def quote_first(trace) -> str:

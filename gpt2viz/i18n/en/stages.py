@@ -191,13 +191,13 @@ TEXT = {
         "spread it (spread evenly, each of the {L} positions would get {uniform})."
     ),
     "stage.heads.focus": (
-        "The last position ({token}) gives more than half of its weight to itself in {on_self} of the {H} "
-        "heads, to position 0 ({first}) in {on_first} and to another position in {elsewhere}."
+        "Of the {H} heads, {on_self} give more than half of the last position's weight ({token}) to that "
+        "position itself, {on_first} to position 0 ({first}) and {elsewhere} to another position."
     ),
     "stage.heads.focus_spread": (
-        "The last position ({token}) gives more than half of its weight to itself in {on_self} of the {H} "
-        "heads, to position 0 ({first}) in {on_first} and to another position in {elsewhere}; in the other "
-        "{spread} no position gets half (spread evenly, each of the {L} positions would get {uniform})."
+        "Of the {H} heads, {on_self} give more than half of the last position's weight ({token}) to that "
+        "position itself, {on_first} to position 0 ({first}), {elsewhere} to another position, and {spread} "
+        "to no position (spread evenly, each of the {L} positions would get {uniform})."
     ),
     "stage.heads.sink": (
         "Position 0 ({first}) is no answer here: it is where a head with nothing useful to read puts its "

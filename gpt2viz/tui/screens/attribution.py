@@ -10,7 +10,8 @@ run: `w` says so in one line.
 
 from __future__ import annotations
 
-from typing import Callable
+from dataclasses import dataclass
+from typing import Any, Callable
 
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -99,6 +100,18 @@ def open_attribution(screen) -> None:
     screen.app.push_screen(AttributionScreen(screen.session, screen.trace))
 
 
+@dataclass
+class AttributionKept:
+    """What the screen worked out for `trace`, kept on the session when it leaves and shown again
+    when it opens on the same trace: escape no longer throws a patching run away."""
+
+    trace: Trace
+    attributions: list[Attribution | None]
+    patch: PatchRun | None
+    corrupted: str  # the corrupted prompt as typed
+    head_scores: Any  # gpt2viz.head_detector.HeadScores, or None
+
+
 class AttributionScreen(AppScreen[None]):
     """Two tabs over one pass of the session's model: the attribution of its final token, and patching."""
 
@@ -183,6 +196,11 @@ class AttributionScreen(AppScreen[None]):
         self.detecting = False  # the detector's job is under way (it runs once a screen)
         self.job = 0  # the grid on show in the heads tab (HEAD_JOBS)
         self.failure: str | None = None  # why the attribution could not run, if it could not
+        self.corrupted = default_corruption(trace.prompt, self.lm.encode_prompt)
+        kept = session.attribution_kept
+        if isinstance(kept, AttributionKept) and kept.trace is trace:  # opened before on this pass
+            self.attributions, self.patch, self.head_scores = list(kept.attributions), kept.patch, kept.head_scores
+            self.corrupted = kept.corrupted
 
     def compose(self) -> ComposeResult:
         yield TopBar(id="top-bar")
@@ -197,7 +215,7 @@ class AttributionScreen(AppScreen[None]):
             with TabPane(_(TITLES["patch"]), id="attr-patch"):
                 with Horizontal(id="patch-row"):
                     yield Static(id="patch-label")
-                    yield FieldInput(default_corruption(self.trace.prompt, self.lm.encode_prompt), id="patch-input", compact=True)
+                    yield FieldInput(self.corrupted, id="patch-input", compact=True)
                 yield Static(id="patch-message", markup=False)
                 with VerticalScroll(id="patch-pane", classes="attr-pane"):
                     with Vertical(classes="attr-picture"):
@@ -217,7 +235,7 @@ class AttributionScreen(AppScreen[None]):
 
     def on_mount(self) -> None:
         self.redraw_language()
-        if self.candidates:
+        if self.candidates and any(a is None for a in self.attributions):
             self.session.attribute(
                 self, self.ids, [c.token_id for c in self.candidates], on_each=self._attributed, on_error=self._failed
             )
@@ -282,7 +300,15 @@ class AttributionScreen(AppScreen[None]):
 
     def action_back(self) -> None:
         self.session.jobs.cancel(self)
+        self._keep()
         self.close()
+
+    def _keep(self) -> None:
+        """What this screen has worked out, for the next time it opens on this trace (a run still
+        going is cancelled: its result is not kept)."""
+        self.session.attribution_kept = AttributionKept(
+            self.trace, list(self.attributions), self.patch, self.query_one(Input).value, self.head_scores
+        )
 
     def action_next_token(self) -> None:
         self.choice = (self.choice + 1) % len(self.candidates)

@@ -16,7 +16,7 @@ from rich.style import Style
 from textual.strip import Strip
 
 from ...i18n import _, ngettext
-from ..formatting import cell_value, fit, num
+from ..formatting import cell_value, fit, num, quote
 from ..palette import LEVELS, Palette, diverging, sequential
 from .strip_widget import StripWidget, fit_strip, text_strips
 
@@ -207,8 +207,13 @@ class Heatmap(StripWidget):
                         segments.append(Segment(text, palette.cell_styles[level]))
                 lines.append(Strip(segments).simplify())
         lines.append(Strip.blank(1, base))
-        lines.extend(fit_strip(self._legend(layout, palette, scale, base, axis_style, masked_style), width))
         indent = layout.label_width + 1
+        if d.col_labels and not d.row_labels and not (layout.col_labels and cw >= 5) and layout.pooled == 1:
+            # Columns too narrow for their tokens, and no row says them either (a patching grid's
+            # rows are blocks): each position's token under the picture, numbered as on the axis.
+            key = "  ".join(f"{pos}:{quote(label)}" for pos, label in zip(d.col_positions, d.col_labels))
+            lines.extend(text_strips(_("Positions: {positions}").format(positions=key), width, label_style, indent))
+        lines.extend(fit_strip(self._legend(layout, palette, scale, base, axis_style, masked_style), width))
         if layout.pooled > 1:
             if d.pool_rows:
                 note = _("each cell averages a block of {n} × {n} positions")
@@ -238,13 +243,15 @@ class Heatmap(StripWidget):
         return fit(str(pos), layout.label_width, "right")
 
     def _axis(self, layout: _Layout) -> str:
-        """Column positions, written where they fit."""
+        """Column positions, written where they fit: right-aligned over the cell's value and token
+        label (a cell's last character is the space between cells), at its start where the number
+        is wider than that."""
         cw = layout.cell_width
         chars = [" "] * (len(layout.col_positions) * cw)
         free_from = 0
         for j, pos in enumerate(layout.col_positions):
             text = str(pos)
-            x = j * cw
+            x = j * cw + max(0, cw - 1 - len(text)) if cw > 1 else j * cw
             if x >= free_from and x + len(text) <= len(chars):
                 chars[x : x + len(text)] = text
                 free_from = x + len(text) + 1

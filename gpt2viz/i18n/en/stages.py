@@ -124,6 +124,12 @@ TEXT = {
         "The keys and values are what the KV cache keeps for later tokens: for this layer 2 × {heads} × "
         "{positions} × {D} = {numbers} numbers, {bytes}. Queries are used once and never cached."
     ),
+    # What the cache allocated (its side-panel line "reserved"): {room} positions of every layer.
+    "stage.qkv.reserve": (
+        "The cache is allocated ahead, so that a step rarely asks for memory: here room for {room} "
+        "positions in every layer, {reserved} in all. A generation reserves its prompt and the tokens it "
+        "will add at once; a pass on its own, a first {chunk} positions, more as it needs them."
+    ),
     # One of these two, by the number ({n}) of cached positions.
     "stage.qkv.decode.one": (
         "In this decode step the new position's k and v, {new}, are appended to the {n} cached one: "

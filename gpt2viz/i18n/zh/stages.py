@@ -111,6 +111,10 @@ TEXT = {
         "KV cache 为后面的 token 保存的正是这些键和值：这一层是 2 × {heads} × {positions} × {D} = "
         "{numbers} 个数，{bytes}。查询只用一次，从不缓存。"
     ),
+    "stage.qkv.reserve": (
+        "KV cache 是预先分配的，这样每一步很少需要再申请内存：这里每一层有 {room} 个位置的空间，共 {reserved}。"
+        "生成会一次预留提示词和将要生成的 token；单独的一次前向传播先预留 {chunk} 个位置，不够时再增加。"
+    ),
     # 按已缓存的位置数（{n}）选用其一（中文两种写法相同）。
     "stage.qkv.decode.one": (
         "在这次 decode 步中，新位置的 k 和 v（{new}）被追加到 {n} 个已缓存位置的 k 和 v 后面："

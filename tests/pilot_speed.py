@@ -43,6 +43,7 @@ def install() -> None:
     for name in (*PENDING, "_message_queue"):
         assert hasattr(screen, name), f"Screen.{name} is gone: see tests/pilot_speed.py"
     assert hasattr(App(), "_resize_event"), "App._resize_event is gone: see tests/pilot_speed.py"
+    assert hasattr(App(), "_exception"), "App._exception is gone: see tests/pilot_speed.py"
     wait.SLEEP_GRANULARITY = STEP
     wait.SLEEP_IDLE = IDLE
 
@@ -64,12 +65,22 @@ def install() -> None:
                 return
             await pause(pilot)
 
+    def alive(pilot: Pilot) -> None:
+        """An app that raised is done: a press or pause on it waited up to 30 s each (Pilot's wait
+        for the screen, which nothing answers any more), so a test polling a condition in a loop
+        hung for hours instead of failing with the app's error."""
+        error = pilot.app._exception
+        if error is not None:
+            raise AssertionError(f"the app raised {error!r}") from error
+
     async def settling_press(self: Pilot, *keys: str) -> None:
+        alive(self)
         await press(self, *keys)
         if keys:
             await settle(self)
 
     async def settling_pause(self: Pilot, delay: float | None = None) -> None:
+        alive(self)
         await pause(self, delay)
         await settle(self)
 

@@ -284,9 +284,10 @@ def heads_text(scores, trace, tokens: list[str], key: str) -> str:
     """The tab's words: how heads are scored, what each job found (or that none does it), and the
     attention sink of this pass; `key` shows the next job's grid."""
     n = (scores.tokens.numel() - 1) // 2
+    layer, head, _score = scores.top("induction", 1)[0]  # the name explained on a head of this model
     paragraphs = [say(
         "attribution.heads.intro", n=count(n), T=count(scores.tokens.numel()), best=num(scores.best["induction"], 2),
-        chance=num(scores.chance["induction"], 2), key=key,
+        chance=num(scores.chance["induction"], 2), key=key, name=head_name(layer, head), layer=layer, head=head,
     )]
     for job in HEAD_JOBS[:3]:
         found = scores.found(job)[:3]

@@ -14,6 +14,7 @@ from gpt2viz.tui.app import make_app
 from gpt2viz.tui.attribution_narration import head_name, sink_shares
 from gpt2viz.tui.formatting import num
 from gpt2viz.tui.session import detector_tokens
+from gpt2viz.tui.widgets.strip_widget import Prose
 
 SIZE = (120, 40)
 
@@ -49,8 +50,11 @@ async def test_the_heads_tab_says_what_the_detector_measured_on_a_llama_model(ll
         scores = expected_scores(llama_lm)
         for job in ("induction", "previous_token", "duplicate_token"):
             assert torch.allclose(screen.head_scores.scores[job], scores.scores[job], atol=1e-6)
-        text = " ".join(screen_text(app).split())
+        # What is on screen, and the tab's words whole (their end may be scrolled below).
+        text = " ".join((screen_text(app) + " " + screen.query_one("#heads-words", Prose).text).split())
         assert "induction scores, block × head" in text
+        layer, head, _score = scores.top("induction", 1)[0]
+        assert f"{head_name(layer, head)} is head {head} of block {layer}." in text  # the names explained
         for job in ("induction", "previous token", "duplicate token"):
             found = scores.found(job.replace(" ", "_"))
             if found:

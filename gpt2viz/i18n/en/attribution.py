@@ -17,7 +17,8 @@ TEXT = {
         "the position just before. Duplicate token: an earlier copy of the same token. Induction: the token "
         "that came after that copy, which is how a model continues a sequence it has seen. A head that did "
         "the induction job perfectly would score {best} here; one spreading its attention evenly, {chance}. "
-        "{key} shows the next grid."
+        "Heads are named as TransformerLens names them: {name} is head {head} of block {layer}. {key} shows "
+        "the next grid."
     ),
     "attribution.heads.found": "{job}: {heads} (a perfect head: {best}; spread evenly: {chance}).",
     "attribution.heads.none": (

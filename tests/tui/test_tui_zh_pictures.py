@@ -21,7 +21,7 @@ from gpt2viz.i18n import _, set_language
 from gpt2viz.trace import load, trace_prompt
 from gpt2viz.trace.recorder import trace_decode_step
 from gpt2viz.tui.app import make_app
-from gpt2viz.tui.formatting import percent
+from gpt2viz.tui.formatting import percent, quote
 from gpt2viz.tui.lab_narration import machine_text, precision_text
 from gpt2viz.tui.screens.cost_lab import RECORD_COMMAND, CostLabScreen, LabPlot
 from gpt2viz.tui.screens.step import StepScreen
@@ -211,7 +211,7 @@ def test_table_headers_stand_over_their_columns(tiny_trace, language):
     rows = lines_of(TopTokens(), tiny_trace, Stage("lm_head"))
     last = tiny_trace.event("unembed.hook_out")["positions"][-1]
     for line, tok, token_id in zip(rows[2:], last["tokens"], last["ids"]):
-        assert start(rows[1], _("token")) == start(line, tok)
+        assert start(rows[1], _("token")) == start(line, quote(tok))  # quoted, as sentences quote tokens
         assert end(rows[1], _("id"), last=True) == cell_len(line.rstrip()) == end(line, str(token_id), last=True)
         assert end(rows[1], _("logit")) == field_ends(line)[-2]
 

@@ -12,7 +12,7 @@ from textual.content import Content
 from ...i18n import N_, _, ngettext
 from ...text_safety import token_label
 from ...trace import Trace
-from ..formatting import clip, count, fit, num, num_in, percent, shape, shown_positions
+from ..formatting import clip, count, fit, num, num_in, percent, quote, shape, shown_positions
 from ...trace.events import LAYER_NORM_STATS, RMS_NORM_STATS
 from ..facts import RunFacts, StepChoice, final_choice, untrained, hook_event, layer_norm_event, lens_event, lens_first_top, shape_of
 from ..stages import Stage
@@ -465,7 +465,8 @@ class TopTokens(Picture):
             return Content(_("no logits in this trace"))
         last = positions[-1]
         T = len(trace.tokens)
-        width = max(8, min(18, max(cell_len(t) for t in [_("token"), *last["tokens"]])))
+        # Tokens quoted, as the sentences quote them: a bare '-' or '.' in a column read as "none".
+        width = max(8, min(18, max([cell_len(_("token"))] + [cell_len(quote(t)) for t in last["tokens"]])))
         n = len(last["ids"])
         header = ngettext(
             "Top {n} next token after position {position} {token}", "Top {n} next tokens after position {position} {token}", n
@@ -502,7 +503,7 @@ class TopTokens(Picture):
             rows.append(
                 Content.assemble(
                     (f"{r:>3} ", ".picture--dim"),
-                    (fit(token_label(tok), width), NEW if r == 1 else ".picture--token"),
+                    (fit(quote(tok), width), NEW if r == 1 else ".picture--token"),
                     "  ",
                     (bar((prob or 0) / top_p, bar_width), ".picture--bar"),
                     f" {percent(prob):>7}  {num(logit):>8}" + (f"  {tid:>6}" if show_id else ""),
@@ -516,7 +517,7 @@ class TopTokens(Picture):
             ]
             digits = len(str(trace.past + T - 1))
             # Position and token, its guess and the guess's probability, the actual next token.
-            tw = max(4, min(token_column_width(trace, 12), (self.room - digits - 1 - 2 - 1 - 7 - 3) // 3))
+            tw = max(4, min(token_column_width(trace, 12) + 2, (self.room - digits - 1 - 2 - 1 - 7 - 3) // 3))
             x = digits + 1 + tw + 2
             rows += header_lines(
                 [
@@ -539,9 +540,9 @@ class TopTokens(Picture):
                     Content.assemble(
                         *self.label(trace, p, tw),
                         "  ",
-                        (fit(token_label(guess["tokens"][0]), tw), ".picture--token"),
+                        (fit(quote(guess["tokens"][0]), tw), ".picture--token"),
                         f" {percent(guess['probs'][0]):>7}   ",
-                        (fit(token_label(trace.tokens[p + 1]["text"]), max(1, self.room - x - tw - 11)).rstrip(), ".picture--token"),
+                        (fit(quote(trace.tokens[p + 1]["text"]), max(1, self.room - x - tw - 11)).rstrip(), ".picture--token"),
                     )
                 )
         return lines(rows)

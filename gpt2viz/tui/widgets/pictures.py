@@ -517,6 +517,7 @@ class TopTokens(Picture):
             ]
             digits = len(str(trace.past + T - 1))
             # Position and token, its guess and the guess's probability, the actual next token.
+            # (+2: the guesses and the next tokens are quoted)
             tw = max(4, min(token_column_width(trace, 12) + 2, (self.room - digits - 1 - 2 - 1 - 7 - 3) // 3))
             x = digits + 1 + tw + 2
             rows += header_lines(

@@ -72,6 +72,7 @@ class Tokenizer:
         self.eos_id: int | None = eos
         self._special = {t.content for t in tokenizer.get_added_tokens_decoder().values()}
         self.record: TokenizerRecord | None = None  # what its files held (model/files.py), once loaded from them
+        self._shown: dict[int, str] = {}  # display()'s answers: a trace shows the same tokens many times
 
     @classmethod
     def from_dir(cls, directory: str | Path, vocab_size: int | None = None) -> "Tokenizer":
@@ -158,9 +159,13 @@ class Tokenizer:
             return stored.encode("utf-8")
 
     def display(self, token_id: int) -> str:
-        """The token as a person should see it: '␣not', '↵', 'caf\\xc3' for half a character."""
-        raw = self.token_bytes(token_id)
-        return visible_text(raw.decode("utf-8", errors="backslashreplace"))
+        """The token as a person should see it: '␣not', '↵', 'caf\\xc3' for half a character.
+        Remembered per id: a generation's candidates (up to 1,000 a step) were 44 % of its trace's time."""
+        shown = self._shown.get(token_id)
+        if shown is None:
+            raw = self.token_bytes(token_id)
+            shown = self._shown[token_id] = visible_text(raw.decode("utf-8", errors="backslashreplace"))
+        return shown
 
 
 def tokenizer_files(directory: str | Path) -> list[Path]:

@@ -144,6 +144,14 @@ def _quiet(monkeypatch):
     monkeypatch.setattr(choice, "others_share", lambda before, after: 0.0)
 
 
+def _quiet_and_timed_at_once(monkeypatch):
+    """Quiet, and every measurement a tie: for the tests of the cache file, where the real timing
+    (1-2 s of a distilgpt2 load) adds nothing. The measured_cache fixture and
+    test_a_left_out_entry_is_measured_again_and_rewritten time the products for real."""
+    _quiet(monkeypatch)
+    monkeypatch.setattr(choice, "_time_both", lambda layer, product, n_rows: (100.0, 100.0))
+
+
 def test_a_model_gets_the_kernels_chosen_and_the_next_load_measures_nothing(monkeypatch, cache_dir, ckpts, two_threads):
     _quiet(monkeypatch)
     monkeypatch.setattr(choice, "_same_digits", lambda weight, bias: True)
@@ -197,7 +205,7 @@ def test_a_measurement_on_a_busy_machine_is_kept_marked_and_measured_again_once_
 @pytest.mark.kernels_once  # the choice's cache file and trace checks: the same on every CPU kind
 @pytest.mark.parametrize("content", ["{not json", '{"version": 1, "cpus": {"k": {"x": {"bogus": 1}}}}', '[1, 2]', ""])
 def test_a_damaged_cache_is_measured_again_and_replaced(monkeypatch, cache_dir, ckpts, two_threads, content):
-    _quiet(monkeypatch)
+    _quiet_and_timed_at_once(monkeypatch)
     cache_dir.mkdir(parents=True)
     (cache_dir / "kernels.json").write_text(content)
     lm = gpt2viz.load_model(str(ckpts.path("distilgpt2")))
@@ -208,7 +216,7 @@ def test_a_damaged_cache_is_measured_again_and_replaced(monkeypatch, cache_dir, 
 
 @pytest.mark.kernels_once  # the choice's cache file and trace checks: the same on every CPU kind
 def test_a_cache_that_cannot_be_written_leaves_loading_alone(monkeypatch, tmp_path, ckpts, two_threads):
-    _quiet(monkeypatch)
+    _quiet_and_timed_at_once(monkeypatch)
     (tmp_path / "file").write_text("in the way")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "file"))  # a file where the directory goes
     lm = gpt2viz.load_model(str(ckpts.path("distilgpt2")))
@@ -323,7 +331,7 @@ def test_a_left_out_entry_is_measured_again_and_rewritten(monkeypatch, cache_dir
 @pytest.mark.kernels_once  # the choice's cache file and trace checks: the same on every CPU kind
 @pytest.mark.parametrize("content", ["[" * 200_000, '{"version": 1, "cpus": [1]}', '{"version": 1, "cpus": {"k": 3}}'])
 def test_a_cache_file_of_any_shape_is_measured_again(monkeypatch, cache_dir, ckpts, two_threads, content):
-    _quiet(monkeypatch)
+    _quiet_and_timed_at_once(monkeypatch)
     cache_dir.mkdir(parents=True)
     (cache_dir / "kernels.json").write_text(content)
     assert gpt2viz.load_model(str(ckpts.path("distilgpt2"))).kernels

@@ -42,7 +42,7 @@ class Agreement:
         (`[N]` token ids, the next token of each position), returns both models' summed
         cross-entropy on them (nats), else zeros.
 
-        A few rows at a time (ROWS_AT_ONCE): the float64 copies of a whole window were ~8 arrays of
+        A few rows at a time (ROWS_AT_ONCE_ELEMENTS): the float64 copies of a whole window were ~8 arrays of
         400 MB each for GPT-2's 1,024 positions, new memory the system zeroes page by page (half of
         the time went there); the rows of a chunk reuse the same memory."""
         losses = [0.0, 0.0]

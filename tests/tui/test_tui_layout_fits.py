@@ -25,7 +25,7 @@ from gpt2viz.tui.widgets.stage_view import pack_formula
 from gpt2viz.tui.widgets.top_bar import TopBar
 from test_tui_generation import finished, live_app, open_generation, wait_for
 from test_tui_zh_stages import step_screen
-from tui_helpers import GENERATION_TRACE, run_async, screen_text
+from tui_helpers import GENERATION_TRACE, run_async, screen_text, stages_in_blocks
 
 LANGUAGES = ["en", "zh"]
 CUT = re.compile(r"\S…\s*$")  # a line that ends in a word cut short by `fit`
@@ -60,9 +60,8 @@ async def test_every_stage_s_picture_and_formula_fit_their_width(lang, which, si
     async with app.run_test(size=size) as pilot:
         screen = await step_screen(app, pilot)
         stages = build_stages(trace.n_layer)
-        for i, stage in enumerate(stages):
-            if stage.layer not in (None, 0, trace.n_layer - 1):
-                continue  # the other blocks are drawn the same way
+        for i in stages_in_blocks(stages, {0, trace.n_layer - 1}):
+            stage = stages[i]
             screen.go_to(i)
             await pilot.pause()
             await pilot.pause()  # a picture laid out again for the width it got

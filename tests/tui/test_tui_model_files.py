@@ -13,7 +13,7 @@ from rich.cells import cell_len
 from safetensors import safe_open
 
 import gpt2viz
-from tui_helpers import TINY_TRACE, run_async, stage_text
+from tui_helpers import TINY_TRACE, run_async, stage_text, stages_in_blocks
 from zh_words import english_words, run_words
 from gpt2viz.i18n import count, set_language
 from gpt2viz.model.sources import bundled_dir
@@ -124,9 +124,8 @@ async def test_the_map_opens_from_every_stage_with_its_stage_highlighted(size, b
     app = make_app(trace=bundled_trace)
     async with app.run_test(size=size) as pilot:
         screen = await step_screen(app, pilot)
-        for i, stage in enumerate(screen.stages):
-            if stage.layer not in (None, 3):
-                continue
+        for i in stages_in_blocks(screen.stages, {3}):
+            stage = screen.stages[i]
             screen.go_to(i)
             await pilot.pause()
             await pilot.press("o")

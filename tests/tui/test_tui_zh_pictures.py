@@ -14,7 +14,7 @@ from rich.cells import cell_len
 from textual.widgets import ContentSwitcher, Static, TabbedContent
 
 import gpt2viz
-from tui_helpers import GENERATION_TRACE, TINY_TRACE, run_async
+from tui_helpers import GENERATION_TRACE, TINY_TRACE, run_async, stages_in_blocks
 from zh_words import english_words, run_words
 from gpt2viz import cost_lab
 from gpt2viz.i18n import _, set_language
@@ -91,9 +91,8 @@ async def pictures(trace, language: str, size: tuple[int, int], stages=None, blo
             if isinstance(app.screen, StepScreen):
                 break
         screen = app.screen
-        for stage in stages or screen.stages:
-            if blocks is not None and stage.layer is not None and stage.layer not in blocks:
-                continue
+        walk = stages or screen.stages
+        for stage in (walk[i] for i in stages_in_blocks(walk, blocks)):
             screen.go_to(screen.stages.index(stage))
             await pilot.pause()
             shown[stage.key, 0] = picture_text(screen)

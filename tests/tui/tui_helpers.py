@@ -74,6 +74,13 @@ def panel_text(screen, selector: str) -> str:
     return "\n".join(parts)
 
 
+def stages_in_blocks(stages, blocks) -> list[int]:
+    """Indices of the stages outside the blocks and of those in `blocks` (None: every stage): a walk
+    that leaves out the middle blocks, which say the same sentences and draw the same pictures with
+    other numbers."""
+    return [i for i, stage in enumerate(stages) if blocks is None or stage.layer is None or stage.layer in blocks]
+
+
 async def started(app, pilot, screen=None) -> None:
     """Until the app shows `screen` (the step-through by default) with no model work left, drawn."""
     import asyncio

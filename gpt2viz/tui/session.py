@@ -264,6 +264,7 @@ class Session:
         def done(result) -> None:
             self.downloading = False
             self.lm, self.trace, self.changes = result
+            self.attribution_kept = None  # worked out for the pass before: let it and its trace go
             self.prompt = self.trace.prompt
             self._tell(TraceRecorded(self.trace, self.changes, then))
 

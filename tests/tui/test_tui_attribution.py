@@ -205,6 +205,10 @@ async def test_what_was_worked_out_is_there_again_after_escape(bundled):
         await wait_for(pilot, lambda: isinstance(app.screen, AttributionScreen) and app.screen.attributions[0] is not None)
         assert app.screen.patch is None and app.screen.query_one(Input).value == CORRUPTED
         assert jobs == ["attribute", "patch", "detect_heads", "attribute"]
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: isinstance(app.screen, StepScreen) and app.session.attribution_kept is not None)
+        app.session.run()  # a new pass: what was kept for the one before, and its trace, are let go
+        await wait_for(pilot, lambda: app.session.attribution_kept is None)
 
 
 @run_async

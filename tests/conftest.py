@@ -56,7 +56,11 @@ pilot_speed.install()
 
 # The app's model thread follows the machine's load (gpt2viz.threads): pinned here, so that no
 # number a test compares depends on how busy the machine is (tests/test_threads.py tests the policy).
-os.environ.setdefault("GPT2VIZ_THREADS", str(torch.get_num_threads()))
+# Pinned to this process's count, never inherited: xdist's workers inherit the controller's
+# environment (two threads, set before it gave each worker one), and a model thread on two threads
+# beside a test on one gave other last digits where MKL splits a product's sums by thread (an AMD
+# EPYC: the attribution screen against the core's numbers), and two workers four spinning threads.
+os.environ["GPT2VIZ_THREADS"] = str(torch.get_num_threads())
 
 # The tests of the matrix products' kernels and what rests on them (parity, number formats, the
 # cache, batches). CI runs them a second time with the other x86 kind's kernels, the AVX2 ones

@@ -50,6 +50,18 @@ def block_kernels(lm) -> set[type]:
     return {type(getattr(parent, name)) for parent, name in packed.product_sites(lm.model)}
 
 
+def recorded_kernel(lm, site) -> str:
+    """The kernel the record names for one block product: its own entry where the shape's kernel
+    could not hold this weight ("h.0.mlp.c_proj"), else its shape's ("mlp.c_proj")."""
+    named = {layer: c.kernel for c in lm.format_kernels for layer in c.layers}
+    return named.get(formats._path(lm.model, site), named[formats._role(site)])
+
+
+def weights_of_their_own(lm) -> list[formats.FormatChoice]:
+    """The records of weights that run another kernel than their shape's: named whole."""
+    return [c for c in lm.format_kernels if c.layers[0].startswith("h.")]
+
+
 @BOTH
 def test_the_fastest_kernel_is_chosen_for_every_product(ckpts, monkeypatch):
     """distilgpt2's four block shapes are each timed once (and the LM head); every product then
@@ -57,8 +69,14 @@ def test_the_fastest_kernel_is_chosen_for_every_product(ckpts, monkeypatch):
     calls = timings(monkeypatch, fbgemm=50.0, onednn=20.0)
     lm = gpt2viz.load_model(str(ckpts.path("distilgpt2")), dtype="bfloat16")
     assert sorted(calls) == [768, 768, 768, 768, 3072]
-    assert block_kernels(lm) == {packed.PackedLinear} and isinstance(lm.model.lm_head, packed.PackedLMHead)
-    blocks = [c for c in lm.format_kernels if c.product == "block"]
+    assert isinstance(lm.model.lm_head, packed.PackedLMHead)
+    # oneDNN's digits are checked again on each real weight: one whose rows disagree (seen on an AMD
+    # EPYC for half of the MLPs' c_proj) runs fbgemm's product, recorded under its own name.
+    for site in packed.product_sites(lm.model):
+        own = recorded_kernel(lm, site) == formats.FBGEMM
+        assert isinstance(getattr(*site), Float16Linear if own else packed.PackedLinear)
+    assert all((c.kernel, c.reason) == (formats.FBGEMM, "only kernel") for c in weights_of_their_own(lm))
+    blocks = [c for c in lm.format_kernels if c.product == "block" and c not in weights_of_their_own(lm)]
     assert [c.layers for c in blocks] == [("attn.c_attn",), ("attn.c_proj",), ("mlp.c_fc",), ("mlp.c_proj",)]
     assert all(c.kernel == formats.ONEDNN and c.reason == "fastest" for c in blocks)
     assert blocks[0].timed_us == {formats.FBGEMM: 50.0, formats.ONEDNN: 20.0}
@@ -153,12 +171,11 @@ def test_the_real_measurement_is_what_the_model_runs_and_the_trace_records(ckpts
         if c.reason == "fastest":
             first = next(iter(c.timed_us))
             assert c.timed_us[c.kernel] == min(c.timed_us.values()) or c.kernel == first
-    by_role = {role: c.kernel for c in lm.format_kernels for role in c.layers}
-    for parent, name in packed.product_sites(lm.model):
-        role = ("attn." if hasattr(parent, "c_attn") else "mlp.") + name
-        assert isinstance(getattr(parent, name), CLASS[by_role[role]])
+    for site in packed.product_sites(lm.model):
+        assert isinstance(getattr(*site), CLASS[recorded_kernel(lm, site)])
     head = {formats.ONEDNN: packed.PackedLMHead, formats.FBGEMM: Float16Linear, formats.PLAIN16: HalfLMHead}
-    assert isinstance(lm.model.lm_head, head[by_role["lm_head"]])
+    [head_kernel] = [c.kernel for c in lm.format_kernels if c.layers == ("lm_head",)]
+    assert isinstance(lm.model.lm_head, head[head_kernel])
     doc = trace_prompt(lm, "Hello").to_dict()
     check_document(doc)
     assert doc["model"]["kernels"]["formats"] == [c.to_dict() for c in lm.format_kernels]

@@ -1,6 +1,7 @@
 """The two-core products (gpt2viz/kernels/split.py) and the choice of kernel per weight
-(gpt2viz/kernels/choice.py): a split runs only where it gives the plain product's digits and, when
-measured, where it is faster on this CPU."""
+(gpt2viz/kernels/choice.py): a split runs only where it gives the plain product's digits (or the
+plain product keeps no digits for it to change: a row's differ alone and among a prefill's) and,
+when measured, where it is faster on this CPU."""
 
 from __future__ import annotations
 
@@ -86,8 +87,27 @@ def test_a_block_split_runs_only_where_it_gives_the_plain_digits(two_threads, n_
         # adds in an order set by the shapes, not the values.
         if same:
             assert torch.equal(got, want)
-    if not same:
+    if not same and choice._plain_rows_hold(conv.weight, conv.bias):
         assert (decided.kernel, decided.reason) == (PLAIN, "other digits")
+    if not same and decided.kernel == SPLIT:
+        # Chosen with other digits only where the plain product gives a row other digits alone
+        # than among a prefill's rows (other rows than the check's): no digits for it to keep.
+        prefill = torch.randn(64, n_in)
+        whole = plain_block_product(prefill, conv.weight, conv.bias)
+        assert not all(torch.equal(plain_block_product(prefill[i : i + 1], conv.weight, conv.bias), whole[i : i + 1])
+                       for i in range(BLOCK_MAX_ROWS))
+
+
+@pytest.mark.parametrize("rows_hold, kernel, reason", [(True, PLAIN, "other digits"), (False, SPLIT, "faster")])
+def test_a_split_with_other_digits_runs_only_where_the_plain_product_keeps_none(monkeypatch, rows_hold, kernel, reason):
+    """Where the plain product gives a row the digits it has among a prefill's rows, a split that
+    adds in another order would make a cached step differ from a full pass: it stays plain. Where
+    the plain product does not (an AMD EPYC's BLAS), the split is chosen on speed alone."""
+    monkeypatch.setattr(choice, "_same_digits", lambda weight, bias: False)
+    monkeypatch.setattr(choice, "_plain_rows_hold", lambda weight, bias: rows_hold)
+    monkeypatch.setattr(choice, "_time_both", lambda layer, product, n_rows: (100.0, 50.0))
+    decided = _decide_block(_conv(64, 96), threads=2)
+    assert (decided.kernel, decided.reason) == (kernel, reason)
 
 
 @pytest.mark.parametrize("n_out", [33, 300])
@@ -200,6 +220,33 @@ def test_a_measurement_on_a_busy_machine_is_kept_marked_and_measured_again_once_
     again = gpt2viz.load_model(str(ckpts.path("distilgpt2")))  # quiet: measured again, kept unmarked
     assert len(measured) == 2 * first
     assert not any(c.busy for c in again.kernels) and not any(entry["busy"] for entry in saved().values())
+
+
+def test_a_shape_kept_plain_for_its_digits_is_decided_again_where_the_split_now_keeps_them(
+    monkeypatch, cache_dir, ckpts, two_threads
+):
+    """A cache written when the split's other digits kept a block plain (or by a version that kept
+    it plain whatever the plain product's own digits) is not the last word: the next load checks
+    the digits again and, where the split now keeps them, times it."""
+    _quiet(monkeypatch)
+    rows_hold, measured = [True], []
+    monkeypatch.setattr(choice, "_same_digits", lambda weight, bias: False)
+    monkeypatch.setattr(choice, "_plain_rows_hold", lambda weight, bias: rows_hold[0])
+    monkeypatch.setattr(choice, "_time_both", lambda layer, product, n_rows: measured.append(product) or (100.0, 50.0))
+    first = gpt2viz.load_model(str(ckpts.path("distilgpt2")))
+    assert {(c.kernel, c.reason) for c in first.kernels if c.product == "block"} == {(PLAIN, "other digits")}
+    assert "block" not in measured
+    gpt2viz.load_model(str(ckpts.path("distilgpt2")))  # the digits as they were: read back as it is
+    assert "block" not in measured
+    rows_hold[0] = False
+    again = gpt2viz.load_model(str(ckpts.path("distilgpt2")))
+    assert {(c.kernel, c.reason) for c in again.kernels if c.product == "block"} == {(SPLIT, "faster")}
+    assert isinstance(again.model.h[0].mlp.c_fc.product, SplitBlockProduct)
+    saved = next(iter(json.loads((cache_dir / "kernels.json").read_text())["cpus"].values()))
+    assert {entry["kernel"] for entry in saved.values()} == {SPLIT}
+    measured.clear()
+    gpt2viz.load_model(str(ckpts.path("distilgpt2")))  # the split remembered, its digits checked again
+    assert measured == []
 
 
 @pytest.mark.kernels_once  # the choice's cache file and trace checks: the same on every CPU kind

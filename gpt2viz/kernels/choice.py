@@ -7,8 +7,11 @@ what the kernel costs; slower calls met other work). The split is chosen where i
 MARGIN of the plain product's time, and, for a block product, only where it gives the plain
 product's digits exactly (checked on the weight, for 1 to BLOCK_MAX_ROWS rows): a cached decode
 step then computes what a full pass does on every machine where it did before, and where the
-BLAS adds in another order for a split (seen on a Xeon with AMX), the block stays plain. If the
-split wins at one row, it is timed again at its largest row count to decide how far it goes.
+BLAS adds in another order for a split (seen on a Xeon with AMX), the block stays plain. Where
+the plain product itself gives a row other digits alone than among a prefill's rows (an AMD EPYC's
+BLAS: every GPT-2 block shape), a cached step and a full pass differ in their last digits
+whichever kernel multiplies, and the split is chosen on speed alone. If the split wins at one
+row, it is timed again at its largest row count to decide how far it goes.
 
 The choices are kept in `$XDG_CACHE_HOME/gpt2viz/kernels.json` (kernels/cache.py),
 under the CPU kind's key (kernels/cpu.py) and the thread count, so the next load measures
@@ -146,10 +149,12 @@ def choose_kernels(model) -> list[Choice]:
         if name not in made:
             known = remembered.get(name)
             usable = known is not None and how == "measure" and not (known.busy and quiet_now())
-            if usable and known.kernel == SPLIT and product == "block":
+            if usable and product == "block" and (known.kernel == SPLIT or known.reason == "other digits"):
                 # Checked again on this weight: another weight of the shape, or a BLAS steered
-                # otherwise, may add in another order (two small products per shape).
-                usable = _at_threads(threads, _same_digits, layer.weight, layer.bias)
+                # otherwise, may add in another order (a few small products per shape); a shape
+                # kept plain for its digits is timed again where the split now keeps them.
+                keeps = _at_threads(threads, _split_keeps_digits, layer.weight, layer.bias)
+                usable = keeps if known.kernel == SPLIT else not keeps
             made[name] = known if usable else _at_threads(threads, _decide, layer, product, n_in, n_out, threads, how)
         choice = made[name]
         if product == "block":
@@ -193,7 +198,7 @@ def _decide(layer, product: str, n_in: int, n_out: int, threads: int, how: str) 
         return replace(plain, reason="one thread")
     if product == "block" and not block_splittable(n_out):
         return replace(plain, reason="odd width")
-    if product == "block" and not _same_digits(layer.weight, layer.bias):
+    if product == "block" and not _split_keeps_digits(layer.weight, layer.bias):
         return replace(plain, reason="other digits")
     max_rows = BLOCK_MAX_ROWS if product == "block" else HEAD_MAX_ROWS
     if how == PLAIN:
@@ -208,6 +213,12 @@ def _decide(layer, product: str, n_in: int, n_out: int, threads: int, how: str) 
     return Choice(product, n_in, n_out, SPLIT, reach, "faster", plain_us, split_us)
 
 
+def _split_keeps_digits(weight: torch.Tensor, bias: torch.Tensor) -> bool:
+    """Whether the split leaves the digits a decode step has: it gives the plain product's, or the
+    plain product has none to keep (a row's digits alone differ from those among a prefill's rows)."""
+    return _same_digits(weight, bias) or not _plain_rows_hold(weight, bias)
+
+
 def _same_digits(weight: torch.Tensor, bias: torch.Tensor) -> bool:
     """Whether the split gives the plain product's digits, bit for bit, on this weight."""
     generator = torch.Generator().manual_seed(0)
@@ -215,6 +226,20 @@ def _same_digits(weight: torch.Tensor, bias: torch.Tensor) -> bool:
     return all(
         torch.equal(conv1d_halves(rows[:n], weight, bias), plain_block_product(rows[:n], weight, bias))
         for n in range(1, BLOCK_MAX_ROWS + 1)
+    )
+
+
+PREFILL_ROWS = 64  # the rows of the prefill-sized product a decode step's rows are checked against
+
+
+def _plain_rows_hold(weight: torch.Tensor, bias: torch.Tensor) -> bool:
+    """Whether the plain product gives 1 to BLOCK_MAX_ROWS rows the digits they get among
+    PREFILL_ROWS rows in one product: then a cached decode step computes a full pass's numbers."""
+    generator = torch.Generator().manual_seed(1)
+    rows = torch.randn(PREFILL_ROWS, weight.size(0), generator=generator)
+    whole = plain_block_product(rows, weight, bias)
+    return all(
+        torch.equal(plain_block_product(rows[:n], weight, bias), whole[:n]) for n in range(1, BLOCK_MAX_ROWS + 1)
     )
 
 

@@ -222,35 +222,37 @@ def test_a_measurement_on_a_busy_machine_is_kept_marked_and_measured_again_once_
     assert not any(c.busy for c in again.kernels) and not any(entry["busy"] for entry in saved().values())
 
 
-def test_a_shape_kept_plain_for_its_digits_is_decided_again_where_the_split_now_keeps_them(
-    monkeypatch, cache_dir, ckpts, two_threads
-):
-    """A cache written when the split's other digits kept a block plain (or by a version that kept
-    it plain whatever the plain product's own digits) is not the last word: the next load checks
-    the digits again and, where the split now keeps them, times it."""
+def test_a_cache_of_the_rule_before_is_decided_again(monkeypatch, cache_dir, ckpts, two_threads):
+    """A cache written under version 1's rule (every block plain for its digits, whatever the plain
+    product's own) is read as empty: the next load checks the digits and, where the split keeps
+    them, times it; the file is rewritten in this version and the load after measures nothing."""
     _quiet(monkeypatch)
-    rows_hold, measured = [True], []
+    measured = []
     monkeypatch.setattr(choice, "_same_digits", lambda weight, bias: False)
-    monkeypatch.setattr(choice, "_plain_rows_hold", lambda weight, bias: rows_hold[0])
+    monkeypatch.setattr(choice, "_plain_rows_hold", lambda weight, bias: False)
     monkeypatch.setattr(choice, "_time_both", lambda layer, product, n_rows: measured.append(product) or (100.0, 50.0))
-    first = gpt2viz.load_model(str(ckpts.path("distilgpt2")))
-    assert {(c.kernel, c.reason) for c in first.kernels if c.product == "block"} == {(PLAIN, "other digits")}
-    assert "block" not in measured
-    gpt2viz.load_model(str(ckpts.path("distilgpt2")))  # the digits as they were: read back as it is
-    assert "block" not in measured
-    rows_hold[0] = False
+    gpt2viz.load_model(str(ckpts.path("distilgpt2")))  # writes this version's file, to age below
+    saved = json.loads((cache_dir / "kernels.json").read_text())
+    for entry in next(iter(saved["cpus"].values())).values():
+        if entry["product"] == "block":
+            entry.update(kernel=PLAIN, max_rows=0, reason="other digits", plain_us=None, split_us=None)
+    (cache_dir / "kernels.json").write_text(json.dumps({**saved, "version": 1}))
+    measured.clear()
     again = gpt2viz.load_model(str(ckpts.path("distilgpt2")))
+    assert "block" in measured
     assert {(c.kernel, c.reason) for c in again.kernels if c.product == "block"} == {(SPLIT, "faster")}
     assert isinstance(again.model.h[0].mlp.c_fc.product, SplitBlockProduct)
-    saved = next(iter(json.loads((cache_dir / "kernels.json").read_text())["cpus"].values()))
-    assert {entry["kernel"] for entry in saved.values()} == {SPLIT}
+    rewritten = json.loads((cache_dir / "kernels.json").read_text())
+    assert rewritten["version"] == kernel_cache.CACHE_VERSION
+    assert {entry["kernel"] for entry in next(iter(rewritten["cpus"].values())).values()} == {SPLIT}
     measured.clear()
     gpt2viz.load_model(str(ckpts.path("distilgpt2")))  # the split remembered, its digits checked again
     assert measured == []
 
 
 @pytest.mark.kernels_once  # the choice's cache file and trace checks: the same on every CPU kind
-@pytest.mark.parametrize("content", ["{not json", '{"version": 1, "cpus": {"k": {"x": {"bogus": 1}}}}', '[1, 2]', ""])
+@pytest.mark.parametrize("content", ["{not json", '{"version": %d, "cpus": {"k": {"x": {"bogus": 1}}}}' % kernel_cache.CACHE_VERSION,
+                                     '[1, 2]', ""])
 def test_a_damaged_cache_is_measured_again_and_replaced(monkeypatch, cache_dir, ckpts, two_threads, content):
     _quiet_and_timed_at_once(monkeypatch)
     cache_dir.mkdir(parents=True)
@@ -376,7 +378,8 @@ def test_a_left_out_entry_is_measured_again_and_rewritten(monkeypatch, cache_dir
 
 
 @pytest.mark.kernels_once  # the choice's cache file and trace checks: the same on every CPU kind
-@pytest.mark.parametrize("content", ["[" * 200_000, '{"version": 1, "cpus": [1]}', '{"version": 1, "cpus": {"k": 3}}'])
+@pytest.mark.parametrize("content", ["[" * 200_000, '{"version": %d, "cpus": [1]}' % kernel_cache.CACHE_VERSION,
+                                     '{"version": %d, "cpus": {"k": 3}}' % kernel_cache.CACHE_VERSION])
 def test_a_cache_file_of_any_shape_is_measured_again(monkeypatch, cache_dir, ckpts, two_threads, content):
     _quiet_and_timed_at_once(monkeypatch)
     cache_dir.mkdir(parents=True)

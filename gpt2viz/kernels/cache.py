@@ -1,9 +1,9 @@
 """The kernels' choices, remembered per machine: `$XDG_CACHE_HOME/gpt2viz/kernels.json` (default
 `~/.cache/gpt2viz`).
 
-One JSON file, `{"version": 1, <section>: {<CPU key>: {<weight shape>: <choice>}}}`: the float32
-products' choices under "cpus" (kernels/choice.py), the other number formats' under "formats"
-(kernels/formats.py). Each section's owner checks its entries as it reads them; this module only
+One JSON file, `{"version": CACHE_VERSION, <section>: {<CPU key>: {<weight shape>: <choice>}}}`:
+the float32 products' choices under "cpus" (kernels/choice.py), the other number formats' under
+"formats" (kernels/formats.py). Each section's owner checks its entries as it reads them; this module only
 reads and writes whole files. A file that cannot be read gives nothing (everything is measured
 again); one that cannot be written is left as it is.
 """
@@ -20,7 +20,11 @@ from ..user_cache import cache_home
 T = TypeVar("T")
 
 CACHE_FILE = "kernels.json"
-CACHE_VERSION = 1
+# Raised when a choice's rule changes, so that every machine decides again once: a file of another
+# version reads as empty. 2: a block product stays plain for its digits only where the plain
+# product keeps a row's digits among a prefill's rows (kernels/choice.py); version 1 kept every
+# such block plain on CPUs whose plain product keeps none (an AMD EPYC: all of GPT-2's).
+CACHE_VERSION = 2
 
 
 def cache_path() -> Path:

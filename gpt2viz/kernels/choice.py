@@ -149,12 +149,10 @@ def choose_kernels(model) -> list[Choice]:
         if name not in made:
             known = remembered.get(name)
             usable = known is not None and how == "measure" and not (known.busy and quiet_now())
-            if usable and product == "block" and (known.kernel == SPLIT or known.reason == "other digits"):
+            if usable and known.kernel == SPLIT and product == "block":
                 # Checked again on this weight: another weight of the shape, or a BLAS steered
-                # otherwise, may add in another order (a few small products per shape); a shape
-                # kept plain for its digits is timed again where the split now keeps them.
-                keeps = _at_threads(threads, _split_keeps_digits, layer.weight, layer.bias)
-                usable = keeps if known.kernel == SPLIT else not keeps
+                # otherwise, may add in another order (a few small products per shape).
+                usable = _at_threads(threads, _split_keeps_digits, layer.weight, layer.bias)
             made[name] = known if usable else _at_threads(threads, _decide, layer, product, n_in, n_out, threads, how)
         choice = made[name]
         if product == "block":

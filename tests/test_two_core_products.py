@@ -14,13 +14,15 @@ from helpers import PROMPT
 
 import gpt2viz
 from gpt2viz.kernels import cache as kernel_cache, choice
-from gpt2viz.kernels.choice import PLAIN, SPLIT, Choice
+from gpt2viz.kernels.choice import PARTIAL_SUMS, PLAIN, SPLIT, Choice
 from gpt2viz.kernels.split import (
     BLOCK_MAX_ROWS,
     HEAD_MAX_ROWS,
+    PartialSumsBlockProduct,
     SplitBlockProduct,
     SplitHeadProduct,
     conv1d_halves,
+    conv1d_partial_sums,
     unembed_halves,
 )
 from gpt2viz.model.layers import Conv1D, plain_block_product, plain_head_product
@@ -62,7 +64,7 @@ def count_bmm(monkeypatch):
 
 def _decide_block(conv: Conv1D, threads: int):
     """The choice `choose_kernels` makes for a block product with `conv`'s weight, measuring."""
-    return choice._decide(conv, "block", *conv.weight.shape, threads, "measure")
+    return choice._decide([conv], "block", *conv.weight.shape, threads, "measure")
 
 
 def _conv(n_in: int, n_out: int) -> Conv1D:
@@ -105,13 +107,77 @@ def test_a_split_with_other_digits_runs_only_where_the_plain_product_keeps_none(
     the plain product does not (an AMD EPYC's BLAS), the split is chosen on speed alone."""
     monkeypatch.setattr(choice, "_same_digits", lambda weight, bias: False)
     monkeypatch.setattr(choice, "_plain_rows_hold", lambda weight, bias: rows_hold)
-    monkeypatch.setattr(choice, "_time_both", lambda layer, product, n_rows: (100.0, 50.0))
+    monkeypatch.setattr(choice, "_time_both", lambda layers, product, n_rows, *_: (100.0, 50.0))
     decided = _decide_block(_conv(64, 96), threads=2)
     assert (decided.kernel, decided.reason) == (kernel, reason)
 
 
+@pytest.mark.parametrize("n_in,n_out", [(64, 96), (10, 33), (3072, 768)])
+def test_the_partial_sums_are_the_plain_product_within_rounding(count_bmm, two_threads, n_in, n_out):
+    torch.manual_seed(n_out)
+    conv = _conv(n_in, n_out)
+    for rows in (1, 3, BLOCK_MAX_ROWS):
+        x = torch.randn(rows, n_in)
+        # Two partial sums of n_in / 2 terms each, added: the same sum in another order.
+        torch.testing.assert_close(conv1d_partial_sums(x, conv.weight, conv.bias), torch.addmm(conv.bias, x, conv.weight),
+                                   atol=1e-4, rtol=1e-5)
+    product = PartialSumsBlockProduct(max_rows=4, threads=2)
+    count_bmm.clear()
+    product(torch.randn(4, n_in), conv.weight, conv.bias)
+    assert len(count_bmm) == 1  # up to max_rows: the two halves as a batch of two
+    product(torch.randn(5, n_in), conv.weight, conv.bias)
+    torch.set_num_threads(1)
+    product(torch.randn(1, n_in), conv.weight, conv.bias)
+    assert len(count_bmm) == 1  # more rows, or another thread count: the plain product
+
+
+@pytest.mark.parametrize("rows_hold", [True, False])
+def test_the_partial_sums_run_only_where_the_plain_product_keeps_no_digits(monkeypatch, rows_hold):
+    """Partial sums add in another order by design: where the plain product gives a row its
+    prefill digits, a cached step would then differ from a full pass, so they are not even timed;
+    where it does not (an AMD EPYC's BLAS), the faster of the two splits is chosen."""
+    timed = []
+    monkeypatch.setattr(choice, "_same_digits", lambda weight, bias: True)
+    monkeypatch.setattr(choice, "_plain_rows_hold", lambda weight, bias: rows_hold)
+    monkeypatch.setattr(choice, "_time_both", lambda layers, product, n_rows, kernel=SPLIT: timed.append(kernel)
+                        or ((100.0, 50.0) if kernel == PARTIAL_SUMS else (100.0, 80.0)))
+    decided = _decide_block(_conv(64, 96), threads=2)
+    if rows_hold:
+        assert (decided.kernel, decided.split_us, decided.partial_us) == (SPLIT, 80.0, None)
+        assert PARTIAL_SUMS not in timed
+    else:
+        assert (decided.kernel, decided.reason, decided.max_rows) == (PARTIAL_SUMS, "faster", BLOCK_MAX_ROWS)
+        assert (decided.plain_us, decided.split_us, decided.partial_us) == (100.0, 80.0, 50.0)
+    # A width whose column halves are not whole vectors can still take the partial sums.
+    odd = _decide_block(_conv(10, 33), threads=2)
+    assert (odd.kernel, odd.reason) == ((PLAIN, "odd width") if rows_hold else (PARTIAL_SUMS, "faster"))
+
+
+def test_remembered_partial_sums_are_used_and_decided_again_where_the_digits_would_change(
+    monkeypatch, cache_dir, ckpts, two_threads
+):
+    _quiet(monkeypatch)
+    rows_hold, timed = [False], []
+    monkeypatch.setattr(choice, "_same_digits", lambda weight, bias: False)
+    monkeypatch.setattr(choice, "_plain_rows_hold", lambda weight, bias: rows_hold[0])
+    monkeypatch.setattr(choice, "_time_both", lambda layers, product, n_rows, kernel=SPLIT: timed.append(product)
+                        or ((100.0, 50.0) if kernel == PARTIAL_SUMS else (100.0, 100.0)))
+    lm = gpt2viz.load_model(str(ckpts.path("distilgpt2")))
+    assert {c.kernel for c in lm.kernels if c.product == "block"} == {PARTIAL_SUMS}
+    assert isinstance(lm.model.h[1].mlp.c_proj.product, PartialSumsBlockProduct)
+    timed.clear()
+    again = gpt2viz.load_model(str(ckpts.path("distilgpt2")))  # read back from the cache, not measured
+    assert timed == [] and again.kernels == lm.kernels
+    assert isinstance(again.model.h[0].attn.c_attn.product, PartialSumsBlockProduct)
+    rows_hold[0] = True  # a BLAS that now keeps a row's digits: decided again, and plain for them
+    third = gpt2viz.load_model(str(ckpts.path("distilgpt2")))
+    assert {(c.kernel, c.reason) for c in third.kernels if c.product == "block"} == {(PLAIN, "other digits")}
+    assert third.model.h[0].mlp.c_fc.product is plain_block_product
+
+
 @pytest.mark.parametrize("n_out", [33, 300])
-def test_widths_whose_halves_are_not_whole_vectors_stay_plain(n_out):
+def test_widths_whose_halves_are_not_whole_vectors_stay_plain(monkeypatch, n_out):
+    monkeypatch.setattr(choice, "_plain_rows_hold", lambda weight, bias: True)  # no partial sums either
     decided = _decide_block(_conv(10, n_out), threads=2)
     assert (decided.kernel, decided.reason) == (PLAIN, "odd width")
 
@@ -151,8 +217,9 @@ def test_a_split_product_splits_up_to_its_rows_at_its_thread_count_only(two_thre
 )
 def test_the_split_is_chosen_where_it_is_faster_by_the_margin(monkeypatch, cache_dir, plain_us, split_us, many, kernel, reach):
     timings = iter([(plain_us, split_us)] + ([many] if many else []))
-    monkeypatch.setattr(choice, "_time_both", lambda layer, product, n_rows: next(timings))
+    monkeypatch.setattr(choice, "_time_both", lambda layers, product, n_rows, *_: next(timings))
     monkeypatch.setattr(choice, "_same_digits", lambda weight, bias: True)
+    monkeypatch.setattr(choice, "_plain_rows_hold", lambda weight, bias: True)  # the column split alone
     decided = _decide_block(_conv(64, 96), threads=2)
     assert (decided.kernel, decided.max_rows) == (kernel, reach)
     assert (decided.plain_us, decided.split_us) == (plain_us, split_us)  # kept, to show and to cache
@@ -169,7 +236,7 @@ def _quiet_and_timed_at_once(monkeypatch):
     (1-2 s of a distilgpt2 load) adds nothing. The measured_cache fixture and
     test_a_left_out_entry_is_measured_again_and_rewritten time the products for real."""
     _quiet(monkeypatch)
-    monkeypatch.setattr(choice, "_time_both", lambda layer, product, n_rows: (100.0, 100.0))
+    monkeypatch.setattr(choice, "_time_both", lambda layers, product, n_rows, *_: (100.0, 100.0))
 
 
 def test_a_model_gets_the_kernels_chosen_and_the_next_load_measures_nothing(monkeypatch, cache_dir, ckpts, two_threads):
@@ -177,7 +244,7 @@ def test_a_model_gets_the_kernels_chosen_and_the_next_load_measures_nothing(monk
     monkeypatch.setattr(choice, "_same_digits", lambda weight, bias: True)
     measured = []
 
-    def fake_timing(layer, product, n_rows):
+    def fake_timing(layers, product, n_rows, kernel=SPLIT):
         measured.append(product)
         return (100.0, 40.0) if product == "head" else (100.0, 100.0)
 
@@ -205,7 +272,7 @@ def test_a_measurement_on_a_busy_machine_is_kept_marked_and_measured_again_once_
     monkeypatch.setattr(choice, "others_share", lambda before, after: share[0])
     monkeypatch.setattr(choice, "quiet_now", lambda: quiet[0])
     monkeypatch.setattr(choice, "_same_digits", lambda weight, bias: True)
-    monkeypatch.setattr(choice, "_time_both", lambda layer, product, n_rows: measured.append(product) or (100.0, 100.0))
+    monkeypatch.setattr(choice, "_time_both", lambda layers, product, n_rows, *_: measured.append(product) or (100.0, 100.0))
 
     def saved():
         return next(iter(json.loads((cache_dir / "kernels.json").read_text())["cpus"].values()))
@@ -230,7 +297,7 @@ def test_a_cache_of_the_rule_before_is_decided_again(monkeypatch, cache_dir, ckp
     measured = []
     monkeypatch.setattr(choice, "_same_digits", lambda weight, bias: False)
     monkeypatch.setattr(choice, "_plain_rows_hold", lambda weight, bias: False)
-    monkeypatch.setattr(choice, "_time_both", lambda layer, product, n_rows: measured.append(product) or (100.0, 50.0))
+    monkeypatch.setattr(choice, "_time_both", lambda layers, product, n_rows, *_: measured.append(product) or (100.0, 50.0))
     gpt2viz.load_model(str(ckpts.path("distilgpt2")))  # writes this version's file, to age below
     saved = json.loads((cache_dir / "kernels.json").read_text())
     for entry in next(iter(saved["cpus"].values())).values():
@@ -415,6 +482,8 @@ def test_a_split_chosen_at_two_threads_is_plain_at_one(count_bmm):
     {"kernel": "plain", "reason": "faster", "max_rows": 0},
     {"kernel": "plain", "reason": "slower", "max_rows": 4},
     {"kernel": "two-core split", "reason": "faster", "max_rows": 0},
+    {"kernel": "two-core partial sums", "reason": "set by GPT2VIZ_KERNELS", "max_rows": 8},
+    {"kernel": "two-core partial sums", "reason": "faster", "max_rows": 0},
 ])
 def test_a_trace_whose_kernel_disagrees_with_its_reason_is_refused(tiny_lm, edit):
     from gpt2viz.trace import trace_prompt

@@ -2,16 +2,19 @@
 
 For each distinct weight shape (GPT-2 small has five: c_attn, the attention's c_proj, c_fc, the
 MLP's c_proj and the LM head) the plain product and the two-core split (kernels/split.py) are
-timed on that weight, interleaved, and the fastest of several calls of each kept (the minimum is
-what the kernel costs; slower calls met other work). The split is chosen where it takes under
-MARGIN of the plain product's time, and, for a block product, only where it gives the plain
+timed on the model's weights of that shape, each round a call with every one of them as a decode
+step makes (so each is read from memory, not the caches), interleaved, and the fastest of several
+rounds of each kept (the minimum is what the kernel costs; slower rounds met other work). The
+split is chosen where it takes under MARGIN of the plain product's time, and, for a block product, only where it gives the plain
 product's digits exactly (checked on the weight, for 1 to BLOCK_MAX_ROWS rows): a cached decode
 step then computes what a full pass does on every machine where it did before, and where the
 BLAS adds in another order for a split (seen on a Xeon with AMX), the block stays plain. Where
 the plain product itself gives a row other digits alone than among a prefill's rows (an AMD EPYC's
 BLAS: every GPT-2 block shape), a cached step and a full pass differ in their last digits
-whichever kernel multiplies, and the split is chosen on speed alone. If the split wins at one
-row, it is timed again at its largest row count to decide how far it goes.
+whichever kernel multiplies: the split is chosen on speed alone, and so are the block's partial
+sums (its weight's rows in two halves, kernels/split.py), which add in another order by design
+and stream memory faster. If a split wins at one row, it is timed again at its largest row count
+to decide how far it goes.
 
 The choices are kept in `$XDG_CACHE_HOME/gpt2viz/kernels.json` (kernels/cache.py),
 under the CPU kind's key (kernels/cpu.py) and the thread count, so the next load measures
@@ -39,21 +42,25 @@ from .cpu import this_cpu
 from .split import (
     BLOCK_MAX_ROWS,
     HEAD_MAX_ROWS,
+    PartialSumsBlockProduct,
     SplitBlockProduct,
     SplitHeadProduct,
     block_splittable,
     conv1d_halves,
+    conv1d_partial_sums,
+    partial_sums_possible,
     unembed_halves,
 )
 
 MARGIN = 0.9  # a split must take under 90 % of the plain product's time: a smaller gain is noise
-ROUNDS = 7  # timed calls of each kernel, interleaved, at least
+ROUNDS = 3  # timed rounds of each kernel, interleaved, at least (a round reads every weight of a shape)
 BUDGET_S = 0.03  # and more, up to 40, while one shape's timing has taken less than this
 MODE_ENV = "GPT2VIZ_KERNELS"
 SECTION = "cpus"  # the cache file's section of these choices (kernels/cache.py)
 
 PLAIN = "plain"
-SPLIT = "two-core split"
+SPLIT = "two-core split"  # by columns: each output the plain product's dot product
+PARTIAL_SUMS = "two-core partial sums"  # by rows: a block product's two partial sums, added
 
 
 @dataclass(frozen=True)
@@ -63,11 +70,12 @@ class Choice:
     product: str  # "block" (x @ W + b) or "head" (x @ wte^T)
     n_in: int
     n_out: int
-    kernel: str  # PLAIN or SPLIT
+    kernel: str  # PLAIN, SPLIT or PARTIAL_SUMS
     max_rows: int  # the split runs for products of at most this many rows (0: never)
     reason: str  # "faster", "slower", "other digits", "odd width", "one thread", "set by GPT2VIZ_KERNELS"
     plain_us: float | None = None  # the fastest call measured, one row
     split_us: float | None = None
+    partial_us: float | None = None  # the partial sums', where the plain product keeps no digits for them
     busy: bool = False  # measured while other processes kept the CPUs busy
     layers: tuple[str, ...] = ()  # the model's layers with this shape: "attn.c_attn", "lm_head"
 
@@ -80,11 +88,11 @@ class Choice:
         """A choice read back from the cache; a ValueError for one that this version could not
         have written (a damaged or edited file): it is then measured again."""
         choice = cls(**{**fields, "layers": tuple(fields.get("layers", ()))})
-        timed = (choice.plain_us, choice.split_us)
+        timed = (choice.plain_us, choice.split_us, choice.partial_us)
         if not (
             choice.product in ("block", "head")
             and all(type(n) is int and n > 0 for n in (choice.n_in, choice.n_out))
-            and choice.kernel in (PLAIN, SPLIT)
+            and choice.kernel in KERNELS
             and choice.reason in REASONS
             and type(choice.max_rows) is int
             and agrees(choice.product, choice.kernel, choice.reason, choice.max_rows)
@@ -95,18 +103,22 @@ class Choice:
         return choice
 
 
+KERNELS = (PLAIN, SPLIT, PARTIAL_SUMS)
 REASONS = ("faster", "slower", "other digits", "odd width", "one thread", "set by " + MODE_ENV)
 SPLIT_REASONS = ("faster", "set by " + MODE_ENV)  # the reasons a split is chosen for
 
 
 def agrees(product: str, kernel: str, reason: str, max_rows: int) -> bool:
     """Whether a kernel agrees with its reason and reach: a split exactly for a reason one is
-    chosen for, reaching 1 row to its product's most (BLOCK_MAX_ROWS, HEAD_MAX_ROWS); plain, 0.
-    (The cache's reader and the trace's checks both hold a choice to this.)"""
-    if (kernel == SPLIT) != (reason in SPLIT_REASONS):
+    chosen for (the partial sums: a block product's, timed faster), reaching 1 row to its
+    product's most (BLOCK_MAX_ROWS, HEAD_MAX_ROWS); plain, 0. (The cache's reader and the trace's
+    checks both hold a choice to this.)"""
+    if (kernel != PLAIN) != (reason in SPLIT_REASONS):
+        return False
+    if kernel == PARTIAL_SUMS and (product != "block" or reason != "faster"):
         return False
     reach = BLOCK_MAX_ROWS if product == "block" else HEAD_MAX_ROWS
-    return 0 < max_rows <= reach if kernel == SPLIT else max_rows == 0
+    return 0 < max_rows <= reach if kernel != PLAIN else max_rows == 0
 
 
 def mode() -> str:
@@ -134,7 +146,7 @@ def choose_kernels(model) -> list[Choice]:
     remembered = cache.get(key, {})
     made: dict[str, Choice] = {}
     layers: dict[str, list[str]] = {}
-    before = cpu_ticks()
+    shapes: dict[str, tuple[str, int, int, list]] = {}  # product, n_in, n_out, the layers in the pass's order
     for path, layer in model.named_modules():
         if isinstance(layer, Conv1D):
             product, n_in, n_out = "block", *layer.weight.shape
@@ -146,19 +158,24 @@ def choose_kernels(model) -> list[Choice]:
         role = "lm_head" if product == "head" else path.split(".", 2)[-1]  # "h.3.attn.c_attn" -> "attn.c_attn"
         if role not in layers.setdefault(name, []):
             layers[name].append(role)
-        if name not in made:
-            known = remembered.get(name)
-            usable = known is not None and how == "measure" and not (known.busy and quiet_now())
-            if usable and known.kernel == SPLIT and product == "block":
-                # Checked again on this weight: another weight of the shape, or a BLAS steered
-                # otherwise, may add in another order (a few small products per shape).
-                usable = _at_threads(threads, _split_keeps_digits, layer.weight, layer.bias)
-            made[name] = known if usable else _at_threads(threads, _decide, layer, product, n_in, n_out, threads, how)
-        choice = made[name]
-        if product == "block":
-            layer.product = SplitBlockProduct(choice.max_rows, threads) if choice.kernel == SPLIT else plain_block_product
-        else:
-            layer.product = SplitHeadProduct(choice.max_rows, threads) if choice.kernel == SPLIT else plain_head_product
+        shapes.setdefault(name, (product, n_in, n_out, []))[3].append(layer)
+    before = cpu_ticks()
+    for name, (product, n_in, n_out, of_shape) in shapes.items():
+        first = of_shape[0]
+        known = remembered.get(name)
+        usable = known is not None and how == "measure" and not (known.busy and quiet_now())
+        if usable and known.kernel == SPLIT and product == "block":
+            # Checked again on this weight: another weight of the shape, or a BLAS steered
+            # otherwise, may add in another order (a few small products per shape).
+            usable = _at_threads(threads, _split_keeps_digits, first.weight, first.bias)
+        elif usable and known.kernel == PARTIAL_SUMS:  # only while the plain product keeps no digits
+            usable = not _at_threads(threads, _plain_rows_hold, first.weight, first.bias)
+        made[name] = choice = known if usable else _at_threads(threads, _decide, of_shape, product, n_in, n_out, threads, how)
+        for layer in of_shape:
+            if product == "block":
+                layer.product = _block_product(choice, threads)
+            else:
+                layer.product = SplitHeadProduct(choice.max_rows, threads) if choice.kernel == SPLIT else plain_head_product
     measured = {name: c for name, c in made.items() if c is not remembered.get(name)}
     if measured and how == "measure":
         share = others_share(before, cpu_ticks())
@@ -167,6 +184,15 @@ def choose_kernels(model) -> list[Choice]:
         made.update(measured)
         _write_cache({**cache, key: {**remembered, **measured}})
     return [replace(c, layers=tuple(layers[name])) for name, c in made.items()]
+
+
+def _block_product(choice: Choice, threads: int):
+    """The product a block layer multiplies by, as `choice` says."""
+    if choice.kernel == SPLIT:
+        return SplitBlockProduct(choice.max_rows, threads)
+    if choice.kernel == PARTIAL_SUMS:
+        return PartialSumsBlockProduct(choice.max_rows, threads)
+    return plain_block_product
 
 
 def _at_threads(threads: int, work, *args):
@@ -190,25 +216,41 @@ def quiet_now() -> bool:
         return False
 
 
-def _decide(layer, product: str, n_in: int, n_out: int, threads: int, how: str) -> Choice:
+def _decide(layers: list, product: str, n_in: int, n_out: int, threads: int, how: str) -> Choice:
+    """The kernel for one weight shape, whose `layers` are the model's: the splits its digits allow
+    (a block product's column split where it keeps the plain product's digits or the plain product
+    keeps none; its partial sums only where the plain product keeps none), then plain or the
+    fastest of them, timed on those layers' weights."""
     plain = Choice(product, n_in, n_out, PLAIN, 0, "")
+    layer = layers[0]  # the digits are checked on the first weight
     if threads < 2:
         return replace(plain, reason="one thread")
-    if product == "block" and not block_splittable(n_out):
-        return replace(plain, reason="odd width")
-    if product == "block" and not _split_keeps_digits(layer.weight, layer.bias):
-        return replace(plain, reason="other digits")
+    splits = [SPLIT]
+    if product == "block":
+        keeps = _plain_rows_hold(layer.weight, layer.bias)
+        splits = [kernel for kernel, allowed in (
+            (SPLIT, block_splittable(n_out) and (not keeps or _same_digits(layer.weight, layer.bias))),
+            (PARTIAL_SUMS, not keeps and partial_sums_possible(n_in)),
+        ) if allowed]
+        if not splits:
+            return replace(plain, reason="odd width" if not block_splittable(n_out) else "other digits")
     max_rows = BLOCK_MAX_ROWS if product == "block" else HEAD_MAX_ROWS
     if how == PLAIN:
         return replace(plain, reason="set by " + MODE_ENV)
     if how == "split":
-        return Choice(product, n_in, n_out, SPLIT, max_rows, "set by " + MODE_ENV)
-    plain_us, split_us = _time_both(layer, product, 1)
-    if split_us >= MARGIN * plain_us:
-        return Choice(product, n_in, n_out, PLAIN, 0, "slower", plain_us, split_us)
-    many_plain, many_split = _time_both(layer, product, max_rows)
+        if splits[0] == SPLIT:
+            return Choice(product, n_in, n_out, SPLIT, max_rows, "set by " + MODE_ENV)
+        return replace(plain, reason="odd width")  # the partial sums are chosen by timing alone
+    timed = {kernel: _time_both(layers, product, 1, kernel) for kernel in splits}
+    plain_us = min(plain_us for plain_us, _ in timed.values())
+    best = min(splits, key=lambda kernel: timed[kernel][1])  # the column split where they tie
+    fields = {"plain_us": plain_us, "split_us": timed.get(SPLIT, (0, None))[1],
+              "partial_us": timed.get(PARTIAL_SUMS, (0, None))[1]}
+    if timed[best][1] >= MARGIN * plain_us:
+        return Choice(product, n_in, n_out, PLAIN, 0, "slower", **fields)
+    many_plain, many_split = _time_both(layers, product, max_rows, best)
     reach = max_rows if many_split < MARGIN * many_plain else 1
-    return Choice(product, n_in, n_out, SPLIT, reach, "faster", plain_us, split_us)
+    return Choice(product, n_in, n_out, best, reach, "faster", **fields)
 
 
 def _split_keeps_digits(weight: torch.Tensor, bias: torch.Tensor) -> bool:
@@ -241,17 +283,23 @@ def _plain_rows_hold(weight: torch.Tensor, bias: torch.Tensor) -> bool:
     )
 
 
-def _time_both(layer, product: str, n_rows: int) -> tuple[float, float]:
-    """The fastest of several interleaved calls of the plain and the split product, in µs."""
+def _time_both(layers: list, product: str, n_rows: int, kernel: str = SPLIT) -> tuple[float, float]:
+    """The plain product and the split `kernel`, in µs a call: the fastest of several interleaved
+    rounds, each a call with every one of `layers`' weights in the order of the pass. So a weight
+    is read back from memory, not from the caches, as in a decode step, where every other weight
+    is read between two products with it (one weight called in a loop stays cached, and a kernel
+    that reads the caches fast can lose in a real step)."""
     if product == "block":
-        rows = torch.randn(n_rows, layer.weight.size(0))
-        plain = lambda: plain_block_product(rows, layer.weight, layer.bias)
-        fast = lambda: conv1d_halves(rows, layer.weight, layer.bias)
+        rows = torch.randn(n_rows, layers[0].weight.size(0))
+        split = conv1d_partial_sums if kernel == PARTIAL_SUMS else conv1d_halves
+        plain = lambda: [plain_block_product(rows, layer.weight, layer.bias) for layer in layers]
+        fast = lambda: [split(rows, layer.weight, layer.bias) for layer in layers]
     else:
-        wte = layer.wte.weight
+        wte = layers[0].wte.weight
         rows = torch.randn(n_rows, wte.size(1))
         plain = lambda: plain_head_product(rows, wte)
         fast = lambda: unembed_halves(rows, wte)
+    calls = len(layers) if product == "block" else 1
     best = [float("inf"), float("inf")]
     plain(), fast()  # the first calls pay for allocations and caches
     spent, rounds = 0.0, 0
@@ -263,7 +311,7 @@ def _time_both(layer, product: str, n_rows: int) -> tuple[float, float]:
             best[i] = min(best[i], took)
             spent += took
         rounds += 1
-    return round(best[0] * 1e6, 1), round(best[1] * 1e6, 1)
+    return round(best[0] / calls * 1e6, 1), round(best[1] / calls * 1e6, 1)
 
 
 def _read_cache() -> dict[str, dict[str, Choice]]:

@@ -6,7 +6,9 @@ cannot draw the machine's whole memory bandwidth, splitting the weight into two 
 batch of two (torch gives each its own core) reads it up to twice as fast. Where the BLAS already
 uses every core, the split only adds work: `choice` measures which is the case.
 
-Both products take rows `(R, in)` and fall back to the plain product above `max_rows` rows (a
+A block product splits its weight's columns (the two halves of its outputs: each output the plain
+product's dot product) or its rows (two partial sums, added: other last digits). The products take
+rows `(R, in)` and fall back to the plain product above `max_rows` rows (a
 prefill: there the BLAS's own matrix-matrix kernel uses the cores) and at another torch thread
 count than the one they were chosen at (one thread has nothing to split over).
 """
@@ -44,6 +46,26 @@ def conv1d_halves(rows: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) 
     return out.permute(1, 0, 2).reshape(rows.size(0), n_out)  # (R, out)
 
 
+def partial_sums_possible(n_in: int) -> bool:
+    """Whether a weight's rows divide into two halves of whole rows (its inputs are even)."""
+    return n_in % 2 == 0
+
+
+def conv1d_partial_sums(rows: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    """`rows @ weight + bias`, `(R, in) -> (R, out)`, as two partial sums: the first half of the
+    inputs times the weight's top rows on one core, the second half times its bottom rows on the
+    other, then added. Each core streams one contiguous half of the weight, which reads memory
+    faster than the column halves' short runs (benchmarks/RESULTS.md). Every output then adds its
+    terms in another order than the plain product, so its last digits differ: `choice` takes it
+    only where the plain product's digits are not kept anyway (a row alone gets other digits than
+    among a prefill's rows)."""
+    n_in, n_out = weight.shape
+    n_rows = rows.size(0)
+    inputs = rows.reshape(n_rows, 2, n_in // 2).transpose(0, 1)  # (2, R, in/2)
+    parts = torch.bmm(inputs, weight.view(2, n_in // 2, n_out))  # (2, R, out), no copy of the weight
+    return parts[0] + parts[1] + bias
+
+
 def unembed_halves(rows: torch.Tensor, wte: torch.Tensor) -> torch.Tensor:
     """`rows @ wte^T`, `(R, C) -> (R, V)`: row v of wte makes logit v, so each contiguous half of
     wte's rows makes one half of the logits, on one core each. Computed as `wte_half @ rows^T`,
@@ -75,6 +97,13 @@ class SplitBlockProduct(_TwoCoreProduct):
 
     def __call__(self, rows: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
         return conv1d_halves(rows, weight, bias) if self.splits(rows) else plain_block_product(rows, weight, bias)
+
+
+class PartialSumsBlockProduct(_TwoCoreProduct):
+    """A block product (`Conv1D.product`): `conv1d_partial_sums` or the plain `x @ W + b`."""
+
+    def __call__(self, rows: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+        return conv1d_partial_sums(rows, weight, bias) if self.splits(rows) else plain_block_product(rows, weight, bias)
 
 
 class SplitHeadProduct(_TwoCoreProduct):

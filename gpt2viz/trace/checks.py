@@ -34,7 +34,7 @@ from ..i18n import _, placeholders, table
 from ..i18n.language import DEFAULT
 from ..input_files import shown as _shown
 from ..interventions import Ablation, AblationError
-from ..kernels.choice import PLAIN, REASONS, SPLIT, agrees
+from ..kernels.choice import KERNELS, REASONS, agrees
 from ..kernels.formats import FORMATS as CONVERTED_FORMATS, KERNELS as FORMAT_KERNELS, REASONS as FORMAT_REASONS
 from ..kernels.split import HEAD_MAX_ROWS
 from ..model.config import MAX_TOKEN_ID, GPT2Config
@@ -140,18 +140,18 @@ def _check_kernels(kernels: dict, where: str) -> None:
     for i, product in enumerate(_list(kernels["products"], f"{where}.products", MAX_KERNEL_PRODUCTS)):
         at = f"{where}.products[{i}]"
         product = _fields(product, at, ("product", "n_in", "n_out", "kernel", "max_rows", "reason", "plain_us",
-                                        "split_us", "busy", "layers"))
+                                        "split_us", "busy", "layers"), ("partial_us",))  # since 2026-12-05
         kind = _choice(product["product"], f"{at}.product", ("block", "head"))
         _int(product["n_in"], f"{at}.n_in", 1)
         _int(product["n_out"], f"{at}.n_out", 1)
-        kernel = _choice(product["kernel"], f"{at}.kernel", (PLAIN, SPLIT))
+        kernel = _choice(product["kernel"], f"{at}.kernel", KERNELS)
         rows = _int(product["max_rows"], f"{at}.max_rows", 0, HEAD_MAX_ROWS)  # the split's reach (0: plain)
         reason = _choice(product["reason"], f"{at}.reason", REASONS)
         if not agrees(kind, kernel, reason, rows):
             _fail(f"{at}.kernel", _("{field} is {kernel}, which its reason ({reason}) and max_rows ({rows}) do not "
                                     "agree with").format(field=f"{at}.kernel", kernel=kernel, reason=reason, rows=rows), SAME)
-        for key in ("plain_us", "split_us"):
-            if product[key] is not None:
+        for key in ("plain_us", "split_us", "partial_us"):
+            if product.get(key) is not None:
                 _positive(product[key], f"{at}.{key}")
         _bool(product["busy"], f"{at}.busy")
         for k, name in enumerate(_list(product["layers"], f"{at}.layers", MAX_KERNEL_LAYERS, non_empty=True)):

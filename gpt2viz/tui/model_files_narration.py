@@ -137,13 +137,20 @@ def _kernels(trace: Trace) -> str:
     for p in products:
         # Its sentence: the reason's ("other digits": kernel.other_digits), or which kernel the
         # variable set ("set by GPT2VIZ_KERNELS": kernel.set_split / kernel.set_plain).
+        # The partial sums (traces since 2026-12-05) have a sentence of their own (kernel.partial_sums).
         if p["reason"].startswith("set by"):
             reason = "set_split" if p["kernel"] != "plain" else "set_plain"
+        elif p["kernel"] == "two-core partial sums":
+            reason = "partial_sums"
         else:
             reason = p["reason"].replace(" ", "_")
+        # Plain, slower than the halves: the faster of the two splits that were timed.
+        splits = [us for us in (p["split_us"], p.get("partial_us")) if us is not None]
+        split = min(splits) if reason == "slower" and splits else p["split_us"]
         lines.append(say(
             f"stage.model_files.kernel.{reason}", layers=_(", ").join(safe_line(str(name)) for name in p["layers"]),
-            shape=f"{count(p['n_in'])} × {count(p['n_out'])}", plain=_micro(p["plain_us"]), split=_micro(p["split_us"]),
+            shape=f"{count(p['n_in'])} × {count(p['n_out'])}", plain=_micro(p["plain_us"]), split=_micro(split),
+            partial=_micro(p.get("partial_us")),
         ))
     if any(p["busy"] and p["plain_us"] is not None for p in products):
         lines.append(say("stage.model_files.kernels_busy"))

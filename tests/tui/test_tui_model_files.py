@@ -273,7 +273,7 @@ def test_the_kernels_this_machine_chose_are_said_in_both_languages():
     # Every sentence, whichever this machine's choices are: one product per reason.
     for p, reason in zip(doc["model"]["kernels"]["products"], ["faster", "slower", "other digits", "odd width", "one thread"]):
         p.update(reason=reason, kernel="two-core split" if reason == "faster" else "plain",
-                 max_rows=8 if reason == "faster" else 0, plain_us=120.0, split_us=61.5, busy=True)
+                 max_rows=8 if reason == "faster" else 0, plain_us=120.0, split_us=61.5, partial_us=None, busy=True)
     doc["model"]["kernels"]["cpu"] = "Some CPU; avx2"
     shown = Trace.from_dict(doc)
     english = narrate(shown, Stage("model_files"), generate_key="g").text
@@ -288,6 +288,14 @@ def test_the_kernels_this_machine_chose_are_said_in_both_languages():
     chinese = narrate(shown, Stage("model_files"), generate_key="g").text
     assert "拆成两半，61.5 微秒" in chinese and "重新计时" in chinese
     assert Counter(NUMBER.findall(chinese)) == Counter(NUMBER.findall(english))
+    set_language("en")
+    # The partial sums (chosen only where the plain product keeps no digits for them to change).
+    doc["model"]["kernels"]["products"][0].update(kernel="two-core partial sums", partial_us=40.2)
+    shown = Trace.from_dict(doc)
+    assert ("• attn.c_attn (112 × 336): the weight's rows in two halves, a partial sum on each core, then added: "
+            "40.2 µs against 120 µs as one product (one row).") in narrate(shown, Stage("model_files"), generate_key="g").text
+    set_language("zh")
+    assert "各算一个部分和，再相加：40.2 微秒" in narrate(shown, Stage("model_files"), generate_key="g").text
     set_language("en")
     # Another format: its kernels are its format's (kernels/formats.py), one line a weight shape.
     other = trace_prompt(gpt2viz.load_model(str(bundled_dir()), dtype="bfloat16"), "Hello")

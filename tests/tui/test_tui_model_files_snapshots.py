@@ -38,7 +38,7 @@ def fixed(trace: Trace, name: str) -> Trace:
         split = product["product"] == "head"
         product.update(kernel="two-core split" if split else "plain", max_rows=32 if split else 0,
                        reason="faster" if split else "slower", plain_us=100.0 + i, split_us=60.0 + i if split else 150.0 + i,
-                       busy=False)
+                       partial_us=None, busy=False)
     doc["model"]["kernels"]["batch_packed"] = name != "tiny"  # where oneDNN is, as on every x86 build
     return Trace.from_dict(doc)
 

@@ -100,6 +100,11 @@ TEXT = {
         "• {layers} ({shape}): one product; in two halves this CPU's BLAS adds in another order, so the "
         "last digits would change."
     ),
+    "stage.model_files.kernel.partial_sums": (
+        "• {layers} ({shape}): the weight's rows in two halves, a partial sum on each core, then added: "
+        "{partial} µs against {plain} µs as one product (one row). The sum adds in another order, but this "
+        "CPU's BLAS gives a row other last digits alone than among a prefill's rows anyway."
+    ),
     "stage.model_files.kernel.odd_width": "• {layers} ({shape}): one product; its halves would not be whole SIMD vectors.",
     "stage.model_files.kernel.one_thread": "• {layers} ({shape}): one product; with one thread there is nothing to split over.",
     "stage.model_files.kernel.set_split": "• {layers} ({shape}): two halves, as GPT2VIZ_KERNELS sets.",

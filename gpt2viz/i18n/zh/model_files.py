@@ -73,6 +73,11 @@ TEXT = {
     "stage.model_files.kernel.other_digits": (
         "• {layers}（{shape}）：一次乘法；拆成两半时这台 CPU 的 BLAS 相加的顺序不同，最后几位数字会变。"
     ),
+    "stage.model_files.kernel.partial_sums": (
+        "• {layers}（{shape}）：把权重的行拆成两半，每个核各算一个部分和，再相加：{partial} 微秒，一次乘法要 "
+        "{plain} 微秒（输入一行时）。相加的顺序变了；不过这台 CPU 的 BLAS 单算一行和在预填充的多行里一起算，"
+        "最后几位本来就不同。"
+    ),
     "stage.model_files.kernel.odd_width": "• {layers}（{shape}）：一次乘法；拆开的两半不是完整的 SIMD 向量。",
     "stage.model_files.kernel.one_thread": "• {layers}（{shape}）：一次乘法；只有一个线程，没法拆。",
     "stage.model_files.kernel.set_split": "• {layers}（{shape}）：拆成两半，由 GPT2VIZ_KERNELS 指定。",

@@ -212,9 +212,10 @@ def measure_bandwidth(reps: int) -> dict:
 
     Three ways, and the fastest counts: `torch.mv` on A's transpose, which the BLAS runs as it
     decides (one core on some machines, all on others); gpt2viz's two-core split by columns
-    (`gpt2viz.kernels.split`, used by a decode step where it measured faster); and a split by rows, each core streaming one contiguous half of A into a
-    partial sum (a little faster, but not the digits of the one-core product, so gpt2viz does not
-    use it). A plain `sum` over A is shown too: a read with no arithmetic at all.
+    (`gpt2viz.kernels.split`, used by a decode step where it measured faster); and a split by
+    rows, each core streaming one contiguous half of A into a partial sum (not the digits of the
+    one-core product: a decode step uses it only where the plain product keeps none). A plain
+    `sum` over A is shown too: a read with no arithmetic at all.
     """
     from gpt2viz.costs import bandwidth_probes
 

@@ -33,20 +33,18 @@ FIXED_SHARE = 0.25
 def bandwidth_probes(n: int = PROBE_N) -> tuple[dict[str, Callable[[], object]], torch.Tensor]:
     """One-row products with an `n x n` float32 matrix, three ways, and the matrix they read:
     `mv` (the BLAS's own kernel, on one core or several as the BLAS decides), `split_columns`
-    (gpt2viz's two-core decode product, by column halves: gpt2viz.kernels.split) and `split_rows`
-    (two partial sums over row halves: a little faster, but not the plain product's digits, so
-    gpt2viz does not use it)."""
-    from .kernels.split import conv1d_halves
+    (gpt2viz's two-core decode product, by column halves) and `split_rows` (two partial sums over
+    row halves: not the plain product's digits, so gpt2viz uses it only where the plain product
+    keeps none; both in gpt2viz.kernels.split)."""
+    from .kernels.split import conv1d_halves, conv1d_partial_sums
     a = torch.randn(n, n)
     x = torch.randn(n)
     zero = torch.zeros(n)
     row = x.view(1, n)
-    x_halves = x.view(2, 1, n // 2)
-    a_halves = a.view(2, n // 2, n)
     probes = {
         "mv": lambda: torch.mv(a.t(), x),
         "split_columns": lambda: conv1d_halves(row, a, zero),
-        "split_rows": lambda: torch.bmm(x_halves, a_halves).sum(0),
+        "split_rows": lambda: conv1d_partial_sums(row, a, zero),
     }
     return probes, a
 

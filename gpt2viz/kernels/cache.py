@@ -24,7 +24,8 @@ CACHE_FILE = "kernels.json"
 # version reads as empty. 2: a block product stays plain for its digits only where the plain
 # product keeps a row's digits among a prefill's rows (kernels/choice.py); version 1 kept every
 # such block plain on CPUs whose plain product keeps none (an AMD EPYC: all of GPT-2's).
-# 3: a block product may be multiplied as two partial sums where the plain product keeps no digits.
+# 3: a block product may be multiplied as two partial sums where the plain product keeps no digits,
+# and the float32 kernels are timed on every weight of a shape (kernels/choice.py).
 CACHE_VERSION = 3
 
 

@@ -29,7 +29,6 @@ and tests).
 from __future__ import annotations
 
 import os
-import time
 from dataclasses import asdict, dataclass, replace
 
 import torch
@@ -51,6 +50,7 @@ from .split import (
     partial_sums_possible,
     unembed_halves,
 )
+from .timing import fastest_calls
 
 MARGIN = 0.9  # a split must take under 90 % of the plain product's time: a smaller gain is noise
 ROUNDS = 3  # timed rounds of each kernel, interleaved, at least (a round reads every weight of a shape)
@@ -285,10 +285,8 @@ def _plain_rows_hold(weight: torch.Tensor, bias: torch.Tensor) -> bool:
 
 def _time_both(layers: list, product: str, n_rows: int, kernel: str = SPLIT) -> tuple[float, float]:
     """The plain product and the split `kernel`, in µs a call: the fastest of several interleaved
-    rounds, each a call with every one of `layers`' weights in the order of the pass. So a weight
-    is read back from memory, not from the caches, as in a decode step, where every other weight
-    is read between two products with it (one weight called in a loop stays cached, and a kernel
-    that reads the caches fast can lose in a real step)."""
+    rounds, each a call with every one of `layers`' weights in the order of the pass, so that each
+    weight is read from memory as in a decode step (kernels/timing.py)."""
     if product == "block":
         rows = torch.randn(n_rows, layers[0].weight.size(0))
         split = conv1d_partial_sums if kernel == PARTIAL_SUMS else conv1d_halves
@@ -300,18 +298,8 @@ def _time_both(layers: list, product: str, n_rows: int, kernel: str = SPLIT) -> 
         plain = lambda: plain_head_product(rows, wte)
         fast = lambda: unembed_halves(rows, wte)
     calls = len(layers) if product == "block" else 1
-    best = [float("inf"), float("inf")]
-    plain(), fast()  # the first calls pay for allocations and caches
-    spent, rounds = 0.0, 0
-    while rounds < ROUNDS or (spent < BUDGET_S and rounds < 40):
-        for i, kernel in enumerate((plain, fast)):
-            start = time.perf_counter()
-            kernel()
-            took = time.perf_counter() - start
-            best[i] = min(best[i], took)
-            spent += took
-        rounds += 1
-    return round(best[0] / calls * 1e6, 1), round(best[1] / calls * 1e6, 1)
+    timed = fastest_calls({PLAIN: plain, kernel: fast}, ROUNDS, BUDGET_S)
+    return round(timed[PLAIN] / calls, 1), round(timed[kernel] / calls, 1)
 
 
 def _read_cache() -> dict[str, dict[str, Choice]]:

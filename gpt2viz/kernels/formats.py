@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import ctypes
 import sys
-import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, replace
 
@@ -51,6 +50,7 @@ from .fbgemm_float16 import Float16Linear
 from .half import HalfLinear, HalfLMHead
 from .int8 import Int8Embedding, Int8Linear, Int8LMHead, int8_inputs_reduced
 from .packed import PackedLinear, PackedLMHead
+from .timing import fastest_calls
 
 SECTION = "formats"  # the cache file's section of these choices
 MARGIN = 0.95  # another kernel replaces the first that holds a weight only below 95 % of its time
@@ -139,19 +139,7 @@ def _rows_exact(layer: Layer, n_in: int, dtype: torch.dtype) -> bool:
 def _time_one_row(layers: dict[str, Layer], n_in: int, dtype: torch.dtype) -> dict[str, float]:
     """The fastest of several interleaved one-row calls of each layer, in µs."""
     row = torch.randn(1, n_in).to(dtype)
-    best = dict.fromkeys(layers, float("inf"))
-    for layer in layers.values():
-        layer(row)  # the first call pays for allocations and caches
-    spent, rounds = 0.0, 0
-    while rounds < ROUNDS or (spent < BUDGET_S and rounds < 40):
-        for name, layer in layers.items():
-            start = time.perf_counter()
-            layer(row)
-            took = time.perf_counter() - start
-            best[name] = min(best[name], took)
-            spent += took
-        rounds += 1
-    return {name: round(t * 1e6, 1) for name, t in best.items()}
+    return fastest_calls({name: (lambda layer=layer: layer(row)) for name, layer in layers.items()}, ROUNDS, BUDGET_S)
 
 
 def _measure(

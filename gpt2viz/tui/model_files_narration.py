@@ -152,6 +152,8 @@ def _kernels(trace: Trace) -> str:
             shape=f"{count(p['n_in'])} × {count(p['n_out'])}", plain=_micro(p["plain_us"]), split=_micro(split),
             partial=_micro(p.get("partial_us")),
         ))
+    if any(p["kernel"] == "two-core partial sums" for p in products):
+        lines.append(say("stage.model_files.kernels_partial_sums"))
     if any(p["busy"] and p["plain_us"] is not None for p in products):
         lines.append(say("stage.model_files.kernels_busy"))
     if kernels.get("batch_packed"):

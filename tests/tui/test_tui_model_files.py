@@ -292,10 +292,13 @@ def test_the_kernels_this_machine_chose_are_said_in_both_languages():
     # The partial sums (chosen only where the plain product keeps no digits for them to change).
     doc["model"]["kernels"]["products"][0].update(kernel="two-core partial sums", partial_us=40.2)
     shown = Trace.from_dict(doc)
+    english = narrate(shown, Stage("model_files"), generate_key="g").text
     assert ("• attn.c_attn (112 × 336): the weight's rows in two halves, a partial sum on each core, then added: "
-            "40.2 µs against 120 µs as one product (one row).") in narrate(shown, Stage("model_files"), generate_key="g").text
+            "40.2 µs against 120 µs as one product (one row).") in english
+    assert english.count("Partial sums add each output's terms in another order") == 1  # said once, not per line
     set_language("zh")
-    assert "各算一个部分和，再相加：40.2 微秒" in narrate(shown, Stage("model_files"), generate_key="g").text
+    chinese = narrate(shown, Stage("model_files"), generate_key="g").text
+    assert "各算一个部分和，再相加：40.2 微秒" in chinese and chinese.count("部分和相加的顺序") == 1
     set_language("en")
     # Another format: its kernels are its format's (kernels/formats.py), one line a weight shape.
     other = trace_prompt(gpt2viz.load_model(str(bundled_dir()), dtype="bfloat16"), "Hello")

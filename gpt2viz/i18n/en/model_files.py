@@ -102,8 +102,12 @@ TEXT = {
     ),
     "stage.model_files.kernel.partial_sums": (
         "• {layers} ({shape}): the weight's rows in two halves, a partial sum on each core, then added: "
-        "{partial} µs against {plain} µs as one product (one row). The sum adds in another order, but this "
-        "CPU's BLAS gives a row other last digits alone than among a prefill's rows anyway."
+        "{partial} µs against {plain} µs as one product (one row)."
+    ),
+    "stage.model_files.kernels_partial_sums": (
+        "Partial sums add each output's terms in another order than one product, so its last digits "
+        "change; they run only where this CPU's BLAS gives a row other last digits alone than among a "
+        "prefill's rows anyway."
     ),
     "stage.model_files.kernel.odd_width": "• {layers} ({shape}): one product; its halves would not be whole SIMD vectors.",
     "stage.model_files.kernel.one_thread": "• {layers} ({shape}): one product; with one thread there is nothing to split over.",

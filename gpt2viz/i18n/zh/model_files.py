@@ -75,8 +75,11 @@ TEXT = {
     ),
     "stage.model_files.kernel.partial_sums": (
         "• {layers}（{shape}）：把权重的行拆成两半，每个核各算一个部分和，再相加：{partial} 微秒，一次乘法要 "
-        "{plain} 微秒（输入一行时）。相加的顺序变了；不过这台 CPU 的 BLAS 单算一行和在预填充的多行里一起算，"
-        "最后几位本来就不同。"
+        "{plain} 微秒（输入一行时）。"
+    ),
+    "stage.model_files.kernels_partial_sums": (
+        "部分和相加的顺序和一次乘法不同，每个输出的最后几位会变；所以只在这台 CPU 的 BLAS "
+        "单算一行和在预填充的多行里一起算、最后几位本来就不同的地方才用。"
     ),
     "stage.model_files.kernel.odd_width": "• {layers}（{shape}）：一次乘法；拆开的两半不是完整的 SIMD 向量。",
     "stage.model_files.kernel.one_thread": "• {layers}（{shape}）：一次乘法；只有一个线程，没法拆。",

@@ -8,9 +8,9 @@ uses every core, the split only adds work: `choice` measures which is the case.
 
 A block product splits its weight's columns (the two halves of its outputs: each output the plain
 product's dot product) or its rows (two partial sums, added: other last digits). The products take
-rows `(R, in)` and fall back to the plain product above `max_rows` rows (a
-prefill: there the BLAS's own matrix-matrix kernel uses the cores) and at another torch thread
-count than the one they were chosen at (one thread has nothing to split over).
+rows `(R, in)` and fall back to the plain product above `max_rows` rows (a prefill: there the
+BLAS's own matrix-matrix kernel uses the cores) and at another torch thread count than the one
+they were chosen at (one thread has nothing to split over).
 """
 
 from __future__ import annotations

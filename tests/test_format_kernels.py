@@ -85,6 +85,30 @@ def test_the_fastest_kernel_is_chosen_for_every_product(ckpts, monkeypatch):
 
 
 @BOTH
+def test_a_block_shapes_kernels_are_timed_on_copies_of_its_weight_read_in_turn(monkeypatch):
+    """One weight called in a loop stays in the caches, where oneDNN's product was the faster and
+    fbgemm's the faster in a real step (benchmarks/RESULTS.md, session 24): each kernel is timed on
+    copies of the weight filling COPIES_BYTES, read in turn; the LM head's sample once."""
+    seen = {}
+
+    def record(layers, n_in, dtype):
+        seen[n_in] = layers
+        return {name: 10.0 for name in layers}
+
+    monkeypatch.setattr(formats, "_time_one_row", record)
+    monkeypatch.setattr(formats, "COPIES_BYTES", 4 * 512 * 64 * 2)  # four copies' worth in 16 bits
+    formats._measure("block", *formats._random_weight(512, 64), torch.bfloat16, "measure")
+    row = torch.randn(1, 512).bfloat16()
+    for kernel, layers in seen[512].items():
+        assert len(layers) == 4
+        outputs = [layer(row) for layer in layers]  # distinct weights, not one layer four times
+        assert all(not torch.equal(outputs[0], other) for other in outputs[1:]), kernel
+    wte_t = formats._random_weight(512, 300)[0]  # the head's weight as [in, out]: wte^T
+    formats._measure("head", wte_t, torch.zeros(300), torch.bfloat16, "measure")
+    assert len(seen[512]) == 2 and all(len(layers) == 1 for layers in seen[512].values())
+
+
+@BOTH
 @pytest.mark.parametrize("fbgemm, onednn, chosen", [(50.0, 20.0, formats.ONEDNN), (20.0, 50.0, formats.FBGEMM),
                                                     (20.0, 19.5, formats.FBGEMM)])
 def test_a_kernel_replaces_the_first_only_below_95_percent_of_its_time(monkeypatch, fbgemm, onednn, chosen):

@@ -25,7 +25,8 @@ CACHE_FILE = "kernels.json"
 # product keeps a row's digits among a prefill's rows (kernels/choice.py); version 1 kept every
 # such block plain on CPUs whose plain product keeps none (an AMD EPYC: all of GPT-2's).
 # 3: a block product may be multiplied as two partial sums where the plain product keeps no digits,
-# and the float32 kernels are timed on every weight of a shape (kernels/choice.py).
+# and every kernel is timed on several weights of a shape read in turn, not one weight kept in the
+# caches (kernels/choice.py, kernels/formats.py).
 CACHE_VERSION = 3
 
 

@@ -13,8 +13,8 @@ after loading and leaves the rest alone:
   dot products, oneDNN's bfloat16 kernel is faster where the CPU has them (AMX, AVX-512 BF16)
   (benchmarks/RESULTS.md). So the kernels that hold a weight exactly and give each row the same
   digits whatever rows share the call (a cached decode step then computes what a full pass does)
-  are timed on one row, the decode step's product, once per weight shape, interleaved, and the
-  fastest kept (`choose`). The plain product is not row by row exact: it is used only where no
+  are timed on one row, the decode step's product, once per weight shape, interleaved, each on
+  copies of the weight read in turn (so from memory, as in a step), and the fastest kept. The plain product is not row by row exact: it is used only where no
   other kernel holds a weight. The LM head is oneDNN's packed copy of wte in bfloat16 where the
   CPU has the kernels, else the plain product (a packed float16 copy would cost GPT-2 small
   ~100 MB for a fraction of a millisecond a step). Activations and the KV cache are in the format.
@@ -54,7 +54,9 @@ from .timing import fastest_calls
 
 SECTION = "formats"  # the cache file's section of these choices
 MARGIN = 0.95  # another kernel replaces the first that holds a weight only below 95 % of its time
-ROUNDS = 7  # timed one-row calls of each kernel, interleaved, at least
+ROUNDS = 3  # timed rounds of each kernel, interleaved, at least
+COPIES_BYTES = 40 * 2**20  # a block shape's kernels are timed on copies of its weight filling this (above an L3)
+COPIES_MAX = 8
 BUDGET_S = 0.03  # and more, up to 40, while one shape's timing has taken less than this
 CHECK_ROWS = 9  # rows of the exactness check: each alone against all in one call
 HEAD_SAMPLE = 8192  # the LM head's kernels are timed on this many of wte's rows
@@ -136,10 +138,21 @@ def _rows_exact(layer: Layer, n_in: int, dtype: torch.dtype) -> bool:
     return all(torch.equal(layer(rows[i : i + 1]), whole[i : i + 1]) for i in range(CHECK_ROWS))
 
 
-def _time_one_row(layers: dict[str, Layer], n_in: int, dtype: torch.dtype) -> dict[str, float]:
-    """The fastest of several interleaved one-row calls of each layer, in µs."""
+def _time_one_row(layers: dict[str, list[Layer]], n_in: int, dtype: torch.dtype) -> dict[str, float]:
+    """Each kernel's one-row call, in µs: the fastest of several interleaved rounds, a round a call
+    with each of its layers (copies of one weight: so each is read from memory, not the caches, as
+    in a decode step, where every other weight is read between two products with one)."""
     row = torch.randn(1, n_in).to(dtype)
-    return fastest_calls({name: (lambda layer=layer: layer(row)) for name, layer in layers.items()}, ROUNDS, BUDGET_S)
+    rounds = {name: (lambda kernel_layers=kernel_layers: [layer(row) for layer in kernel_layers])
+              for name, kernel_layers in layers.items()}
+    return {name: round(us / len(layers[name]), 1) for name, us in fastest_calls(rounds, ROUNDS, BUDGET_S).items()}
+
+
+def _copies(weight: torch.Tensor) -> list[torch.Tensor]:
+    """Other weights of `weight`'s shape, enough that with it they pass COPIES_BYTES in `dtype`
+    (at most COPIES_MAX): the timing's rounds read them all in turn."""
+    n = max(0, min(COPIES_MAX, -(-COPIES_BYTES // (weight.numel() * 2))) - 1)
+    return [weight + (k + 1) * 1e-4 for k in range(n)]
 
 
 def _measure(
@@ -162,7 +175,9 @@ def _measure(
         return (next(iter(built)), "set by " + MODE_ENV, {}), built
     if len(built) == 1:
         return (next(iter(built)), "only kernel", {}), built
-    timed = _time_one_row(built, n_in, dtype)
+    copies = _copies(weight) if product == "block" else []  # the head's sample is one large read already
+    timed = _time_one_row({kernel: [layer] + [dict(_candidates(product, copy, bias, dtype))[kernel]() for copy in copies]
+                           for kernel, layer in built.items()}, n_in, dtype)
     first = next(iter(built))
     fastest = min(timed, key=timed.__getitem__)
     return ((fastest if timed[fastest] < MARGIN * timed[first] else first), "fastest", timed), built

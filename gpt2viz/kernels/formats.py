@@ -155,6 +155,12 @@ def _copies(weight: torch.Tensor) -> list[torch.Tensor]:
     return [weight + (k + 1) * 1e-4 for k in range(n)]
 
 
+def _built_copies(kernel: str, product: str, copies: list[torch.Tensor], bias: torch.Tensor, dtype: torch.dtype) -> list[Layer]:
+    """`kernel`'s layers for `copies` of a weight (those it holds)."""
+    layers = (dict(_candidates(product, copy, bias, dtype))[kernel]() for copy in copies)
+    return [layer for layer in layers if layer is not None]
+
+
 def _measure(
     product: str, weight: torch.Tensor, bias: torch.Tensor, dtype: torch.dtype, how: str
 ) -> tuple[tuple[str, str, dict], dict[str, Layer]]:
@@ -176,7 +182,7 @@ def _measure(
     if len(built) == 1:
         return (next(iter(built)), "only kernel", {}), built
     copies = _copies(weight) if product == "block" else []  # the head's sample is one large read already
-    timed = _time_one_row({kernel: [layer] + [dict(_candidates(product, copy, bias, dtype))[kernel]() for copy in copies]
+    timed = _time_one_row({kernel: [layer] + _built_copies(kernel, product, copies, bias, dtype)
                            for kernel, layer in built.items()}, n_in, dtype)
     first = next(iter(built))
     fastest = min(timed, key=timed.__getitem__)

@@ -1,20 +1,20 @@
 """Which kernel each product of a loaded float32 model uses: measured on this CPU, remembered.
 
 For each distinct weight shape (GPT-2 small has five: c_attn, the attention's c_proj, c_fc, the
-MLP's c_proj and the LM head) the plain product and the two-core split (kernels/split.py) are
-timed on the model's weights of that shape, each round a call with every one of them as a decode
-step makes (so each is read from memory, not the caches), interleaved, and the fastest of several
-rounds of each kept (the minimum is what the kernel costs; slower rounds met other work). The
-split is chosen where it takes under MARGIN of the plain product's time, and, for a block product, only where it gives the plain
-product's digits exactly (checked on the weight, for 1 to BLOCK_MAX_ROWS rows): a cached decode
-step then computes what a full pass does on every machine where it did before, and where the
-BLAS adds in another order for a split (seen on a Xeon with AMX), the block stays plain. Where
-the plain product itself gives a row other digits alone than among a prefill's rows (an AMD EPYC's
-BLAS: every GPT-2 block shape), a cached step and a full pass differ in their last digits
-whichever kernel multiplies: the split is chosen on speed alone, and so are the block's partial
-sums (its weight's rows in two halves, kernels/split.py), which add in another order by design
-and stream memory faster. If a split wins at one row, it is timed again at its largest row count
-to decide how far it goes.
+MLP's c_proj and the LM head) the plain product and the two-core split (kernels/split.py) are timed
+on the model's weights of that shape, each round a call with every one of them as a decode step
+makes (so each is read from memory, not the caches), interleaved, and the fastest of several rounds
+of each kept (the minimum is what the kernel costs; slower rounds met other work). The split is
+chosen where it takes under MARGIN of the plain product's time, and, for a block product, only
+where it gives the plain product's digits exactly (checked on the weight, for 1 to BLOCK_MAX_ROWS
+rows): a cached decode step then computes what a full pass does on every machine where it did
+before, and where the BLAS adds in another order for a split (seen on a Xeon with AMX), the block
+stays plain. Where the plain product itself gives a row other digits alone than among a prefill's
+rows (an AMD EPYC's BLAS: every GPT-2 block shape), a cached step and a full pass differ in their
+last digits whichever kernel multiplies: the split is chosen on speed alone, and so are the block's
+partial sums (its weight's rows in two halves, kernels/split.py), which add in another order by
+design and stream memory faster. If a split wins at one row, it is timed again at its largest row
+count to decide how far it goes.
 
 The choices are kept in `$XDG_CACHE_HOME/gpt2viz/kernels.json` (kernels/cache.py),
 under the CPU kind's key (kernels/cpu.py) and the thread count, so the next load measures
@@ -164,12 +164,10 @@ def choose_kernels(model) -> list[Choice]:
         first = of_shape[0]
         known = remembered.get(name)
         usable = known is not None and how == "measure" and not (known.busy and quiet_now())
-        if usable and known.kernel == SPLIT and product == "block":
+        if usable and known.kernel != PLAIN and product == "block":
             # Checked again on this weight: another weight of the shape, or a BLAS steered
             # otherwise, may add in another order (a few small products per shape).
-            usable = _at_threads(threads, _split_keeps_digits, first.weight, first.bias)
-        elif usable and known.kernel == PARTIAL_SUMS:  # only while the plain product keeps no digits
-            usable = not _at_threads(threads, _plain_rows_hold, first.weight, first.bias)
+            usable = known.kernel in _at_threads(threads, _block_splits, first.weight, first.bias)
         made[name] = choice = known if usable else _at_threads(threads, _decide, of_shape, product, n_in, n_out, threads, how)
         for layer in of_shape:
             if product == "block":
@@ -222,16 +220,11 @@ def _decide(layers: list, product: str, n_in: int, n_out: int, threads: int, how
     keeps none; its partial sums only where the plain product keeps none), then plain or the
     fastest of them, timed on those layers' weights."""
     plain = Choice(product, n_in, n_out, PLAIN, 0, "")
-    layer = layers[0]  # the digits are checked on the first weight
     if threads < 2:
         return replace(plain, reason="one thread")
     splits = [SPLIT]
     if product == "block":
-        keeps = _plain_rows_hold(layer.weight, layer.bias)
-        splits = [kernel for kernel, allowed in (
-            (SPLIT, block_splittable(n_out) and (not keeps or _same_digits(layer.weight, layer.bias))),
-            (PARTIAL_SUMS, not keeps and partial_sums_possible(n_in)),
-        ) if allowed]
+        splits = _block_splits(layers[0].weight, layers[0].bias)  # the digits checked on the first weight
         if not splits:
             return replace(plain, reason="odd width" if not block_splittable(n_out) else "other digits")
     max_rows = BLOCK_MAX_ROWS if product == "block" else HEAD_MAX_ROWS
@@ -253,10 +246,15 @@ def _decide(layers: list, product: str, n_in: int, n_out: int, threads: int, how
     return Choice(product, n_in, n_out, best, reach, "faster", **fields)
 
 
-def _split_keeps_digits(weight: torch.Tensor, bias: torch.Tensor) -> bool:
-    """Whether the split leaves the digits a decode step has: it gives the plain product's, or the
+def _block_splits(weight: torch.Tensor, bias: torch.Tensor) -> list[str]:
+    """The splits that leave a block product the digits a decode step has: the column split where it
+    gives the plain product's digits (and its halves are whole SIMD vectors), both splits where the
     plain product has none to keep (a row's digits alone differ from those among a prefill's rows)."""
-    return _same_digits(weight, bias) or not _plain_rows_hold(weight, bias)
+    n_in, n_out = weight.shape
+    keeps = _plain_rows_hold(weight, bias)
+    allowed = ((SPLIT, block_splittable(n_out) and (not keeps or _same_digits(weight, bias))),
+               (PARTIAL_SUMS, not keeps and partial_sums_possible(n_in)))
+    return [kernel for kernel, ok in allowed if ok]
 
 
 def _same_digits(weight: torch.Tensor, bias: torch.Tensor) -> bool:

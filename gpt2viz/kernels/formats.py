@@ -5,19 +5,20 @@ The forward pass is the same maths in every format (gpt2viz/model/precision.py n
 the matrix products and the storage of their weights change, so a conversion swaps those layers
 after loading and leaves the rest alone:
 
-- **bfloat16 and float16** block products have up to three kernels: fbgemm's float16-weight
-  product (kernels/fbgemm_float16.py; bfloat16 weights held exactly once scaled by a power of two),
+- **bfloat16 and float16** block products have up to three kernels: fbgemm's float16-weight product
+  (kernels/fbgemm_float16.py; bfloat16 weights held exactly once scaled by a power of two),
   oneDNN's prepacked product (kernels/packed.py, where the CPU has oneDNN kernels for the format)
   and the plain 16-bit product (kernels/half.py, every CPU). Which is fastest depends on the CPU:
-  fbgemm streams a one-row product's weights faster on an AVX2 or AVX-512 CPU without bfloat16
-  dot products, oneDNN's bfloat16 kernel is faster where the CPU has them (AMX, AVX-512 BF16)
-  (benchmarks/RESULTS.md). So the kernels that hold a weight exactly and give each row the same
-  digits whatever rows share the call (a cached decode step then computes what a full pass does)
-  are timed on one row, the decode step's product, once per weight shape, interleaved, each on
-  copies of the weight read in turn (so from memory, as in a step), and the fastest kept. The plain product is not row by row exact: it is used only where no
-  other kernel holds a weight. The LM head is oneDNN's packed copy of wte in bfloat16 where the
-  CPU has the kernels, else the plain product (a packed float16 copy would cost GPT-2 small
-  ~100 MB for a fraction of a millisecond a step). Activations and the KV cache are in the format.
+  fbgemm streams a one-row product's weights faster on an AVX2 or AVX-512 CPU without bfloat16 dot
+  products, oneDNN's bfloat16 kernel can be where the CPU has them (AMX; on an AMD EPYC with
+  AVX-512 BF16 only for some shapes) (benchmarks/RESULTS.md). So the kernels that hold a weight
+  exactly and give each row the same digits whatever rows share the call (a cached decode step then
+  computes what a full pass does) are timed on one row, the decode step's product, once per weight
+  shape, interleaved, each on copies of the weight read in turn (so from memory, as in a step), and
+  the fastest kept. The plain product is not row by row exact: it is used only where no other
+  kernel holds a weight. The LM head is oneDNN's packed copy of wte in bfloat16 where the CPU has
+  the kernels, else the plain product (a packed float16 copy would cost GPT-2 small ~100 MB for a
+  fraction of a millisecond a step). Activations and the KV cache are in the format.
 - **int8**: every block product and the LM head through fbgemm (kernels/int8.py), its inputs
   quantized to 8 bits or, on CPUs without VNNI, 7 (measured once per process). Activations and
   the KV cache stay float32.
@@ -149,8 +150,8 @@ def _time_one_row(layers: dict[str, list[Layer]], n_in: int, dtype: torch.dtype)
 
 
 def _copies(weight: torch.Tensor) -> list[torch.Tensor]:
-    """Other weights of `weight`'s shape, enough that with it they pass COPIES_BYTES in `dtype`
-    (at most COPIES_MAX): the timing's rounds read them all in turn."""
+    """Other weights of `weight`'s shape, enough that with it they fill COPIES_BYTES in a 16-bit
+    format (COPIES_MAX in all at most): the timing's rounds read them all in turn."""
     n = max(0, min(COPIES_MAX, -(-COPIES_BYTES // (weight.numel() * 2))) - 1)
     return [weight + (k + 1) * 1e-4 for k in range(n)]
 

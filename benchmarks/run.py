@@ -936,6 +936,10 @@ def render(results: dict) -> str:
             parts.append(f"  bundled model, {bg['new_tokens']} new tokens after 'ROMEO:' ({bg['made']} made): naive "
                          f"{bg['naive_ms']:.0f} ms, cached {bg['cached_ms']:.0f} ms, {bg['cache_speedup']:.2f}x; "
                          f"ids equal {bg['ids_naive_eq_cached']} (median of {bg['reps']})")
+        for ts in r.get("tui_steps") or []:
+            parts.append(f"  generation view, {Path(ts['model']).name}: decode step {ts['tui_median_ms']:.2f} ms in the TUI "
+                         f"(tmux {ts['size']}), {ts['headless_median_ms']:.2f} ms headless, {ts['ratio']:.2f}x "
+                         f"(medians of {ts['rounds'] * ts['per_round']} runs of {ts['tokens']} tokens each)")
         if r.get("hooks"):
             rows = [[f"T={h['T']}", f"{h['hookfree_ms']:.1f}", f"{h['ours_ms']:.1f}",
                      f"{100 * h['no_subscriber_overhead']:+.1f}%", f"{h['ours_all_logits_ms']:.1f}",
@@ -956,10 +960,6 @@ def render(results: dict) -> str:
             rows = [[f"B={b['batch']}", f"{b['step_ms']:.1f}", f"{b['vs_one']:.2f}x", f"{b['tokens_per_s']:.0f}"]
                     for b in r["batch"]]
             parts.append(fmt_table(rows, ["batched decode step", "ms", "vs B=1", "tokens/s"]))
-        for ts in r.get("tui_steps") or []:
-            parts.append(f"  generation view, {Path(ts['model']).name}: decode step {ts['tui_median_ms']:.2f} ms in the TUI "
-                         f"(tmux {ts['size']}), {ts['headless_median_ms']:.2f} ms headless, {ts['ratio']:.2f}x "
-                         f"(medians of {ts['rounds'] * ts['per_round']} runs of {ts['tokens']} tokens each)")
         gb = r.get("generate_batch")
         if gb:
             parts.append(f"  generate_batch, {gb['context']}-token prompt, {gb['new_tokens']} new tokens: B=1 "

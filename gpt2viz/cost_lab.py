@@ -416,7 +416,7 @@ def batch_sweep(
         measure=measure,
         should_stop=should_stop,
     )
-    del caches
+    caches.clear()  # the KV caches' memory back before the results are worked out
     sweep.complete = all(len(t) == steps for t in times.values())
     for b in fits:
         ms = _median(times[b])
@@ -513,7 +513,7 @@ def precision_sweep(
         measure=measure,
         should_stop=should_stop,
     )
-    del caches
+    caches.clear()  # the KV caches' memory back before the results are worked out
     sweep.complete = all(len(t) == steps for t in times.values())
     reference = models.get("float32") or lm.float32_twin()
     quality_ids = list(prompt_ids)[: lm.config.n_ctx] or [0]

@@ -12,6 +12,7 @@ from textual.containers import Container
 from ...i18n import N_, _, count, say
 from ...trace import Trace
 from ..commands import MapCommands, StageCommands
+from ..facts import StepChoice
 from ..language import key_name
 from ...text_safety import safe_line
 from ..stages import Stage, block_jump, build_stages, index_by_key, index_of

@@ -20,6 +20,7 @@ import argparse
 import json
 import os
 import re
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -75,9 +76,9 @@ class App:
     def __init__(self, model: str, size: str, tokens: int, env: dict) -> None:
         width, height = size.split("x")
         _tmux("kill-session", "-t", SESSION)
-        command = " ".join([PYTHON, "-m", "gpt2viz", repr(PROMPT), "--model", repr(model), "--generate", str(tokens),
-                            "--lang", "en"])
-        exports = " ".join(f"{k}={v!r}" for k, v in env.items() if k.startswith(("GPT2VIZ_", "XDG_", "ATEN_", "ONEDNN_", "FBGEMM_")))
+        command = shlex.join([PYTHON, "-m", "gpt2viz", PROMPT, "--model", model, "--generate", str(tokens), "--lang", "en"])
+        exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()
+                           if k.startswith(("GPT2VIZ_", "XDG_", "ATEN_", "ONEDNN_", "FBGEMM_")))
         subprocess.run(["tmux", "new-session", "-d", "-s", SESSION, "-x", width, "-y", height,
                         f"env {exports} {command}"], check=True)
         if _wait_for(lambda s: READY in s, 120) is None:
@@ -88,16 +89,12 @@ class App:
 
     def decode_ms(self, tokens: int, expected_ms: float) -> float:
         """One generation (`g` the first time, then Space: again): its mean decode step, ms. The
-        screen is read only after the run should have ended, so polling draws nothing during it."""
+        screen is read only after the run should have ended, so polling draws nothing during it
+        (a new run clears the view at once, so a "done" seen then is the new run's)."""
         _tmux("send-keys", "-t", SESSION, "g" if self.runs == 0 else "Space")
         self.runs += 1
         time.sleep(1.0 + 3 * tokens * expected_ms / 1000)
-
-        def finished(screen: str) -> bool:
-            found = DECODE.search(screen)
-            return DONE in screen and found is not None and int(found.group(2)) == tokens - 1
-
-        screen = _wait_for(finished, 120)
+        screen = _wait_for(lambda s: DONE in s and DECODE.search(s) is not None, 120)
         if screen is None:
             raise RuntimeError(f"no finished generation on the screen:\n{_screen()}")
         return float(DECODE.search(screen).group(1))

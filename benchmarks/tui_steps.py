@@ -20,15 +20,18 @@ import argparse
 import json
 import os
 import re
-import shlex
 import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "tools"))
+
+from key_mash import Session  # noqa: E402
 PYTHON = sys.executable
 PROMPT = "ROMEO:"
 SESSION = "gpt2viz-tui-steps"
@@ -42,25 +45,6 @@ def available() -> bool:
     return shutil.which("tmux") is not None
 
 
-def _tmux(*args: str) -> str:
-    return subprocess.run(["tmux", *args], capture_output=True, text=True, check=False).stdout
-
-
-def _screen() -> str:
-    return _tmux("capture-pane", "-p", "-t", SESSION)
-
-
-def _wait_for(test, timeout_s: float, every_s: float = 0.25) -> str | None:
-    """The screen once `test(screen)` holds, polling every `every_s`; None after `timeout_s`."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        screen = _screen()
-        if test(screen):
-            return screen
-        time.sleep(every_s)
-    return None
-
-
 def headless_decode_ms(model: str, tokens: int, env: dict) -> float:
     """One headless generation in a fresh process: its trace's mean decode step, ms."""
     out = subprocess.run(
@@ -71,19 +55,15 @@ def headless_decode_ms(model: str, tokens: int, env: dict) -> float:
 
 
 class App:
-    """The app in a tmux session of its own, its step-through loaded."""
+    """The app in a tmux session of its own (tools/key_mash.py's Session), its step-through loaded."""
 
-    def __init__(self, model: str, size: str, tokens: int, env: dict) -> None:
-        width, height = size.split("x")
-        _tmux("kill-session", "-t", SESSION)
-        command = shlex.join([PYTHON, "-m", "gpt2viz", PROMPT, "--model", model, "--generate", str(tokens), "--lang", "en"])
-        exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()
-                           if k.startswith(("GPT2VIZ_", "XDG_", "ATEN_", "ONEDNN_", "FBGEMM_")))
-        subprocess.run(["tmux", "new-session", "-d", "-s", SESSION, "-x", width, "-y", height,
-                        f"env {exports} {command}"], check=True)
-        if _wait_for(lambda s: READY in s, 120) is None:
-            raise RuntimeError(f"the app did not show its step-through:\n{_screen()}")
-        _tmux("send-keys", "-t", SESSION, "Escape")  # the lessons menu a first start opens, if open
+    def __init__(self, model: str, size: str, tokens: int, env: dict, state: Path) -> None:
+        width, height = (int(n) for n in size.split("x"))
+        steering = {k: v for k, v in env.items() if k.startswith(("GPT2VIZ_", "XDG_CACHE", "ATEN_", "ONEDNN_", "FBGEMM_"))}
+        self.session = Session(SESSION, (width, height), "en", model, state, (PROMPT, "--generate", str(tokens)), steering)
+        if not self.session.wait_for(READY, 120):
+            raise RuntimeError(f"the app did not show its step-through:\n{self.session.screen()}")
+        self.session.keys("escape")  # the lessons menu a first start opens
         time.sleep(1)
         self.runs = 0
 
@@ -91,18 +71,18 @@ class App:
         """One generation (`g` the first time, then Space: again): its mean decode step, ms. The
         screen is read only after the run should have ended, so polling draws nothing during it
         (a new run clears the view at once, so a "done" seen then is the new run's)."""
-        _tmux("send-keys", "-t", SESSION, "g" if self.runs == 0 else "Space")
+        self.session.keys("g" if self.runs == 0 else "space")
         self.runs += 1
         time.sleep(1.0 + 3 * tokens * expected_ms / 1000)
-        screen = _wait_for(lambda s: DONE in s and DECODE.search(s) is not None, 120)
-        if screen is None:
-            raise RuntimeError(f"no finished generation on the screen:\n{_screen()}")
-        return float(DECODE.search(screen).group(1))
+        found = DECODE.search(self.session.screen()) if self.session.wait_for(DONE, 120) else None
+        if found is None:
+            raise RuntimeError(f"no finished generation on the screen:\n{self.session.screen()}")
+        return float(found.group(1))
 
     def close(self) -> None:
-        _tmux("send-keys", "-t", SESSION, "q")
+        self.session.keys("q")
         time.sleep(1)
-        _tmux("kill-session", "-t", SESSION)
+        self.session.close()
 
 
 def measure(model: str, rounds: int = 3, per_round: int = 3, tokens: int = 40, size: str = "120x40", log=None) -> dict:
@@ -117,8 +97,9 @@ def measure(model: str, rounds: int = 3, per_round: int = 3, tokens: int = 40, s
     env = dict(os.environ)
     tui, headless = [], []
     headless_decode_ms(model, tokens, env)  # a first run, which may measure the kernels
+    state = Path(tempfile.mkdtemp(prefix="gpt2viz-tui-steps-"))  # the app's state (errors.log), its own
     for r in range(rounds):
-        app = App(model, size, tokens, env)
+        app = App(model, size, tokens, env, state)
         try:
             expected = statistics.median(headless) if headless else 50.0
             app.decode_ms(tokens, expected)
@@ -131,6 +112,7 @@ def measure(model: str, rounds: int = 3, per_round: int = 3, tokens: int = 40, s
         headless += runs_h
         log(f"  {Path(model).name} round {r + 1}: TUI " + " ".join(f"{ms:.2f}" for ms in runs)
             + " ms; headless " + " ".join(f"{ms:.2f}" for ms in runs_h) + " ms")
+    shutil.rmtree(state, ignore_errors=True)
     t, h = statistics.median(tui), statistics.median(headless)
     return {"model": model, "size": size, "tokens": tokens, "rounds": rounds, "per_round": per_round,
             "tui_ms": tui, "headless_ms": headless, "tui_median_ms": t, "headless_median_ms": h, "ratio": t / h}

@@ -43,15 +43,20 @@ def tmux(*args: str, check: bool = True) -> str:
 
 
 class Session:
-    """gpt2viz running in a tmux session of its own."""
+    """gpt2viz running in a tmux session of its own: `args` before its options (a prompt,
+    --generate N), `env` set for it besides XDG_STATE_HOME (a tmux server started earlier would
+    otherwise give it its own environment, not this process's)."""
 
-    def __init__(self, name: str, size: tuple[int, int], lang: str, model: str, state: Path) -> None:
+    def __init__(self, name: str, size: tuple[int, int], lang: str, model: str, state: Path,
+                 args: tuple[str, ...] = (), env: dict[str, str] | None = None) -> None:
         self.name, self.state = name, state
         self.exit_file = state / f"{name}.exit"
         self.exit_file.unlink(missing_ok=True)
+        exports = {**(env or {}), "XDG_STATE_HOME": str(state)}
         command = (
-            f"env XDG_STATE_HOME={shlex.quote(str(state))} {shlex.quote(sys.executable)} -m gpt2viz --model {shlex.quote(model)} "
-            f"--lang {lang}; echo $? > {shlex.quote(str(self.exit_file))}"
+            "env " + " ".join(f"{k}={shlex.quote(v)}" for k, v in exports.items()) + " "
+            + shlex.join([sys.executable, "-m", "gpt2viz", *args, "--model", model, "--lang", lang])
+            + f"; echo $? > {shlex.quote(str(self.exit_file))}"
         )
         tmux("kill-session", "-t", name, check=False)
         # In the state folder: the palette's Screenshot, when the mash picks it, saves there.

@@ -8,6 +8,7 @@ short labels of the picture are msgids here. Every fact comes from the trace (fi
 from __future__ import annotations
 
 from ..i18n import N_, _, ngettext, plural, say, sentences
+from ..kernels.choice import PARTIAL_SUMS, PLAIN
 from ..text_safety import safe_line
 from ..trace import Trace
 from ..trace.notices import notice_text
@@ -139,8 +140,8 @@ def _kernels(trace: Trace) -> str:
         # variable set ("set by GPT2VIZ_KERNELS": kernel.set_split / kernel.set_plain).
         # The partial sums (traces since 2026-12-05) have a sentence of their own (kernel.partial_sums).
         if p["reason"].startswith("set by"):
-            reason = "set_split" if p["kernel"] != "plain" else "set_plain"
-        elif p["kernel"] == "two-core partial sums":
+            reason = "set_split" if p["kernel"] != PLAIN else "set_plain"
+        elif p["kernel"] == PARTIAL_SUMS:
             reason = "partial_sums"
         else:
             reason = p["reason"].replace(" ", "_")
@@ -152,7 +153,7 @@ def _kernels(trace: Trace) -> str:
             shape=f"{count(p['n_in'])} × {count(p['n_out'])}", plain=_micro(p["plain_us"]), split=_micro(split),
             partial=_micro(p.get("partial_us")),
         ))
-    if any(p["kernel"] == "two-core partial sums" for p in products):
+    if any(p["kernel"] == PARTIAL_SUMS for p in products):
         lines.append(say("stage.model_files.kernels_partial_sums"))
     if any(p["busy"] and p["plain_us"] is not None for p in products):
         lines.append(say("stage.model_files.kernels_busy"))

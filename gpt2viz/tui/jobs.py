@@ -12,7 +12,9 @@ the work it started, and a result that arrives after a cancel is dropped.
 - `cancel()` drops the job: it stops too, and nothing of it is delivered any more.
 - `detach(owner)` cancels every job of the owner and refuses its new ones (a screen closing).
 - Timed work (a generation, the cost lab) hands over with `report_drawn` and starts with
-  `until_drawn`: the model thread waits until the UI has drawn, so no drawing is timed as the model's.
+  `until_drawn`: the model thread waits until the UI has drawn and gone quiet, so no drawing is
+  timed as the model's. Work of many short pieces (a generation's steps) hands them over in
+  batches (`Batches`), so that few of them follow a wait.
 
 An error of a job is put into one line here (`failure_text`: a gpt2viz error's own message, any
 other logged with its traceback to the file the line names) and delivered to the job's `on_error`,
@@ -44,6 +46,11 @@ AfterRefresh = Callable[[Callable[[], None]], object]
 # never draws it (the app leaving) cannot hold the work up for longer.
 DRAWN_WAIT_S = 5.0
 OnError = Callable[[str, int], None]
+# After a drawn report, the model thread waits for the UI to go quiet (JobService._until_quiet): a
+# window this long in which the process used under this share of one CPU, at most this long.
+QUIET_WINDOW_S = 0.02
+QUIET_SHARE = 0.1
+QUIET_MOST_S = 0.1
 
 _services: "weakref.WeakSet[JobService]" = weakref.WeakSet()
 
@@ -116,6 +123,37 @@ class Job:
         changed as it started the job (a view cleared for a new run), as `report_drawn` does."""
         if self._service is not None:
             self._service._post(self, lambda: None, (), drawn=True)
+
+
+class Batches:
+    """For timed work of many short pieces (a generation's steps): hands them to the owner as lists,
+    by `Job.report_drawn`: everything made since the last handover (or since the start) once
+    `every_s` seconds have passed since it; `flush()` hands over the rest.
+
+    A handover per piece made the model wait for the UI after every one (a trip through the UI's
+    event loop, and a draw when one was due), and a piece timed right after such a wait runs
+    slower than one after another piece (its memory caches gone cold; benchmarks/RESULTS.md,
+    session 25). In batches, one piece per handover pays it, and a run shorter than `every_s`
+    (the bundled model's 40 tokens) none. What a piece shows waits for the next handover: at most
+    `every_s`, or the time of the piece after it when that is longer."""
+
+    def __init__(self, job: "Job", every_s: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.job = job
+        self.every_s = every_s
+        self.clock = clock
+        self._pending: list[Any] = []
+        self._handed = clock()  # when the last handover came back, or the work began
+
+    def add(self, piece: Any) -> None:
+        self._pending.append(piece)
+        if self.clock() - self._handed >= self.every_s:
+            self.flush()
+
+    def flush(self) -> None:
+        if self._pending:
+            pieces, self._pending = self._pending, []
+            self.job.report_drawn(pieces)
+        self._handed = self.clock()
 
 
 class JobService:
@@ -246,6 +284,23 @@ class JobService:
         deadline = time.monotonic() + DRAWN_WAIT_S
         while not done.wait(0.05):
             if job.should_stop() or self._closed or time.monotonic() > deadline:
+                return
+        self._until_quiet(job)
+
+    def _until_quiet(self, job: Job) -> None:
+        """Returns once the UI has finished drawing: after `after_refresh`'s callback, Textual may
+        still lay out and paint the screen (its update timer runs up to a frame later, 1/60 s),
+        for tens of milliseconds, which a step timed then would count as its own (measured in the
+        generation view: steps of 8-24 ms among the bundled model's 2 ms ones, each during such a
+        paint). So, as Textual's own test pilot waits for idle: the model thread sleeps in windows
+        of QUIET_WINDOW_S until one in which this process used under QUIET_SHARE of a CPU, at
+        most QUIET_MOST_S."""
+        deadline = time.monotonic() + QUIET_MOST_S
+        while not (job.should_stop() or self._closed):
+            cpu, start = time.process_time(), time.monotonic()
+            time.sleep(QUIET_WINDOW_S)
+            now = time.monotonic()
+            if time.process_time() - cpu < QUIET_SHARE * (now - start) or now > deadline:
                 return
 
     def _finish(self, job: Job, callback: Callable[..., None] | None, args: tuple) -> None:

@@ -27,7 +27,7 @@ from ..interventions import Ablation, applied, parse_ablations
 from ..options import RunOptions
 from ..trace import Trace
 from .generation import GenerationSettings
-from .jobs import AfterRefresh, Deliver, Job, JobService, OnError
+from .jobs import AfterRefresh, Batches, Deliver, Job, JobService, OnError
 
 LOAD_STEPS = 3
 PROGRESS_INTERVAL_S = 0.1  # a download reports every piece; the screen hears of it this often
@@ -427,27 +427,34 @@ class Session:
         ablations,
         *,
         rng=None,
-        on_step: Callable[[dict], None],
+        every_s: float,
+        on_steps: Callable[[list[dict]], None],
         on_end: Callable[[dict], None],
         on_error: OnError,
         name: str = "generate",
     ) -> Job:
-        """Generates up to `max_new` tokens after `ids` with `ablations` switched off; `on_step`
-        gets each step's plain record, `on_end` the generation's record. Stopping keeps the steps
-        made so far; sampling draws from `rng`, so a resumed run goes on where it stopped."""
+        """Generates up to `max_new` tokens after `ids` with `ablations` switched off; `on_steps`
+        gets the steps' plain records, those made since the last handover every `every_s` seconds
+        and the rest at the end (jobs.Batches), each list drawn before the next step is timed;
+        `on_end` gets the generation's record. Stopping keeps the steps made so far; sampling draws
+        from `rng`, so a resumed run goes on where it stopped."""
         from ..trace import record_generation
 
         lm = self.lm
 
         def work(job: Job) -> dict:
             job.until_drawn()  # the first step (the prefill) is timed with the UI idle too
-            with applied(lm.hooks, ablations):
-                return record_generation(
-                    lm, ids, max_new, settings.sampling, settings.use_cache, topk,
-                    on_step=job.report_drawn, should_stop=job.should_stop, generator=rng,
-                )
+            steps = Batches(job, every_s)
+            try:
+                with applied(lm.hooks, ablations):
+                    return record_generation(
+                        lm, ids, max_new, settings.sampling, settings.use_cache, topk,
+                        on_step=steps.add, should_stop=job.should_stop, generator=rng,
+                    )
+            finally:
+                steps.flush()  # before the generation's record: every step arrives first
 
-        return self.jobs.submit(owner, name, work, on_result=on_end, on_progress=on_step, on_error=on_error)
+        return self.jobs.submit(owner, name, work, on_result=on_end, on_progress=on_steps, on_error=on_error)
 
     def trace_step(
         self, owner: object, ids: list[int], topk: int, decode: bool, ablations, *, prompt_length: int,

@@ -7,11 +7,12 @@ import queue
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 
 from gpt2viz.errors import Gpt2VizError
-from gpt2viz.tui.jobs import THREAD_NAME, JobService
+from gpt2viz.tui.jobs import THREAD_NAME, Batches, JobService
 from gpt2viz.tui.session import RunFailed, RunStarted, Session, TraceRecorded
 from helpers import state_home
 
@@ -199,3 +200,57 @@ def test_a_drawn_report_of_a_stopped_job_does_not_wait_for_a_ui_that_never_draws
     ui.calls.get(timeout=30)()
     job.stop()
     ui.pump(lambda: results == ["went on"])
+
+
+def test_short_pieces_are_handed_over_in_batches_each_drawn_before_the_next_piece(ui):
+    """A generation's steps reach the UI as lists: all made since the last handover (or the start)
+    once every_s has passed; each list is drawn before the model goes on, and flush hands over the
+    rest, in order (jobs.Batches)."""
+    refreshed: queue.Queue = queue.Queue()
+    jobs = JobService(ui.deliver, lambda text, code: None, after_refresh=refreshed.put)
+    now = [0.0]
+    order, results = [], []
+
+    def work(job):
+        batches = Batches(job, 0.2, clock=lambda: now[0])
+        for piece, at in enumerate((0.0, 0.05, 0.1, 0.25, 0.3, 0.35)):
+            now[0] = at
+            batches.add(piece)
+            order.append(f"made {piece}")
+        batches.flush()
+        return "done"
+
+    jobs.submit(Owner(), "timed", work, on_progress=lambda pieces: order.append(pieces), on_result=results.append)
+    for expected in ([0, 1, 2, 3], [4, 5]):
+        ui.calls.get(timeout=30)()  # handed over and handled; not drawn yet
+        assert order[-1] == expected
+        threading.Event().wait(0.1)  # the model thread, if it did not wait for the draw, would go on now
+        assert order[-1] == expected
+        refreshed.get(timeout=30)()  # drawn
+    ui.pump(lambda: results == ["done"])
+    assert order == ["made 0", "made 1", "made 2", [0, 1, 2, 3], "made 3", "made 4", "made 5", [4, 5]]
+
+
+def test_a_drawn_report_waits_until_the_ui_has_finished_drawing(ui):
+    """Textual may paint the screen after `after_refresh`'s callback (its update timer, a frame
+    later): the model thread goes on only once the process has been quiet for a moment."""
+    jobs = JobService(ui.deliver, lambda text, code: None, after_refresh=lambda call: call())
+    painted = threading.Event()
+    went_on = []
+
+    def paint():  # the UI busy for a while after the drawn signal: a busy loop, as a paint is
+        end = time.thread_time() + 0.05
+        while time.thread_time() < end:
+            pass
+        painted.set()
+
+    def handle(n):
+        threading.Thread(target=paint).start()
+
+    def work(job):
+        job.report_drawn(1)
+        went_on.append(painted.is_set())
+
+    jobs.submit(Owner(), "timed", work, on_progress=handle, on_result=lambda r: None)
+    ui.pump(lambda: went_on)
+    assert went_on == [True]

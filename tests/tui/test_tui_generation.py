@@ -32,6 +32,12 @@ class Gate:
     def __init__(self, open_steps: int) -> None:
         self.open_steps = open_steps
         self.event = threading.Event()
+        self.reached = threading.Event()  # a step is held: the model thread waits in it
+
+    async def holding(self, pilot) -> None:
+        """Pauses until the model thread has made the next step and is held before handing it over
+        (after a handover it waits for the UI to go quiet before it makes the next step)."""
+        await wait_for(pilot, self.reached.is_set, what="the held step")
 
     def release(self) -> None:
         self.event.set()
@@ -39,21 +45,21 @@ class Gate:
 
 @pytest.fixture
 def gate(monkeypatch):
-    """Generations in this test pause before posting their fourth token, until `gate.release()`."""
-    import gpt2viz.trace as trace_module
+    """Generations in this test hand over the steps they made and pause before handing over their
+    fourth, until `gate.release()` (the model thread's batches of steps, jobs.Batches)."""
+    from gpt2viz.tui import jobs
 
-    real = trace_module.record_generation
+    real_add = jobs.Batches.add
     held = Gate(3)
 
-    def gated(*args, on_step=None, **kwargs):
-        def step(record):
-            if record["step"] >= held.open_steps:
-                held.event.wait(20)
-            on_step(record)
+    def gated_add(batches, step):
+        if step["step"] >= held.open_steps and not held.event.is_set():
+            batches.flush()  # the steps before it are drawn
+            held.reached.set()
+            held.event.wait(20)
+        real_add(batches, step)
 
-        return real(*args, on_step=step, **kwargs)
-
-    monkeypatch.setattr(trace_module, "record_generation", gated)
+    monkeypatch.setattr(jobs.Batches, "add", gated_add)
     yield held
     held.release()  # never leave a model thread waiting (it holds the model lock)
 
@@ -97,12 +103,12 @@ async def test_tokens_stream_in_and_stop_keeps_the_text(ckpts, gate):
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_generation(app, pilot)
         await wait_for(pilot, lambda: len(screen.gen.steps) == 3, what="three tokens")
-        # Redraws come at most every DRAW_INTERVAL_S while tokens stream in, and STALLED_DRAW_S after
-        # a step that was not drawn when the next is slow to come (the gate holds it here).
+        # Each handover of steps is drawn (the gate's run hands over every step).
         await wait_for(pilot, lambda: "● generating 3 of 30 tokens" in screen_text(app), timeout=30, what="the redraw")
         assert screen.running
         first = [s["text"] for s in screen.gen.steps]
         assert "".join(first).replace("␣", " ") + "▌" in text_of(screen)  # streamed in as they came
+        await gate.holding(pilot)
         await pilot.press("space")  # stop: the step under way is the last
         gate.release()
         await finished(pilot, screen)
@@ -161,6 +167,7 @@ async def test_a_stopped_and_resumed_sampled_run_equals_an_uninterrupted_one(ckp
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_generation(app, pilot)
         await wait_for(pilot, lambda: len(screen.gen.steps) == 3, what="three tokens")
+        await gate.holding(pilot)
         await pilot.press("space")
         gate.release()
         await finished(pilot, screen)

@@ -9,7 +9,6 @@ replayed trace) the recorded generation is shown, read-only.
 from __future__ import annotations
 
 import random
-import time
 from dataclasses import replace
 
 from textual import events
@@ -41,8 +40,9 @@ from ..widgets.footer import AppFooter
 from .base import AppScreen
 from .generation_settings import SettingsScreen
 
-DRAW_INTERVAL_S = 0.2  # while tokens stream in, the panels are redrawn at most this often
-STALLED_DRAW_S = 1.0  # and at the latest this long after a step that was not drawn
+# While tokens stream in, the model thread hands over the steps it made this often, and the panels
+# are redrawn for each handover (jobs.Batches).
+DRAW_INTERVAL_S = 0.2
 
 STEP = Binding.Group(N_("step"), compact=True)
 # The runs of a comparison, named in the status line while they run (msgids: translated there).
@@ -129,8 +129,6 @@ class GenerationScreen(AppScreen[None]):
         self.selected: int | None = None
         self.boundaries = False
         self.phase = "idle"  # idle, generating or comparing
-        self._last_draw = self._last_step = 0.0
-        self._draw_timer = None
         if self.lm is None and trace.generation:
             self.gen = Generation.from_record(trace.generation, trace.token_ids, self._prompt_texts(), self.facts.n_ctx)
             self.settings = self.gen.settings
@@ -198,39 +196,9 @@ class GenerationScreen(AppScreen[None]):
         return True
 
     # -- drawing -----------------------------------------------------------------------------
-    def _draw_soon(self) -> None:
-        """Redraws if DRAW_INTERVAL_S has passed since the last redraw; otherwise once no step has
-        come for STALLED_DRAW_S (a step much slower than the ones before it); the run's end
-        draws the rest.
-
-        The model thread waits for this step's drawing before it times the next step
-        (Job.report_drawn), so drawing never overlaps a timed step but one that has taken longer
-        than STALLED_DRAW_S already. Drawing the panels takes tens of milliseconds: for every token,
-        it would slow the generation to the drawing's pace. One timer at a time looks for a stall
-        (a timer started per token is work of the UI's during the next step)."""
-        self._last_step = time.monotonic()
-        if self._last_step - self._last_draw >= DRAW_INTERVAL_S:
-            self._draw()
-        elif self._draw_timer is None:
-            self._draw_timer = self.set_timer(STALLED_DRAW_S, self._draw_if_stalled)
-
-    def _draw_if_stalled(self) -> None:
-        self._draw_timer = None
-        if self._last_draw >= self._last_step:
-            return  # drawn since
-        wait = self._last_step + STALLED_DRAW_S - time.monotonic()
-        if wait <= 0:
-            self._draw()
-        else:
-            self._draw_timer = self.set_timer(wait, self._draw_if_stalled)
-
     def _draw(self) -> None:
-        if self._draw_timer is not None:
-            self._draw_timer.stop()
-            self._draw_timer = None
         if self.closing:
             return
-        self._last_draw = time.monotonic()
         state = self.state
         self.query_one(TopBar).draw_generation(self.trace, self.gen.settings, self.replay, self.session.verification)
         self.query_one(TextPanel).draw(state, self.boundaries)
@@ -296,7 +264,7 @@ class GenerationScreen(AppScreen[None]):
         """One run of the model thread for `gen`; a newer run replaces it (its steps are dropped)."""
         self.session.generate(
             self, ids, max_new, settings, self.topk, self.ablations, rng=rng,
-            on_step=lambda step: self._step_generated(gen, step),
+            every_s=DRAW_INTERVAL_S, on_steps=lambda steps: self._steps_generated(gen, steps),
             on_end=lambda record: ended(gen, record),
             on_error=self._run_failed,
         )
@@ -351,11 +319,14 @@ class GenerationScreen(AppScreen[None]):
         self._draw()
 
     # -- what the model thread hands over -------------------------------------------------------
-    def _step_generated(self, gen: Generation, step: dict) -> None:
+    def _steps_generated(self, gen: Generation, steps: list[dict]) -> None:
+        """Steps the model thread made since its last handover: drawn now, and it waits for that
+        before it times the next step (Job.report_drawn), so drawing never overlaps a timed step."""
         if gen is not self.gen:
             return
-        gen.add_step(step)
-        self._draw_soon()
+        for step in steps:
+            gen.add_step(step)
+        self._draw()
 
     def _end(self, gen: Generation, record: dict) -> None:
         gen.end_run(record["stop_reason"], record.get("others_cpu"))

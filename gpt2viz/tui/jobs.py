@@ -47,7 +47,7 @@ AfterRefresh = Callable[[Callable[[], None]], object]
 DRAWN_WAIT_S = 5.0
 OnError = Callable[[str, int], None]
 # After a drawn report, the model thread waits for the UI to go quiet (JobService._until_quiet): a
-# window this long in which the process used under this share of one CPU, at most this long.
+# window this long in which the UI's thread used under this share of one CPU, at most this long.
 QUIET_WINDOW_S = 0.02
 QUIET_SHARE = 0.1
 QUIET_MOST_S = 0.1
@@ -125,6 +125,17 @@ class Job:
             self._service._post(self, lambda: None, (), drawn=True)
 
 
+def thread_cpu_clock(thread_id: int) -> Callable[[], float]:
+    """The CPU time, in seconds, of the thread `thread_id` (threading.get_ident()), as a function;
+    where the system gives no thread's clock to another thread, this process's CPU time."""
+    try:
+        clock = time.pthread_getcpuclockid(thread_id)
+        time.clock_gettime(clock)
+    except (AttributeError, OSError, OverflowError):
+        return time.process_time
+    return lambda: time.clock_gettime(clock)
+
+
 class Batches:
     """For timed work of many short pieces (a generation's steps): hands them to the owner as lists,
     by `Job.report_drawn`: everything made since the last handover (or since the start) once
@@ -134,7 +145,7 @@ class Batches:
     event loop, and a draw when one was due), and a piece timed right after such a wait runs
     slower than one after another piece (its memory caches gone cold; benchmarks/RESULTS.md,
     session 25). In batches, one piece per handover pays it, and a run shorter than `every_s`
-    (the bundled model's 40 tokens) none. What a piece shows waits for the next handover: at most
+    (the bundled model's 40 tokens) has no wait between its pieces. What a piece shows waits for the next handover: at most
     `every_s`, or the time of the piece after it when that is longer."""
 
     def __init__(self, job: "Job", every_s: float, clock: Callable[[], float] = time.monotonic) -> None:
@@ -262,10 +273,12 @@ class JobService:
 
     def _post(self, job: Job, callback: Callable[..., None], args: tuple, drawn: bool = False) -> None:
         """From the model thread: `callback(*args)` on the UI thread, if the job is still wanted then;
-        `drawn`: returns once the UI has drawn the screen after it (Job.report_drawn)."""
+        `drawn`: returns once the UI has drawn the screen after it and gone quiet (Job.report_drawn)."""
         done = threading.Event() if drawn else None
+        ui_thread: list[int] = []
 
         def call() -> None:
+            ui_thread.append(threading.get_ident())
             try:
                 if self._wanted(job):
                     callback(*args)
@@ -285,22 +298,23 @@ class JobService:
         while not done.wait(0.05):
             if job.should_stop() or self._closed or time.monotonic() > deadline:
                 return
-        self._until_quiet(job)
+        self._until_quiet(job, thread_cpu_clock(ui_thread[0]))
 
-    def _until_quiet(self, job: Job) -> None:
+    def _until_quiet(self, job: Job, ui_cpu: Callable[[], float]) -> None:
         """Returns once the UI has finished drawing: after `after_refresh`'s callback, Textual may
         still lay out and paint the screen (its update timer runs up to a frame later, 1/60 s),
         for tens of milliseconds, which a step timed then would count as its own (measured in the
-        generation view: steps of 8-24 ms among the bundled model's 2 ms ones, each during such a
+        generation view: steps of 6-28 ms among the bundled model's 2 ms ones, each during such a
         paint). So, as Textual's own test pilot waits for idle: the model thread sleeps in windows
-        of QUIET_WINDOW_S until one in which this process used under QUIET_SHARE of a CPU, at
-        most QUIET_MOST_S."""
+        of QUIET_WINDOW_S until one in which the UI's thread used under QUIET_SHARE of a CPU
+        (`ui_cpu`: its CPU time), and stops waiting once QUIET_MOST_S have passed. The UI's thread
+        alone: torch's own threads go on spinning for milliseconds after a product."""
         deadline = time.monotonic() + QUIET_MOST_S
         while not (job.should_stop() or self._closed):
-            cpu, start = time.process_time(), time.monotonic()
+            cpu, start = ui_cpu(), time.monotonic()
             time.sleep(QUIET_WINDOW_S)
             now = time.monotonic()
-            if time.process_time() - cpu < QUIET_SHARE * (now - start) or now > deadline:
+            if ui_cpu() - cpu < QUIET_SHARE * (now - start) or now > deadline:
                 return
 
     def _finish(self, job: Job, callback: Callable[..., None] | None, args: tuple) -> None:

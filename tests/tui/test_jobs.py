@@ -231,26 +231,31 @@ def test_short_pieces_are_handed_over_in_batches_each_drawn_before_the_next_piec
     assert order == ["made 0", "made 1", "made 2", [0, 1, 2, 3], "made 3", "made 4", "made 5", [4, 5]]
 
 
-def test_a_drawn_report_waits_until_the_ui_has_finished_drawing(ui):
+def test_a_drawn_report_waits_until_the_ui_has_finished_drawing(ui, monkeypatch):
     """Textual may paint the screen after `after_refresh`'s callback (its update timer, a frame
-    later): the model thread goes on only once the process has been quiet for a moment."""
-    jobs = JobService(ui.deliver, lambda text, code: None, after_refresh=lambda call: call())
+    later): the model thread goes on only once the UI's thread has been quiet for a moment."""
+    from gpt2viz.tui import jobs as jobs_module
+
+    monkeypatch.setattr(jobs_module, "QUIET_MOST_S", 5.0)  # only quiet ends the wait, however loaded the machine
     painted = threading.Event()
     went_on = []
 
-    def paint():  # the UI busy for a while after the drawn signal: a busy loop, as a paint is
+    def paint():  # on the UI's thread, after the drawn signal: busy, as a paint is
         end = time.thread_time() + 0.05
         while time.thread_time() < end:
             pass
         painted.set()
 
-    def handle(n):
-        threading.Thread(target=paint).start()
+    def refresh_then_paint(call):
+        call()
+        ui.deliver(paint)
+
+    jobs = JobService(ui.deliver, lambda text, code: None, after_refresh=refresh_then_paint)
 
     def work(job):
         job.report_drawn(1)
         went_on.append(painted.is_set())
 
-    jobs.submit(Owner(), "timed", work, on_progress=handle, on_result=lambda r: None)
+    jobs.submit(Owner(), "timed", work, on_progress=lambda n: None, on_result=lambda r: None)
     ui.pump(lambda: went_on)
     assert went_on == [True]

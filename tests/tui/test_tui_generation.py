@@ -103,7 +103,7 @@ async def test_tokens_stream_in_and_stop_keeps_the_text(ckpts, gate):
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_generation(app, pilot)
         await wait_for(pilot, lambda: len(screen.gen.steps) == 3, what="three tokens")
-        # Each handover of steps is drawn (the gate's run hands over every step).
+        # The gate hands over the three steps before the one it holds, and they are drawn.
         await wait_for(pilot, lambda: "● generating 3 of 30 tokens" in screen_text(app), timeout=30, what="the redraw")
         assert screen.running
         first = [s["text"] for s in screen.gen.steps]
@@ -159,6 +159,29 @@ async def test_streaming_redraws_are_throttled_and_the_last_one_is_complete(ckpt
         assert len(draws) <= 4 + elapsed / generation_screen.DRAW_INTERVAL_S, (len(draws), elapsed)
         assert len(draws) < 60 and streaming
         assert "Step 59 · decode" in screen_text(app) and "✓ done" in screen_text(app)
+
+
+@run_async
+async def test_a_slow_run_shows_its_steps_while_it_runs(ckpts, monkeypatch):
+    """Steps are handed over every DRAW_INTERVAL_S of the model's time, not only at the end: a run
+    of 30 ms steps is seen part done."""
+    from gpt2viz.tui import jobs
+
+    real_add = jobs.Batches.add
+
+    def slow_add(batches, step):
+        time.sleep(0.03)  # a slower model's step
+        real_add(batches, step)
+
+    monkeypatch.setattr(jobs.Batches, "add", slow_add)
+    app = live_app(ckpts, "--generate", "24")
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_generation(app, pilot)
+        await wait_for(pilot, lambda: screen.running and 0 < len(screen.gen.steps) < 24, what="part of the run")
+        made = len(screen.gen.steps)
+        assert f"● generating {made} of 24 tokens" in screen_text(app)
+        await finished(pilot, screen)
+        assert len(screen.gen.ids) == 24
 
 
 @run_async

@@ -321,7 +321,7 @@ class GenerationScreen(AppScreen[None]):
     # -- what the model thread hands over -------------------------------------------------------
     def _steps_generated(self, gen: Generation, steps: list[dict]) -> None:
         """Steps the model thread made since its last handover: drawn now, and it waits for that
-        before it times the next step (Job.report_drawn), so drawing never overlaps a timed step."""
+        drawing to end before it times the next step (Job.report_drawn, within its bounds)."""
         if gen is not self.gen:
             return
         for step in steps:

@@ -142,11 +142,12 @@ class Batches:
     `every_s` seconds have passed since it; `flush()` hands over the rest.
 
     A handover per piece made the model wait for the UI after every one (a trip through the UI's
-    event loop, and a draw when one was due), and a piece timed right after such a wait runs
-    slower than one after another piece (its memory caches gone cold; benchmarks/RESULTS.md,
-    session 25). In batches, one piece per handover pays it, and a run shorter than `every_s`
-    (the bundled model's 40 tokens) has no wait between its pieces. What a piece shows waits for the next handover: at most
-    `every_s`, or the time of the piece after it when that is longer."""
+    event loop, a draw when one was due, the wait for the UI to go quiet), and a piece timed right
+    after such a wait runs slower than one after another piece (its memory caches gone cold;
+    benchmarks/RESULTS.md, session 25). In batches, one piece per handover pays it, and a run
+    shorter than `every_s` (the bundled model's 40 tokens) has no wait between its pieces. What a
+    piece shows waits for the next handover: at most `every_s`, or the time of the piece after it
+    when that is longer."""
 
     def __init__(self, job: "Job", every_s: float, clock: Callable[[], float] = time.monotonic) -> None:
         self.job = job

@@ -5,8 +5,9 @@ drawing: the generation view's decode step within 1.2x of the headless step. Thi
 a person would, in a tmux session (120 x 40 unless told), and generates 40 tokens (`g` the first
 time, Space after), reading the Cost panel's "decode step X ms mean of N" once the run says it is
 done; then the same generation headless in fresh processes (`--json - --generate 40`), reading
-the trace's `mean_decode_ms`. The two kinds alternate by rounds; the medians are compared. The terminal is tmux's: a process of its own that parses every frame the app writes,
-as a real terminal does.
+the trace's `mean_decode_ms`. The two kinds alternate by rounds; the medians are compared. The
+terminal is tmux's: a process of its own that parses every frame the app writes, as a real
+terminal does.
 
     python benchmarks/tui_steps.py [--model tiny] [--model DIR ...] [--rounds 3] [--out FILE]
 

@@ -94,7 +94,7 @@ class Gpt2VizApp(CompatApp):
     def __init__(self, lm=None, trace: Trace | None = None, options: RunOptions | None = None) -> None:
         super().__init__()
         self.session = Session(
-            options, lm, trace, deliver=self._deliver, after_refresh=self.call_after_refresh, listener=self._session_event
+            options, lm, trace, deliver=self._deliver, when_drawn=self.call_when_drawn, listener=self._session_event
         )
         self.error: str | None = None
         self.exit_code = 0

@@ -41,7 +41,7 @@ from ..threads import ThreadPolicy
 THREAD_NAME = "gpt2viz-model"
 
 Deliver = Callable[[Callable[[], None]], None]
-AfterRefresh = Callable[[Callable[[], None]], object]
+WhenDrawn = Callable[[Callable[[], None]], object]
 # How long the model thread waits at most for the UI to draw a report (Job.report_drawn): a UI that
 # never draws it (the app leaving) cannot hold the work up for longer.
 DRAWN_WAIT_S = 5.0
@@ -171,11 +171,11 @@ class Batches:
 class JobService:
     """A queue of jobs and the one thread that runs them."""
 
-    def __init__(self, deliver: Deliver, on_error: OnError, after_refresh: AfterRefresh | None = None) -> None:
+    def __init__(self, deliver: Deliver, on_error: OnError, when_drawn: WhenDrawn | None = None) -> None:
         self._deliver = deliver
-        # Runs a callable on the UI thread once the screen has been drawn (Textual's
-        # call_after_refresh); without a UI, at once.
-        self._after_refresh: AfterRefresh = after_refresh or (lambda call: call())
+        # Runs a callable on the UI thread once the screen has drawn all it was asked to (the app's
+        # call_when_drawn); without a UI, at once.
+        self._when_drawn: WhenDrawn = when_drawn or (lambda call: call())
         self._on_error = on_error
         self._queue: queue.SimpleQueue[Job | None] = queue.SimpleQueue()
         self._ids = itertools.count(1)
@@ -285,7 +285,7 @@ class JobService:
                     callback(*args)
             finally:
                 if done is not None:
-                    self._after_refresh(done.set)
+                    self._when_drawn(done.set)
 
         if not self._wanted(job):
             return
@@ -302,14 +302,13 @@ class JobService:
         self._until_quiet(job, thread_cpu_clock(ui_thread[0]))
 
     def _until_quiet(self, job: Job, ui_cpu: Callable[[], float]) -> None:
-        """Returns once the UI has finished drawing: after `after_refresh`'s callback, Textual may
-        still lay out and paint the screen (its update timer runs up to a frame later, 1/60 s),
-        for tens of milliseconds, which a step timed then would count as its own (measured in the
-        generation view: steps of 6-28 ms among the bundled model's 2 ms ones, each during such a
-        paint). So, as Textual's own test pilot waits for idle: the model thread sleeps in windows
-        of QUIET_WINDOW_S until one in which the UI's thread used under QUIET_SHARE of a CPU
-        (`ui_cpu`: its CPU time), and stops waiting once QUIET_MOST_S have passed. The UI's thread
-        alone: torch's own threads go on spinning for milliseconds after a product."""
+        """Returns once the UI's thread has gone quiet after `when_drawn`'s callback: the screen has
+        nothing left to draw then, but the thread may still be busy with what its flags do not show
+        (the rest of that turn of its loop, a garbage collection, a timer of another widget).
+        As Textual's own test pilot waits for idle: the model thread sleeps in windows of
+        QUIET_WINDOW_S until one in which the UI's thread used under QUIET_SHARE of a CPU (`ui_cpu`:
+        its CPU time), and stops waiting once QUIET_MOST_S have passed. The UI's thread alone:
+        torch's own threads go on spinning for milliseconds after a product."""
         deadline = time.monotonic() + QUIET_MOST_S
         while not (job.should_stop() or self._closed):
             cpu, start = ui_cpu(), time.monotonic()

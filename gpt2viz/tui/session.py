@@ -27,7 +27,7 @@ from ..interventions import Ablation, applied, parse_ablations
 from ..options import RunOptions
 from ..trace import Trace
 from .generation import GenerationSettings
-from .jobs import AfterRefresh, Batches, Deliver, Job, JobService, OnError
+from .jobs import Batches, Deliver, Job, JobService, OnError, WhenDrawn
 
 LOAD_STEPS = 3
 PROGRESS_INTERVAL_S = 0.1  # a download reports every piece; the screen hears of it this often
@@ -160,7 +160,7 @@ class Session:
         trace: Trace | None = None,
         *,
         deliver: Deliver,
-        after_refresh: AfterRefresh | None = None,
+        when_drawn: WhenDrawn | None = None,
         listener: Callable[[SessionEvent], None] = lambda event: None,
     ) -> None:
         self.options = options or RunOptions()
@@ -168,7 +168,7 @@ class Session:
         self.trace = trace
         self.prompt = trace.prompt if trace is not None else self.options.prompt
         self.listener = listener
-        self.jobs = JobService(deliver, self._job_failed, after_refresh)
+        self.jobs = JobService(deliver, self._job_failed, when_drawn)
         self.generation_settings = GenerationSettings.from_options(self.options)
         self.ablations: list[Ablation] = []  # parts of the model switched off (what if), in order
         self.changes: list[dict] | None = None  # what they did to the prediction

@@ -10,6 +10,9 @@ looked at again before it breaks silently.
   (gpt2viz.crash_log) instead of Textual's traceback on the terminal. And `leaving`: once the app
   exits, the input still queued (keys typed after q) is dropped, not handled by screens whose
   widgets are being taken down; and `run_action` runs no action for a screen that has left.
+  And `call_when_drawn`: a callback once the screen has nothing left to draw (the flags Textual's
+  screen update timer reads, the widgets' message queues), for timed work that must not overlap
+  the app's painting (tui/jobs.py, Job.report_drawn).
 - `CompatPalette`: the command palette's own sentence ("No matches found") in the reader's
   language; no search started or finished, and none of its widgets touched, once it has closed.
 - `OptionList._move_page` pages only a list that has its lines: Textual 8.2.8's raises KeyError
@@ -34,6 +37,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import time
 from functools import lru_cache
 from typing import Callable
 
@@ -46,6 +50,7 @@ from textual import events, work
 from textual.command import CommandList, CommandPalette
 from textual.css.query import NoMatches
 from textual.dom import DOMNode, NoScreen
+from textual.message_pump import MessagePump
 from textual.screen import Screen
 from textual.cache import FIFOCache
 from textual.strip import Strip
@@ -76,6 +81,10 @@ TEXTUAL_PRIVATE: dict[tuple[type, str], str] = {
     (StylesCache, "get_inner_outer"): "d2509f3e796680df",
     (DOMNode, "_bindings"): "92386cf024a399a8",
     (Strip, "__init__"): "ce1d8154dca8cfd7",
+    (Screen, "_on_timer_update"): "421401660de142c5",
+    (Screen, "_layout_required"): "1f509dabafc58436",
+    (App, "_resize_event"): "252ebc810445207d",
+    (MessagePump, "_message_queue"): "4c13f534c77c6b67",
 }
 
 
@@ -106,6 +115,15 @@ def changed_parts() -> list[str]:
 
 
 # -- the crash path -----------------------------------------------------------------------------------
+# CompatApp.call_when_drawn: how often it looks whether the screen is drawn, and for how long at most.
+DRAWN_POLL_S = 0.004
+DRAWN_MOST_S = 0.15
+# What Textual's Screen._on_timer_update reads to know that it has something to draw.
+_SCREEN_PENDING = (
+    "_layout_required", "_scroll_required", "_repaint_required", "_recompose_required", "_dirty_widgets", "_callbacks",
+)
+
+
 class CompatApp(App):
     """An App whose unexpected errors end it with one line (`crash_line`), never a traceback."""
 
@@ -156,6 +174,39 @@ class CompatApp(App):
         except NoScreen:
             return False
         return screen in self.screen_stack
+
+    def call_when_drawn(self, callback: Callable[[], None]) -> None:
+        """`callback` on the UI thread once the screen has drawn everything asked of it so far, at
+        most DRAWN_MOST_S later (at once when the app is leaving).
+
+        Textual's `call_after_refresh` is not that: its callbacks run at the next refresh, and the
+        layout done there posts Resize messages whose handlers ask for another layout and paint (the
+        generation view's panels grow with the steps' rows; a footer recomposes when the keys
+        change): measured, a second paint 18-33 ms later and a third after that. So after the
+        refresh this looks again every DRAWN_POLL_S until the screen has nothing pending."""
+        deadline = time.monotonic() + DRAWN_MOST_S
+
+        def check() -> None:
+            if self.leaving or not self._has_pending_drawing() or time.monotonic() > deadline:
+                callback()
+            else:
+                self.set_timer(DRAWN_POLL_S, check)
+
+        self.call_after_refresh(check)
+
+    def _has_pending_drawing(self) -> bool:
+        """Whether the screen on top has drawing still to do: a flag that Textual's screen update
+        timer reads is set (a layout, scroll, repaint or recompose asked for, a dirty widget, a
+        callback waiting for the next refresh), a resize waits for the app's timer, or a message
+        waits in the app's queue or a widget's of the screen (a handler may ask for more)."""
+        if not self.screen_stack:
+            return False
+        if self._resize_event is not None:
+            return True
+        screen = self.screen
+        if any(getattr(screen, name) for name in _SCREEN_PENDING):
+            return True
+        return any(not node._message_queue.empty() for node in (self, *screen.walk_children(with_self=True)))
 
     def push_screen(self, screen, callback=None, wait_for_dismiss=False, **kwargs):
         """Textual's push_screen; the screen's result goes to `callback` only while the app is not

@@ -172,7 +172,7 @@ def test_a_drawn_report_returns_only_once_the_ui_has_drawn_it(ui):
     """Timed work (a generation step, a lab measurement) goes on only when the UI is idle again:
     the step handed over, handled, and the screen drawn after it (Job.report_drawn)."""
     refreshed: queue.Queue = queue.Queue()
-    jobs = JobService(ui.deliver, lambda text, code: None, after_refresh=refreshed.put)
+    jobs = JobService(ui.deliver, lambda text, code: None, when_drawn=refreshed.put)
     order, results = [], []
 
     def work(job):
@@ -193,7 +193,7 @@ def test_a_drawn_report_returns_only_once_the_ui_has_drawn_it(ui):
 
 
 def test_a_drawn_report_of_a_stopped_job_does_not_wait_for_a_ui_that_never_draws(ui):
-    jobs = JobService(ui.deliver, lambda text, code: None, after_refresh=lambda call: None)  # never drawn
+    jobs = JobService(ui.deliver, lambda text, code: None, when_drawn=lambda call: None)  # never drawn
     results = []
     job = jobs.submit(Owner(), "timed", lambda job: job.report_drawn(1) or "went on", on_progress=lambda n: None,
                       on_result=results.append)
@@ -207,7 +207,7 @@ def test_short_pieces_are_handed_over_in_batches_each_drawn_before_the_next_piec
     once every_s has passed; each list is drawn before the model goes on, and flush hands over the
     rest, in order (jobs.Batches)."""
     refreshed: queue.Queue = queue.Queue()
-    jobs = JobService(ui.deliver, lambda text, code: None, after_refresh=refreshed.put)
+    jobs = JobService(ui.deliver, lambda text, code: None, when_drawn=refreshed.put)
     now = [0.0]
     order, results = [], []
 
@@ -232,7 +232,7 @@ def test_short_pieces_are_handed_over_in_batches_each_drawn_before_the_next_piec
 
 
 def test_a_drawn_report_waits_until_the_ui_has_finished_drawing(ui, monkeypatch):
-    """Textual may paint the screen after `after_refresh`'s callback (its update timer, a frame
+    """Textual may paint the screen after `when_drawn`'s callback (its update timer, a frame
     later): the model thread goes on only once the UI's thread has been quiet for a moment."""
     from gpt2viz.tui import jobs as jobs_module
 
@@ -250,7 +250,7 @@ def test_a_drawn_report_waits_until_the_ui_has_finished_drawing(ui, monkeypatch)
         call()
         ui.deliver(paint)
 
-    jobs = JobService(ui.deliver, lambda text, code: None, after_refresh=refresh_then_paint)
+    jobs = JobService(ui.deliver, lambda text, code: None, when_drawn=refresh_then_paint)
 
     def work(job):
         job.report_drawn(1)

@@ -70,3 +70,52 @@ def test_a_strip_makes_the_caches_textual_gives_it_on_first_use_and_keeps_them()
     assert strip.crop(0, 7) is strip.crop(0, 7)  # the crop cache holds what it made
     assert strip.crop(0, 7).text == "hello w" and strip.cell_length == 11
     assert len(strip._crop_cache) == 1
+
+
+def test_call_when_drawn_waits_for_the_paint_that_a_layout_asks_for():
+    """A layout posts Resize messages, and a handler of one may ask for more drawing: here a panel
+    that grew with its text says its new height in its border, as the generation view's panels say
+    "more" (measured there: a second paint 18-33 ms after the first). `call_when_drawn` calls back only
+    once that is on the screen too; Textual's `call_after_refresh` calls back before it, and timed
+    work started then would share the CPU with the paint."""
+    import asyncio
+
+    from textual.containers import Vertical
+    from textual.widgets import Static
+
+    class Panel(Vertical):
+        painted = ""  # the border subtitle as last painted
+
+        def on_resize(self) -> None:
+            self.border_subtitle = f"{self.size.height} lines"
+
+        def render_lines(self, crop):
+            Panel.painted = str(self.border_subtitle)
+            return super().render_lines(crop)
+
+    class Demo(textual_compat.CompatApp):
+        CSS = "Panel { border: round white; height: auto; }"
+
+        def compose(self):
+            with Panel():
+                yield Static("0")
+
+    async def run() -> dict[str, tuple[str, str]]:
+        app = Demo()
+        seen: dict[str, tuple[str, str]] = {}
+        async with app.run_test(size=(40, 12)) as pilot:
+            await pilot.pause()
+            for lines, how in ((5, "call_after_refresh"), (8, "call_when_drawn")):
+                app.query_one(Static).update("\n".join(str(n) for n in range(lines)))
+                getattr(app, how)(lambda how=how, lines=lines: seen.setdefault(how, (Panel.painted, f"{lines} lines")))
+                for _ in range(200):
+                    await asyncio.sleep(0.005)
+                    if how in seen and Panel.painted == f"{lines} lines":
+                        break
+        return seen
+
+    seen = asyncio.run(run())
+    painted, grown = seen["call_when_drawn"]
+    assert painted == grown, "called back before the panel's new height was painted"
+    painted, grown = seen["call_after_refresh"]
+    assert painted != grown, "Textual's own callback came after the second paint: this test shows nothing"

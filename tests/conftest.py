@@ -69,6 +69,7 @@ os.environ["GPT2VIZ_THREADS"] = str(torch.get_num_threads())
 KERNEL_TESTS = {
     "test_parity.py", "test_precision.py", "test_fbgemm_float16.py", "test_packed.py", "test_two_core_products.py",
     "test_kv_cache.py", "test_batch.py", "test_tiny_model.py", "test_cpu_kinds.py", "test_format_kernels.py",
+    "test_float16_held_head.py",
 }
 
 
@@ -102,6 +103,24 @@ def pytest_collection_finish(session) -> None:
     (docs/testing.md). No test's objects are frozen (this runs before the first test)."""
     gc.collect()
     gc.freeze()
+
+
+@pytest.fixture
+def two_threads():
+    """The two-core kernels run only with more than one torch thread; make sure the test exercises them."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture
+def cache_dir(tmp_path, monkeypatch):
+    """The kernel cache (gpt2viz/kernels/cache.py) in a directory of the test's own, measured
+    choices left to each test."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.delenv("GPT2VIZ_KERNELS", raising=False)
+    return tmp_path / "gpt2viz"
 
 
 class Checkpoints:

@@ -29,23 +29,6 @@ from gpt2viz.model.layers import Conv1D, plain_block_product, plain_head_product
 
 
 @pytest.fixture
-def two_threads():
-    """The split runs only with more than one torch thread; make sure the test exercises it."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(2)
-    yield
-    torch.set_num_threads(before)
-
-
-@pytest.fixture
-def cache_dir(tmp_path, monkeypatch):
-    """The kernel cache in a directory of the test's own, measured choices left to each test."""
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    monkeypatch.delenv(choice.MODE_ENV, raising=False)
-    return tmp_path / "gpt2viz"
-
-
-@pytest.fixture
 def count_bmm(monkeypatch):
     """How many batched products (the two-core path) ran."""
     calls = []

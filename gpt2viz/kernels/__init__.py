@@ -10,7 +10,9 @@ faster on this machine and, for the block products, gives the plain product's di
 
 - `cpu`: what this CPU is and has (model, instruction sets, torch's code path), the cache's key.
 - `split`: the two-core products (a weight's halves multiplied on one core each).
-- `choice`: the calibration, its cache, and the choice made for each product of a model.
+- `choice`: the calibration, its cache, and the choice made for each product of a model (and,
+  for an LM head whose token table holds float16 numbers only, fbgemm's product by a float16 copy
+  of it: `fbgemm_float16.held_head`).
 - `batch`: packed weights for batched decode steps (one position of several sequences).
 - `formats`: the other number formats' kernels, measured the same way among those that hold a
   weight exactly and row by row: `fbgemm_float16` (fbgemm's float16-weight product, float16 and

@@ -14,7 +14,11 @@ rows (an AMD EPYC's BLAS: every GPT-2 block shape), a cached step and a full pas
 last digits whichever kernel multiplies: the split is chosen on speed alone, and so are the block's
 partial sums (its weight's rows in two halves, kernels/split.py), which add in another order by
 design and stream memory faster. If a split wins at one row, it is timed again at its largest row
-count to decide how far it goes.
+count to decide how far it goes. The LM head of a table that holds float16 numbers only (a
+checkpoint stored in float16, such as the bundled model) has one more candidate, timed the same
+way: fbgemm's product by a float16 copy of the table (kernels/fbgemm_float16.py, `held_head`): the
+same terms, added in another order, and half the bytes to read. Such a head is remembered under a
+name of its own, so that a float32 table of the same shape never takes its choice.
 
 The choices are kept in `$XDG_CACHE_HOME/gpt2viz/kernels.json` (kernels/cache.py),
 under the CPU kind's key (kernels/cpu.py) and the thread count, so the next load measures
@@ -38,6 +42,7 @@ from ..model.layers import Conv1D, TiedLMHead, plain_block_product, plain_head_p
 from .batch import give_batch_products
 from .cache import read_choices, write_choices
 from .cpu import this_cpu
+from .fbgemm_float16 import HeldHeadProduct, held_head
 from .split import (
     BLOCK_MAX_ROWS,
     HEAD_MAX_ROWS,
@@ -61,6 +66,8 @@ SECTION = "cpus"  # the cache file's section of these choices (kernels/cache.py)
 PLAIN = "plain"
 SPLIT = "two-core split"  # by columns: each output the plain product's dot product
 PARTIAL_SUMS = "two-core partial sums"  # by rows: a block product's two partial sums, added
+FLOAT16_HELD = "fbgemm float16"  # the LM head by a float16 copy of a table of float16 numbers
+HELD_NAME = " (float16 values)"  # after a head shape's name where its table may be held so
 
 
 @dataclass(frozen=True)
@@ -76,6 +83,7 @@ class Choice:
     plain_us: float | None = None  # the fastest call measured, one row
     split_us: float | None = None
     partial_us: float | None = None  # the partial sums', where the plain product keeps no digits for them
+    held_us: float | None = None  # the float16 copy's, where the LM head's table holds float16 numbers only
     busy: bool = False  # measured while other processes kept the CPUs busy
     layers: tuple[str, ...] = ()  # the model's layers with this shape: "attn.c_attn", "lm_head"
 
@@ -88,7 +96,7 @@ class Choice:
         """A choice read back from the cache; a ValueError for one that this version could not
         have written (a damaged or edited file): it is then measured again."""
         choice = cls(**{**fields, "layers": tuple(fields.get("layers", ()))})
-        timed = (choice.plain_us, choice.split_us, choice.partial_us)
+        timed = (choice.plain_us, choice.split_us, choice.partial_us, choice.held_us)
         if not (
             choice.product in ("block", "head")
             and all(type(n) is int and n > 0 for n in (choice.n_in, choice.n_out))
@@ -103,19 +111,21 @@ class Choice:
         return choice
 
 
-KERNELS = (PLAIN, SPLIT, PARTIAL_SUMS)
+KERNELS = (PLAIN, SPLIT, PARTIAL_SUMS, FLOAT16_HELD)
 REASONS = ("faster", "slower", "other digits", "odd width", "one thread", "set by " + MODE_ENV)
 SPLIT_REASONS = ("faster", "set by " + MODE_ENV)  # the reasons a split is chosen for
 
 
 def agrees(product: str, kernel: str, reason: str, max_rows: int) -> bool:
     """Whether a kernel agrees with its reason and reach: a split exactly for a reason one is
-    chosen for (the partial sums: a block product's, timed faster), reaching 1 row to its
-    product's most (BLOCK_MAX_ROWS, HEAD_MAX_ROWS); plain, 0. (The cache's reader and the trace's
-    checks both hold a choice to this.)"""
+    chosen for (the partial sums: a block product's, timed faster; the float16 copy: the head's,
+    timed faster), reaching 1 row to its product's most (BLOCK_MAX_ROWS, HEAD_MAX_ROWS); plain, 0.
+    (The cache's reader and the trace's checks both hold a choice to this.)"""
     if (kernel != PLAIN) != (reason in SPLIT_REASONS):
         return False
     if kernel == PARTIAL_SUMS and (product != "block" or reason != "faster"):
+        return False
+    if kernel == FLOAT16_HELD and (product != "head" or reason != "faster"):
         return False
     reach = BLOCK_MAX_ROWS if product == "block" else HEAD_MAX_ROWS
     return 0 < max_rows <= reach if kernel != PLAIN else max_rows == 0
@@ -147,14 +157,17 @@ def choose_kernels(model) -> list[Choice]:
     made: dict[str, Choice] = {}
     layers: dict[str, list[str]] = {}
     shapes: dict[str, tuple[str, int, int, list]] = {}  # product, n_in, n_out, the layers in the pass's order
+    held = None  # the LM head's float16 copy, where its table holds float16 numbers only (fbgemm_float16)
     for path, layer in model.named_modules():
         if isinstance(layer, Conv1D):
             product, n_in, n_out = "block", *layer.weight.shape
         elif isinstance(layer, TiedLMHead):
             product, (n_out, n_in) = "head", layer.wte.weight.shape
+            held = held_head(layer.wte.weight) if how == "measure" and threads > 1 else None
         else:
             continue
-        name = f"{product} {n_in}x{n_out}"
+        # A head whose table may be held in float16 is decided apart from one of the shape that may not.
+        name = f"{product} {n_in}x{n_out}" + (HELD_NAME if product == "head" and held is not None else "")
         role = "lm_head" if product == "head" else path.split(".", 2)[-1]  # "h.3.attn.c_attn" -> "attn.c_attn"
         if role not in layers.setdefault(name, []):
             layers[name].append(role)
@@ -168,10 +181,14 @@ def choose_kernels(model) -> list[Choice]:
             # Checked again on this weight: another weight of the shape, or a BLAS steered
             # otherwise, may add in another order (a few small products per shape).
             usable = known.kernel in _at_threads(threads, _block_splits, first.weight, first.bias)
-        made[name] = choice = known if usable else _at_threads(threads, _decide, of_shape, product, n_in, n_out, threads, how)
+        made[name] = choice = known if usable else _at_threads(
+            threads, _decide, of_shape, product, n_in, n_out, threads, how, held if product == "head" else None
+        )
         for layer in of_shape:
             if product == "block":
                 layer.product = _block_product(choice, threads)
+            elif choice.kernel == FLOAT16_HELD and held is not None:
+                layer.product = HeldHeadProduct(held, layer.wte.weight, choice.max_rows)
             else:
                 layer.product = SplitHeadProduct(choice.max_rows, threads) if choice.kernel == SPLIT else plain_head_product
     measured = {name: c for name, c in made.items() if c is not remembered.get(name)}
@@ -214,11 +231,12 @@ def quiet_now() -> bool:
         return False
 
 
-def _decide(layers: list, product: str, n_in: int, n_out: int, threads: int, how: str) -> Choice:
+def _decide(layers: list, product: str, n_in: int, n_out: int, threads: int, how: str, held=None) -> Choice:
     """The kernel for one weight shape, whose `layers` are the model's: the splits its digits allow
     (a block product's column split where it keeps the plain product's digits or the plain product
-    keeps none; its partial sums only where the plain product keeps none), then plain or the
-    fastest of them, timed on those layers' weights."""
+    keeps none; its partial sums only where the plain product keeps none; the head's column split,
+    and its float16 copy `held` where its table allows one), then plain or the fastest of them,
+    timed on those layers' weights."""
     plain = Choice(product, n_in, n_out, PLAIN, 0, "")
     if threads < 2:
         return replace(plain, reason="one thread")
@@ -235,13 +253,15 @@ def _decide(layers: list, product: str, n_in: int, n_out: int, threads: int, how
             return Choice(product, n_in, n_out, SPLIT, max_rows, "set by " + MODE_ENV)
         return replace(plain, reason="odd width")  # the partial sums are chosen by timing alone
     timed = {kernel: _time_both(layers, product, 1, kernel) for kernel in splits}
+    if held is not None:
+        timed[FLOAT16_HELD] = _time_both(layers, product, 1, FLOAT16_HELD, held)
     plain_us = min(plain_us for plain_us, _ in timed.values())
-    best = min(splits, key=lambda kernel: timed[kernel][1])  # the column split where they tie
+    best = min(timed, key=lambda kernel: timed[kernel][1])  # the column split where they tie
     fields = {"plain_us": plain_us, "split_us": timed.get(SPLIT, (0, None))[1],
-              "partial_us": timed.get(PARTIAL_SUMS, (0, None))[1]}
+              "partial_us": timed.get(PARTIAL_SUMS, (0, None))[1], "held_us": timed.get(FLOAT16_HELD, (0, None))[1]}
     if timed[best][1] >= MARGIN * plain_us:
         return Choice(product, n_in, n_out, PLAIN, 0, "slower", **fields)
-    many_plain, many_split = _time_both(layers, product, max_rows, best)
+    many_plain, many_split = _time_both(layers, product, max_rows, best, *([held] if best == FLOAT16_HELD else []))
     reach = max_rows if many_split < MARGIN * many_plain else 1
     return Choice(product, n_in, n_out, best, reach, "faster", **fields)
 
@@ -281,10 +301,11 @@ def _plain_rows_hold(weight: torch.Tensor, bias: torch.Tensor) -> bool:
     )
 
 
-def _time_both(layers: list, product: str, n_rows: int, kernel: str = SPLIT) -> tuple[float, float]:
-    """The plain product and the split `kernel`, in µs a call: the fastest of several interleaved
-    rounds, each a call with every one of `layers`' weights in the order of the pass, so that each
-    weight is read from memory as in a decode step (kernels/timing.py)."""
+def _time_both(layers: list, product: str, n_rows: int, kernel: str = SPLIT, held=None) -> tuple[float, float]:
+    """The plain product and the split `kernel` (or the head's float16 copy `held`), in µs a call:
+    the fastest of several interleaved rounds, each a call with every one of `layers`' weights in
+    the order of the pass, so that each weight is read from memory as in a decode step
+    (kernels/timing.py)."""
     if product == "block":
         rows = torch.randn(n_rows, layers[0].weight.size(0))
         split = conv1d_partial_sums if kernel == PARTIAL_SUMS else conv1d_halves
@@ -294,7 +315,7 @@ def _time_both(layers: list, product: str, n_rows: int, kernel: str = SPLIT) -> 
         wte = layers[0].wte.weight
         rows = torch.randn(n_rows, wte.size(1))
         plain = lambda: plain_head_product(rows, wte)
-        fast = lambda: unembed_halves(rows, wte)
+        fast = (lambda: held(rows)) if kernel == FLOAT16_HELD else (lambda: unembed_halves(rows, wte))
     calls = len(layers) if product == "block" else 1
     timed = fastest_calls({PLAIN: plain, kernel: fast}, ROUNDS, BUDGET_S)
     return round(timed[PLAIN] / calls, 1), round(timed[kernel] / calls, 1)

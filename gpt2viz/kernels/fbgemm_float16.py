@@ -41,7 +41,7 @@ import math
 
 import torch
 
-from ..model.layers import Layer
+from ..model.layers import Layer, plain_head_product
 
 FBGEMM_BLOCK = 512  # fbgemm packs a weight's input side in blocks of this many rows, the last one padded
 FLOAT16_MAX = 65504.0  # the largest finite float16
@@ -144,3 +144,49 @@ class Float16Linear(Layer):
             out = torch.cat([torch.ops.quantized.linear_dynamic_fp16(row, self.packed) for row in flat.split(1)])
             return out.view(*rows.shape[:-1], out.size(-1)).to(self.dtype)
         return torch.ops.quantized.linear_dynamic_fp16(rows, self.packed).to(self.dtype)
+
+
+# -- a float32 model's LM head, where its token table holds float16 numbers only --------------------------
+# A checkpoint stored in float16 (the bundled model) loads into float32 as float16 numbers widened,
+# exactly. Its LM head is then the same product by a float16 copy of the table: each term is the
+# float32 product's (a float16 weight widened, times the float32 input, exact), only the order of
+# the sums differs (a last digit or two, as between any two BLAS kernels), and a step reads half the
+# bytes (the bundled model's table: 11 MB instead of 22.5). Its pack pads the inputs to whole blocks
+# (the bundled model's 112 to 512), so it is made only where it takes no more memory than the table
+# itself, or at most HELD_EXTRA_BYTES: a table of many words and few inputs (a hostile config)
+# would otherwise make a pack many times its size.
+HELD_EXTRA_BYTES = 64 * 2**20
+HELD_CHECK_ROWS = 4096  # the table is checked this many rows at a time: a float32 table fails at once
+
+
+def held_head(wte: torch.Tensor) -> Float16Linear | None:
+    """fbgemm's product by a float16 copy of a float32 token table `[vocab, n_embd]` for the LM
+    head (`x @ wte^T`), or None where the copy would not hold every value exactly, would take more
+    memory than allowed, or fbgemm's product is missing."""
+    if wte.dtype != torch.float32 or not available():
+        return None
+    n_out, n_in = wte.shape
+    if padded_rows(n_in) * padded_columns(n_out) * 2 > max(wte.numel() * wte.element_size(), HELD_EXTRA_BYTES):
+        return None
+    for rows in wte.split(HELD_CHECK_ROWS):
+        if not torch.equal(rows.to(torch.float16).float(), rows):  # beyond float16's range: inf, not equal
+            return None
+    return Float16Linear(wte.t(), torch.zeros(n_out), dtype=torch.float32)
+
+
+class HeldHeadProduct:
+    """The LM head's product (`TiedLMHead.product`) by the float16 copy `pack` of `wte` (`held_head`)
+    for products of at most `max_rows` rows (a decode step, a short prompt), the plain `x @ wte^T`
+    beyond, for a pass with gradients, and for every product once the table was written to since
+    the copy was made (its version counter moved: an edit in place) or is another tensor."""
+
+    def __init__(self, pack: Float16Linear, wte: torch.Tensor, max_rows: int) -> None:
+        self.pack = pack
+        self.max_rows = max_rows
+        self._table = (wte.data_ptr(), wte._version)
+
+    def __call__(self, rows: torch.Tensor, wte: torch.Tensor) -> torch.Tensor:
+        # fbgemm's product has no gradient: a pass with gradients (attribution patching) multiplies plainly.
+        if rows.size(0) <= self.max_rows and not rows.requires_grad and (wte.data_ptr(), wte._version) == self._table:
+            return self.pack(rows)
+        return plain_head_product(rows, wte)

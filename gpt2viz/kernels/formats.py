@@ -47,7 +47,7 @@ from . import fbgemm_float16, packed
 from .cache import read_choices, write_choices
 from .choice import MODE_ENV, mode, quiet_now
 from .cpu import this_cpu
-from .fbgemm_float16 import Float16Linear
+from .fbgemm_float16 import Float16Linear, HeldHeadProduct
 from .half import HalfLinear, HalfLMHead
 from .int8 import Int8Embedding, Int8Linear, Int8LMHead, int8_inputs_reduced
 from .packed import PackedLinear, PackedLMHead
@@ -397,21 +397,32 @@ STORED = (HalfLinear, Float16Linear, Int8Linear, Int8Embedding, PackedLinear, Pa
 
 def weight_bytes(model) -> int:
     """Bytes the model's weights take in memory as they are stored now (int8 layers counted with
-    their scales and their packed copies)."""
+    their scales and their packed copies; a float32 LM head's float16 copy)."""
     total = sum(p.numel() * p.element_size() for p in model.parameters())
-    return total + sum(layer.bytes for layer in model.modules() if isinstance(layer, STORED))
+    held = _held_head(model)
+    return total + sum(layer.bytes for layer in model.modules() if isinstance(layer, STORED)) + (held.bytes if held else 0)
+
+
+def _held_head(model) -> Float16Linear | None:
+    """The float16 copy a float32 model's LM head multiplies by (kernels/fbgemm_float16.py,
+    `held_head`), if it has one."""
+    product = getattr(model.lm_head, "product", None)
+    return product.pack if isinstance(product, HeldHeadProduct) else None
 
 
 def unread_bytes(model) -> int:
     """Bytes of the weights in memory that a decode step does not read: the position table's rows
     but its own; the token table where the LM head reads a copy of its own (int8's packed rows,
-    a 16-bit format's oneDNN or fbgemm pack), of which a step looks up one row; and the padding of fbgemm's float16
-    packs, which a product skips. Where the head multiplies by wte itself, the table is read whole
+    a 16-bit format's oneDNN or fbgemm pack, a float32 table of float16 numbers' fbgemm pack), of
+    which a step looks up one row; and the padding of fbgemm's float16 packs, which a product skips. Where the head multiplies by wte itself, the table is read whole
     every step."""
     wpe = model.wpe.weight
     unread = (wpe.size(0) - 1) * wpe.size(1) * wpe.element_size()
     unread += sum(layer.unread_bytes for layer in model.modules() if isinstance(layer, Float16Linear))
-    if isinstance(model.lm_head, (PackedLMHead, Float16Linear)):  # a copy of its own: oneDNN's or fbgemm's
+    held = _held_head(model)
+    if held is not None:  # a float32 head's float16 copy: its padding is skipped too
+        unread += held.unread_bytes
+    if held is not None or isinstance(model.lm_head, (PackedLMHead, Float16Linear)):  # a copy of its own
         unread += model.wte.weight.numel() * model.wte.weight.element_size()
     elif isinstance(model.wte, Int8Embedding):
         unread += model.wte.values.numel()

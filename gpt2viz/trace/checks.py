@@ -140,7 +140,7 @@ def _check_kernels(kernels: dict, where: str) -> None:
     for i, product in enumerate(_list(kernels["products"], f"{where}.products", MAX_KERNEL_PRODUCTS)):
         at = f"{where}.products[{i}]"
         product = _fields(product, at, ("product", "n_in", "n_out", "kernel", "max_rows", "reason", "plain_us",
-                                        "split_us", "busy", "layers"), ("partial_us",))  # since 2026-12-05
+                                        "split_us", "busy", "layers"), ("partial_us", "held_us"))  # since 2026-12-05, -06
         kind = _choice(product["product"], f"{at}.product", ("block", "head"))
         _int(product["n_in"], f"{at}.n_in", 1)
         _int(product["n_out"], f"{at}.n_out", 1)
@@ -150,7 +150,7 @@ def _check_kernels(kernels: dict, where: str) -> None:
         if not agrees(kind, kernel, reason, rows):
             _fail(f"{at}.kernel", _("{field} is {kernel}, which its reason ({reason}) and max_rows ({rows}) do not "
                                     "agree with").format(field=f"{at}.kernel", kernel=kernel, reason=reason, rows=rows), SAME)
-        for key in ("plain_us", "split_us", "partial_us"):
+        for key in ("plain_us", "split_us", "partial_us", "held_us"):
             if product.get(key) is not None:
                 _positive(product[key], f"{at}.{key}")
         _bool(product["busy"], f"{at}.busy")

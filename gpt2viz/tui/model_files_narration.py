@@ -8,7 +8,7 @@ short labels of the picture are msgids here. Every fact comes from the trace (fi
 from __future__ import annotations
 
 from ..i18n import N_, _, ngettext, plural, say, sentences
-from ..kernels.choice import PARTIAL_SUMS, PLAIN
+from ..kernels.choice import FLOAT16_HELD, PARTIAL_SUMS, PLAIN
 from ..text_safety import safe_line
 from ..trace import Trace
 from ..trace.notices import notice_text
@@ -143,6 +143,8 @@ def _kernels(trace: Trace) -> str:
             reason = "set_split" if p["kernel"] != PLAIN else "set_plain"
         elif p["kernel"] == PARTIAL_SUMS:
             reason = "partial_sums"
+        elif p["kernel"] == FLOAT16_HELD:  # traces since 2026-12-06
+            reason = "float16_held"
         else:
             reason = p["reason"].replace(" ", "_")
         # Plain, slower than the halves: the faster of the two splits that were timed.
@@ -151,7 +153,7 @@ def _kernels(trace: Trace) -> str:
         lines.append(say(
             f"stage.model_files.kernel.{reason}", layers=_(", ").join(safe_line(str(name)) for name in p["layers"]),
             shape=f"{count(p['n_in'])} × {count(p['n_out'])}", plain=_micro(p["plain_us"]), split=_micro(split),
-            partial=_micro(p.get("partial_us")),
+            partial=_micro(p.get("partial_us")), held=_micro(p.get("held_us")),
         ))
     if any(p["kernel"] == PARTIAL_SUMS for p in products):
         lines.append(say("stage.model_files.kernels_partial_sums"))
@@ -227,12 +229,17 @@ def _weights(trace: Trace, f: RunFacts, w: WeightFacts) -> str:
 def _beyond_the_parameters(trace: Trace, f: RunFacts) -> str:
     """Why the model holds more than its parameters take in its format ('' where it does not):
     the layouts its kernels multiply by (kernels/formats.py), and what a decode step reads."""
-    if f.dtype not in ("bfloat16", "float16", "int8"):  # float32 holds its parameters as they are
+    if f.dtype not in ("float32", "bfloat16", "float16", "int8"):
         return ""
     plain = f.n_params * (1 if f.dtype == "int8" else DTYPE_BYTES[f.dtype])
     if f.weight_bytes <= plain:
         return ""
-    if f.dtype == "int8":
+    if f.dtype == "float32":  # its parameters as they are, and the LM head's float16 copy (kernels/choice.py)
+        products = (trace.model.get("kernels") or {}).get("products") or []
+        if not any(p["kernel"] == FLOAT16_HELD for p in products):
+            return ""
+        key = "extra_float16_head"
+    elif f.dtype == "int8":
         key = "extra_int8"
     else:  # whether the LM head multiplies by a copy of its own (a trace before 2026-12-05: bfloat16's did)
         formats = (trace.model.get("kernels") or {}).get("formats") or []

@@ -63,6 +63,11 @@ TEXT = {
         "head, and may pack other matrices with padding and keep their biases in float32. A decode step "
         "reads {step} of it."
     ),
+    "stage.model_files.extra_float16_head": (
+        "That is {extra} more than its {n_params} parameters take in {dtype} ({plain}): every number of "
+        "the token table is a float16 number, so the LM head multiplies by a float16 copy of the table, "
+        "packed with padding, and reads half the bytes. A decode step reads {step} of it."
+    ),
     "stage.model_files.extra_packed": (
         "That is {extra} more than its {n_params} parameters take in {dtype} ({plain}): to read them faster, "
         "the kernels that multiply by them on this machine keep some matrices packed with padding, and "
@@ -103,6 +108,12 @@ TEXT = {
     "stage.model_files.kernel.partial_sums": (
         "• {layers} ({shape}): the weight's rows in two halves, a partial sum on each core, then added: "
         "{partial} µs against {plain} µs as one product (one row)."
+    ),
+    "stage.model_files.kernel.float16_held": (
+        "• {layers} ({shape}): every number of the token table is a float16 number (the checkpoint stores "
+        "float16), so a float16 copy holds it exactly and fbgemm multiplies by that, adding in float32: "
+        "{held} µs against {plain} µs as one product (one row). Half the bytes to read; each output's "
+        "terms are the same, added in another order, so its last digits may change."
     ),
     "stage.model_files.kernels_partial_sums": (
         "Partial sums add each output's terms in another order than one product, so its last digits "

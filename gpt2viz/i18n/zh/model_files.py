@@ -52,6 +52,10 @@ TEXT = {
         "其余的复制并转换成 {device} 上的 {dtype}。"
     ),
     # Where the model holds more than its parameters take in its format (bfloat16, float16, int8).
+    "stage.model_files.extra_float16_head": (
+        "这比它的 {n_params} 个参数以 {dtype} 存储所需的 {plain} 多出 {extra}：词元表里的每个数都是 float16 数，"
+        "所以 LM head 乘的是词元表的 float16 副本（打包并加上填充），要读的字节减半。一次解码步读取其中的 {step}。"
+    ),
     "stage.model_files.extra_head_copy": (
         "这比它的 {n_params} 个参数以 {dtype} 存储所需的 {plain} 多出 {extra}：本机上做矩阵乘的内核为了读得更快，"
         "为 LM head 保存了一份打包的词嵌入表副本，还可能把其他矩阵打包并加上填充，把它们的偏置保存为 float32。"
@@ -76,6 +80,11 @@ TEXT = {
     "stage.model_files.kernel.partial_sums": (
         "• {layers}（{shape}）：把权重的行拆成两半，每个核各算一个部分和，再相加：{partial} 微秒，一次乘法要 "
         "{plain} 微秒（输入一行时）。"
+    ),
+    "stage.model_files.kernel.float16_held": (
+        "• {layers}（{shape}）：词元表里的每个数都是 float16 数（检查点按 float16 存储），所以 float16 副本能精确保存它，"
+        "fbgemm 乘这个副本，用 float32 相加：{held} 微秒，一次乘法要 {plain} 微秒（输入一行时）。要读的字节减半；"
+        "每个输出的各项不变，只是相加的顺序不同，所以最后几位可能会变。"
     ),
     "stage.model_files.kernels_partial_sums": (
         "部分和相加的顺序和一次乘法不同，每个输出的最后几位会变；所以只在这台 CPU 的 BLAS "

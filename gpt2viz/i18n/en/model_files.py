@@ -110,8 +110,8 @@ TEXT = {
         "{partial} µs against {plain} µs as one product (one row)."
     ),
     "stage.model_files.kernel.float16_held": (
-        "• {layers} ({shape}): every number of the token table is a float16 number (the checkpoint stores "
-        "float16), so a float16 copy holds it exactly and fbgemm multiplies by that, adding in float32: "
+        "• {layers} ({shape}): every number of the token table is a float16 number (as in a checkpoint "
+        "stored in float16), so a float16 copy holds it exactly and fbgemm multiplies by that, adding in float32: "
         "{held} µs against {plain} µs as one product (one row). Half the bytes to read; each output's "
         "terms are the same, added in another order, so its last digits may change."
     ),

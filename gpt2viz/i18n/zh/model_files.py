@@ -82,7 +82,7 @@ TEXT = {
         "{plain} 微秒（输入一行时）。"
     ),
     "stage.model_files.kernel.float16_held": (
-        "• {layers}（{shape}）：词元表里的每个数都是 float16 数（检查点按 float16 存储），所以 float16 副本能精确保存它，"
+        "• {layers}（{shape}）：词元表里的每个数都是 float16 数（按 float16 存储的检查点就是这样），所以 float16 副本能精确保存它，"
         "fbgemm 乘这个副本，用 float32 相加：{held} 微秒，一次乘法要 {plain} 微秒（输入一行时）。要读的字节减半；"
         "每个输出的各项不变，只是相加的顺序不同，所以最后几位可能会变。"
     ),

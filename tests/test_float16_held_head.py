@@ -142,9 +142,17 @@ def test_the_bundled_model_gets_the_copy_where_it_is_faster_and_computes_what_tr
 
 def test_a_float32_table_of_the_same_shape_is_decided_on_its_own(monkeypatch, cache_dir, two_threads, tmp_path):
     """A choice remembered for a table of float16 numbers is not applied to a float32 table of the
-    same shape (its copy could not hold it): that shape is measured, without the copy."""
+    same shape (its copy could not hold it), nor is such a choice under the float32 table's own
+    name (an edited cache): that shape is measured, without the copy."""
     timed = held_fastest(monkeypatch)
     gpt2viz.load_model(str(TINY))
+    # And an edited cache that gives the float32 table's shape the copy is not believed.
+    path = cache_dir / "kernels.json"
+    saved = json.loads(path.read_text())
+    for entries in saved["cpus"].values():
+        if "head 112x50257" + HELD_NAME in entries:
+            entries["head 112x50257"] = entries["head 112x50257" + HELD_NAME]
+    path.write_text(json.dumps(saved))
     checkpoint = tmp_path / "finer"
     shutil.copytree(TINY, checkpoint)
     tensors = {name: t.float() for name, t in load_file(str(checkpoint / "model.safetensors")).items()}
@@ -157,3 +165,75 @@ def test_a_float32_table_of_the_same_shape_is_decided_on_its_own(monkeypatch, ca
     assert head.kernel in (PLAIN, SPLIT) and head.held_us is None
     assert ("head", FLOAT16_HELD) not in timed and ("head", SPLIT) in timed
     assert not isinstance(lm.model.lm_head.product, HeldHeadProduct)
+
+
+def test_a_model_loaded_in_inference_mode_makes_no_copy_and_runs(monkeypatch, cache_dir, two_threads):
+    """A table made under torch.inference_mode has no version counter to notice an edit by."""
+    held_fastest(monkeypatch)
+    with torch.inference_mode():
+        lm = gpt2viz.load_model(str(TINY))
+        ids = lm.generate(PROMPT, 5).token_ids
+    assert len(ids) == 5 and not isinstance(lm.model.lm_head.product, HeldHeadProduct)
+
+
+def test_gradients_go_through_the_plain_head_and_nothing_is_copied_where_the_choice_is_remembered(
+    monkeypatch, cache_dir, two_threads
+):
+    timed = held_fastest(monkeypatch)
+    lm = gpt2viz.load_model(str(TINY))
+    assert isinstance(lm.model.lm_head.product, HeldHeadProduct)
+    logits, cache = lm.run_with_cache(PROMPT, "blocks.1.attn.hook_z", grad=True)
+    (grad,) = torch.autograd.grad(logits[0, -1].max(), cache["blocks.1.attn.hook_z"])
+    assert float(grad.abs().sum()) > 0  # fbgemm's product would have cut the graph
+
+    # A remembered split: the float16 numbers are checked (for the name), no copy is made.
+    path = cache_dir / "kernels.json"
+    saved = json.loads(path.read_text())
+    for entries in saved["cpus"].values():
+        entry = entries.get("head 112x50257" + HELD_NAME)
+        if entry:
+            entry.update(kernel=SPLIT, reason="faster")
+    path.write_text(json.dumps(saved))
+    made = []
+    monkeypatch.setattr(choice, "held_head", lambda wte: made.append(wte) or held_head(wte))
+    timed.clear()
+    again = gpt2viz.load_model(str(TINY))
+    assert timed == [] and made == [] and not isinstance(again.model.lm_head.product, HeldHeadProduct)
+
+
+def test_the_model_files_stage_names_the_copy_in_both_languages():
+    """A trace whose LM head multiplied by the float16 copy (its kernel's numbers fixed here: which
+    kernel wins is the machine's) says so, with its timing and the memory it holds, in English and
+    in Chinese, with the same numbers."""
+    import re
+    from collections import Counter
+
+    from zh_words import english_words, run_words
+
+    from gpt2viz.i18n import set_language
+    from gpt2viz.trace import Trace
+    from gpt2viz.tui.narration import narrate
+    from gpt2viz.tui.stages import Stage
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(choice.MODE_ENV, "split")
+        doc = trace_prompt(gpt2viz.load_model(str(TINY)), "Hello").to_dict()
+    for product in doc["model"]["kernels"]["products"]:
+        if product["product"] == "head":
+            product.update(kernel=FLOAT16_HELD, reason="faster", max_rows=HEAD_MAX_ROWS, plain_us=631.0,
+                           split_us=455.0, held_us=267.0)
+    doc["model"]["weight_bytes"] = 6_721_568 * 4 + 51_679_556  # its parameters, and the copy
+    doc["model"]["source"]["path"] = "tiny"  # the checkout's directory is no word of either language
+    trace = Trace.from_dict(doc)
+    english = narrate(trace, Stage("model_files"), generate_key="g").text
+    assert ("• lm_head (112 × 50,257): every number of the token table is a float16 number (as in a checkpoint stored "
+            "in float16), so a float16 copy holds it exactly and fbgemm multiplies by that, adding in float32: 267 µs "
+            "against 631 µs as one product (one row).") in english
+    assert "That is 51,679,556 B (49.3 MiB) more than its 6,721,568 parameters take in float32" in english
+    assert "the LM head multiplies by a float16 copy of the table" in english
+    set_language("zh")  # tests/conftest.py sets English again after each test
+    chinese = narrate(trace, Stage("model_files"), generate_key="g").text
+    assert "fbgemm 乘这个副本" in chinese and "267 微秒" in chinese and "LM head 乘的是词元表的 float16 副本" in chinese
+    assert english_words(chinese, run_words(trace)) == []
+    number = re.compile(r"\d+(?:[.,]\d+)*")
+    assert Counter(number.findall(chinese)) == Counter(number.findall(english))

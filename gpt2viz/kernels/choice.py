@@ -42,7 +42,7 @@ from ..model.layers import Conv1D, TiedLMHead, plain_block_product, plain_head_p
 from .batch import give_batch_products
 from .cache import read_choices, write_choices
 from .cpu import this_cpu
-from .fbgemm_float16 import HeldHeadProduct, held_head
+from .fbgemm_float16 import HeldHeadProduct, held_head, holds_float16
 from .split import (
     BLOCK_MAX_ROWS,
     HEAD_MAX_ROWS,
@@ -88,8 +88,12 @@ class Choice:
     layers: tuple[str, ...] = ()  # the model's layers with this shape: "attn.c_attn", "lm_head"
 
     def to_dict(self) -> dict:
-        """As a trace and the cache record it (docs/trace.md, `model.kernels`)."""
-        return {**asdict(self), "layers": list(self.layers)}
+        """As a trace and the cache record it (docs/trace.md, `model.kernels`); `held_us` only where
+        the float16 copy was timed (an older gpt2viz reading the same cache would refuse the field)."""
+        fields = {**asdict(self), "layers": list(self.layers)}
+        if fields["held_us"] is None:
+            del fields["held_us"]
+        return fields
 
     @classmethod
     def from_dict(cls, fields: dict) -> Choice:
@@ -157,17 +161,17 @@ def choose_kernels(model) -> list[Choice]:
     made: dict[str, Choice] = {}
     layers: dict[str, list[str]] = {}
     shapes: dict[str, tuple[str, int, int, list]] = {}  # product, n_in, n_out, the layers in the pass's order
-    held = None  # the LM head's float16 copy, where its table holds float16 numbers only (fbgemm_float16)
+    float16_table = False  # whether the LM head's table holds float16 numbers only (fbgemm_float16)
     for path, layer in model.named_modules():
         if isinstance(layer, Conv1D):
             product, n_in, n_out = "block", *layer.weight.shape
         elif isinstance(layer, TiedLMHead):
             product, (n_out, n_in) = "head", layer.wte.weight.shape
-            held = held_head(layer.wte.weight) if how == "measure" and threads > 1 else None
+            float16_table = how == "measure" and threads > 1 and holds_float16(layer.wte.weight)
         else:
             continue
         # A head whose table may be held in float16 is decided apart from one of the shape that may not.
-        name = f"{product} {n_in}x{n_out}" + (HELD_NAME if product == "head" and held is not None else "")
+        name = f"{product} {n_in}x{n_out}" + (HELD_NAME if product == "head" and float16_table else "")
         role = "lm_head" if product == "head" else path.split(".", 2)[-1]  # "h.3.attn.c_attn" -> "attn.c_attn"
         if role not in layers.setdefault(name, []):
             layers[name].append(role)
@@ -181,8 +185,13 @@ def choose_kernels(model) -> list[Choice]:
             # Checked again on this weight: another weight of the shape, or a BLAS steered
             # otherwise, may add in another order (a few small products per shape).
             usable = known.kernel in _at_threads(threads, _block_splits, first.weight, first.bias)
+        if usable and known.kernel == FLOAT16_HELD:  # only a head of float16 numbers has it (an edited file may say otherwise)
+            usable = product == "head" and float16_table
+        # The copy is made where it is timed or was chosen, not on every load.
+        held = held_head(first.wte.weight) if product == "head" and float16_table and (
+            not usable or known.kernel == FLOAT16_HELD) else None
         made[name] = choice = known if usable else _at_threads(
-            threads, _decide, of_shape, product, n_in, n_out, threads, how, held if product == "head" else None
+            threads, _decide, of_shape, product, n_in, n_out, threads, how, held
         )
         for layer in of_shape:
             if product == "block":

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import functools
 import math
+import weakref
 
 import torch
 
@@ -156,37 +157,49 @@ class Float16Linear(Layer):
 # itself, or at most HELD_EXTRA_BYTES: a table of many words and few inputs (a hostile config)
 # would otherwise make a pack many times its size.
 HELD_EXTRA_BYTES = 64 * 2**20
-HELD_CHECK_ROWS = 4096  # the table is checked this many rows at a time: a float32 table fails at once
+HELD_CHECK_NUMBERS = 2**22  # the table is checked this many numbers at a time: a float32 table fails at once
+
+
+def holds_float16(wte: torch.Tensor) -> bool:
+    """Whether a float16 copy of the float32 token table `wte` `[vocab, n_embd]` (`held_head`) holds
+    every number of it exactly, takes no more memory than allowed, and fbgemm's product is here.
+    A table made under `torch.inference_mode` has no version counter to notice edits by: no copy."""
+    if wte.dtype != torch.float32 or wte.is_inference() or not available():
+        return False
+    n_out, n_in = wte.shape
+    if padded_rows(n_in) * padded_columns(n_out) * 2 > max(wte.numel() * wte.element_size(), HELD_EXTRA_BYTES):
+        return False
+    for rows in wte.split(max(1, HELD_CHECK_NUMBERS // max(1, n_in))):
+        if not torch.equal(rows.to(torch.float16).float(), rows):  # beyond float16's range: inf, not equal
+            return False
+    return True
 
 
 def held_head(wte: torch.Tensor) -> Float16Linear | None:
-    """fbgemm's product by a float16 copy of a float32 token table `[vocab, n_embd]` for the LM
-    head (`x @ wte^T`), or None where the copy would not hold every value exactly, would take more
-    memory than allowed, or fbgemm's product is missing."""
-    if wte.dtype != torch.float32 or not available():
+    """fbgemm's product by a float16 copy of the float32 token table `wte` for the LM head
+    (`x @ wte^T`), or None where `holds_float16` says no."""
+    if not holds_float16(wte):
         return None
-    n_out, n_in = wte.shape
-    if padded_rows(n_in) * padded_columns(n_out) * 2 > max(wte.numel() * wte.element_size(), HELD_EXTRA_BYTES):
-        return None
-    for rows in wte.split(HELD_CHECK_ROWS):
-        if not torch.equal(rows.to(torch.float16).float(), rows):  # beyond float16's range: inf, not equal
-            return None
-    return Float16Linear(wte.t(), torch.zeros(n_out), dtype=torch.float32)
+    return Float16Linear(wte.t(), torch.zeros(wte.size(0)), dtype=torch.float32)
 
 
 class HeldHeadProduct:
     """The LM head's product (`TiedLMHead.product`) by the float16 copy `pack` of `wte` (`held_head`)
     for products of at most `max_rows` rows (a decode step, a short prompt), the plain `x @ wte^T`
-    beyond, for a pass with gradients, and for every product once the table was written to since
-    the copy was made (its version counter moved: an edit in place) or is another tensor."""
+    beyond, for a pass with gradients, and once the table was written to in place since the copy
+    was made (its version counter moved) or is another tensor. An edit through `wte.data` moves no
+    counter and is not seen, as the packed weights of batched steps (kernels/batch.py) see no edit:
+    load the model again after editing its weights that way."""
 
     def __init__(self, pack: Float16Linear, wte: torch.Tensor, max_rows: int) -> None:
         self.pack = pack
         self.max_rows = max_rows
-        self._table = (wte.data_ptr(), wte._version)
+        self._table = weakref.ref(wte)
+        self._version = wte._version
 
     def __call__(self, rows: torch.Tensor, wte: torch.Tensor) -> torch.Tensor:
         # fbgemm's product has no gradient: a pass with gradients (attribution patching) multiplies plainly.
-        if rows.size(0) <= self.max_rows and not rows.requires_grad and (wte.data_ptr(), wte._version) == self._table:
+        if (rows.size(0) <= self.max_rows and not rows.requires_grad and self._table() is wte
+                and wte._version == self._version):
             return self.pack(rows)
         return plain_head_product(rows, wte)

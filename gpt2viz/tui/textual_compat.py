@@ -184,6 +184,9 @@ class CompatApp(App):
         generation view's panels grow with the steps' rows; a footer recomposes when the keys
         change): measured, a second paint 18-33 ms later and a third after that. So after the
         refresh this looks again every DRAWN_POLL_S until the screen has nothing pending."""
+        if self.leaving:  # an app that is exiting may never refresh again
+            callback()
+            return
         deadline = time.monotonic() + DRAWN_MOST_S
 
         def check() -> None:

@@ -67,7 +67,7 @@ TEXT = {
     ),
     "lesson.000.files": (
         "A checkpoint is three things: config.json (the sizes: {n_layer} blocks, {n_head} heads, width "
-        "{n_embd}, {vocab} tokens), the weights ({n_params} numbers, {weight_bytes} in {dtype} here) and "
+        "{n_embd}, {vocab} tokens), the weights ({n_params} numbers, {param_bytes} in {dtype} here) and "
         "the tokenizer. The code is the same for every GPT-2; only these files differ."
     ),
     "lesson.000.block_guess": (
@@ -159,7 +159,7 @@ TEXT = {
     "lesson.001.safetensors": (
         "model.safetensors begins with a JSON header naming each tensor's number type, shape and byte "
         "offsets; the bytes follow, back to back. Loading is reading that header and taking the bytes as "
-        "numbers: {n_params} here, {weight_bytes} as {dtype}. The largest tensor is wte, {vocab} rows of {n_embd}."
+        "numbers: {n_params} here, {param_bytes} as {dtype}. The largest tensor is wte, {vocab} rows of {n_embd}."
     ),
     "lesson.001.wte_guess.question": "Guess: how many bytes does wte take in float32, 4 bytes a number?",
     "lesson.001.wte_guess.why": "{vocab} × {n_embd} = {wte_params} numbers, × 4 bytes = {wte_float32_bytes}.",
@@ -310,7 +310,7 @@ TEXT = {
     "lesson.003.memory_guess.why": (
         "{kv_per_position} × {n_ctx} = {kv_full}, for one sequence; a batch holds that for each of its "
         "sequences. From {batch_outweighs} sequences of full context on, the cache outweighs the weights "
-        "({weight_bytes})."
+        "({param_bytes})."
     ),
     "lesson.003.end": (
         "Press g to generate: each step runs one position through the blocks against the cache, "
@@ -338,7 +338,7 @@ TEXT = {
     ),
     "lesson.004.embed.question": "Guess: how many bytes does that tensor take?",
     "lesson.004.embed.why": (
-        "{T} × {n_embd} numbers × {value_bytes} bytes = {embedded_bytes}, beside the {weight_bytes} of "
+        "{T} × {n_embd} numbers × {value_bytes} bytes = {embedded_bytes}, beside the {param_bytes} of "
         "weights that will work on them."
     ),
     "lesson.004.gather": (

@@ -58,7 +58,7 @@ TEXT = {
     ),
     "lesson.000.files": (
         "一个检查点有三样东西：config.json（尺寸：{n_layer} 个块，{n_head} 个头，宽度 {n_embd}，"
-        "{vocab} 个 token）、权重（{n_params} 个数，这里以 {dtype} 存储，共 {weight_bytes}）和分词器。"
+        "{vocab} 个 token）、权重（{n_params} 个数，这里以 {dtype} 存储，共 {param_bytes}）和分词器。"
         "所有 GPT-2 的代码都一样，不同的只是这些文件。"
     ),
     "lesson.000.block_guess": (
@@ -135,7 +135,7 @@ TEXT = {
     ),
     "lesson.001.safetensors": (
         "model.safetensors 开头是一段 JSON 头，写明每个张量的数值类型、形状和字节位置，后面紧接着就是这些字节。"
-        "加载就是读这段头，再把字节当作数字：这里共 {n_params} 个，以 {dtype} 存储占 {weight_bytes}。"
+        "加载就是读这段头，再把字节当作数字：这里共 {n_params} 个，以 {dtype} 存储占 {param_bytes}。"
         "最大的张量是 wte，{vocab} 行，每行 {n_embd} 个数。"
     ),
     "lesson.001.wte_guess.question": "猜一猜：按 float32（每个数 4 字节）算，wte 占多少字节？",
@@ -269,7 +269,7 @@ TEXT = {
     "lesson.003.memory_guess.question": "猜一猜：上下文（{n_ctx} 个位置）填满时，缓存有多少字节？",
     "lesson.003.memory_guess.why": (
         "{kv_per_position} × {n_ctx} = {kv_full}，这只是一个序列；一批里的每个序列都要这么多。"
-        "从 {batch_outweighs} 个填满上下文的序列起，缓存就比权重（{weight_bytes}）还大。"
+        "从 {batch_outweighs} 个填满上下文的序列起，缓存就比权重（{param_bytes}）还大。"
     ),
     "lesson.003.end": (
         "按 g 开始生成：每一步让一个位置对着缓存穿过所有层，选出 token 后立刻显示，缓存增长 {kv_per_position}。"
@@ -293,7 +293,7 @@ TEXT = {
     ),
     "lesson.004.embed.question": "猜一猜：这个张量占多少字节？",
     "lesson.004.embed.why": (
-        "{T} × {n_embd} 个数 × {value_bytes} 字节 = {embedded_bytes}，而将要处理它们的权重占 {weight_bytes}。"
+        "{T} × {n_embd} 个数 × {value_bytes} 字节 = {embedded_bytes}，而将要处理它们的权重占 {param_bytes}。"
     ),
     "lesson.004.gather": (
         "“嵌入”阶段逐行展示这个张量：它就是残差流，之后每一层都会读取它并往上加。"

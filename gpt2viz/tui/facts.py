@@ -82,6 +82,12 @@ class RunFacts:
         )
 
     @property
+    def param_bytes(self) -> int:
+        """What the parameters themselves take in the weights' number format (4, 2 or 1 byte a
+        number); the model may hold more (kernels' packed copies, int8's scales: `weight_bytes`)."""
+        return self.n_params * (1 if self.dtype == "int8" else DTYPE_BYTES.get(self.dtype, 4))
+
+    @property
     def L(self) -> int:
         """Every position the pass's queries see: the cached ones and the computed ones."""
         return self.past + self.T

@@ -18,7 +18,7 @@ from ..cpu_share import disturbed
 from ..text_safety import token_label
 from ..trace import Trace
 from .facts import RunFacts, final_choice, hook_event, token_text
-from .formatting import DTYPE_BYTES, count, nbytes, num, percent
+from .formatting import count, nbytes, num, percent
 
 MORE_TOKENS = 100  # "the KV cache after this many more tokens"
 BATCH = 8  # "one decode step of this many sequences against one of a single sequence"
@@ -131,9 +131,7 @@ def _facts(trace: Trace) -> dict[str, str]:
         "vocab": count(f.vocab),
         "n_ctx": count(f.n_ctx),
         "n_params": count(f.n_params),
-        # What the parameters themselves take in the format (the model may hold more: kernels' packed
-        # copies, int8's scales; the Model files stage says so).
-        "param_bytes": nbytes(param_bytes(f)),
+        "param_bytes": nbytes(f.param_bytes),  # the Model files stage says what more the model holds
         "wte_params": count(p.wte),
         "wpe_params": count(p.wpe),
         "attention_params": count(p.attention),
@@ -164,7 +162,7 @@ def _facts(trace: Trace) -> dict[str, str]:
         "cache_saving": num(answers["naive_positions"] / answers["cached_positions"], 3),
         "kv_full": nbytes(int(answers["kv_bytes_full"])),
         "positions_for_mib": count(2**20 // f.kv_bytes_per_position + 1),
-        "batch_outweighs": count(-(-param_bytes(f) // int(answers["kv_bytes_full"]))),
+        "batch_outweighs": count(-(-f.param_bytes // int(answers["kv_bytes_full"]))),
         "wte_float32_bytes": nbytes(int(answers["wte_float32_bytes"])),
         "three_n_embd": count(3 * f.n_embd),
         "qkv_macs": count(int(answers["qkv_macs"])),
@@ -214,7 +212,3 @@ def measured(result) -> Measured:
     busy = sweep.others_cpu if disturbed(sweep) else None
     return Measured({"batch_step_ratio": ratio}, facts, busy)
 
-
-def param_bytes(f: RunFacts) -> int:
-    """Bytes the parameters take in the run's number format: 4, 2 or 1 a number."""
-    return f.n_params * (1 if f.dtype == "int8" else DTYPE_BYTES.get(f.dtype, 4))

@@ -14,7 +14,7 @@ from ..trace import Trace
 from ..trace.notices import notice_text
 from .facts import RunFacts
 from .file_facts import FileFacts, Setting, StoredFile, TokenizerFacts, WeightFacts
-from .formatting import DTYPE_BYTES, clip, count, nbytes, num
+from .formatting import clip, count, nbytes, num
 from .stages import Stage
 
 DIRECTORY_CELLS = 60  # of a checkpoint's directory quoted in the text
@@ -231,7 +231,7 @@ def _beyond_the_parameters(trace: Trace, f: RunFacts) -> str:
     the layouts its kernels multiply by (kernels/formats.py), and what a decode step reads."""
     if f.dtype not in ("float32", "bfloat16", "float16", "int8"):
         return ""
-    plain = f.n_params * (1 if f.dtype == "int8" else DTYPE_BYTES[f.dtype])
+    plain = f.param_bytes
     if f.weight_bytes <= plain:
         return ""
     if f.dtype == "float32":  # its parameters as they are, and the LM head's float16 copy (kernels/choice.py)

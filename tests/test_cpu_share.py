@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from gpt2viz.cpu_share import MIN_TICKS, CpuTicks, cpu_ticks, others_share, others_ticks
+from gpt2viz.cpu_share import MIN_TICKS, CpuTicks, cpu_ticks, others_share
 
 linux = pytest.mark.skipif(not os.path.exists("/proc/stat"), reason="/proc/stat is Linux's")
 

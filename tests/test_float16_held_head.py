@@ -229,11 +229,15 @@ def test_the_model_files_stage_names_the_copy_in_both_languages():
     assert ("• lm_head (112 × 50,257): every number of the token table is a float16 number (as in a checkpoint stored "
             "in float16), so a float16 copy holds it exactly and fbgemm multiplies by that, adding in float32: 267 µs "
             "against 631 µs as one product (one row).") in english
+    # The opening names the copy among the kernels it was chosen from (and only where it was a candidate).
+    assert ("one product as the BLAS computes it, the weight's two halves on one core each, or, for the LM head, "
+            "whose token table holds float16 numbers only, fbgemm's product by a float16 copy of the table.") in english
     assert "That is 51,679,556 B (49.3 MiB) more than its 6,721,568 parameters take in float32" in english
     assert "the LM head multiplies by a float16 copy of the table" in english
     set_language("zh")  # tests/conftest.py sets English again after each test
     chinese = narrate(trace, Stage("model_files"), generate_key="g").text
     assert "fbgemm 乘这个副本" in chinese and "267 微秒" in chinese and "LM head 乘的是词元表的 float16 副本" in chinese
+    assert "或者（LM head 的词元表里只有 float16 数）让 fbgemm 乘词元表的 float16 副本" in chinese
     assert english_words(chinese, run_words(trace)) == []
     number = re.compile(r"\d+(?:[.,]\d+)*")
     assert Counter(number.findall(chinese)) == Counter(number.findall(english))

@@ -12,7 +12,7 @@ import torch
 
 import gpt2viz
 from gpt2viz.errors import SettingError
-from gpt2viz.kernels import fbgemm_float16 as F16, formats, int8 as I8, packed
+from gpt2viz.kernels import fbgemm_float16 as F16, int8 as I8, packed
 from gpt2viz.model import precision as P
 from gpt2viz.quality import compare_logits, heldout
 

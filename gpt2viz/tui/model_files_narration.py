@@ -134,7 +134,9 @@ def _kernels(trace: Trace) -> str:
         return _format_kernels(trace, kernels)
     if not products:
         return ""
-    lines = [say("stage.model_files.kernels", cpu=safe_line(str(kernels.get("cpu", "?"))))]
+    # Where the LM head's float16 copy was a candidate (timed: `held_us`), the opening names it too.
+    opening = "kernels_float16" if any(p.get("held_us") is not None for p in products) else "kernels"
+    lines = [say(f"stage.model_files.{opening}", cpu=safe_line(str(kernels.get("cpu", "?"))))]
     for p in products:
         # Its sentence: the reason's ("other digits": kernel.other_digits), or which kernel the
         # variable set ("set by GPT2VIZ_KERNELS": kernel.set_split / kernel.set_plain).

@@ -99,6 +99,10 @@ TEXT = {
     "stage.model_files.kernels": (
         "How to multiply by each weight was measured on the machine that ran this ({cpu}) the first time gpt2viz loaded weights of these shapes there, and kept (in its cache: measured again only if the machine was busy then): one product as the BLAS computes it, or the weight's two halves on one core each."
     ),
+    # The same, where the LM head's table holds float16 numbers only and a float16 copy was timed too.
+    "stage.model_files.kernels_float16": (
+        "How to multiply by each weight was measured on the machine that ran this ({cpu}) the first time gpt2viz loaded weights of these shapes there, and kept (in its cache: measured again only if the machine was busy then): one product as the BLAS computes it, the weight's two halves on one core each, or, for the LM head, whose token table holds float16 numbers only, fbgemm's product by a float16 copy of the table."
+    ),
     "stage.model_files.kernel.faster": "• {layers} ({shape}): two halves, {split} µs against {plain} µs as one product (one row).",
     "stage.model_files.kernel.slower": "• {layers} ({shape}): one product, {plain} µs against {split} µs in two halves (one row).",
     "stage.model_files.kernel.other_digits": (

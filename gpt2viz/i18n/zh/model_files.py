@@ -72,6 +72,9 @@ TEXT = {
     "stage.model_files.kernels": (
         "每个权重怎么乘，是 gpt2viz 在运行本次的机器（{cpu}）上第一次加载这些形状的权重时实测决定并保存下来的（存在缓存里；只有当时机器繁忙才会重新测量）：要么按 BLAS 的方式算成一次乘法，要么把权重拆成两半，每半用一个核。"
     ),
+    "stage.model_files.kernels_float16": (
+        "每个权重怎么乘，是 gpt2viz 在运行本次的机器（{cpu}）上第一次加载这些形状的权重时实测决定并保存下来的（存在缓存里；只有当时机器繁忙才会重新测量）：按 BLAS 的方式算成一次乘法，把权重拆成两半、每半用一个核，或者（LM head 的词元表里只有 float16 数）让 fbgemm 乘词元表的 float16 副本。"
+    ),
     "stage.model_files.kernel.faster": "• {layers}（{shape}）：拆成两半，{split} 微秒，一次乘法要 {plain} 微秒（输入一行时）。",
     "stage.model_files.kernel.slower": "• {layers}（{shape}）：一次乘法，{plain} 微秒，拆成两半要 {split} 微秒（输入一行时）。",
     "stage.model_files.kernel.other_digits": (

@@ -583,6 +583,9 @@ def test_replay_of_a_fifo_or_a_directory_is_one_line_without_blocking(tmp_path):
 # -- 7. attention maps grow with n_layer x n_head, not with the checkpoint's bytes ---------------
 
 
+# Slow: 256 positions of 24 blocks of 32 heads through the CLI (5-6 s). The fast tier guards the
+# averaged maps (test_the_attention_numbers_a_pass_keeps_are_what_the_bound_counts) and the bound.
+@pytest.mark.slow
 def test_a_3_9_mb_checkpoint_of_24_blocks_of_32_heads_traces_256_tokens_in_bounded_memory(tmp_path):
     """It took 7.4 GB and wrote a 785 MB trace: every map was kept whole. Now maps past 64
     positions are averaged down, and a trace of it is tens of MB."""

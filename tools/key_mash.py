@@ -327,10 +327,12 @@ def main(argv: list[str] | None = None) -> int:
                     seed += 1
     failed = [r for r in results if not r["ok"]]
     keys = sum(r["keys"] for r in results)
-    not_q = [r for r in results if r["ok"] and r["quit_key"] != "q"]
+    # quit_key: "q", "ctrl+c" (q did not end the app), or None (it ended through the palette's Quit).
+    by_ctrl_c = [r for r in results if r["ok"] and r["quit_key"] == "ctrl+c"]
+    by_palette = [r for r in results if r["ok"] and r["quit_key"] is None]
     print(f"{len(results)} runs, {keys:,} keys, {len(failed)} failed; quit times: "
           f"max {max((r['quit_s'] for r in results), default=0):.2f} s; "
-          f"{len(not_q)} runs ended by ctrl+c after q did not end them")
+          f"{len(by_ctrl_c)} runs ended by ctrl+c after q did not end them, {len(by_palette)} through the palette as they ended")
     return 1 if failed else 0
 
 

@@ -297,7 +297,8 @@ def test_the_default_corrupted_prompt_changes_one_word_and_keeps_the_length(bund
 # -- Chinese ----------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("size", SIZES, ids=["80x24", "120x40"])
+# The same words and numbers again at 120 x 40: the slow tier.
+@pytest.mark.parametrize("size", [pytest.param((80, 24), id="80x24"), pytest.param((120, 40), marks=pytest.mark.slow, id="120x40")])
 @run_async
 async def test_in_chinese_nothing_is_english_and_the_numbers_are_the_same(bundled, size):
     app = make_app(lm=bundled)

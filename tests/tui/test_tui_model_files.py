@@ -118,7 +118,8 @@ HIGHLIGHTED = {
 }
 
 
-@pytest.mark.parametrize("size", SIZES, ids=["80x24", "120x40"])
+# Every stage's map again at 120 x 40 (which row is highlighted does not depend on the size): the slow tier.
+@pytest.mark.parametrize("size", [pytest.param((80, 24), id="80x24"), pytest.param((120, 40), marks=pytest.mark.slow, id="120x40")])
 @run_async
 async def test_the_map_opens_from_every_stage_with_its_stage_highlighted(size, bundled_trace):
     app = make_app(trace=bundled_trace)

@@ -215,7 +215,8 @@ async def _walk(app, pilot, screen: StepScreen, allowed: set[str], indices: list
 
 
 @pytest.mark.parametrize("which, size", [
-    ("tiny_trace", (80, 24)), ("tiny_trace", (120, 40)),
+    # The same words and numbers at 120 x 40 (a second walk of every stage): the slow tier.
+    ("tiny_trace", (80, 24)), pytest.param("tiny_trace", (120, 40), marks=pytest.mark.slow),
     # gpt2-small's widths: the stages outside the blocks and those of blocks 0, 1 and 11 (11 s)
     pytest.param("small_trace", (120, 40), marks=pytest.mark.slow),
 ])

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from ..hooks import hook_name
 from ..i18n import _
+from ..kernels.choice import FLOAT16_HELD
 from ..model.config import GPT2Config, ParamCounts
 from ..model.llama import LlamaConfig
 from ..text_safety import token_label
@@ -46,6 +47,7 @@ class RunFacts:
     n_params: int  # counted from the loaded tensors
     weight_bytes: int  # what the weights take as stored (int8: with their scales)
     step_weight_bytes: int  # of which one decode step reads (LanguageModel.step_weight_bytes)
+    float16_head: bool = False  # a float32 model's LM head multiplied by a float16 copy of the token table
 
     @classmethod
     def of(cls, trace: Trace) -> "RunFacts":
@@ -64,6 +66,7 @@ class RunFacts:
         value_bytes = DTYPE_BYTES.get(compute, 4)
         # Traces written before weight_bytes was recorded held every weight in `dtype`.
         weight_bytes = int(trace.model.get("weight_bytes") or n_params * value_bytes)
+        products = (trace.model.get("kernels") or {}).get("products") or []
         return cls(
             config=config,
             T=len(trace.tokens),
@@ -79,6 +82,8 @@ class RunFacts:
                 trace.model.get("step_weight_bytes")
                 or weight_bytes - (config.n_ctx - 1) * config.n_embd * value_bytes * (config.architecture == "gpt2")
             ),
+            # Where its table holds float16 numbers only (kernels/choice.py; traces since 2026-12-06).
+            float16_head=dtype == "float32" and any(p.get("kernel") == FLOAT16_HELD for p in products),
         )
 
     @property

@@ -233,6 +233,8 @@ def bandwidth_text(f: RunFacts, gen: Generation, index: int | None, compare_key:
     # A model with a position table reads one row of it a step; a LLaMA-family model has none, and
     # its tied LM head reads the token table whole.
     reads_key = "generation.cost.reads_all" if f.llama else "generation.cost.reads"
+    if f.float16_head:  # the token table read through the LM head's float16 copy: half its float32 bytes
+        reads_key += "_float16_head"
     if not gen.settings.use_cache:
         return head + "\n\n" + sentences(say(reads_key, **reads), say("generation.cost.no_cache", compare_key=compare_key))
     head += "\n\n" + say(reads_key, **reads)
@@ -307,12 +309,15 @@ def cost_split_text(comparison: Comparison) -> str:
         return ""
     fixed, per_position = fit
     last = comparison.naive.context_length(len(comparison.naive.steps) - 1)
+    at_last = fixed + per_position * last
+    # A cached step no faster than the fitted full pass at the last length: the cache did not pay here.
+    key = "generation.compare.cost_split" if cached < at_last else "generation.compare.cost_split_no_gain"
     return say(
-        "generation.compare.cost_split",
+        key,
         fixed=num(fixed),
         per_position=num(per_position),
         last=count(last),
-        at_last=num(fixed + per_position * last),
+        at_last=num(at_last),
         cached=num(cached),
     )
 

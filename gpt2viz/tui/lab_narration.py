@@ -12,7 +12,7 @@ from __future__ import annotations
 from ..cost_lab import FLAT_WITHIN, BatchSweep, ContextSweep, LabResult, PrecisionSweep
 from ..cpu_share import disturbed
 from ..costs import step_bound
-from ..i18n import ngettext, say
+from ..i18n import ngettext, say, sentences
 from .formatting import count, nbytes, num, percent
 
 
@@ -113,10 +113,15 @@ def context_text(
         parts.append(say("lab.context.one_point", position=p[0], length=length_key))
     else:
         naive_slope, cached_slope = _slope(p, naive), _slope(p, cached)
-        # "Grows" only where the fitted rise over the range is more than a tenth of the first step.
-        grows = naive_slope * (p[-1] - p[0]) / 100 > 0.1 * naive[0]
-        key = "lab.context.growth" if grows else "lab.context.no_growth"
-        parts.append(say(key, naive_slope=num(naive_slope), cached_slope=num(cached_slope)))
+        # "Grows" only where the fitted rise over the range is more than a tenth of the first step; a
+        # smaller slope, or one that falls, is the timing's noise and is said to be no growth.
+        naive_grows = naive_slope * (p[-1] - p[0]) / 100 > 0.1 * naive[0]
+        cached_grows = cached_slope * (p[-1] - p[0]) / 100 > 0.1 * cached[0]
+        parts.append(sentences(
+            say("lab.context.growth" if naive_grows else "lab.context.no_growth", naive_slope=num(naive_slope)),
+            say("lab.context.cached_growth" if cached_grows else "lab.context.cached_no_growth",
+                cached_slope=num(cached_slope)),
+        ))
     crossover = sweep.crossover
     if crossover is None:
         parts.append(say("lab.context.no_crossover", last=p[-1]))

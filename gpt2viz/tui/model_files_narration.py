@@ -237,8 +237,7 @@ def _beyond_the_parameters(trace: Trace, f: RunFacts) -> str:
     if f.weight_bytes <= plain:
         return ""
     if f.dtype == "float32":  # its parameters as they are, and the LM head's float16 copy (kernels/choice.py)
-        products = (trace.model.get("kernels") or {}).get("products") or []
-        if not any(p["kernel"] == FLOAT16_HELD for p in products):
+        if not f.float16_head:
             return ""
         key = "extra_float16_head"
     elif f.dtype == "int8":

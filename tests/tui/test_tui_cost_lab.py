@@ -195,6 +195,12 @@ def test_a_flat_context_curve_is_not_said_to_grow():
     flat = cost_lab.ContextSweep([5, 50, 100], [2.0, 2.0, 2.01], [1.0, 1.0, 1.0], 5, 101)
     text = context_text(result, flat, 5, 101, "r", "n")
     assert "did not grow measurably" in text and "grows with the position" not in text
+    # The cached curve's own slope: flat here, so its fitted -0.5 ms per 100 positions is said to be noise.
+    falling = cost_lab.ContextSweep([5, 50, 100], [2.0, 3.0, 4.0], [1.0, 0.9, 0.5], 5, 101)
+    text = context_text(result, falling, 5, 101, "r", "n")
+    assert "grows with the position" in text and "did not change measurably over this range" in text
+    rising = cost_lab.ContextSweep([5, 50, 100], [2.0, 3.0, 4.0], [1.0, 1.2, 1.4], 5, 101)
+    assert "which grow: 0.421 ms more per 100 positions" in context_text(result, rising, 5, 101, "r", "n")
     one = cost_lab.ContextSweep([63], [2.0], [1.0], 63, 64)
     assert "Only position 63 was measured" in context_text(result, one, 63, 64, "r", "n")
 

@@ -96,6 +96,21 @@ def test_decode_is_measured_against_the_weights_it_reads(small):
     assert "grows with every token" in bandwidth_text(f, naive, 2, "c")
 
 
+def test_a_head_read_through_its_float16_copy_is_not_called_float32(small):
+    """Where the LM head multiplies by a float16 copy of the token table (kernels/choice.py), a step
+    reads fewer bytes than the parameters take in float32: the sentence says which are read in
+    float16 rather than calling all of them float32."""
+    from dataclasses import replace
+
+    f, gen, _ = small
+    held = replace(f, float16_head=True, step_weight_bytes=f.step_weight_bytes - f.params.wte * 2)
+    text = bandwidth_text(held, gen, 2, "c")
+    assert ("the 124,439,808 parameters once: 417,421,824 B (398.1 MiB), the token table through the LM head's "
+            "float16 copy (two bytes a number) and the rest stored in float32") in text
+    assert "stored in float32: " not in text
+    assert not f.float16_head  # this trace's head multiplied by the float32 table
+
+
 def test_the_comparison_verdict(small):
     f, gen, naive = small
     c = Comparison(naive, gen)
@@ -109,6 +124,25 @@ def test_the_comparison_verdict(small):
     assert "differ from step 1" in compare_text(f, bad) and "bug" in compare_text(f, bad)
     short = generation_of_ids(gen, gen.ids[:2])
     assert Comparison(naive, short).first_divergence == 2
+
+
+@pytest.mark.parametrize("cached_ms, pays", [(2.0, True), (3.3, False)])
+def test_the_cost_split_says_when_the_cache_did_not_pay(small, monkeypatch, cached_ms, pays):
+    """The fitted split of a full pass (2.5 ms fixed + 0.01 ms a position: 2.64 ms at the last step's
+    14 positions) against a cached decode step: a faster one is explained as the cache's gain, a
+    slower one (a model so small that a step is nearly all fixed work) is said not to have paid."""
+    import dataclasses
+
+    from gpt2viz.tui.generation_narration import cost_split_text
+
+    f, gen, naive = small
+    cached = dataclasses.replace(gen, steps=[{**step, "ms": cached_ms} for step in gen.steps])
+    comparison = Comparison(naive, cached)
+    monkeypatch.setattr(Comparison, "naive_cost_fit", lambda self: (2.5, 0.01))
+    text = cost_split_text(comparison)
+    assert "At the last step (14 positions) that is 2.64 ms" in text
+    assert ("The cache removes the per-position part" in text) is pays
+    assert ("a cached decode step took 3.30 ms: here the cache did not pay" in text) is not pays
 
 
 def test_times_taken_while_other_processes_were_busy_claim_no_bound(small):

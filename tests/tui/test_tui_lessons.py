@@ -204,7 +204,8 @@ async def test_escape_leaves_a_guess_and_the_stage_keys_stay_the_screen_s():
         lesson = app.session.lesson
         while lesson.current.predict is None:
             await pilot.press("n")
-        field = app.screen.query_one("#lesson-guess")
+        step = app.screen
+        field = step.query_one("#lesson-guess")
         assert field.has_focus
         await pilot.press("escape")
         start = app.screen.index
@@ -212,6 +213,33 @@ async def test_escape_leaves_a_guess_and_the_stage_keys_stay_the_screen_s():
         assert app.screen.index == start + 2 and not field.has_focus
         await pilot.press("p", "n")  # the page opened again asks again
         assert field.has_focus
+        # Answered, or left with escape, the field stays left when the screen comes back from the
+        # palette, the help or the model map (Textual would focus its first focusable widget).
+        await type_guess(pilot, lesson_answers(app.session.trace)[lesson.current.predict.answer])
+        assert not field.has_focus
+        for opens, leaves in ((["ctrl+p"], ["escape"]), (["question_mark"], ["escape"]), (["o"], ["escape"])):
+            await pilot.press(*opens)
+            await pilot.pause()
+            assert app.screen is not step, opens
+            await pilot.press(*leaves)
+            assert app.screen is step and not field.has_focus, opens
+            start = step.index
+            await pilot.press("right")
+            assert step.index == start + 1 and field.value == "", opens
+
+
+@pytest.mark.parametrize("language, exact", [("en", "You guessed 151,984; this run gives exactly that."),
+                                             ("zh", "你猜的是 151,984；本次运行得到的正是这个数。")])
+def test_a_guess_of_the_very_number_is_called_exact(language, exact):
+    """A guess equal to the answer as the screens write it is exact, not "close: within 10 %"."""
+    from gpt2viz.lessons import Prediction
+    from gpt2viz.tui.lesson_run import Guess
+
+    set_language(language)
+    prediction = Prediction("q", "block_params", 0.1, "why")
+    assert LessonPanel._verdict(Guess(151984, 151984.0), prediction, {}) == exact
+    assert LessonPanel._verdict(Guess(151000, 151984.0), prediction, {}) == say(
+        "lesson.guess.close", guess="151,000", answer="151,984", tolerance="10%")
 
 
 @run_async

@@ -108,6 +108,16 @@ TEXT = {
     "generation.cost.reads_all": (
         "Every decode step reads the {n_params} parameters once, stored in {dtype}: {weights}, plus the KV cache."
     ),
+    # The same, where the LM head multiplies by a float16 copy of a token table of float16 numbers.
+    "generation.cost.reads_float16_head": (
+        "Every decode step reads the {n_params} parameters once: {weights}, the token table through the LM "
+        "head's float16 copy (two bytes a number) and the rest stored in {dtype} (of a table it only looks up, "
+        "such as the position embeddings, just the row in use), plus the KV cache."
+    ),
+    "generation.cost.reads_all_float16_head": (
+        "Every decode step reads the {n_params} parameters once: {weights}, the token table through the LM "
+        "head's float16 copy (two bytes a number) and the rest stored in {dtype}, plus the KV cache."
+    ),
     "generation.cost.no_cache": (
         "Without the cache a step is not one position but the whole sequence, so its time grows with every "
         "token: compare with {compare_key}."
@@ -171,6 +181,14 @@ TEXT = {
         "{at_last} ms, against {cached} ms for a cached decode step. The cache removes the per-position "
         "part, not the fixed part: the shorter the sequence, or the larger the fixed part, the smaller the "
         "speed-up."
+    ),
+    "generation.compare.cost_split_no_gain": (
+        "Where the time goes, fitted to this run's full passes: each step costs about {fixed} ms whatever "
+        "its length (reading the LM head's weights, Python, dispatching operations), plus about "
+        "{per_position} ms for each position it recomputes. At the last step ({last} positions) that is "
+        "{at_last} ms, and a cached decode step took {cached} ms: here the cache did not pay. It removes the "
+        "per-position part, which is small in this run, not the fixed part, which is nearly all of a step; "
+        "it pays on longer sequences and larger models, where recomputing the positions costs more."
     ),
     "generation.compare.differ": (
         "The runs differ from step {step}: without the cache {naive}, with it {cached}. The cache should "

@@ -18,14 +18,20 @@ TEXT = {
     ),
     "lab.context.growth": (
         "Without the cache every step computes all its positions again, so its time grows with the position: "
-        "{naive_slope} ms more per 100 positions here (a straight line fitted to the measured points). With "
-        "it a step computes one position and reads the cached keys and values: {cached_slope} ms per 100 "
-        "positions."
+        "{naive_slope} ms more per 100 positions here (a straight line fitted to the measured points)."
     ),
     "lab.context.no_growth": (
         "Without the cache every step computes all its positions again, yet its time did not grow measurably "
         "here ({naive_slope} ms per 100 positions, fitted): in this range a step is dominated by work that "
-        "does not depend on the length. With the cache: {cached_slope} ms per 100 positions."
+        "does not depend on the length."
+    ),
+    "lab.context.cached_growth": (
+        "With it a step computes one position and reads the cached keys and values, which grow: "
+        "{cached_slope} ms more per 100 positions."
+    ),
+    "lab.context.cached_no_growth": (
+        "With it a step computes one position and reads the cached keys and values, and its time did not "
+        "change measurably over this range ({cached_slope} ms per 100 positions, fitted: within the timing's noise)."
     ),
     "lab.context.one_point": "Only position {position} was measured: choose a longer length ({length}) to see a trend.",
     "lab.context.crossover_start": "The cache was faster at every measured position, from {crossover} on.",

@@ -10,6 +10,7 @@ TEXT = {
     "lesson.skipped": "Skipped (n moved on before it was done).",
     "lesson.finished": "This was the last page of the lesson. p goes back; i opens the lesson menu.",
     "lesson.replay_note": "(From the saved trace: every number here is the trace's.)",
+    "lesson.guess.exact": "You guessed {guess}; this run gives exactly that.",
     "lesson.guess.close": "You guessed {guess}; this run gives {answer}. Close: within {tolerance} of it.",
     "lesson.guess.above": "You guessed {guess}; this run gives {answer}, {ratio} times your guess.",
     "lesson.guess.below": "You guessed {guess}; this run gives {answer}: your guess is {ratio} times that.",

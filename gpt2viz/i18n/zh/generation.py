@@ -93,6 +93,14 @@ TEXT = {
         "只读用到的那一行），再加上 KV cache。"
     ),
     "generation.cost.reads_all": "每个 decode 步都把 {n_params} 个参数读一遍，以 {dtype} 存储：{weights}，再加上 KV cache。",
+    "generation.cost.reads_float16_head": (
+        "每个 decode 步都把 {n_params} 个参数读一遍：{weights}，词元表经由 LM head 的 float16 副本读取（每个数两个字节），"
+        "其余以 {dtype} 存储（只用来查表的表，比如位置嵌入，只读用到的那一行），再加上 KV cache。"
+    ),
+    "generation.cost.reads_all_float16_head": (
+        "每个 decode 步都把 {n_params} 个参数读一遍：{weights}，词元表经由 LM head 的 float16 副本读取（每个数两个字节），"
+        "其余以 {dtype} 存储，再加上 KV cache。"
+    ),
     "generation.cost.no_cache": (
         "没有缓存时，一步处理的不是一个位置而是整个序列，所以每多一个 token，用时就更长：按 {compare_key} 对比。"
     ),
@@ -142,6 +150,13 @@ TEXT = {
         "（读取 LM head 的权重、Python、调度运算），每重新计算一个位置再加大约 {per_position} ms。"
         "在最后一步（{last} 个位置）就是 {at_last} ms，而有缓存的 decode 步是 {cached} ms。"
         "缓存去掉的是按位置增长的那部分，不是固定部分：序列越短，或者固定部分越大，加速就越小。"
+    ),
+    "generation.compare.cost_split_no_gain": (
+        "时间花在哪里，按这次运行的完整前向传播拟合：每一步无论长短都大约花 {fixed} ms"
+        "（读取 LM head 的权重、Python、调度运算），每重新计算一个位置再加大约 {per_position} ms。"
+        "在最后一步（{last} 个位置）就是 {at_last} ms，而有缓存的 decode 步用了 {cached} ms：这次缓存没有带来加速。"
+        "缓存去掉的是按位置增长的那部分，这次运行里它很小；固定部分几乎就是一步的全部，缓存去不掉它。"
+        "序列更长、模型更大、重新计算各个位置更费时的时候，缓存才划算。"
     ),
     "generation.compare.differ": (
         "两次运行从第 {step} 步开始不同：不用缓存是 {naive}，用缓存是 {cached}。缓存本不应该改变结果，"

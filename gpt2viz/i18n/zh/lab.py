@@ -19,13 +19,18 @@ TEXT = {
     ),
     "lab.context.growth": (
         "不用缓存时，每一步都要把所有位置重新算一遍，所以耗时随位置增长：这里每多 100 个位置多 "
-        "{naive_slope} ms（对测量点拟合的一条直线）。用缓存时，一步只算一个位置，并读取缓存里的键和值："
-        "每 100 个位置 {cached_slope} ms。"
+        "{naive_slope} ms（对测量点拟合的一条直线）。"
     ),
     "lab.context.no_growth": (
         "不用缓存时，每一步都要把所有位置重新算一遍，但这里的耗时并没有明显增长（拟合得每 100 个位置 "
-        "{naive_slope} ms）：在这个范围内，一步的耗时主要来自与长度无关的工作。用缓存时：每 100 个位置 "
-        "{cached_slope} ms。"
+        "{naive_slope} ms）：在这个范围内，一步的耗时主要来自与长度无关的工作。"
+    ),
+    "lab.context.cached_growth": (
+        "用缓存时，一步只算一个位置，并读取缓存里越来越多的键和值：每多 100 个位置多 {cached_slope} ms。"
+    ),
+    "lab.context.cached_no_growth": (
+        "用缓存时，一步只算一个位置，并读取缓存里的键和值，在这个范围内耗时没有可测的变化"
+        "（拟合得每 100 个位置 {cached_slope} ms，在计时误差之内）。"
     ),
     "lab.context.one_point": "只测到了位置 {position}：选一个更长的长度（{length}）才能看出趋势。",
     "lab.context.crossover_start": "从 {crossover} 起，在每个测量的位置上缓存都更快。",

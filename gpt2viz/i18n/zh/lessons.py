@@ -8,6 +8,7 @@ TEXT = {
     "lesson.skipped": "已跳过（还没完成就按了 n）。",
     "lesson.finished": "这是本课最后一页。p 返回上一页；i 打开课程菜单。",
     "lesson.replay_note": "（来自保存的 trace：这里的每个数字都取自 trace。）",
+    "lesson.guess.exact": "你猜的是 {guess}；本次运行得到的正是这个数。",
     "lesson.guess.close": "你猜的是 {guess}；本次运行得到 {answer}。很接近：误差在 {tolerance} 以内。",
     "lesson.guess.above": "你猜的是 {guess}；本次运行得到 {answer}，是你猜的 {ratio} 倍。",
     "lesson.guess.below": "你猜的是 {guess}；本次运行得到 {answer}：你猜的是它的 {ratio} 倍。",

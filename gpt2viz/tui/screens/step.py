@@ -50,6 +50,11 @@ class StepScreen(AppScreen[None]):
 
     COMMANDS = {MapCommands, StageCommands}
     PALETTE_TEXT = N_("Command palette: jump to any stage by name")
+    # Nothing is focused for the screen when it comes back (after the palette, the help, another
+    # screen): Textual's default would focus its first focusable widget, a lesson's guess field,
+    # which would then take the step-through's keys as text. The field is focused only by a page
+    # that asks for a guess (`_focus_a_guess`).
+    AUTO_FOCUS = ""
 
     BINDINGS = [
         Binding("left,h", "previous_stage", N_("stage"), id="previous-stage", tooltip=N_("Go back one stage"), group=STAGE),

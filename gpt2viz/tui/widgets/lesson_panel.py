@@ -136,6 +136,8 @@ class LessonPanel(Vertical):
     @staticmethod
     def _verdict(made, prediction, answers) -> str:
         guess, answer = _number(made.value, prediction.unit), _number(made.answer, prediction.unit)
+        if guess == answer:  # the same number as the screens write it
+            return say("lesson.guess.exact", guess=guess)
         if made.close(prediction):
             return say("lesson.guess.close", guess=guess, answer=answer, tolerance=f"{prediction.tolerance:.0%}")
         if made.answer > made.value:

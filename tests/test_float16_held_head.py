@@ -234,9 +234,13 @@ def test_the_model_files_stage_names_the_copy_in_both_languages():
             "whose token table holds float16 numbers only, fbgemm's product by a float16 copy of the table.") in english
     assert "That is 51,679,556 B (49.3 MiB) more than its 6,721,568 parameters take in float32" in english
     assert "the LM head multiplies by a float16 copy of the table" in english
+    # Why the copy takes more room than the float32 table, yet a step reads half its bytes.
+    assert ("padded past a row's 112 numbers, so it takes more room than the float32 table (22,515,136 B "
+            "(21.5 MiB)); a step reads only the numbers in it, two bytes each (11,257,568 B (10.7 MiB))") in english
     set_language("zh")  # tests/conftest.py sets English again after each test
     chinese = narrate(trace, Stage("model_files"), generate_key="g").text
     assert "fbgemm 乘这个副本" in chinese and "267 微秒" in chinese and "LM head 乘的是词元表的 float16 副本" in chinese
+    assert "float32 的词元表（22,515,136 B (21.5 MiB)）还大" in chinese
     assert "或者（LM head 的词元表里只有 float16 数）让 fbgemm 乘词元表的 float16 副本" in chinese
     assert english_words(chinese, run_words(trace)) == []
     number = re.compile(r"\d+(?:[.,]\d+)*")

@@ -116,6 +116,19 @@ def test_lesson_004_s_answers_are_the_trace_s_sizes(tiny_trace):
     assert answers["prefill_macs_per_byte"] == pytest.approx(T * answers["macs_per_byte"])
 
 
+def test_the_file_s_bytes_and_the_model_s_are_told_apart():
+    """The bundled model's file stores float16 and the model holds float32: lesson 001 says both
+    sizes (a learner walk read "26,886,272 B as float32" for a file of 13,443,136 B)."""
+    import gpt2viz
+    from gpt2viz.i18n import say
+    from gpt2viz.trace import trace_prompt
+
+    facts = lesson_facts(trace_prompt(gpt2viz.load_model("tiny"), "Hello"))
+    assert (facts["stored"], facts["file_bytes"]) == ("F16", "13,443,136 B (12.8 MiB)")
+    assert ("stored as F16 (13,443,136 B (12.8 MiB)) and held as float32 (26,886,272 B (25.6 MiB))"
+            in say("lesson.001.safetensors", **facts))
+
+
 def test_every_screen_a_page_may_ask_for_has_its_key():
     from gpt2viz.lessons import SCREENS
 

@@ -18,6 +18,7 @@ from ..cpu_share import disturbed
 from ..text_safety import token_label
 from ..trace import Trace
 from .facts import RunFacts, final_choice, hook_event, token_text
+from .file_facts import FileFacts
 from .formatting import count, nbytes, num, percent
 
 MORE_TOKENS = 100  # "the KV cache after this many more tokens"
@@ -112,6 +113,7 @@ def _answers(trace: Trace) -> dict[str, float]:
 def _facts(trace: Trace) -> dict[str, str]:
     f = RunFacts.of(trace)
     p = f.params
+    weights = FileFacts.of(trace).weights
     answers = lesson_answers(trace)
     _id, next_text, prob = final_choice(trace)
     two = top_two(trace)
@@ -132,6 +134,9 @@ def _facts(trace: Trace) -> dict[str, str]:
         "n_ctx": count(f.n_ctx),
         "n_params": count(f.n_params),
         "param_bytes": nbytes(f.param_bytes),  # the Model files stage says what more the model holds
+        # As the safetensors file stores them ("?" for a trace from before gpt2viz kept its files' facts).
+        "stored": "+".join(weights.dtypes) if weights is not None else "?",
+        "file_bytes": nbytes(weights.data_bytes) if weights is not None and weights.data_bytes is not None else "?",
         "wte_params": count(p.wte),
         "wpe_params": count(p.wpe),
         "attention_params": count(p.attention),

@@ -249,6 +249,8 @@ def _beyond_the_parameters(trace: Trace, f: RunFacts) -> str:
     return say(
         f"stage.model_files.{key}", n_params=count(f.n_params), dtype=f.dtype, plain=nbytes(plain),
         extra=nbytes(f.weight_bytes - plain), step=nbytes(f.step_weight_bytes),
+        # The LM head's float16 copy: the token table's numbers, 4 and 2 bytes each.
+        n_embd=count(f.config.n_embd), table=nbytes(f.params.wte * 4), half=nbytes(f.params.wte * 2),
     )
 
 

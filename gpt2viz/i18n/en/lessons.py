@@ -160,7 +160,8 @@ TEXT = {
     "lesson.001.safetensors": (
         "model.safetensors begins with a JSON header naming each tensor's number type, shape and byte "
         "offsets; the bytes follow, back to back. Loading is reading that header and taking the bytes as "
-        "numbers: {n_params} here, {param_bytes} as {dtype}. The largest tensor is wte, {vocab} rows of {n_embd}."
+        "numbers: {n_params} here, stored as {stored} ({file_bytes}) and held as {dtype} ({param_bytes}). "
+        "The largest tensor is wte, {vocab} rows of {n_embd}."
     ),
     "lesson.001.wte_guess.question": "Guess: how many bytes does wte take in float32, 4 bytes a number?",
     "lesson.001.wte_guess.why": "{vocab} × {n_embd} = {wte_params} numbers, × 4 bytes = {wte_float32_bytes}.",
@@ -244,7 +245,8 @@ TEXT = {
         "{T} tokens."
     ),
     "lesson.003.scores": (
-        "Next come the scores: each position's query against every position's key, divided by the "
+        "This stage makes each position's query, key and value. Next, on the following stage, come the "
+        "scores: each position's query against every position's key, divided by the "
         "square root of the head size ({head_dim}). One head gives a {T} × {T} table, {scores} scores, "
         "the future positions' among them."
     ),

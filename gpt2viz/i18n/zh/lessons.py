@@ -136,7 +136,8 @@ TEXT = {
     ),
     "lesson.001.safetensors": (
         "model.safetensors 开头是一段 JSON 头，写明每个张量的数值类型、形状和字节位置，后面紧接着就是这些字节。"
-        "加载就是读这段头，再把字节当作数字：这里共 {n_params} 个，以 {dtype} 存储占 {param_bytes}。"
+        "加载就是读这段头，再把字节当作数字：这里共 {n_params} 个，文件里以 {stored} 存储（{file_bytes}），"
+        "载入后以 {dtype} 保存（{param_bytes}）。"
         "最大的张量是 wte，{vocab} 行，每行 {n_embd} 个数。"
     ),
     "lesson.001.wte_guess.question": "猜一猜：按 float32（每个数 4 字节）算，wte 占多少字节？",
@@ -211,7 +212,8 @@ TEXT = {
         "这一课在 {model} 对 {T} 个 token 的这次运行里逐一找到它们。"
     ),
     "lesson.003.scores": (
-        "接下来是分数：每个位置的 query 和每个位置的 key 相乘，再除以头维度（{head_dim}）的平方根。"
+        "这一步为每个位置算出 query、key 和 value。下一步是分数：每个位置的 query 和每个位置的 key 相乘，"
+        "再除以头维度（{head_dim}）的平方根。"
         "一个头得到一张 {T} × {T} 的表，共 {scores} 个分数，其中也包括未来位置的分数。"
     ),
     "lesson.003.mask_guess": (

@@ -54,7 +54,9 @@ TEXT = {
     # Where the model holds more than its parameters take in its format (bfloat16, float16, int8).
     "stage.model_files.extra_float16_head": (
         "这比它的 {n_params} 个参数以 {dtype} 存储所需的 {plain} 多出 {extra}：词元表里的每个数都是 float16 数，"
-        "所以 LM head 乘的是词元表的 float16 副本（打包并加上填充），要读的字节减半。一次解码步读取其中的 {step}。"
+        "所以 LM head 乘的是词元表的 float16 副本。副本采用 fbgemm 的打包布局，每块都填充到超过一行的 {n_embd} 个数，"
+        "所以它占的空间比 float32 的词元表（{table}）还大；一步只读取其中真正的数，每个两字节（{half}），"
+        "是 float32 词元表字节数的一半。一次解码步总共读取其中的 {step}。"
     ),
     "stage.model_files.extra_head_copy": (
         "这比它的 {n_params} 个参数以 {dtype} 存储所需的 {plain} 多出 {extra}：本机上做矩阵乘的内核为了读得更快，"

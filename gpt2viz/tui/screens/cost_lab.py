@@ -23,6 +23,7 @@ from ...cpu_share import disturbed
 from ...i18n import N_, _, say
 from ...trace import Trace
 from ..lab_narration import batch_text, context_text, precision_text
+from ..formatting import num
 from ..language import key_name
 from ..widgets.lesson_panel import LessonNote
 from ..widgets.room_notice import RoomNotice
@@ -76,16 +77,33 @@ def plot_text(text: str) -> str:
 
 
 MIN_PLOT = (12, 4)  # cells a plot needs to draw its axes and one point
+# Below this height a plot labels only 0 and the top of each y axis. plotext puts each of its
+# evenly spaced ticks on the row nearest its value: with a handful of rows several share a row
+# (one is dropped) and a label can stand a quarter of the axis from its value (a learner read
+# "2.61" beside a 2.05 ms bar at 80 x 24). The bottom and top rows are the limits exactly.
+FEW_ROWS = 16
 
 
 class LabPlot(PlotextPlot):
     """A plot whose texts may hold wide characters (given through `plot_text`), drawn only where it
-    has room for its axes."""
+    has room for its axes; its y axes go from 0 to the tops set by `y_range` (see FEW_ROWS)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.y_tops: dict[str, float] = {}  # yside ("left", "right") -> the axis's top
+
+    def y_range(self, top: float, yside: str = "left") -> None:
+        """The y axis on `yside` from 0 to `top` (a plot drawn from 0: flat reads as flat)."""
+        self.plt.ylim(0, top, yside=yside)
+        self.y_tops[yside] = top
 
     def render(self) -> Text:
         width, height = self.size
         if width < MIN_PLOT[0] or height < MIN_PLOT[1]:
             return Text("")
+        if height < FEW_ROWS:  # (a plot drawn again starts from plotext's own, evenly spaced ticks)
+            for yside, top in self.y_tops.items():
+                self.plt.yticks([0, top], ["0", num(top)], yside=yside)
         text = super().render()
         if WIDE_FILLER not in text.plain:
             return text
@@ -287,6 +305,7 @@ class CostLabScreen(AppScreen[None]):
         plt = plot.plt
         plt.clear_data()
         plt.clear_figure()
+        plot.y_tops = {}
         if name == "context":
             sweep = result.context if result else None
             start = self._start_position()
@@ -298,7 +317,7 @@ class CostLabScreen(AppScreen[None]):
                 # The crossover is a ranking: none drawn from times measured busy (the busy rule).
                 if sweep.crossover is not None and sweep.crossover != sweep.positions[0] and not disturbed(sweep):
                     plt.vline(sweep.crossover)
-                plt.ylim(0, max(sweep.naive_ms + sweep.cached_ms) * 1.05)  # from 0: flat reads as flat
+                plot.y_range(max(sweep.naive_ms + sweep.cached_ms) * 1.05)
                 plt.xlabel(plot_text(_("position")))
         elif name == "batch":
             sweep = result.batch if result else None
@@ -313,8 +332,8 @@ class CostLabScreen(AppScreen[None]):
                 plt.plot(xs, [r.tokens_per_s for r in sweep.rows], label=plot_text(_("tokens/s")), yside="right",
                          marker="braille")
                 plt.xticks(xs, [str(r.batch) for r in sweep.rows])
-                plt.ylim(0, max(r.step_ms for r in sweep.rows) * 1.05)
-                plt.ylim(0, max(r.tokens_per_s for r in sweep.rows) * 1.05, yside="right")
+                plot.y_range(max(r.step_ms for r in sweep.rows) * 1.05)
+                plot.y_range(max(r.tokens_per_s for r in sweep.rows) * 1.05, yside="right")
                 plt.xlabel("B")
         else:
             sweep = result.precision_formats if result else None
@@ -326,6 +345,7 @@ class CostLabScreen(AppScreen[None]):
             plot.display = bool(sweep and sweep.rows)
             if plot.display:
                 plt.bar([r.format for r in sweep.rows], [r.step_ms for r in sweep.rows], width=0.4)
+                plot.y_range(max(r.step_ms for r in sweep.rows) * 1.05)
         if plot.display:
             plt.title(plot_text(_(PLOT_TITLES[name])))
         if result is None and not self.live:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 from rich.cells import cell_len
-from tui_helpers import GENERATION_TRACE, TINY_TRACE, run_async, stage_text, started
+from tui_helpers import GENERATION_TRACE, TINY_TRACE, run_async, screen_text, stage_text, started
 
 from gpt2viz.i18n import say, set_language
 from gpt2viz.lessons import LESSON_IDS, SCREENS, load_lesson
@@ -208,6 +208,8 @@ async def test_escape_leaves_a_guess_and_the_stage_keys_stay_the_screen_s():
         field = step.query_one("#lesson-guess")
         assert field.has_focus
         await pilot.press("escape")
+        # The footer keeps q at 80 columns (the panel names n and p; a walk found "? he" cut there).
+        assert screen_text(app).splitlines()[-1].split("▏")[0].rstrip().endswith("q quit")
         start = app.screen.index
         await pilot.press("right", "right")
         assert app.screen.index == start + 2 and not field.has_focus

@@ -54,7 +54,7 @@ TEXT = {
     "lesson.000.title": "一次前向传播：从模型文件到下一个 token",
     "lesson.000.intro": (
         "这一课跟着 {model} 在你的提示词上走完一次前向传播，和逐步视图的顺序一样：文件里有什么，"
-        "文本怎样变成数字，一个块做了什么，最后的向量怎样变成下一个 token，以及 KV 缓存保存了什么。"
+        "文本怎样变成数字，一个块做了什么，最后的向量怎样变成下一个 token，以及 KV cache 保存了什么。"
         "每翻一页，屏幕都会跳到这一页讲的阶段。"
     ),
     "lesson.000.files": (
@@ -118,16 +118,16 @@ TEXT = {
         "生成就是把这个 token 接到后面，再跑一次这样的前向传播，每个新 token 一次。"
     ),
     "lesson.000.kv_guess": (
-        "没有缓存，每个新 token 都要把前面每个位置重算一遍。KV 缓存保存每个块的键和值：每个位置 {n_layer} 个块 × 2（K、V）"
+        "没有缓存，每个新 token 都要把前面每个位置重算一遍。KV cache 保存每个块的键和值：每个位置 {n_layer} 个块 × 2（K、V）"
         "× {n_embd} 个数，每个数 {value_bytes} 字节；现在提示词占 {kv_now}。"
     ),
-    "lesson.000.kv_guess.question": "猜一猜：再生成 {more} 个 token 之后，KV 缓存有多少字节？",
+    "lesson.000.kv_guess.question": "猜一猜：再生成 {more} 个 token 之后，KV cache 有多少字节？",
     "lesson.000.kv_guess.why": (
         "{kv_per_position} × {positions_after_more} 个位置（最后一个新 token 还没有运行）= {kv_after_more}，"
         "每个 token 增长同样的量，直到上下文（{n_ctx}）填满。"
     ),
     "lesson.000.end": (
-        "这就是完整的一次前向传播。按 g 开始生成：生成视图会给每一步计时，并显示 KV 缓存每个 token 增长 {kv_per_position}。"
+        "这就是完整的一次前向传播。按 g 开始生成：生成视图会给每一步计时，并显示 KV cache 每个 token 增长 {kv_per_position}。"
     ),
     "lesson.001.title": "从零开始：张量、一个 token 和内存墙",
     "lesson.001.intro": (
@@ -186,7 +186,7 @@ TEXT = {
     "lesson.001.temperature.why": "p₁ / p₂ = exp({logit_gap} / {temperature}) = {temperature_ratio}：温度低于 1 会拉大差距。",
     "lesson.001.generate": (
         "生成就是一遍又一遍地做前向传播：选中的 token 加入输入，模型再预测它后面的那个。"
-        "有了 KV 缓存，每一步只计算新的位置。生成视图会逐个显示 token，并给每一步计时。"
+        "有了 KV cache，每一步只计算新的位置。生成视图会逐个显示 token，并给每一步计时。"
     ),
     "lesson.001.memory_wall": (
         "每个新 token 都要把所有权重乘法做一遍：{step_macs} 次乘加，用到 {step_weight_bytes} 的权重，"
@@ -198,17 +198,17 @@ TEXT = {
         "一个 CPU 核心能做许多次乘加：解码是在等内存（内存墙）。"
     ),
     "lesson.001.measure": (
-        "成本实验室在这台机器上实测这一课推理出来的东西：解码一步的时间怎样随上下文增长（有 KV 缓存和没有），"
+        "成本实验室在这台机器上实测这一课推理出来的东西：解码一步的时间怎样随上下文增长（有 KV cache 和没有），"
         "以及各种数值格式（bfloat16、float16、int8，大多数权重占的字节更少）和 float32 相比如何。"
     ),
     "lesson.001.end": (
         "这就是教程 001 走过的路：一个装满数字的文件，张量上的几个算子，选出一个 token，"
-        "以及由每个 token 要读的字节决定的代价。第 003 课会细看因果掩码、Pre-Norm 和 KV 缓存。"
+        "以及由每个 token 要读的字节决定的代价。第 003 课会细看因果掩码、Pre-Norm 和 KV cache。"
     ),
-    "lesson.003.title": "因果掩码、Pre-Norm 与 KV 缓存",
+    "lesson.003.title": "因果掩码、Pre-Norm 与 KV cache",
     "lesson.003.intro": (
         "有三样东西让 GPT-2 能一个 token 接一个 token 地写：因果掩码（任何位置都看不到未来）、"
-        "每个部分之前的 LayerNorm（Pre-Norm），以及保存前面位置计算结果的 KV 缓存。"
+        "每个部分之前的 LayerNorm（Pre-Norm），以及保存前面位置计算结果的 KV cache。"
         "这一课在 {model} 对 {T} 个 token 的这次运行里逐一找到它们。"
     ),
     "lesson.003.scores": (
@@ -251,7 +251,7 @@ TEXT = {
         "猜一猜：没有缓存时，在这 {T} 个 token 的提示词后面写 {more} 个 token，所有前向传播一共要计算多少个位置？"
     ),
     "lesson.003.recompute_guess.why": (
-        "{T} + ({T} + 1) + … + ({T} + {more_minus_1}) = {naive_positions} 个位置。有 KV 缓存时，提示词只算一次，"
+        "{T} + ({T} + 1) + … + ({T} + {more_minus_1}) = {naive_positions} 个位置。有 KV cache 时，提示词只算一次，"
         "每个新 token 也只算一次：{cached_positions} 个，少了 {cache_saving} 倍。"
     ),
     "lesson.003.kv_keeps": (
@@ -349,7 +349,7 @@ TEXT = {
         "一次接一次，前一次没结束，后一次就不能开始。"
     ),
     "lesson.004.cache": (
-        "KV 缓存保存每一层的 key 和 value，所以新 token 只需算出自己的，其余的直接读取：这里每个 token "
+        "KV cache 保存每一层的 key 和 value，所以新 token 只需算出自己的，其余的直接读取：这里每个 token "
         "{kv_per_position}，提示占 {kv_now}，用内存换掉之前每个位置的重复计算。"
     ),
     "lesson.004.intensity": (
@@ -374,7 +374,7 @@ TEXT = {
     "lesson.001.generate.look": "每个 token 一选出就会显示，成本面板给每一步计时，KV 面板每个 token 增长 {kv_per_position}。",
     "lesson.001.measure.look": (
         "按 r 运行当前显示的实验：“上下文长度”标签页测量在每个位置上生成一个新 token 的耗时，"
-        "用 KV 缓存和不用各一次；按 3 看数字格式。"
+        "用 KV cache 和不用各一次；按 3 看数字格式。"
     ),
     "lesson.004.autoregressive.look": "文本每次前向传播增长一个 token，每次都有自己的耗时，KV 面板每个 token 增长 {kv_per_position}。",
     "lesson.004.batching.look": "按 2 打开“批大小”标签页，再按 r：一个逐渐变大的批次的一步，与单个序列的一步比较。",

@@ -93,8 +93,9 @@ class StepScreen(AppScreen[None]):
         Binding("w", "attribution", N_("which parts"), id="attribution", show=False,
                 tooltip=N_("Which parts wrote the answer: direct logit attribution and activation patching")),
         Binding("escape", "back", N_("back"), id="back-to-generation", tooltip=N_("Back to the generation view")),
-        # A lesson's pages (only while one runs: check_action).
-        Binding("n", "lesson_next", N_("next page"), id="lesson-next", tooltip=N_("The lesson's next page")),
+        # A lesson's pages (only while one runs: check_action). The lesson's panel names both keys
+        # under every page, so the footer does not: at 80 columns "n next page" pushed q out of it.
+        Binding("n", "lesson_next", N_("next page"), id="lesson-next", show=False, tooltip=N_("The lesson's next page")),
         Binding("p", "lesson_previous", N_("previous page"), id="lesson-previous", show=False,
                 tooltip=N_("The lesson's previous page")),
     ]

@@ -6,6 +6,7 @@ picks the templates: 'stage' or 'llama')."""
 from __future__ import annotations
 
 from ..i18n import _, ngettext, plural, say, sentences
+from ..interventions import parse_ablations
 from ..model.kv_cache import GROWTH_CHUNK
 from ..trace import Trace
 from .facts import RunFacts, hook_event, last_position, untrained, value_at
@@ -36,7 +37,7 @@ def cache_paragraph(trace: Trace, f: RunFacts, layer: int) -> str:
     return cache
 
 
-def activity_paragraphs(trace: Trace, f: RunFacts, post: dict, family: str, gate: str = "") -> list[str]:
+def activity_paragraphs(trace: Trace, f: RunFacts, post: dict, family: str, layer: int, gate: str = "") -> list[str]:
     """The share of neurons above 0 at the last position and the strongest one (its sentence then
     `gate`, a sentence of LLaMA's gate, if any), and the strongest read as a key-value memory."""
     paragraphs = []
@@ -48,6 +49,12 @@ def activity_paragraphs(trace: Trace, f: RunFacts, post: dict, family: str, gate
             active = say(f"{family}.mlp.active_top", **facts, neuron=top[0]["index"], value=num(top[0]["value"]))
         else:
             active = say(f"{family}.mlp.active", **facts)
+        # Neurons of this block switched off at this position (what if) count as their replaced
+        # outputs here, while the histogram beside it shows what went into the activation.
+        off = {n for a in parse_ablations(trace.interventions) if a.kind == "neurons" and a.layer == layer
+               for n in a.neurons}
+        if off:
+            active = sentences(active, say(plural("stage.mlp.switched_off", len(off)), n=count(len(off))))
         paragraphs.append(sentences(active, gate) if gate else active)
     if top and top[0].get("promotes"):  # recorded since the key-value view (not in older traces)
         first = top[0]

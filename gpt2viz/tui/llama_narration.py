@@ -172,7 +172,7 @@ def _mlp(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key: str):
     histogram = hook_event(trace, "mlp.hook_pre", i).get("histogram") or {}
     gate = say("llama.mlp.gate", cut=count(histogram["cut"]), F=count(F),
                position=histogram.get("position", f.L - 1)) if "cut" in histogram else ""
-    paragraphs += activity_paragraphs(trace, f, post, "llama", gate)
+    paragraphs += activity_paragraphs(trace, f, post, "llama", i, gate)
     flow = [
         say("llama.mlp.flow_widen", x=shape([1, T, C]), hidden=shape(hidden)),
         say("llama.mlp.flow_gate", hidden=shape(list(post.get("shape") or hidden))),

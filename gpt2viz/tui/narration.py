@@ -388,7 +388,7 @@ def _mlp(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key: str):
             activation=f.activation,
         ),
     ]
-    paragraphs += activity_paragraphs(trace, f, post, "stage")
+    paragraphs += activity_paragraphs(trace, f, post, "stage", i)
     formula = "mlp(x) = gelu(x @ W_fc + b_fc) @ W_proj + b_proj\ngelu(u) = 0.5 · u · (1 + tanh(√(2/π) · (u + 0.044715 · u³)))"
     flow = [
         f"ln_2(x) {shape([1, T, C])}{ARROW}c_fc{ARROW}{shape(pre_shape)}",

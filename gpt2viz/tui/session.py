@@ -472,8 +472,10 @@ class Session:
         )
 
     # -- which parts wrote the answer -----------------------------------------------------------------------
-    def attribute(self, owner: object, ids: list[int], token_ids: list[int], *, on_each: Callable[[int, Any], None], on_error: OnError) -> Job:
-        """Direct logit attribution of each of `token_ids` at the end of `ids`, one after the other."""
+    def attribute(self, owner: object, ids: list[int], token_ids: list[int], *, on_each: Callable[[int, Any], None], on_error: OnError,
+                  ablations: tuple[Ablation, ...] = ()) -> Job:
+        """Direct logit attribution of each of `token_ids` at the end of `ids`, one after the other,
+        with `ablations` switched off (the pass on show: its logits are the ones split)."""
         from ..attribution import direct_logit_attribution
 
         lm = self.lm
@@ -482,20 +484,25 @@ class Session:
             for index, token in enumerate(token_ids):
                 if job.should_stop():
                     return
-                job.report(index, direct_logit_attribution(lm, ids, token))
+                with applied(lm.hooks, ablations):
+                    attribution = direct_logit_attribution(lm, ids, token)
+                job.report(index, attribution)
 
         return self.jobs.submit(owner, "attribute", work, on_progress=on_each, on_error=on_error)
 
-    def detect_heads(self, owner: object, *, on_result: Callable[[Any], None], on_error: OnError) -> Job:
+    def detect_heads(self, owner: object, *, on_result: Callable[[Any], None], on_error: OnError,
+                     ablations: tuple[Ablation, ...] = ()) -> Job:
         """Scores every head at three known jobs (gpt2viz.head_detector) on DETECTOR_TOKENS random
-        tokens repeated once, after the end-of-text token; the result is a `HeadScores`."""
+        tokens repeated once, after the end-of-text token, with `ablations` switched off; the result
+        is a `HeadScores`."""
         from ..head_detector import repeated_random_tokens, score_heads
 
         lm = self.lm
 
         def work(job: Job):
             tokens = repeated_random_tokens(detector_tokens(lm.config.n_ctx), lm.config.vocab_size, seed=0, first=lm.eos_id)
-            return score_heads(lm.model, tokens.to(lm.model.device))
+            with applied(lm.hooks, ablations):
+                return score_heads(lm.model, tokens.to(lm.model.device))
 
         return self.jobs.submit(owner, "detect-heads", work, on_result=on_result, on_error=on_error)
 
@@ -508,14 +515,20 @@ class Session:
         on_progress: Callable[[int, int], None],
         on_result: Callable[[Any], None],
         on_error: OnError,
+        ablations: tuple[Ablation, ...] = (),
     ) -> Job:
-        """Activation patching of `clean` into `corrupted` at every block and position. The result
-        is a `PatchRun`, None when stopped, or `SameAnswer` when both prompts predict one token."""
+        """Activation patching of `clean` into `corrupted` at every block and position, every pass
+        with `ablations` switched off. The result is a `PatchRun`, None when stopped, or
+        `SameAnswer` when both prompts predict one token."""
         from ..patching import PatchingError, patch_residual_stream, residuals
 
         lm = self.lm
 
         def work(job: Job):
+            with applied(lm.hooks, ablations):
+                return patched(job)
+
+        def patched(job: Job):
             answer = int(residuals(lm, clean)[1].argmax())
             if int(residuals(lm, corrupted)[1].argmax()) == answer:
                 return SameAnswer(lm.tokenizer.display(answer))

@@ -121,6 +121,29 @@ async def test_w_attributes_the_answer_with_the_numbers_of_direct_logit_attribut
 
 
 @run_async
+async def test_the_attribution_of_an_edited_pass_splits_that_pass_s_logit(bundled):
+    """With a part switched off (what if), `w` splits the logit of the pass on show, the part's
+    term 0, not the model's own pass under the edited pass's ranking (a learner walk saw +2.27 for
+    a switched-off MLP)."""
+    from gpt2viz.interventions import Ablation, applied
+
+    app = make_app(lm=bundled)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, StepScreen))
+        app.session.switch_off(Ablation("mlp", 0))
+        await wait_for(pilot, lambda: isinstance(app.screen, StepScreen) and app.screen.trace.interventions == ["L0.mlp"])
+        screen = await open_attribution(pilot)
+        ids = bundled.encode_prompt(CLEAN)
+        with applied(bundled.hooks, [Ablation("mlp", 0)]):
+            expected = direct_logit_attribution(bundled, ids, screen.candidates[0].token_id)
+        own = direct_logit_attribution(bundled, ids, screen.candidates[0].token_id)
+        assert expected.logit != own.logit
+        shown = screen.attributions[0]
+        assert shown.logit == expected.logit and flat(grid_values(shown)) == flat(grid_values(expected))
+        assert grid_values(shown)[0][-2] == 0.0  # block 0's MLP: switched off
+
+
+@run_async
 async def test_w_opens_from_the_generation_view_too(bundled):
     app = make_app(lm=bundled)
     async with app.run_test(size=(120, 40)) as pilot:
@@ -254,7 +277,7 @@ async def test_prompts_of_different_lengths_or_the_same_answer_are_refused(bundl
         await patch(pilot, screen, "The meaning of death is")  # the tiny model answers ' not' to both
         message = str(screen.query_one("#patch-message", Static).render())
         assert message.startswith("Both prompts make the model predict '␣not': there is no difference to restore.")
-        assert screen.patch is None
+        assert screen.patch is None and screen.query_one(Input).has_focus  # typing goes into the box again
         await patch(pilot, screen, CORRUPTED)
         assert screen.patch is not None and not screen.query_one("#patch-message", Static).display
 

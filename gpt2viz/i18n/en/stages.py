@@ -244,6 +244,15 @@ TEXT = {
         "At position {position} ({token}), {share} of the {F} neurons are positive after GELU; the "
         "strongest is neuron {neuron} at {value}."
     ),
+    # Neurons of the block switched off at the position the share counts (what if, L3.n12,40).
+    "stage.mlp.switched_off.one": (
+        "{n} of them is switched off in this pass (what if): its output after the activation is replaced and "
+        "counted as replaced, while the histogram shows what went into the activation."
+    ),
+    "stage.mlp.switched_off.other": (
+        "{n} of them are switched off in this pass (what if): their outputs after the activation are replaced "
+        "and counted as replaced, while the histogram shows what went into the activation."
+    ),
     "stage.mlp.untrained": (
         "Of these, {tokens} never occur in the text this model was trained on: their rows of wte were "
         "never trained on their own tokens, only moved, all such rows together, in one shared direction, "

@@ -19,6 +19,7 @@ from textual.containers import Container, Horizontal, Vertical, VerticalScroll
 from textual.widgets import Input, ProgressBar, Static, TabbedContent, TabPane
 
 from ...attribution import Attribution
+from ...interventions import parse_ablations
 from ...i18n import N_, _, count, ngettext
 from ...trace import Trace
 from ..attribution_narration import (
@@ -197,6 +198,9 @@ class AttributionScreen(AppScreen[None]):
         self.job = 0  # the grid on show in the heads tab (HEAD_JOBS)
         self.failure: str | None = None  # why the attribution could not run, if it could not
         self.corrupted = default_corruption(trace.prompt, self.lm.encode_prompt)
+        # The parts switched off in the pass on show (what if): every run of this screen keeps them off,
+        # so that what it splits and patches is that pass's.
+        self.ablations = tuple(parse_ablations(trace.interventions))
         kept = session.attribution_kept
         if isinstance(kept, AttributionKept) and kept.trace is trace:  # opened before on this pass
             self.attributions, self.patch, self.head_scores = list(kept.attributions), kept.patch, kept.head_scores
@@ -237,7 +241,8 @@ class AttributionScreen(AppScreen[None]):
         self.redraw_language()
         if self.candidates and any(a is None for a in self.attributions):
             self.session.attribute(
-                self, self.ids, [c.token_id for c in self.candidates], on_each=self._attributed, on_error=self._failed
+                self, self.ids, [c.token_id for c in self.candidates], on_each=self._attributed, on_error=self._failed,
+                ablations=self.ablations,
             )
 
     def redraw_language(self) -> None:
@@ -275,7 +280,7 @@ class AttributionScreen(AppScreen[None]):
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
         if self.shown == "heads" and self.head_scores is None and not self.detecting:  # by key, click or tab
             self.detecting = True
-            self.session.detect_heads(self, on_result=self._detected, on_error=self._failed)
+            self.session.detect_heads(self, on_result=self._detected, on_error=self._failed, ablations=self.ablations)
         self.refresh_bindings()
         self._status()
 
@@ -344,7 +349,8 @@ class AttributionScreen(AppScreen[None]):
             self._draw_patch()
             self._status()
             self.session.patch(
-                self, clean, corrupted, on_progress=self._progressed, on_result=self._patched, on_error=self._failed
+                self, clean, corrupted, on_progress=self._progressed, on_result=self._patched, on_error=self._failed,
+                ablations=self.ablations,
             )
 
     def _refuse(self, why: Callable[[], str]) -> None:
@@ -374,6 +380,7 @@ class AttributionScreen(AppScreen[None]):
                 "Both prompts make the model predict {token}: there is no difference to restore. Change a word "
                 "the answer depends on."
             ).format(token=token)
+            self.query_one(Input).focus()  # back in the box, as the refusal asks (the run had left it)
         else:
             self.patch = patch
             self.stopped = patch is None

@@ -158,8 +158,11 @@ def shown_positions(n: int, edge: int = EDGE_ROWS) -> list[int | None]:
 
 def quote(text: str) -> str:
     """A token text quoted inside a sentence: 'the' (never '': a token that shows as nothing is
-    quoted as '∅'; gpt2viz.text_safety.token_label)."""
-    return f"'{token_label(text)}'"
+    quoted as '∅'; gpt2viz.text_safety.token_label); one holding an apostrophe in double quotes,
+    "'s", where ''s' would read as an empty quote and an s."""
+    label = token_label(text)
+    mark = '"' if "'" in label and '"' not in label else "'"
+    return f"{mark}{label}{mark}"
 
 
 def prose_line(displays: list[str]) -> str:

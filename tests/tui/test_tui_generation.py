@@ -98,6 +98,29 @@ def live_app(ckpts, *args: str):
 
 
 @run_async
+async def test_the_text_panel_keeps_its_end_or_the_step_on_show_in_sight(ckpts):
+    """A run longer than the panel ends with its last lines in sight (a learner walk saw a
+    200-token run stay at its first lines); a step chosen far back scrolls into sight, and the
+    step after the last follows the end again."""
+    from gpt2viz.tui.widgets.generation_panels import TextPanel
+
+    app = live_app(ckpts, "--generate", "150")
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_generation(app, pilot)
+        await finished(pilot, screen)
+        panel = screen.query_one(TextPanel)
+        assert panel.max_scroll_y > 0 and panel.scroll_y == panel.max_scroll_y
+        screen._select(0)
+        await pilot.pause()
+        line = screen.query_one(GeneratedText).selected_line
+        assert panel.scroll_y <= line < panel.scroll_y + panel.scrollable_content_region.height
+        assert panel.scroll_y < panel.max_scroll_y
+        screen._select(None)
+        await pilot.pause()
+        assert panel.scroll_y == panel.max_scroll_y
+
+
+@run_async
 async def test_tokens_stream_in_and_stop_keeps_the_text(ckpts, gate):
     app = live_app(ckpts, "--generate", "30")
     async with app.run_test(size=SIZE) as pilot:

@@ -244,6 +244,13 @@ def test_narration_never_quotes_an_empty_token(bundled):
         assert "''" not in words, (stage, words)
 
 
+def test_a_token_with_an_apostrophe_is_quoted_in_double_quotes():
+    """''s' read as an empty quote and an s (a learner walk): such a token is quoted "'s"."""
+    from gpt2viz.tui.formatting import quote
+
+    assert quote("'s") == '"\'s"' and quote("the") == "'the'" and quote("'\"") == "''\"'"
+
+
 @run_async
 async def test_an_empty_token_shows_as_a_mark_in_the_token_table(bundled):
     trace = trace_prompt(bundled, "Hello world")

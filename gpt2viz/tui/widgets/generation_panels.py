@@ -81,6 +81,8 @@ class GeneratedText(Static):
     Lives in a TextPanel, whose component classes style it.
     """
 
+    selected_line = 0  # the line the selected step's token starts on, as last drawn
+
     def draw(self, state: ViewState, boundaries: bool) -> None:
         """Shows the text of `state`, the step on show highlighted when one is selected."""
         parts: list[tuple[str, str] | str] = []
@@ -96,6 +98,9 @@ class GeneratedText(Static):
             text = step["text"]
             if i == chosen:
                 style = CURRENT
+                width = self.content_size.width
+                # Where it starts once wrapped as the widget wraps it: its panel scrolls it into sight.
+                self.selected_line = len(Content.assemble(*parts).wrap(width)) - 1 if width > 0 else 0
             elif boundaries:
                 style = CHIP_A if i % 2 == 0 else CHIP_B
             else:
@@ -212,6 +217,19 @@ class TextPanel(Panel):
         self.border_subtitle = _("{key}: token boundaries").format(key=key_name(self, "boundaries"))
         self.query_one(GeneratedText).draw(state, boundaries)
         self.following = state.selected is None
+        # The text's new height is known once it is laid out (a Resize was not always sent for it:
+        # a 200-token run stayed at its first lines): its end, or the selected step, comes into sight then.
+        self.call_after_refresh(self._keep_in_sight)
+
+    def _keep_in_sight(self) -> None:
+        if not self.is_attached:
+            return
+        if self.following:
+            self.scroll_end(animate=False, immediate=True)
+            return
+        line, height = self.query_one(GeneratedText).selected_line, self.scrollable_content_region.height
+        if height > 0 and not self.scroll_y <= line < self.scroll_y + height:
+            self.scroll_to(y=max(0, line - height // 2), animate=False, immediate=True)
 
 
 class ChoicePanel(Panel):

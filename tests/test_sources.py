@@ -39,6 +39,7 @@ def test_a_hub_that_hangs_is_given_up_on_within_the_bound(empty_hf_cache, monkey
     import huggingface_hub
 
     monkeypatch.setattr(huggingface_hub, "model_info", lambda *a, **k: time.sleep(30))
+    monkeypatch.setattr(sources, "HUB_TIMEOUT_S", 1.0)  # the bound is the module's; the next test waits its 3 s
     start = time.monotonic()
     with pytest.raises(sources.HubUnreachable, match="did not answer"):
         sources.resolve("someone/model")

@@ -120,6 +120,20 @@ async def test_every_picture_of_a_prompt_speaks_chinese_with_the_english_numbers
     assert_chinese_with_the_english_numbers(tiny_trace, english, chinese)
     assert "22 个字节（合计）" in chinese["tokenize", 0] and "22 bytes in all" in english["tokenize", 0]
     assert "▶头 1" in chinese["blocks.0.heads", 1]
+    # A cache allocated whole (this trace's) says its most only.
+    assert "the cache holds at most 128 positions" in " ".join(english["next_token", 0].split())
+    assert "allocated now" not in english["next_token", 0]
+
+
+@run_async
+async def test_the_next_token_picture_tells_the_cache_s_most_from_what_is_allocated(bundled):
+    """The bundled model's cache may hold 256 positions and has 64 allocated (the side panel's
+    "reserved"): a learner read "room for 256 positions" beside "401,408 B reserved"."""
+    trace = trace_prompt(bundled, "The capital of France is")
+    english = await pictures(trace, "en", (80, 24), stages=[Stage("next_token")])
+    chinese = await pictures(trace, "zh", (80, 24), stages=[Stage("next_token")])
+    assert "the cache holds at most 256 positions, 64 allocated now" in " ".join(english["next_token", 0].split())
+    assert "缓存最多容纳256个位置，目前已分配64个位置" in "".join(chinese["next_token", 0].split())
 
 
 @run_async

@@ -648,9 +648,14 @@ class NextTokenView(Picture):
                 total=ngettext("{n} byte", "{n} bytes", kv["total_bytes"]).format(n=count(kv["total_bytes"])),
                 per_token=count(per_token),
             )
-            room = _("the next token adds {bytes}; room for {positions}").format(
+            # The most it may hold (the context), and what its buffers have room for now (they grow
+            # in chunks: the side panel's "reserved").
+            allocated = kv.get("allocated_bytes", 0) // per_token if per_token else 0
+            room = (_("the next token adds {bytes}; the cache holds at most {positions}, {allocated} allocated now")
+                    if 0 < allocated < kv["capacity"] else _("the next token adds {bytes}; the cache holds at most {positions}")).format(
                 bytes=ngettext("{n} byte", "{n} bytes", per_token).format(n=count(per_token)),
                 positions=ngettext("{n} position", "{n} positions", kv["capacity"]).format(n=count(kv["capacity"])),
+                allocated=count(allocated),
             )
             after = _("KV cache after this decode step") if trace.past else _("KV cache after this prefill")
             rows += [Content(""), Content.styled(after, ".picture--header")]

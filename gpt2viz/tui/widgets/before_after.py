@@ -36,7 +36,7 @@ def before_after_lines(interventions: list[str], changes: list[dict], undo: str,
         )
     rows += [Content(wrap_wide(summary, width)), Content("")]
     change_texts = [change_text(c["before"], c["after"]) for c in changes]
-    change_w = max(12, 1 + max(cell_len(text) for text in change_texts))
+    change_w = max(12, 3 + max(cell_len(text) for text in change_texts))  # at least 3 cells apart from "p after"
     token_w = max(6, min(max(12, max(cell_len(c["text"]) for c in changes) + 1), width - 3 - 9 - 4 - 9 - change_w))
     header = "   " + fit(_("token"), token_w) + fit(_("p before"), 9, "right") + "    " + fit(_("p after"), 9, "right") + fit(_("change"), change_w, "right")
     rows.append(Content.styled(header, "bold"))

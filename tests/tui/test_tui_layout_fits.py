@@ -160,7 +160,8 @@ async def test_the_top_bar_keeps_the_sampling_settings_whole_and_the_panels_fit(
         line = bar.content.plain
         assert cell_len(line) <= bar.size.width, line
         seed = "种子 1" if lang == "zh" else "seed 1"
-        for part in ("T 0.8", "top-k 40", "top-p 0.95", seed, "KV cache"):
+        # The number format stays too: it goes after the size, the word "sampling" and the token count.
+        for part in ("T 0.8", "top-k 40", "top-p 0.95", seed, "KV cache", " · float32 · "):
             assert part in line, (part, line)
         # The sampled legend, the no-cache recompute line, the step's shapes, the chart's legend.
         for panel in ("#choice-table", "#kv-table", "#choice-flow", "#cost-legend"):

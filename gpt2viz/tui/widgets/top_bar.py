@@ -106,11 +106,11 @@ class TopBar(Laid):
 
     def draw_generation(self, trace: Trace, settings: GenerationSettings, replay: str | None = None, checked=None) -> None:
         """Shows the model and the settings of the generation on screen; where the line is short,
-        the model's size and format go first, then the word 'sampling', then the token count (the
-        status line under the text says it too)."""
-        models = self._model_choices(trace, replay, checked)
+        the model's size goes first, then the word 'sampling', then the token count (the status
+        line under the text says it too), and only then the number format (it changes every number)."""
+        full, sized, named = self._model_choices(trace, replay, checked)  # all; without the size; nor the format
         wide, short = settings_fields(settings), settings_fields(settings, short=True)
-        choices = [*(model + wide for model in models), models[-1] + short, models[-1] + short[1:]]
+        choices = [full + wide, sized + wide, sized + short, sized + short[1:], named + short, named + short[1:]]
         self.show(lambda width: self._fitting(choices, width))
 
     def draw_lab(self, trace: Trace, replay: str | None = None, checked=None) -> None:

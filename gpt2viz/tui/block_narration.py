@@ -9,7 +9,7 @@ from ..i18n import _, ngettext, plural, say, sentences
 from ..interventions import parse_ablations
 from ..model.kv_cache import GROWTH_CHUNK
 from ..trace import Trace
-from .facts import RunFacts, hook_event, last_position, untrained, value_at
+from .facts import RunFacts, allocated_positions, hook_event, last_position, untrained, value_at
 from .formatting import count, nbytes, num, percent, quote, shape
 
 
@@ -31,8 +31,7 @@ def cache_paragraph(trace: Trace, f: RunFacts, layer: int) -> str:
         cache = sentences(cache, say(plural("stage.qkv.decode", f.past), new=shape([1, KVH, f.T, D]), n=count(f.past),
                                      all=shape([1, KVH, f.L, D])))
     if kv and kv.get("bytes_per_position"):  # why "reserved" exceeds what the positions use
-        room = kv["allocated_bytes"] // kv["bytes_per_position"]
-        cache = sentences(cache, say("stage.qkv.reserve", room=count(room), reserved=nbytes(kv["allocated_bytes"]),
+        cache = sentences(cache, say("stage.qkv.reserve", room=count(allocated_positions(kv)), reserved=nbytes(kv["allocated_bytes"]),
                                      chunk=count(GROWTH_CHUNK)))
     return cache
 

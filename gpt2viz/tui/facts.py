@@ -208,6 +208,13 @@ def last_position(trace: Trace, f: RunFacts) -> dict:
     return {"position": position, "token": quote(token_text(trace, position))}
 
 
+def allocated_positions(kv: dict) -> int:
+    """The positions a `kv_cache` event's buffers have room for now (the side panel's "reserved"):
+    they grow in chunks up to the cache's capacity (0 where the event does not say)."""
+    per_position = kv.get("bytes_per_position") or 0
+    return (kv.get("allocated_bytes") or 0) // per_position if per_position else 0
+
+
 def value_at(values: list | None, position: int):
     """`values[position]`, or None when the list is missing or too short."""
     if not values or not -len(values) <= position < len(values):

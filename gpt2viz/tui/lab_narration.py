@@ -16,6 +16,12 @@ from ..i18n import ngettext, say, sentences
 from .formatting import count, nbytes, num, percent
 
 
+def _grows(positions: list[int], ms: list[float]) -> bool:
+    """Whether the fitted rise over the range is more than a tenth of the first step; a smaller
+    slope, or one that falls, is the timing's noise and is said to be no growth."""
+    return _slope(positions, ms) * (positions[-1] - positions[0]) / 100 > 0.1 * ms[0]
+
+
 def _slope(positions: list[int], ms: list[float]) -> float:
     """Least-squares ms per 100 positions."""
     n = len(positions)
@@ -113,13 +119,9 @@ def context_text(
         parts.append(say("lab.context.one_point", position=p[0], length=length_key))
     else:
         naive_slope, cached_slope = _slope(p, naive), _slope(p, cached)
-        # "Grows" only where the fitted rise over the range is more than a tenth of the first step; a
-        # smaller slope, or one that falls, is the timing's noise and is said to be no growth.
-        naive_grows = naive_slope * (p[-1] - p[0]) / 100 > 0.1 * naive[0]
-        cached_grows = cached_slope * (p[-1] - p[0]) / 100 > 0.1 * cached[0]
         parts.append(sentences(
-            say("lab.context.growth" if naive_grows else "lab.context.no_growth", naive_slope=num(naive_slope)),
-            say("lab.context.cached_growth" if cached_grows else "lab.context.cached_no_growth",
+            say("lab.context.growth" if _grows(p, naive) else "lab.context.no_growth", naive_slope=num(naive_slope)),
+            say("lab.context.cached_growth" if _grows(p, cached) else "lab.context.cached_no_growth",
                 cached_slope=num(cached_slope)),
         ))
     crossover = sweep.crossover

@@ -14,7 +14,7 @@ from ...text_safety import token_label
 from ...trace import Trace
 from ..formatting import clip, count, fit, num, num_in, percent, quote, shape, shown_positions
 from ...trace.events import LAYER_NORM_STATS, RMS_NORM_STATS
-from ..facts import RunFacts, StepChoice, final_choice, untrained, hook_event, layer_norm_event, lens_event, lens_first_top, shape_of
+from ..facts import RunFacts, StepChoice, allocated_positions, final_choice, untrained, hook_event, layer_norm_event, lens_event, lens_first_top, shape_of
 from ..stages import Stage
 from ..styled_text import styled
 from ..table_layout import Column, chip_lines, header_lines, wrapped
@@ -650,7 +650,7 @@ class NextTokenView(Picture):
             )
             # The most it may hold (the context), and what its buffers have room for now (they grow
             # in chunks: the side panel's "reserved").
-            allocated = kv.get("allocated_bytes", 0) // per_token if per_token else 0
+            allocated = allocated_positions(kv)
             room = (_("the next token adds {bytes}; the cache holds at most {positions}, {allocated} allocated now")
                     if 0 < allocated < kv["capacity"] else _("the next token adds {bytes}; the cache holds at most {positions}")).format(
                 bytes=ngettext("{n} byte", "{n} bytes", per_token).format(n=count(per_token)),

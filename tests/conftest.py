@@ -46,6 +46,17 @@ from helpers import state_home  # noqa: E402
 _STATE = tempfile.mkdtemp(prefix="gpt2viz-test-state-")
 atexit.register(shutil.rmtree, _STATE, ignore_errors=True)
 os.environ["XDG_STATE_HOME"] = str(state_home(Path(_STATE)))
+# The app's cache (the kernels' measured choices, the package index's models) and the Hugging Face
+# hub's (under $XDG_CACHE_HOME unless HF_HOME says otherwise) go to a directory of this run's too,
+# never the user's: the suite used to write ~/.cache/gpt2viz/kernels.json. xdist's workers inherit
+# the first process's directory, so a weight shape is measured once per run, as it was in a shared
+# user cache.
+_CACHE = os.environ.get("GPT2VIZ_TEST_CACHE_HOME")
+if _CACHE is None:
+    _CACHE = tempfile.mkdtemp(prefix="gpt2viz-test-cache-")
+    os.environ["GPT2VIZ_TEST_CACHE_HOME"] = _CACHE
+    atexit.register(shutil.rmtree, _CACHE, ignore_errors=True)
+os.environ["XDG_CACHE_HOME"] = _CACHE
 
 import gpt2viz  # noqa: E402
 

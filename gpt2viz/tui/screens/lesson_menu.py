@@ -34,6 +34,8 @@ class LessonMenu(AppModal[str | None]):
     """Lists the lessons; Enter opens the one highlighted (its id is the result), Escape none.
     `at_start`: opened by the app's start, so it also offers never to open so again (NEVER)."""
 
+    # Below 30 rows the box drops its blank rows (app.tcss), so every choice stays in sight.
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (30, "-tall")]
     BINDINGS = [
         Binding("escape", "cancel", N_("not now"), id="cancel-lesson-menu", tooltip=N_("Close the menu; no lesson")),
         Binding("q", "app.quit", N_("quit"), id="lesson-menu-quit", show=False, tooltip=N_("Leave gpt2viz")),

@@ -18,6 +18,7 @@ from .i18n import N_, MissingCatalog, _, check_catalogs, count, language_from_en
 from .i18n.layout import wrap_wide
 from .errors import DownloadCancelled, Gpt2VizError, OutputError, SettingError, UsageError
 from .batch import MAX_BATCH
+from .generate import TOP_K_OVER_VOCAB
 from .interventions import AblationError, parse_ablations
 from .lessons import LESSON_IDS
 from .options import DEFAULT_PROMPT, DEFAULT_TOPK, RunOptions
@@ -622,7 +623,7 @@ def check_loaded(lm, options: RunOptions) -> None:
     vocab = lm.config.vocab_size
     if options.top_k is not None and options.top_k > vocab:
         raise UsageError(
-            _("--top-k {k}: more than the model's vocabulary of {vocab} tokens").format(k=shown(options.top_k), vocab=count(vocab))
+            _(TOP_K_OVER_VOCAB).format(setting="--top-k", k=shown(options.top_k), vocab=count(vocab))
         )
 
 

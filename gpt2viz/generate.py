@@ -29,6 +29,9 @@ STOP_CANCELLED = "cancelled"  # the caller asked to stop
 MAX_TEMPERATURE = 1e6
 # torch seeds are 64-bit; a batch samples row r with seed + r, so seeds stay well below the top.
 MAX_SEED = 2**63 - 1
+# A top-k is at most the model's vocabulary (a trace records no more): what the command line and
+# the settings form say of one beyond it, naming the setting their own way.
+TOP_K_OVER_VOCAB = N_("{setting} {k}: more than the model's vocabulary of {vocab} tokens")
 
 
 @dataclass(frozen=True)

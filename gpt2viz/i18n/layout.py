@@ -62,3 +62,13 @@ def wrap_lines(paragraph: str, width: int) -> list[str]:
             lines.append(first)
             line = line[len(first) :].lstrip()
     return [*lines, line.rstrip()]
+
+
+_SPACE_BETWEEN_WIDE = re.compile(r"(?<=[\u2e80-\u9fff\uff00-\uffef]) (?=[\u2e80-\u9fff\uff00-\uffef])")
+
+
+def between_wide(text: str) -> str:
+    """`text` without a space between two Chinese characters: a sentence that puts a setting's name
+    before its words ('{setting} 必须是…', spaced for a Latin name such as top-k) reads '温度必须是…'
+    where the name is Chinese."""
+    return _SPACE_BETWEEN_WIDE.sub("", text)

@@ -5,7 +5,9 @@ too; it is imported here so that the app has one module of formats."""
 
 from __future__ import annotations
 
+import codecs
 import math
+import re
 
 from rich.cells import cell_len, chop_cells, set_cell_size
 
@@ -165,12 +167,45 @@ def quote(text: str) -> str:
     return f"{mark}{label}{mark}"
 
 
+# A byte that is not UTF-8 alone, as a token's display text writes it (`\\xe5`): half a character.
+_BYTE_ESCAPE = re.compile(r"\\x([89a-f][0-9a-f])")
+
+
+def _display_bytes(display: str) -> bytes:
+    """The bytes behind a token's display text: its characters in UTF-8, its escaped bytes as
+    themselves (the tokenizer writes a byte that is no character alone as `\\xNN`)."""
+    out = bytearray()
+    at = 0
+    for m in _BYTE_ESCAPE.finditer(display):
+        out += display[at:m.start()].encode("utf-8", "surrogatepass")
+        out.append(int(m.group(1), 16))
+        at = m.end()
+    out += display[at:].encode("utf-8", "surrogatepass")
+    return bytes(out)
+
+
+def running_texts(displays: list[str], final: bool = True) -> list[str]:
+    """Token display texts as running text, one piece per token: a character whose bytes several
+    tokens share (a Chinese character is often two or three of GPT-2's tokens) is put together and
+    shown with the token that completes it; bytes that never make a character stay escaped.
+    `final=False` (a generation still running) holds back the bytes of a character not complete
+    yet, as a terminal does. Joined, the pieces are the text the tokens decode to."""
+    decoder = codecs.getincrementaldecoder("utf-8")("backslashreplace")
+    pieces = [decoder.decode(_display_bytes(d)) for d in displays]
+    if final and pieces:
+        pieces[-1] += decoder.decode(b"", final=True)
+    return pieces
+
+
 def prose_line(displays: list[str]) -> str:
     """Token display texts read as one line of running text: '␣' back to a space, line breaks kept
-    as '↵'."""
-    return "".join(token_label(d) for d in displays).replace("␣", " ")
+    as '↵', a character split between tokens put together."""
+    return "".join(token_label(d) for d in running_texts(displays) if d).replace("␣", " ")
 
 
 def prose(display: str) -> str:
-    """A token's display text read as running text: '␣' back to a space, a line break after '↵'."""
+    """A token's piece of running text (`running_texts`): '␣' back to a space, a line break after
+    '↵'; a piece that completes no character yet is nothing."""
+    if not display:
+        return ""
     return token_label(display).replace("␣", " ").replace("↵", "↵\n")

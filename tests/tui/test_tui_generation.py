@@ -290,13 +290,23 @@ async def test_settings_form_checks_values_inline(ckpts):
         form.query_one("#top-k").value = "0"
         form.query_one("#top-p").value = "1.5"
         form.query_one("#new-tokens").value = "0"
+        form.query_one("#seed").value = "-1"
         form.apply()
         await pilot.pause()
         assert app.screen is form
         text = screen_text(app)
         assert "top-k must be an integer >= 1, got 0" in text
         assert "top-p must be in (0, 1], got 1.5" in text
-        assert "new tokens must be an integer >= 1" in text
+        n_ctx, vocab = screen.facts.n_ctx, screen.facts.vocab
+        assert f"new tokens must be an integer from 1 to {n_ctx:,} (this model's context), got '0'" in text
+        assert "seed must be an integer from 0 to" in text  # with the others, not after them
+        # The model's bounds, as the command line has them.
+        form.query_one("#new-tokens").value = str(n_ctx + 1)
+        form.query_one("#top-k").value = str(vocab + 1)
+        form.apply()
+        await pilot.pause()
+        text = screen_text(app)
+        assert f"got '{n_ctx + 1}'" in text and f"top-k {vocab + 1}: more than the model's vocabulary of {vocab:,} tokens" in text
         form.query_one("#temperature").value = "0"
         form.apply()
         await pilot.pause()
@@ -509,3 +519,19 @@ def test_a_dumped_live_generation_replays(tmp_path, ckpts):
     assert gen.ids == trace.generation["ids"] and gen.starts == [0]
     assert not gen.settings.use_cache and gen.settings.sampling.seed == 1 and gen.settings.sampling.top_k == 20
     assert gen.mean_decode_ms == pytest.approx(sum(s["ms"] for s in gen.steps[1:]) / 4)
+
+
+@run_async
+async def test_a_chinese_prompt_reads_as_characters_in_running_text(ckpts):
+    """The text panel and its title showed '人\\xe5\\xb7\\xa5…' for 人工智能 (each byte token on its own);
+    running text puts the characters together, token by token (b) keeps each token's bytes."""
+    from gpt2viz.tui.widgets.generation_panels import TextPanel
+
+    app = live_app(ckpts, "--generate", "3", "人工智能的意义")
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_generation(app, pilot)
+        await finished(pilot, screen)
+        assert text_of(screen).startswith("人工智能的意义│")
+        assert '"人工智能的意义"' in str(screen.query_one(TextPanel).border_title)
+        await pilot.press("b")
+        assert "\\x" in text_of(screen)  # the tokens themselves: half characters escaped

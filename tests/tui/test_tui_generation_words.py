@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+import gpt2viz
 from gpt2viz.cli import parse_args
+from gpt2viz.model.tokenizer import visible_text
 from gpt2viz.generate import SamplingSettings
 from gpt2viz.trace import record_generation
 from gpt2viz.tui.generation import Comparison, Generation, GenerationSettings, settings_label
@@ -230,12 +234,31 @@ def test_settings_come_from_the_command_line_and_the_form():
     bad = {"new-tokens": "x", "temperature": "-1", "top-k": "2.5", "top-p": "0", "seed": ""}
     settings, errors = parse_settings(bad, sampling=True, use_cache=True)
     assert settings is None
-    assert errors == {
+    assert errors == {  # the values as typed: '-1', not the float's '-1.0'
         "new-tokens": "new tokens must be an integer >= 1, got 'x'",
-        "temperature": "temperature must be a number from 0 to 1,000,000, got -1.0",
+        "temperature": "temperature must be a number from 0 to 1,000,000, got -1",
         "top-k": "top-k must be an integer, got '2.5'",
-        "top-p": "top-p must be in (0, 1], got 0.0",
+        "top-p": "top-p must be in (0, 1], got 0",
     }
+
+
+def test_the_form_says_everything_wrong_at_once_and_keeps_to_the_model():
+    """Every field's problem at once (a bad seed was said only once the others were mended), and
+    the model's bounds as the command line has them: top-k within the vocabulary, new tokens
+    within the context (the form took 5,999,999,999,999 new tokens and a top-k of 999,999)."""
+    bad = {"new-tokens": "", "temperature": "-1", "top-k": "0", "top-p": "2", "seed": "-1"}
+    settings, errors = parse_settings(bad, sampling=True, use_cache=True)
+    assert settings is None and set(errors) == {"new-tokens", "temperature", "top-k", "top-p", "seed"}
+    assert errors["seed"] == "seed must be an integer from 0 to 9,223,372,036,854,775,807, got -1"
+    over = {"new-tokens": "5999999999999", "temperature": "0.5", "top-k": "999999", "top-p": "", "seed": "1"}
+    settings, errors = parse_settings(over, sampling=True, use_cache=True, vocab=50257, n_ctx=256)
+    assert settings is None and errors == {
+        "new-tokens": "new tokens must be an integer from 1 to 256 (this model's context), got '5999999999999'",
+        "top-k": "top-k 999999: more than the model's vocabulary of 50,257 tokens",
+    }
+    at_the_bounds = {"new-tokens": "256", "temperature": "0.5", "top-k": "50257", "top-p": "", "seed": ""}
+    settings, errors = parse_settings(at_the_bounds, sampling=True, use_cache=True, vocab=50257, n_ctx=256)
+    assert not errors and settings.max_new_tokens == 256 and settings.sampling.top_k == 50257
 
 
 def test_chart_layout_and_scale():
@@ -281,3 +304,23 @@ def test_a_replayed_generation_measured_busy_marks_its_table_and_its_rates(tmp_p
             assert text.count("used 63.7% of the CPUs") >= 3  # the table, and each rate's sentence
 
     walk()
+
+
+def test_running_text_puts_a_character_split_between_tokens_together():
+    """GPT-2 writes most Chinese characters as two or three byte tokens, each shown alone as
+    `\\xe5\\xb7`: running text joins them (with the token that completes one), keeps a byte that
+    never makes a character escaped, and holds back an unfinished one while a run goes on."""
+    from gpt2viz.model.tokenizer import Tokenizer
+    from gpt2viz.tui.formatting import running_texts
+
+    tok = Tokenizer.from_dir(Path(gpt2viz.__file__).resolve().parents[1] / "assets" / "tokenizer")
+    text = "人工智能的意义 is 42"
+    ids = tok.encode(text)
+    displays = [tok.display(i) for i in ids]
+    assert any("\\x" in d for d in displays)  # some tokens are half a character
+    pieces = running_texts(displays)
+    assert len(pieces) == len(ids) and "".join(pieces) == visible_text(text)
+    assert all(tok.decode(ids[: i + 1]).startswith("".join(pieces[: i + 1]).replace("␣", " ")) for i in range(len(ids)))
+    assert running_texts(["\\xe5\\xb7", "a"]) == ["", "\\xe5\\xb7a"]  # never completed: escaped
+    assert running_texts(["a", "\\xe5\\xb7"], final=False) == ["a", ""]
+    assert running_texts(["a", "\\xe5\\xb7"]) == ["a", "\\xe5\\xb7"]

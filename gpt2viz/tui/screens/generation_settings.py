@@ -9,8 +9,9 @@ from textual.content import Content
 from textual.widgets import Button, Input, Label, Select, Static, Switch
 
 from ...errors import SettingError
-from ...generate import SamplingSettings
-from ...i18n import N_, _
+from ...generate import TOP_K_OVER_VOCAB, SamplingSettings
+from ...i18n import N_, _, count
+from ...i18n.layout import between_wide
 from ...model.precision import PRECISIONS
 from ...text_safety import safe_text
 from ..generation import GenerationSettings
@@ -44,33 +45,47 @@ SWITCH_HINTS = {
     "use-cache": {True: N_("on: K and V kept between steps"), False: N_("off: every step recomputes it all")},
     "sampling": {True: N_("on: the token is drawn at random"), False: N_("off: greedy, the most likely token")},
 }
-# The form's field for each setting the core names in a SettingError.
-FIELD_OF_SETTING = {"temperature": "temperature", "top_k": "top-k", "top_p": "top-p", "seed": "seed"}
 
 
 def _problem(field: str, message: str, **params: object) -> str:
     """A validation message (a msgid with `{setting}`, as the core's SettingError messages have)
     naming the form's field: 'top-k must be an integer >= 1, got 0'."""
-    return _(message).format(setting=_(LABELS[field]), **params)
+    return between_wide(_(message).format(setting=_(LABELS[field]), **params))
+
+
+def _core_problem(err: SettingError, field: str, typed: str) -> str:
+    """The core's SettingError naming the form's field, with the value as the user typed it
+    ('-1', where the core would say '-1.0')."""
+    return _problem(field, err.message, **{**err.params, "value": typed})
 
 
 def parse_settings(
-    values: dict[str, str], sampling: bool, use_cache: bool, precision: str = "float32"
+    values: dict[str, str], sampling: bool, use_cache: bool, precision: str = "float32",
+    vocab: int | None = None, n_ctx: int | None = None,
 ) -> tuple[GenerationSettings | None, dict[str, str]]:
-    """Settings from the form's texts, or None and a message per field that is wrong.
+    """Settings from the form's texts, or None and a message per field that is wrong: every
+    field's at once.
 
     The sampling fields are checked by SamplingSettings itself, one at a time, so each message
-    lands under its own field.
+    lands under its own field. With the model's `vocab` and context (`n_ctx`), a top-k beyond the
+    vocabulary and more new tokens than the context holds are refused as the command line
+    refuses them.
     """
     errors: dict[str, str] = {}
     text = values.get("new-tokens", "").strip()
     max_new = None
     try:
         max_new = int(text)
-        if max_new < 1:
+        if max_new < 1 or (n_ctx is not None and max_new > n_ctx):
             raise ValueError
     except ValueError:
-        errors["new-tokens"] = _problem("new-tokens", N_("{setting} must be an integer >= 1, got {value!r}"), value=text)
+        max_new = None
+        if n_ctx is None:
+            errors["new-tokens"] = _problem("new-tokens", N_("{setting} must be an integer >= 1, got {value!r}"), value=text)
+        else:
+            errors["new-tokens"] = _problem(
+                "new-tokens", N_("{setting} must be an integer from 1 to {max} (this model's context), got {value!r}"),
+                max=count(n_ctx), value=text)
     sampling_settings = SamplingSettings()
     if sampling:
         parsed: dict[str, object] = {}
@@ -88,23 +103,21 @@ def parse_settings(
                 else:
                     errors[name] = _problem(name, N_("{setting} must be a number, got {value!r}"), value=raw)
                 continue
-            if key != "seed":
-                try:
-                    SamplingSettings(**{key: value})
-                except SettingError as err:
-                    errors[name] = err.naming(_(LABELS[name]))
-                    continue
+            try:
+                SamplingSettings(**{key: value})
+            except SettingError as err:
+                errors[name] = _core_problem(err, name, raw)
+                continue
+            if key == "top_k" and vocab is not None and value > vocab:
+                errors[name] = _problem(name, TOP_K_OVER_VOCAB, k=raw, vocab=count(vocab))
+                continue
             parsed[key] = value
         if "temperature" in parsed and parsed["temperature"] == 0:
             errors["temperature"] = _problem(
                 "temperature", N_("{setting} must be > 0 to sample (0 is greedy: switch sampling off)")
             )
         if not errors:
-            try:
-                sampling_settings = SamplingSettings(**parsed)  # type: ignore[arg-type]
-            except SettingError as err:
-                field = FIELD_OF_SETTING.get(err.setting, "temperature")
-                errors[field] = err.naming(_(LABELS[field]))
+            sampling_settings = SamplingSettings(**parsed)  # type: ignore[arg-type]  # each checked above
     if errors or max_new is None:
         return None, errors
     return GenerationSettings(max_new, sampling_settings, use_cache, precision), {}
@@ -147,9 +160,12 @@ class SettingsScreen(AppModal[GenerationSettings | None]):
     ]
     takes_typing = True
 
-    def __init__(self, settings: GenerationSettings) -> None:
+    def __init__(self, settings: GenerationSettings, vocab: int | None = None, n_ctx: int | None = None) -> None:
+        """`vocab` and `n_ctx`: the model's, which bound top-k and the new tokens."""
         super().__init__()
         self.settings = settings
+        self.vocab = vocab
+        self.n_ctx = n_ctx
 
     def _row(self, name: str, value: str, kind: str = "text") -> ComposeResult:
         with Horizontal(classes="settings-row"):
@@ -249,7 +265,8 @@ class SettingsScreen(AppModal[GenerationSettings | None]):
         """The settings the form holds, with what is wrong shown under each field."""
         sampling = self.query_one("#sampling", Switch).value
         precision = str(self.query_one("#precision", Select).value)
-        settings, errors = parse_settings(self.values(), sampling, self.query_one("#use-cache", Switch).value, precision)
+        settings, errors = parse_settings(self.values(), sampling, self.query_one("#use-cache", Switch).value, precision,
+                                          self.vocab, self.n_ctx)
         for inp in self.query(Input):
             error = self.query_one(f"#{inp.id}-error", Static)
             message = errors.get(inp.id or "", "")

@@ -18,7 +18,7 @@ from textual.widgets import Static
 
 from ...i18n import N_, _, ngettext
 from ...text_safety import token_label
-from ..formatting import clip, compact_shape, count, fit, nbytes, num, percent, prose, prose_line, shape
+from ..formatting import clip, compact_shape, count, fit, nbytes, num, percent, prose, prose_line, running_texts, shape
 from ..generation import Comparison, Generation
 from ..table_layout import wrapped
 from ..generation_narration import (
@@ -86,11 +86,15 @@ class GeneratedText(Static):
     def draw(self, state: ViewState, boundaries: bool) -> None:
         """Shows the text of `state`, the step on show highlighted when one is selected."""
         parts: list[tuple[str, str] | str] = []
-        for i, text in enumerate(state.gen.prompt_tokens):
+        prompt = state.gen.prompt_tokens
+        # Running text puts a character that tokens share together (prompt and steps alike).
+        pieces = [] if boundaries else running_texts(prompt + [step["text"] for step in state.gen.steps],
+                                                     final=not state.running)
+        for i, text in enumerate(prompt):
             if boundaries:
                 parts += [(token_label(text), PROMPT_CHIP_A if i % 2 == 0 else PROMPT_CHIP_B), " "]
             else:
-                parts.append((prose(text), ".gen-panel--prompt"))
+                parts.append((prose(pieces[i]), ".gen-panel--prompt"))
         if not boundaries:
             parts.append(("│", ".gen-panel--dim"))
         chosen = state.selected
@@ -105,7 +109,7 @@ class GeneratedText(Static):
                 style = CHIP_A if i % 2 == 0 else CHIP_B
             else:
                 style = ".gen-panel--new"
-            parts.append((token_label(text) if boundaries else prose(text), style))
+            parts.append((token_label(text) if boundaries else prose(pieces[len(prompt) + i]), style))
             if boundaries:
                 parts.append(" ")
         if state.running:

@@ -127,6 +127,13 @@ SHAPES = [
     (lambda d: _logits(d)["positions"][1]["tokens"].pop(), "(unembed.hook_out).positions[1].tokens",
      "expected len(ids) = 10", False),
     (lambda d: d["generation"]["ids"].pop(), "generation.ids", "expected len(steps) = 3", False),
+    # The prompt is the text of its tokens (a replay showed "Totally different" over the tokens of
+    # "Hello world" and said the prompt had been cut to the context).
+    (_set("prompt", "Totally different"), "prompt", "do not match its tokens (the sum of its tokens' bytes, 22)", False),
+    (lambda d: d.update(notices=[{"code": "prompt_empty", "params": {"eos_id": 50256}}]), "prompt",
+     "(the notice prompt_empty)", False),
+    (lambda d: d.update(notices=[{"code": "prompt_cut", "params": {"tokens": 300, "n_ctx": 256}}], prompt="The"),
+     "prompt", "at most its 3 bytes", False),
 ]
 
 NUMBERS = [
@@ -140,7 +147,8 @@ NUMBERS = [
      "probabilities of one softmax sum to 1", False),
     (lambda d: _logits(d)["positions"][2]["probs"].reverse(), "(unembed.hook_out).positions[2].probs",
      "most likely first", False),
-    (_set("tokens.0.id", True), "tokens[0].id", "got True", True),
+    (_set("tokens.0.id", True), "tokens[0].id", "got true", True),  # JSON's words, not Python's
+    (_set("tokens.0.id", None), "tokens[0].id", "got null", True),
     # JSON Schema's "integer" takes 7.0: only load tells them apart.
     (_set("model.config.n_layer", 7.0), "model.config.n_layer", "got 7.0", False),
     (_set("tokens.0.id", 50257), "tokens[0].id", "from 0 to 50256, got 50257", False),

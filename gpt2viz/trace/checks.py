@@ -32,7 +32,6 @@ from ..errors import ConfigError, SettingError
 from ..generate import MAX_SEED, MAX_TEMPERATURE, SamplingSettings
 from ..i18n import _, placeholders, table
 from ..i18n.language import DEFAULT
-from ..input_files import shown as _shown
 from ..interventions import Ablation, AblationError
 from ..kernels.choice import KERNELS, REASONS, agrees
 from ..kernels.formats import FORMATS as CONVERTED_FORMATS, KERNELS as FORMAT_KERNELS, REASONS as FORMAT_REASONS
@@ -44,7 +43,7 @@ from .event_checks import _check_events, _check_kv_cache, _check_topk
 from .field_checks import (
     BIG_INT, BOUNDS, CONFIG, CONFIG_SETTINGS, MAX_ID, MAX_POSITIONS, MIN_POSITIVE, ORDER, RULES, SHORT_TEXT, Sizes,
     SAME, RuleBroken, _at_most, _between, _bool, _check_setting, _choice, _dict, _equal, _fail, _fields, _id, _ids,
-    _increasing, _int, _ints, _length, _list, _num, _numbers, _positive, _str, _within,
+    _increasing, _int, _ints, _length, _list, _num, _numbers, _positive, _shown, _str, _within,
 )
 from .file_checks import _check_model_files
 
@@ -107,6 +106,8 @@ def check_document(doc: object) -> None:
         for i, token in enumerate(table_):
             _check_token(token, f"{name}[{i}]", first + i, sizes)
     _check_notices(doc.get("notices", []), old=schema == SCHEMA_V1)
+    if schema != SCHEMA_V1:
+        _check_prompt_bytes(doc["prompt"], context + tokens, doc.get("notices", []))
     if "timings" in doc:
         timings = _fields(doc["timings"], "timings", (), ("forward_ms",))
         if "forward_ms" in timings:
@@ -224,6 +225,30 @@ def _check_model(model: dict) -> GPT2Config | LlamaConfig:
             config["n_head"] % config["n_kv_head"] != 0 or config["n_embd"] // config["n_head"] % 2 != 0)
         _fail("model.config", _("{field}: {problem}").format(field="model.config", problem=err.problem),
               CONFIG if cross else None)
+
+
+def _check_prompt_bytes(prompt: str, tokens: list[dict], notices: list[dict]) -> None:
+    """The prompt is the text its tokens spell: their bytes add up to its UTF-8 bytes, unless it was
+    cut to the context (notice `prompt_cut`: the last tokens, fewer bytes) or empty (`prompt_empty`:
+    the end-of-text token alone). A prompt written from ids that are no UTF-8 (the library's
+    `trace_prompt` takes ids) holds U+FFFD where bytes stood, and is not compared."""
+    if "\ufffd" in prompt:
+        return
+    codes = {item["code"] for item in notices}
+    n_bytes = len(prompt.encode("utf-8", "surrogatepass"))
+    kept = sum(token["bytes"] for token in tokens)
+    if "prompt_empty" in codes:
+        _equal(prompt, "", "prompt", _("the notice prompt_empty"))
+        return
+    if "prompt_cut" in codes:  # a prompt given as ids is written as the ids kept: as many bytes
+        if kept <= n_bytes:
+            return
+        rule = _("its last tokens, after the notice prompt_cut: at most its {n} bytes").format(n=n_bytes)
+    else:
+        rule = _("the sum of its tokens' bytes, {kept}").format(kept=kept)
+        if kept == n_bytes:
+            return
+    _fail("prompt", _("prompt: its {n} bytes of UTF-8 do not match its tokens ({rule})").format(n=n_bytes, rule=rule), SAME)
 
 
 def _check_token(token: object, field: str, position: int, s: Sizes) -> None:

@@ -8,14 +8,13 @@ import re
 
 from ..hooks import all_hook_names, layer_of, llama_hook_names
 from ..i18n import _, ngettext
-from ..input_files import shown as _shown
 from ..model.config import LIMITS
 from .document import MAX_GRID, MAX_MAGNITUDE, MAX_TOPK
 from .events import LAYER_NORM_STATS, LOGIT_LENS, RMS_NORM_STATS, ROTARY_PAIRS
 from .field_checks import (
     BIG_INT, MAX_BLOCKS, MAX_HEADS, MAX_ID, MAX_POSITIONS, SIZES, STAGES, SUMS, Sizes, _bool, _dict, _equal, _fail,
     _fields, _get, _id, _ids, _increasing, _int, _ints, _length, _list, _most_likely_first, _null, _num, _numbers,
-    _probabilities, _shape, _str, _within,
+    _probabilities, _shape, _shown, _str, _within,
 )
 from .recorder import EMBED_PREVIEW_DIMS
 

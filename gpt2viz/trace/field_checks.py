@@ -14,9 +14,21 @@ from typing import NoReturn
 
 from ..errors import TraceError
 from ..i18n import _, ngettext
-from ..input_files import shown as _shown
+from ..input_files import shown
 from ..model.config import LIMITS, TANH_GELU_NAMES
 from .document import CONFIG_LIMITS, MAX_MAGNITUDE
+
+
+_JSON_WORDS = {None: "null", True: "true", False: "false"}
+
+
+def _shown(value: object) -> str:
+    """A value of the trace as an error quotes it: as JSON writes null, true and false (the file's
+    words, not Python's None), anything else as `input_files.shown` does."""
+    if value is None or type(value) is bool:
+        return _JSON_WORDS[value]
+    return shown(value)
+
 
 MAX_POSITIONS = LIMITS["n_ctx"]  # positions, generation steps, what --generate accepts
 MAX_HEADS = LIMITS["n_head"]

@@ -9,13 +9,12 @@ import re
 
 from ..i18n import _
 from ..input_files import MAX_CONFIG_BYTES, MAX_SAFETENSORS_HEADER_BYTES, MAX_TOKENIZER_BYTES
-from ..input_files import shown as _shown
 from ..model.config import GPT2Config
 from ..model.files import BUFFER, CONFIG_KEYS, LM_HEAD, MAX_NAME, MAX_NAMES, PARAMETER, ROLES, STORED, TIED
 from ..model.weights import FLOAT_DTYPES, MAX_TENSORS, expected_shapes
 from .field_checks import (
     BIG_INT, CONFIG_SETTINGS, MAX_ID, ORDER, SIZES, SUMS, _at_most, _bool, _check_setting, _choice, _equal, _fail,
-    _fields, _increasing, _int, _ints, _list, _num, _str, _within,
+    _fields, _increasing, _int, _ints, _list, _num, _shown, _str, _within,
 )
 
 FILE_NAME = re.compile(r"^[^/]+$")

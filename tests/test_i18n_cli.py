@@ -331,3 +331,24 @@ def test_chinese_help_headings_end_with_a_full_width_colon(capsys):
     out = capsys.readouterr().out
     assert "位置参数：" in out and "选项：" in out
     assert not re.search(r"[^\x00-\x7f]:$", out, re.M)
+
+
+def test_the_last_line_counts_the_generated_tokens_apart():
+    """'wrote the trace of 2 tokens' after --generate 8 read as if the trace held 2 tokens in all."""
+    from types import SimpleNamespace
+
+    from gpt2viz.cli import wrote_line
+    from gpt2viz.i18n import set_language
+
+    tokens = [{}, {}]
+    alone = SimpleNamespace(tokens=tokens, generation=None, batch=None)
+    generated = SimpleNamespace(tokens=tokens, generation={"ids": [1] * 8}, batch=None)
+    rows = SimpleNamespace(tokens=tokens, generation=None, batch={"rows": [{"ids": [1, 2, 3]}, {"ids": [4, 5, 6]}]})
+    assert wrote_line(alone, "t.json", 0.42) == "wrote the trace of 2 tokens to t.json in 0.4 s"
+    assert wrote_line(generated, "t.json", 0.42) == "wrote the trace to t.json in 0.4 s: the prompt's 2 tokens and 8 tokens generated"
+    assert wrote_line(rows, "-", 1.0) == "wrote the trace to stdout in 1.0 s: the prompt's 2 tokens and 6 tokens generated"
+    set_language("zh")
+    try:
+        assert wrote_line(generated, "t.json", 0.42) == "已把 trace 写入 t.json，用时 0.4 s：提示词的 2 个 token，以及生成的 8 个 token"
+    finally:
+        set_language("en")

@@ -16,7 +16,7 @@ TEXT = {
         "要看的地方。前一个 token：紧挨着的前一个位置。重复 token：同一个 token 较早出现的位置。归纳："
         "那次出现之后紧跟的 token，模型正是靠它把见过的序列接着写下去。完美完成归纳工作的头"
         "在这里得 {best} 分；把注意力平均分开的头得 {chance} 分。头的名字沿用 TransformerLens 的写法："
-        "{name} 是第 {layer} 层的第 {head} 个头。按 {key} 看下一张网格。"
+        "{name} 是第 {layer} 层的头 {head}。按 {key} 看下一张网格。"
     ),
     "attribution.heads.found": "{job}：{heads}（完美的头：{best}；平均分开：{chance}）。",
     "attribution.heads.none": (

@@ -174,6 +174,8 @@ _BYTE_ESCAPE = re.compile(r"\\x([89a-f][0-9a-f])")
 def _display_bytes(display: str) -> bytes:
     """The bytes behind a token's display text: its characters in UTF-8, its escaped bytes as
     themselves (the tokenizer writes a byte that is no character alone as `\\xNN`)."""
+    if "\\" not in display:  # most tokens: no escape to undo
+        return display.encode("utf-8", "surrogatepass")
     out = bytearray()
     at = 0
     for m in _BYTE_ESCAPE.finditer(display):

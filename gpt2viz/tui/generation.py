@@ -59,7 +59,7 @@ def decoding_label(sampling: SamplingSettings, short: bool = False) -> str:
         return _("greedy")
     parts = [f"T {sampling.temperature:g}"]
     if sampling.top_k is not None:
-        parts.append(f"top-k {sampling.top_k}")
+        parts.append(f"top-k {count(sampling.top_k)}")  # 50,257 as every count is written
     if sampling.top_p is not None:
         parts.append(f"top-p {sampling.top_p:g}")
     parts.append(_("seed {seed}").format(seed=sampling.seed) if sampling.seed is not None else _("no seed"))

@@ -219,6 +219,8 @@ def test_choice_words_for_sampling():
     assert "until their mass reaches 90.0%" in text and "p = 40.0% after the settings, 30.0% in the plain softmax" in text
     assert "Only 2 tokens could be drawn" in text and "seed 3" in text
     assert settings_label(settings) == "4 new tokens · sampling: T 0.7 · top-k 5 · top-p 0.9 · seed 3 · KV cache on"
+    wide = GenerationSettings(4, SamplingSettings(0.7, top_k=50257, seed=3))
+    assert "top-k 50,257 ·" in settings_label(wide)  # as every count is written (it read 'top-k 50257')
 
 
 def test_settings_come_from_the_command_line_and_the_form():

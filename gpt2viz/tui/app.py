@@ -198,8 +198,9 @@ class Gpt2VizApp(CompatApp):
         self._steps = StepScreen(self.session, trace, changes=changes)
         self.push_screen(self._steps)
         # The lesson menu on a learner's first start (and later ones until a lesson is chosen or
-        # it is told never to): not over a lesson asked for by --lesson.
-        if self.session.lesson is None and menu_at_start():
+        # it is told never to): not over a lesson asked for by --lesson, nor for a model no lesson
+        # tells (they are GPT-2's story).
+        if self.session.lesson is None and trace.architecture == "gpt2" and menu_at_start():
             self.push_screen(LessonMenu(at_start=True), self._lesson_chosen)
 
     def _lesson_sees_screen(self, screen: Screen) -> None:
@@ -217,9 +218,8 @@ class Gpt2VizApp(CompatApp):
         if choice == NEVER:
             stop_menu_at_start()
             self.notify(say("lesson.menu.never_note"), timeout=6)
-        elif choice is not None:
-            stop_menu_at_start()
-            self.start_lesson(choice)
+        elif choice is not None and self.start_lesson(choice):
+            stop_menu_at_start()  # a lesson refused (this model is not GPT-2) is not a choice made
 
     def _close_loading(self) -> None:
         if self._loading is not None:
@@ -335,16 +335,18 @@ class Gpt2VizApp(CompatApp):
                 redraw()
         self.refresh_bindings()
 
-    def start_lesson(self, lesson_id: str) -> None:
-        """Opens a lesson beside the step-through of the session's trace, where it was left."""
+    def start_lesson(self, lesson_id: str) -> bool:
+        """Opens a lesson beside the step-through of the session's trace, where it was left;
+        whether it did (a lesson needs a GPT-2 model)."""
         if self._steps is None:
-            return
+            return False
         if self._steps.trace.architecture != "gpt2":
             self.notify(say("lesson.gpt2_only"), markup=False)
-            return
+            return False
         self.session.start_lesson(lesson_id)
         self.close_above_steps()
         self._steps.start_lesson()
+        return True
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):

@@ -14,7 +14,7 @@ from ..costs import gb_per_s, step_bound
 from ..cpu_share import disturbed
 from ..generate import STOP_CANCELLED, STOP_CONTEXT, STOP_EOS, STOP_MAX_TOKENS
 from ..i18n import _, ngettext, plural, say, sentences
-from ..model.tokenizer import EOS_TEXT
+from ..text_safety import token_label
 from .formatting import count, nbytes, num, percent, quote, shape
 from .generation import Comparison, Generation
 from .facts import RunFacts
@@ -42,7 +42,7 @@ def stop_text(gen: Generation) -> str:
             "The model wrote {eos} (id {id}) after {n} token: it ended the text itself.",
             "The model wrote {eos} (id {id}) after {n} tokens: it ended the text itself.",
             n,
-        ).format(eos=EOS_TEXT, id=gen.ids[-1], n=count(n))
+        ).format(eos=token_label(gen.steps[-1]["text"]), id=gen.ids[-1], n=count(n))  # <|im_end|> for SmolLM2
     if reason == STOP_CONTEXT:
         facts = {"n_ctx": count(gen.n_ctx), "n": count(n)}
         if n == 0:

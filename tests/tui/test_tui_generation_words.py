@@ -193,6 +193,9 @@ def test_stop_reasons_are_said():
     steps = [{"id": 1, "text": "a", "ms": 1.0, "used_cache": True}, {"id": 50256, "text": "<|endoftext|>", "ms": 1.0}]
     gen = Generation([0], ["x"], settings, 8, steps, [0], "eos")
     assert "<|endoftext|> (id 50256) after 2 tokens" in stop_text(gen) and gen.finished and not gen.can_resume
+    # The token the model wrote, whatever its model calls the end (SmolLM2's <|im_end|> read <|endoftext|>).
+    im_end = Generation([0], ["x"], settings, 8, [steps[0], {"id": 2, "text": "<|im_end|>", "ms": 1.0}], [0], "eos")
+    assert stop_text(im_end) == "The model wrote <|im_end|> (id 2) after 2 tokens: it ended the text itself."
     gen.stop_reason = "context"
     assert stop_text(gen) == "The context is full: 8 tokens, 2 of them new; the last was never fed in (cache 7)."
     gen.stop_reason = "max_new_tokens"

@@ -119,14 +119,26 @@ async def test_the_attribution_screen_shows_no_bias_column_for_a_llama_model(lla
 
 
 @run_async
-async def test_what_runs_only_on_gpt2_models_says_so(llama_lm):
+async def test_what_runs_only_on_gpt2_models_says_so(llama_lm, tmp_path, monkeypatch):
+    """On a first start (an empty state directory) the lesson menu, which offers only GPT-2's
+    lessons, stays shut; a lesson chosen from it with i is refused, and that refusal does not count
+    as the choice that stops the menu opening at start (a learner walk saw both)."""
+    from gpt2viz.tui.lesson_run import menu_at_start
+    from gpt2viz.tui.screens.lesson_menu import LessonMenu
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "fresh"))
     app = make_app(lm=llama_lm)
     async with app.run_test(size=SIZE) as pilot:
         screen = await steps(app, pilot)
         await app.workers.wait_for_complete()
-        app.start_lesson("000")
         await pilot.pause()
-        assert app.session.lesson is None
+        assert app.screen is screen  # no lesson menu over the step-through
+        await pilot.press("i")
+        await pilot.pause()
+        assert isinstance(app.screen, LessonMenu)
+        await pilot.press("enter")  # lesson 000
+        await pilot.pause()
+        assert app.session.lesson is None and menu_at_start()
         assert any("The lessons tell GPT-2's story" in str(n.message) for n in app._notifications)
         screen.go_to(index_of(screen.stages, "next_token"))
         await pilot.press("m")

@@ -73,7 +73,7 @@ def test_every_lesson_file_holds_together(lesson_id, tiny_trace):
         where = f"lesson {lesson_id} page {number}"
         for n_layer in (2, 7, 12):  # a test model's, the bundled model's, GPT-2 small's
             stages = build_stages(n_layer)
-            for key in (page.show, page.until):
+            for key in (page.show, page.until, page.predict and page.predict.reveal):
                 if key is not None:
                     assert index_by_key(stages, stage_key(key, n_layer)) is not None, (where, key, n_layer)
         assert page.head < 2 and (page.until_head or 0) < 2, where  # every model here has 2 heads or more

@@ -15,7 +15,9 @@ A lesson is data: its pages, in order, each naming
   of the model switched off (the what-if, `x`), with `do` and `press` as for `until`;
 - `predict` (optional): a number the learner guesses before the app shows it (`answer`: the name
   of a measured fact; `tolerance`: how far off, as a fraction of it, still counts as right;
-  `why`: the template that explains it). An answer the cost lab measures on this machine
+  `why`: the template that explains it; `reveal`, optional: the stage the step-through moves to
+  once the guess is in, where the number shows, when `show` keeps it out of sight until then). An
+  answer the cost lab measures on this machine
   (gpt2viz/tui/lesson_facts.py MEASURED) waits for it: such a page also names the cost lab in
   `until_screen`, and the guess is compared once the lab has run.
 
@@ -49,6 +51,7 @@ class Prediction:
     tolerance: float  # how far off (a fraction of the answer) still counts as right
     why: str  # template key: how the answer comes about
     unit: str = ""  # "%" for a probability guessed in percent
+    reveal: str | None = None  # stage key shown once the guess is in (the page's `show` hides the answer)
 
 
 @dataclass(frozen=True)
@@ -108,10 +111,11 @@ def _page(fields: dict) -> Page:
         raise ValueError(f"unknown page fields {sorted(set(fields) - known)}")
     predict = fields.get("predict")
     if predict is not None:
-        if set(predict) - {"question", "answer", "tolerance", "why", "unit"}:
+        if set(predict) - {"question", "answer", "tolerance", "why", "unit", "reveal"}:
             raise ValueError(f"unknown prediction fields {sorted(predict)}")
+        reveal = predict.get("reveal")
         predict = Prediction(str(predict["question"]), str(predict["answer"]), float(predict["tolerance"]),
-                             str(predict["why"]), str(predict.get("unit", "")))
+                             str(predict["why"]), str(predict.get("unit", "")), None if reveal is None else str(reveal))
     until_head = fields.get("until_head")
     until_screen = fields.get("until_screen")
     if until_screen is not None and until_screen not in SCREENS:

@@ -558,3 +558,20 @@ async def test_the_lesson_panel_is_no_smaller_at_120_x_40(language):
             room[size] = (text.content_region.width, panel.styles.max_height.resolve(panel.parent.size, app.size))
     (narrow, low), (wide, high) = room[SIZES[0]], room[SIZES[1]]
     assert wide >= narrow and high >= low, room
+
+
+@run_async
+async def test_a_guess_once_in_moves_to_the_stage_that_shows_the_number():
+    """Lesson 000's logits and probability guesses open on Final ln_f, which keeps the answer out of
+    sight; once the guess is in, the step-through moves to the LM head, where the numbers it quotes
+    are (a learner walk found the page left on ln_f, the numbers nowhere on screen)."""
+    lesson = load_lesson("000")
+    number = next(i for i, page in enumerate(lesson.pages) if page.predict and page.predict.answer == "logits")
+    app = make_app(trace=load(TINY_TRACE), options=RunOptions(lesson="000"))
+    async with app.run_test(size=(120, 40)) as pilot:
+        run, screen = await open_page(app, pilot, number)
+        assert screen.stage.key == "ln_final"
+        answer = lesson_answers(app.session.trace)["logits"]
+        await type_guess(pilot, 1000)  # far off: the answer is shown all the same
+        assert run.guesses[number].answer == answer and screen.stage.key == "lm_head"
+        assert f"{int(answer):,}" in stage_text(app)  # the LM head stage says how many logits it made

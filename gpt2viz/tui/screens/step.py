@@ -17,7 +17,7 @@ from ..language import key_name
 from ...text_safety import safe_line
 from ..stages import Stage, block_jump, build_stages, index_by_key, index_of
 from ..lesson_facts import MEASURED, lesson_answers, lesson_facts, measured
-from ..lesson_run import read_guess
+from ..lesson_run import read_guess, stage_key
 from ..widgets.before_after import BeforeAfter
 from ..widgets.lesson_panel import LessonPanel
 from ..widgets.pipeline_nav import PipelineNavigator
@@ -337,9 +337,14 @@ class StepScreen(AppScreen[None]):
         if value is None:
             self.notify(say("lesson.guess.unreadable"), severity="warning", timeout=4)
             return
-        made = lesson.guess(value, self._lesson_numbers()[1].get(lesson.current.predict.answer))
+        predict = lesson.current.predict
+        made = lesson.guess(value, self._lesson_numbers()[1].get(predict.answer))
         field = self.query_one(LessonPanel).guess_field()
         field.value = ""
+        if made.answer is not None and predict.reveal is not None:  # to the stage that shows the number
+            found = index_by_key(self.stages, stage_key(predict.reveal, self.trace.n_layer))
+            if found is not None and found != self.index:
+                self.go_to(found)
         self._draw_lesson()
         if made.answer is None or made.close(lesson.current.predict):  # kept for the measurement, or right
             self.set_focus(None)  # done: the step-through's keys are the screen's again

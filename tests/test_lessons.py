@@ -6,6 +6,7 @@ answer is a measured fact. Then how a guess is read and how progress is kept."""
 from __future__ import annotations
 
 import json
+import re
 import string
 from pathlib import Path
 
@@ -161,7 +162,7 @@ def test_a_broken_lesson_file_is_refused(monkeypatch):
 @pytest.mark.parametrize("typed, value", [
     ("85000", 85000), ("85,000", 85000), ("85 000", 85000), ("8.5e4", 85000), ("85k", 85000), ("85K", 85000),
     ("1.2M", 1.2e6), ("0.3", 0.3), ("4.5%", 4.5), ("1.5 MiB", 1.5 * 2**20), ("2 MB", 2e6), ("3万", 30000),
-    ("1，000", 1000), (" 42 ", 42),
+    ("1，000", 1000), (" 42 ", 42), (".5", 0.5),
 ])
 def test_a_guess_is_read_as_people_type_numbers(typed, value):
     assert read_guess(typed) == pytest.approx(value)
@@ -170,6 +171,16 @@ def test_a_guess_is_read_as_people_type_numbers(typed, value):
 @pytest.mark.parametrize("typed", ["", "lots", "-5", "0", "1.2.3x", "5 parsecs", "inf", "nan"])
 def test_what_is_no_number_is_refused(typed):
     assert read_guess(typed) is None
+
+
+def test_a_number_not_above_0_is_told_apart_from_no_number():
+    """0 and -5000 are numbers, refused as guesses for a reason of their own (the field once
+    dropped the minus unseen and judged '5,000', and said of 0 'Type a number')."""
+    from gpt2viz.tui.lesson_run import read_number
+    from gpt2viz.tui.widgets.lesson_panel import GuessInput
+
+    assert read_number("0") == 0 and read_number("-5000") == -5000 and read_number("lots") is None
+    assert re.fullmatch(GuessInput.GUESS_CHARACTERS, "-5000")
 
 
 def test_progress_is_kept_per_lesson_and_resumed(tmp_path, monkeypatch):

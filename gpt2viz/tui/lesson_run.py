@@ -35,8 +35,8 @@ def stage_key(key: str, n_layer: int) -> str:
     return key.replace("blocks.last.", f"blocks.{n_layer - 1}.")
 
 
-# A number as a learner types it: 85000, 85,000, 85 000, 8.5e4, 85k, 1.2M, 4.5%, 1.5 MiB, 3万.
-_NUMBER = re.compile(r"^\s*([-+]?\d+(?:[.,\s_]\d+)*(?:\.\d+)?(?:e[-+]?\d+)?)\s*([a-z%万亿]*)\s*$", re.IGNORECASE)
+# A number as a learner types it: 85000, 85,000, 85 000, 8.5e4, 85k, 1.2M, 4.5%, 1.5 MiB, 3万, .5.
+_NUMBER = re.compile(r"^\s*([-+]?(?:\d+(?:[.,\s_]\d+)*(?:\.\d+)?|\.\d+)(?:e[-+]?\d+)?)\s*([a-z%万亿]*)\s*$", re.IGNORECASE)
 _SCALES = {
     "": 1, "%": 1, "k": 1e3, "m": 1e6, "g": 1e9, "b": 1, "kb": 1e3, "mb": 1e6, "gb": 1e9,
     "kib": 2**10, "mib": 2**20, "gib": 2**30, "万": 1e4, "亿": 1e8,
@@ -44,7 +44,14 @@ _SCALES = {
 
 
 def read_guess(text: str) -> float | None:
-    """The number typed, or None for text that is not one (or not above 0)."""
+    """The number typed, or None for text that is not one (or not above 0: every answer a lesson
+    asks for is; `read_number` tells the two apart)."""
+    value = read_number(text)
+    return value if value is not None and value > 0 else None
+
+
+def read_number(text: str) -> float | None:
+    """The number typed, whatever its sign, or None for text that is not one."""
     match = _NUMBER.match(text.replace("，", ","))
     if match is None:
         return None
@@ -58,7 +65,7 @@ def read_guess(text: str) -> float | None:
         value = float(digits) * scale
     except ValueError:
         return None
-    return value if math.isfinite(value) and value > 0 else None
+    return value if math.isfinite(value) else None
 
 
 @dataclass

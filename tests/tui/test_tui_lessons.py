@@ -575,3 +575,14 @@ async def test_a_guess_once_in_moves_to_the_stage_that_shows_the_number():
         await type_guess(pilot, 1000)  # far off: the answer is shown all the same
         assert run.guesses[number].answer == answer and screen.stage.key == "lm_head"
         assert f"{int(answer):,}" in stage_text(app)  # the LM head stage says how many logits it made
+
+
+def test_a_huge_guess_is_written_with_a_power_of_ten():
+    """1e30 read back as 1,000,000,000,000,000,019,884,624,838,656 (the float's digits), and its
+    ratio to the answer as 6,579,639,962,101,274,013,335,552."""
+    from gpt2viz.lessons import Prediction
+    from gpt2viz.tui.lesson_run import Guess
+
+    assert _number(1e30, "") == "1e+30" and _number(151984, "") == "151,984" and _number(0.425, "") == "0.425"
+    verdict = LessonPanel._verdict(Guess(1e30, 151984), Prediction("q", "a", 0.1, "w"), {})
+    assert "1e+30" in verdict and "6.58e+24" in verdict and "019,884" not in verdict

@@ -14,6 +14,7 @@ TEXT = {
     "lesson.guess.close": "You guessed {guess}; this run gives {answer}. Close: within {tolerance} of it.",
     "lesson.guess.above": "You guessed {guess}; this run gives {answer}, {ratio} times your guess.",
     "lesson.guess.below": "You guessed {guess}; this run gives {answer}: your guess is {ratio} times that.",
+    "lesson.guess.not_positive": "A guess here is above 0: every answer is a count, a size, a time or a share.",
     "lesson.guess.unreadable": "Type a number, such as 85000, 85k, 1.2M or 4.5%.",
     "lesson.resumed": "Lesson {lesson}: back at page {page} of {pages}.",
     "lesson.started": "Lesson {lesson}: {title}. n and p turn the pages.",
@@ -127,7 +128,7 @@ TEXT = {
     ),
     "lesson.000.logits_guess.question": "Guess: how many logits did the LM head compute in this pass?",
     "lesson.000.logits_guess.why": (
-        "{T} positions × {vocab} tokens = {logits}. Only the last position's pick the next token; a "
+        "{T} positions × {vocab} tokens = {logits}. Only the last position's logits pick the next token; a "
         "decode step computes one position, so {vocab}."
     ),
     "lesson.000.next_token": (
@@ -167,22 +168,22 @@ TEXT = {
     "lesson.001.wte_guess.why": "{vocab} × {n_embd} = {wte_params} numbers, × 4 bytes = {wte_float32_bytes}.",
     "lesson.001.tensors": (
         "A tensor is a block of numbers with a shape. Your prompt is now {T} token ids, a tensor of "
-        "shape [1, {T}]: one sequence (the batch dimension) of {T} positions. Every stage from here "
+        "shape [1, {T_dim}]: one sequence (the batch dimension) of {T} positions. Every stage from here "
         "takes tensors and gives tensors; the line of shapes under each stage's explanation follows them."
     ),
     "lesson.001.lookup": (
         "The first operation multiplies nothing: each id selects its row of wte and each position its "
-        "row of wpe, and the two are added, [1, {T}, {n_embd}]. Selecting rows is a lookup, not a "
+        "row of wpe, and the two are added, [1, {T_dim}, {n_embd_dim}]. Selecting rows is a lookup, not a "
         "matrix product, however large the table."
     ),
     "lesson.001.layer_norm": (
         "LayerNorm is the first operator that computes: for each position it subtracts the mean of "
-        "its {n_embd} numbers, divides by their standard deviation (with a small ε added), then "
+        "its {n_embd} numbers, divides by the square root of their variance plus a small ε, then "
         "multiplies by a learned gain and adds a learned bias. Each position is normalized on its own."
     ),
     "lesson.001.matmul": (
-        "Matrix products do the heavy work. c_attn multiplies the [{T}, {n_embd}] input by a "
-        "[{n_embd}, {three_n_embd}] weight, {n_embd} multiply-adds per output number, and cuts the result "
+        "Matrix products do the heavy work. c_attn multiplies the [{T_dim}, {n_embd_dim}] input by a "
+        "[{n_embd_dim}, {three_n_embd_dim}] weight, {n_embd} multiply-adds per output number, and cuts the result "
         "into queries, keys and values: {n_head} heads of {head_dim}."
     ),
     "lesson.001.matmul.question": "Guess: how many multiply-adds does c_attn take on this pass?",
@@ -202,7 +203,7 @@ TEXT = {
     ),
     "lesson.001.head": (
         "The LM head multiplies by wte itself (the weights are tied): each position's vector times wte "
-        "transposed scores all {vocab} tokens, [1, {T}, {vocab}]. Only the last row decides the next token."
+        "transposed scores all {vocab} tokens, [1, {T_dim}, {vocab_dim}]. Only the last row decides the next token."
     ),
     "lesson.001.head.question": "Guess: how many multiply-adds give the last position's {vocab} logits?",
     "lesson.001.head.why": "{n_embd} × {vocab} = {head_macs}: a dot product of {n_embd} numbers for each token of the vocabulary.",
@@ -337,7 +338,8 @@ TEXT = {
     ),
     "lesson.004.embed": (
         "Next, each id picks its row of wte and each position its row of wpe, and the two are added: "
-        "a gather from memory, not a product. The prompt becomes [1, {T}, {n_embd}], {value_bytes} bytes a number."
+        "a gather from memory, not a product. The prompt becomes [1, {T_dim}, "
+        "{n_embd_dim}], {value_bytes} bytes a number."
     ),
     "lesson.004.embed.question": "Guess: how many bytes does that tensor take?",
     "lesson.004.embed.why": (
@@ -352,7 +354,8 @@ TEXT = {
         "Attention is routing: each position's query is compared with the keys of itself and every "
         "earlier position, the scores are divided by √{head_dim}, the future is masked, and softmax "
         "turns each row into weights. The last row is what the last token reads, and from where; "
-        "that is how 'is' can gather 'capital' and 'France'. Each head routes in its own way."
+        "in the tutorial's \"The capital of France is\", that is how 'is' can gather 'capital' and "
+        "'France'. Each head routes in its own way."
     ),
     "lesson.004.heads": (
         "A block has {n_head} heads of {head_dim} numbers each: every head has its own query, key and "
@@ -388,7 +391,7 @@ TEXT = {
     ),
     "lesson.004.head": (
         "Only the last position has seen the whole prompt, so only its vector chooses the next token: "
-        "[{n_embd}] times the LM head [{n_embd}, {vocab}] is {head_macs} multiply-adds, one logit per "
+        "[{n_embd_dim}] times the LM head [{n_embd_dim}, {vocab_dim}] is {head_macs} multiply-adds, one logit per "
         "token of the vocabulary."
     ),
     "lesson.004.answer": (

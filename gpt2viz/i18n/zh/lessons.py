@@ -12,6 +12,7 @@ TEXT = {
     "lesson.guess.close": "你猜的是 {guess}；本次运行得到 {answer}。很接近：误差在 {tolerance} 以内。",
     "lesson.guess.above": "你猜的是 {guess}；本次运行得到 {answer}，是你猜的 {ratio} 倍。",
     "lesson.guess.below": "你猜的是 {guess}；本次运行得到 {answer}：你猜的是它的 {ratio} 倍。",
+    "lesson.guess.not_positive": "这里的猜测要大于 0：每个答案都是个数、大小、时间或占比。",
     "lesson.guess.unreadable": "请输入一个数字，例如 85000、85k、1.2M 或 4.5%。",
     "lesson.resumed": "第 {lesson} 课：回到第 {page} 页，共 {pages} 页。",
     "lesson.started": "第 {lesson} 课：{title}。n 和 p 翻页。",
@@ -143,20 +144,20 @@ TEXT = {
     "lesson.001.wte_guess.question": "猜一猜：按 float32（每个数 4 字节）算，wte 占多少字节？",
     "lesson.001.wte_guess.why": "{vocab} × {n_embd} = {wte_params} 个数，× 4 字节 = {wte_float32_bytes}。",
     "lesson.001.tensors": (
-        "张量就是带形状的一块数字。你的提示词现在是 {T} 个 token id，一个形状为 [1, {T}] 的张量："
+        "张量就是带形状的一块数字。你的提示词现在是 {T} 个 token id，一个形状为 [1, {T_dim}] 的张量："
         "一条序列（batch 维）上的 {T} 个位置。从这里开始每个阶段都是输入张量、输出张量；"
         "每个阶段说明下面那行形状会一路跟着它们。"
     ),
     "lesson.001.lookup": (
         "第一个运算不做任何乘法：每个 id 取出 wte 中自己的那一行，每个位置取出 wpe 中自己的那一行，"
-        "两者相加，得到 [1, {T}, {n_embd}]。取行是查表，不是矩阵乘法，表再大也一样。"
+        "两者相加，得到 [1, {T_dim}, {n_embd_dim}]。取行是查表，不是矩阵乘法，表再大也一样。"
     ),
     "lesson.001.layer_norm": (
         "LayerNorm 是第一个真正做计算的算子：对每个位置，减去它 {n_embd} 个数的均值，"
-        "除以它们的标准差（再加上一个很小的 ε），然后乘以学到的增益、加上学到的偏置。每个位置各自归一化。"
+        "除以它们的方差加上一个很小的 ε 之后的平方根，然后乘以学到的增益、加上学到的偏置。每个位置各自归一化。"
     ),
     "lesson.001.matmul": (
-        "重活是矩阵乘法。c_attn 把 [{T}, {n_embd}] 的输入乘以 [{n_embd}, {three_n_embd}] 的权重，"
+        "重活是矩阵乘法。c_attn 把 [{T_dim}, {n_embd_dim}] 的输入乘以 [{n_embd_dim}, {three_n_embd_dim}] 的权重，"
         "每个输出数 {n_embd} 次乘加，再把结果切成 query、key 和 value：{n_head} 个头，每个 {head_dim} 维。"
     ),
     "lesson.001.matmul.question": "猜一猜：这次前向传播中 c_attn 要做多少次乘加？",
@@ -174,7 +175,7 @@ TEXT = {
     ),
     "lesson.001.head": (
         "LM head 乘的就是 wte 本身（权重共享）：每个位置的向量乘以 wte 的转置，给全部 {vocab} 个 token 打分，"
-        "得到 [1, {T}, {vocab}]。只有最后一行决定下一个 token。"
+        "得到 [1, {T_dim}, {vocab_dim}]。只有最后一行决定下一个 token。"
     ),
     "lesson.001.head.question": "猜一猜：算出最后一个位置的 {vocab} 个 logit 要多少次乘加？",
     "lesson.001.head.why": "{n_embd} × {vocab} = {head_macs}：词表里每个 token 做一次长度为 {n_embd} 的点积。",
@@ -292,7 +293,7 @@ TEXT = {
     ),
     "lesson.004.embed": (
         "接下来，每个 id 取出 wte 中自己的一行，每个位置取出 wpe 中自己的一行，两者相加：这是从内存中收集（gather），"
-        "不是矩阵乘法。提示将变成 [1, {T}, {n_embd}]，每个数 {value_bytes} 字节。"
+        "不是矩阵乘法。提示将变成 [1, {T_dim}, {n_embd_dim}]，每个数 {value_bytes} 字节。"
     ),
     "lesson.004.embed.question": "猜一猜：这个张量占多少字节？",
     "lesson.004.embed.why": (
@@ -304,7 +305,8 @@ TEXT = {
     "lesson.004.routing": (
         "注意力就是路由：每个位置的 query 与它自己以及之前每个位置的 key 比较，得分除以 √{head_dim}，"
         "未来的位置被掩码，softmax 把每一行变成权重。最后一行就是最后一个 token 读取什么、从哪里读取；"
-        "'is' 可以这样汇集 'capital' 和 'France'。每个头都有自己的路由方式。"
+        "在教程的 \"The capital of France is\" 里，'is' 就是这样汇集 'capital' 和 'France' 的。"
+        "每个头都有自己的路由方式。"
     ),
     "lesson.004.heads": (
         "一层有 {n_head} 个头，每个头 {head_dim} 个数：每个头都有自己的 query、key、value 投影，"
@@ -336,8 +338,8 @@ TEXT = {
         "前面的层往往处理语法和局部绑定，中间的层处理语义，最后的层让答案更加清晰。"
     ),
     "lesson.004.head": (
-        "只有最后一个位置看过整个提示，所以只有它的向量决定下一个 token：[{n_embd}] 乘以 LM head "
-        "[{n_embd}, {vocab}]，共 {head_macs} 次乘加，为词表中每个 token 得出一个 logit。"
+        "只有最后一个位置看过整个提示，所以只有它的向量决定下一个 token：[{n_embd_dim}] 乘以 LM head "
+        "[{n_embd_dim}, {vocab_dim}]，共 {head_macs} 次乘加，为词表中每个 token 得出一个 logit。"
     ),
     "lesson.004.answer": (
         "softmax 把 logits 变成概率：{model} 把 {next_token} 排在第一，概率为 {next_prob}。"

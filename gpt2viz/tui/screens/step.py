@@ -17,7 +17,7 @@ from ..language import key_name
 from ...text_safety import safe_line
 from ..stages import Stage, block_jump, build_stages, index_by_key, index_of
 from ..lesson_facts import MEASURED, lesson_answers, lesson_facts, measured
-from ..lesson_run import read_guess, stage_key
+from ..lesson_run import read_guess, read_number, stage_key
 from ..widgets.before_after import BeforeAfter
 from ..widgets.lesson_panel import LessonPanel
 from ..widgets.pipeline_nav import PipelineNavigator
@@ -335,7 +335,9 @@ class StepScreen(AppScreen[None]):
             return
         value = read_guess(message.text)
         if value is None:
-            self.notify(say("lesson.guess.unreadable"), severity="warning", timeout=4)
+            number = read_number(message.text)
+            said = "lesson.guess.unreadable" if number is None else "lesson.guess.not_positive"
+            self.notify(say(said), severity="warning", timeout=4)
             return
         predict = lesson.current.predict
         made = lesson.guess(value, self._lesson_numbers()[1].get(predict.answer))

@@ -28,7 +28,8 @@ class GuessInput(FieldInput):
         Binding("n", "screen.lesson_next", N_("next page"), show=False, priority=True),
         Binding("p", "screen.lesson_previous", N_("previous page"), show=False, priority=True),
     ]
-    GUESS_CHARACTERS = r"[0-9.,，\s_eE+%kKmMgGbBiI万亿]*"
+    # A minus too, so that a negative guess is refused with a reason rather than changed unseen.
+    GUESS_CHARACTERS = r"[0-9.,，\s_eE+\-%kKmMgGbBiI万亿]*"
 
 
 class LessonText(Laid):
@@ -152,14 +153,28 @@ class LessonPanel(Vertical):
         self.post_message(self.Guessed(event.value))
 
 
+# From here on a number is written with a power of ten: a guess of 1e30 read back as
+# 1,000,000,000,000,000,019,884,624,838,656 (the float's own digits).
+HUGE = 1e15
+
+
+def _huge(value: float) -> str:
+    """1e+30, 6.58e+24: three digits and a power of ten."""
+    return f"{value:.3g}"
+
+
 def _number(value: float, unit: str) -> str:
     """A guess or an answer as the screens write such numbers: counts with separators."""
+    if abs(value) >= HUGE:
+        return _huge(value) + unit
     whole = abs(value) >= 1000 or value == int(value)
     return (count(round(value)) if whole else num(value)) + unit
 
 
 def _ratio(r: float) -> str:
-    """How many times: 1.2, 16, 16,056."""
+    """How many times: 1.2, 16, 16,056, 6.58e+24."""
+    if r >= HUGE:
+        return _huge(r)
     return count(round(r)) if r >= 100 else num(r, 2)
 
 

@@ -239,9 +239,9 @@ def test_the_model_files_stage_names_the_copy_in_both_languages():
             "(21.5 MiB)); a step reads only the numbers in it, two bytes each (11,257,568 B (10.7 MiB))") in english
     set_language("zh")  # tests/conftest.py sets English again after each test
     chinese = narrate(trace, Stage("model_files"), generate_key="g").text
-    assert "fbgemm 乘这个副本" in chinese and "267 微秒" in chinese and "LM head 乘的是词元表的 float16 副本" in chinese
-    assert "float32 的词元表（22,515,136 B (21.5 MiB)）还大" in chinese
-    assert "或者（LM head 的词元表里只有 float16 数）让 fbgemm 乘词元表的 float16 副本" in chinese
+    assert "fbgemm 乘这个副本" in chinese and "267 微秒" in chinese and "LM head 乘的是词嵌入表的 float16 副本" in chinese
+    assert "float32 的词嵌入表（22,515,136 B (21.5 MiB)）还大" in chinese
+    assert "或者（LM head 的词嵌入表里只有 float16 数）让 fbgemm 乘词嵌入表的 float16 副本" in chinese
     assert english_words(chinese, run_words(trace)) == []
     number = re.compile(r"\d+(?:[.,]\d+)*")
     assert Counter(number.findall(chinese)) == Counter(number.findall(english))

@@ -94,11 +94,11 @@ TEXT = {
     ),
     "generation.cost.reads_all": "每个 decode 步都把 {n_params} 个参数读一遍，以 {dtype} 存储：{weights}，再加上 KV cache。",
     "generation.cost.reads_float16_head": (
-        "每个 decode 步都把 {n_params} 个参数读一遍：{weights}，词元表经由 LM head 的 float16 副本读取（每个数两个字节），"
+        "每个 decode 步都把 {n_params} 个参数读一遍：{weights}，词嵌入表经由 LM head 的 float16 副本读取（每个数两个字节），"
         "其余以 {dtype} 存储（只用来查表的表，比如位置嵌入，只读用到的那一行），再加上 KV cache。"
     ),
     "generation.cost.reads_all_float16_head": (
-        "每个 decode 步都把 {n_params} 个参数读一遍：{weights}，词元表经由 LM head 的 float16 副本读取（每个数两个字节），"
+        "每个 decode 步都把 {n_params} 个参数读一遍：{weights}，词嵌入表经由 LM head 的 float16 副本读取（每个数两个字节），"
         "其余以 {dtype} 存储，再加上 KV cache。"
     ),
     "generation.cost.no_cache": (

@@ -46,10 +46,10 @@ TEXT = {
     ),
     "lesson.do.open_generation": "操作：按 g 打开生成视图（按 esc 回到这里）。",
     "lesson.do.open_cost_lab": "操作：按 m 打开成本实验室（按 esc 回到这里）。",
-    "lesson.do.switch_off": "操作：按 x 关掉一个部分：回车选第一项，也就是这个 MLP（按 u 重新打开）。",
+    "lesson.do.switch_off": "操作：按 x 关掉一个部件：回车选第一项，也就是这个 MLP（按 u 重新打开）。",
     "lesson.edited": "{parts} 已被关掉：本页的数字来自修改后的前向传播（按 {undo} 重新打开）。",
     "lesson.unavailable.what_if": (
-        "回放不能再次运行模型，所以无法关掉任何部分：用 --model 启动 gpt2viz（tiny 可离线使用）。"
+        "回放不能再次运行模型，所以无法关掉任何部件：用 --model 启动 gpt2viz（tiny 可离线使用）。"
         "按 n 继续。"
     ),
     "lesson.000.title": "一次前向传播：从模型文件到下一个 token",
@@ -278,13 +278,13 @@ TEXT = {
     "lesson.003.end": (
         "按 g 开始生成：每一步让一个位置对着缓存穿过所有层，选出 token 后立刻显示，缓存增长 {kv_per_position}。"
     ),
-    # 第 004 课：一个提示走完整条管线（教程 004）。
-    "lesson.004.title": "一个提示走完整条管线，以及一个新 token 的代价",
+    # 第 004 课：一个提示词走完整条管线（教程 004）。
+    "lesson.004.title": "一个提示词走完整条管线，以及一个新 token 的代价",
     "lesson.004.intro": (
         "教程 004 追踪 \"The capital of France is\" 穿过 GPT-2 small，直到得出 '␣Paris'。本课用同样的方式，"
-        "让你的提示穿过 {model}：文本变成 id，id 变成向量，{n_layer} 层注意力和 MLP 写入同一条残差流，"
+        "让你的提示词穿过 {model}：文本变成 id，id 变成向量，{n_layer} 层注意力和 MLP 写入同一条残差流，"
         "然后是 LM head，以及每个新 token 的代价。学过地理的模型（从 Hugging Face Hub 下载的 GPT-2 small）"
-        "在这个提示后把 '␣Paris' 排在第一，远远领先其余的；内置的 tiny 模型只学过莎士比亚，所以在它上面，"
+        "在这个提示词后把 '␣Paris' 排在第一，远远领先其余的；内置的 tiny 模型只学过莎士比亚，所以在它上面，"
         "这些页面用它自己的数字展示机制，而不是知识。"
     ),
     "lesson.004.tokens": (
@@ -293,7 +293,7 @@ TEXT = {
     ),
     "lesson.004.embed": (
         "接下来，每个 id 取出 wte 中自己的一行，每个位置取出 wpe 中自己的一行，两者相加：这是从内存中收集（gather），"
-        "不是矩阵乘法。提示将变成 [1, {T_dim}, {n_embd_dim}]，每个数 {value_bytes} 字节。"
+        "不是矩阵乘法。提示词将变成 [1, {T_dim}, {n_embd_dim}]，每个数 {value_bytes} 字节。"
     ),
     "lesson.004.embed.question": "猜一猜：这个张量占多少字节？",
     "lesson.004.embed.why": (
@@ -330,7 +330,7 @@ TEXT = {
         "之后“下一个 token”和 logit lens 阶段会显示关掉前后的预测。"
     ),
     "lesson.004.residual": (
-        "注意力和 MLP 都不替换向量：它们各自算出一个变化量，加到残差流上，这条流从嵌入一直通到 LM head。"
+        "注意力和 MLP 都不替换向量：它们各自算出一个增量，加到残差流上，这条流从嵌入一直通到 LM head。"
         "每一层都读取这条流并写入它；途中什么都不会被忘掉。"
     ),
     "lesson.004.layers": (
@@ -338,7 +338,7 @@ TEXT = {
         "前面的层往往处理语法和局部绑定，中间的层处理语义，最后的层让答案更加清晰。"
     ),
     "lesson.004.head": (
-        "只有最后一个位置看过整个提示，所以只有它的向量决定下一个 token：[{n_embd_dim}] 乘以 LM head "
+        "只有最后一个位置看过整个提示词，所以只有它的向量决定下一个 token：[{n_embd_dim}] 乘以 LM head "
         "[{n_embd_dim}, {vocab_dim}]，共 {head_macs} 次乘加，为词表中每个 token 得出一个 logit。"
     ),
     "lesson.004.answer": (
@@ -352,13 +352,13 @@ TEXT = {
     ),
     "lesson.004.cache": (
         "KV cache 保存每一层的 key 和 value，所以新 token 只需算出自己的，其余的直接读取：这里每个 token "
-        "{kv_per_position}，提示占 {kv_now}，用内存换掉之前每个位置的重复计算。"
+        "{kv_per_position}，提示词占 {kv_now}，用内存换掉之前每个位置的重复计算。"
     ),
     "lesson.004.intensity": (
         "一个 decode 步对 {step_weight_bytes} 的权重做 {step_macs} 次乘加，每字节 {macs_per_byte} 次。"
-        "提示的那次前向传播只读取它们一次，就处理了全部 {T} 个位置。"
+        "提示词的那次前向传播只读取它们一次，就处理了全部 {T} 个位置。"
     ),
-    "lesson.004.intensity.question": "猜一猜：提示的那次前向传播，每字节权重做了多少次乘加？",
+    "lesson.004.intensity.question": "猜一猜：提示词的那次前向传播，每字节权重做了多少次乘加？",
     "lesson.004.intensity.why": (
         "{T} × {step_macs} = {prefill_macs}，读取的字节不变：每字节 {prefill_macs_per_byte} 次，"
         "是一步的 {T} 倍。输出 token 为一个位置读取全部权重：所以它更贵。"

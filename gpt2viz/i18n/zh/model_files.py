@@ -53,10 +53,10 @@ TEXT = {
     ),
     # Where the model holds more than its parameters take in its format (bfloat16, float16, int8).
     "stage.model_files.extra_float16_head": (
-        "这比它的 {n_params} 个参数以 {dtype} 存储所需的 {plain} 多出 {extra}：词元表里的每个数都是 float16 数，"
-        "所以 LM head 乘的是词元表的 float16 副本。副本采用 fbgemm 的打包布局，每块都填充到超过一行的 {n_embd} 个数，"
-        "所以它占的空间比 float32 的词元表（{table}）还大；一步只读取其中真正的数，每个两字节（{half}），"
-        "是 float32 词元表字节数的一半。一次解码步总共读取其中的 {step}。"
+        "这比它的 {n_params} 个参数以 {dtype} 存储所需的 {plain} 多出 {extra}：词嵌入表里的每个数都是 float16 数，"
+        "所以 LM head 乘的是词嵌入表的 float16 副本。副本采用 fbgemm 的打包布局，每块都填充到超过一行的 {n_embd} 个数，"
+        "所以它占的空间比 float32 的词嵌入表（{table}）还大；一步只读取其中真正的数，每个两字节（{half}），"
+        "是 float32 词嵌入表字节数的一半。一次解码步总共读取其中的 {step}。"
     ),
     "stage.model_files.extra_head_copy": (
         "这比它的 {n_params} 个参数以 {dtype} 存储所需的 {plain} 多出 {extra}：本机上做矩阵乘的内核为了读得更快，"
@@ -75,7 +75,7 @@ TEXT = {
         "每个权重怎么乘，是 gpt2viz 在运行本次的机器（{cpu}）上第一次加载这些形状的权重时实测决定并保存下来的（存在缓存里；只有当时机器繁忙才会重新测量）：要么按 BLAS 的方式算成一次乘法，要么把权重拆成两半，每半用一个核。"
     ),
     "stage.model_files.kernels_float16": (
-        "每个权重怎么乘，是 gpt2viz 在运行本次的机器（{cpu}）上第一次加载这些形状的权重时实测决定并保存下来的（存在缓存里；只有当时机器繁忙才会重新测量）：按 BLAS 的方式算成一次乘法，把权重拆成两半、每半用一个核，或者（LM head 的词元表里只有 float16 数）让 fbgemm 乘词元表的 float16 副本。"
+        "每个权重怎么乘，是 gpt2viz 在运行本次的机器（{cpu}）上第一次加载这些形状的权重时实测决定并保存下来的（存在缓存里；只有当时机器繁忙才会重新测量）：按 BLAS 的方式算成一次乘法，把权重拆成两半、每半用一个核，或者（LM head 的词嵌入表里只有 float16 数）让 fbgemm 乘词嵌入表的 float16 副本。"
     ),
     "stage.model_files.kernel.faster": "• {layers}（{shape}）：拆成两半，{split} 微秒，一次乘法要 {plain} 微秒（输入一行时）。",
     "stage.model_files.kernel.slower": "• {layers}（{shape}）：一次乘法，{plain} 微秒，拆成两半要 {split} 微秒（输入一行时）。",
@@ -87,7 +87,7 @@ TEXT = {
         "{plain} 微秒（输入一行时）。"
     ),
     "stage.model_files.kernel.float16_held": (
-        "• {layers}（{shape}）：词元表里的每个数都是 float16 数（按 float16 存储的检查点就是这样），所以 float16 副本能精确保存它，"
+        "• {layers}（{shape}）：词嵌入表里的每个数都是 float16 数（按 float16 存储的检查点就是这样），所以 float16 副本能精确保存它，"
         "fbgemm 乘这个副本，用 float32 相加：{held} 微秒，一次乘法要 {plain} 微秒（输入一行时）。要读的字节减半；"
         "每个输出的各项不变，只是相加的顺序不同，所以最后几位可能会变。"
     ),

@@ -596,4 +596,10 @@ class StatusLine(Static):
             fields.append(Content.styled(_("recorded"), dim))
         if state.selected is not None and gen.steps:
             fields.append(Content.styled(_("step {step} on show").format(step=state.index), dim))
-        self.update(Content.styled("  · ", dim).join(fields))
+        # The state's sentence is whole, wrapped to a second line if it must (Chinese at 80
+        # columns); the fields after it only where they fit beside it.
+        room = self.content_size.width
+        separator = Content.styled("  · ", dim)
+        while len(fields) > 1 and room > 0 and separator.join(fields).cell_length > room:
+            fields.pop()
+        self.update(separator.join(fields))

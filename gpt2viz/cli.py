@@ -608,8 +608,10 @@ def wrote_line(trace, path: str, seconds: float) -> str:
     """What the trace holds and where it went: 'wrote the trace of 5 tokens to t.json in 0.4 s',
     with the generated tokens counted apart where it holds a generation (or a batch's rows)."""
     n = len(trace.tokens)
-    made = sum(len(row["ids"]) for row in trace.batch["rows"]) if trace.batch else len(trace.generation["ids"]) \
-        if trace.generation else 0
+    if trace.batch:
+        made = sum(len(row["ids"]) for row in trace.batch["rows"])
+    else:
+        made = len(trace.generation["ids"]) if trace.generation else 0
     place = {"path": path, "seconds": f"{seconds:.1f}"}
     if made:
         prompt = ngettext("{n} token", "{n} tokens", n).format(n=count(n))

@@ -535,3 +535,24 @@ async def test_a_chinese_prompt_reads_as_characters_in_running_text(ckpts):
         assert '"人工智能的意义"' in str(screen.query_one(TextPanel).border_title)
         await pilot.press("b")
         assert "\\x" in text_of(screen)  # the tokens themselves: half characters escaped
+
+
+@run_async
+async def test_the_status_line_keeps_its_sentence_whole_and_the_fields_that_fit():
+    """At 80 columns a replayed comparison's line ended in a cut '  ·'; the fields after the
+    sentence ('recorded') show only where they fit, and again once the terminal is wider."""
+    from test_tui_snapshots import show_a_comparison
+
+    from gpt2viz.tui.widgets.generation_panels import StatusLine
+
+    app = make_app(trace=load(GENERATION_TRACE))
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_generation(app, pilot)
+        await finished(pilot, screen)
+        show_a_comparison(screen)
+        await pilot.pause()
+        text = screen.query_one(StatusLine).content.plain
+        assert text.startswith("✓ compared · ids identical · speedup") and text.endswith("per decode step")
+        await pilot.resize_terminal(120, 40)
+        await pilot.pause()
+        assert screen.query_one(StatusLine).content.plain == text + "  · recorded"

@@ -117,7 +117,11 @@ def parse_settings(
                 "temperature", N_("{setting} must be > 0 to sample (0 is greedy: switch sampling off)")
             )
         if not errors:
-            sampling_settings = SamplingSettings(**parsed)  # type: ignore[arg-type]  # each checked above
+            try:  # each value was checked above; this is for a rule between them, should one come
+                sampling_settings = SamplingSettings(**parsed)  # type: ignore[arg-type]
+            except SettingError as err:
+                field = err.setting.replace("_", "-") if err.setting.replace("_", "-") in LABELS else "temperature"
+                errors[field] = err.naming(_(LABELS[field]))
     if errors or max_new is None:
         return None, errors
     return GenerationSettings(max_new, sampling_settings, use_cache, precision), {}

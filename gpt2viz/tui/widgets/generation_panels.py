@@ -543,10 +543,16 @@ class StatusLine(Static):
     """One line under the text: running, stopped, or why it ended; and which step is on show."""
 
     COMPONENT_CLASSES = {"status-line--good", "status-line--bad", "status-line--dim"}
+    _drawn: tuple | None = None  # what the last draw showed: drawn again at a new width
+
+    def on_resize(self) -> None:
+        if self._drawn is not None:
+            self.draw(*self._drawn)  # the fields that fit beside the sentence are the width's
 
     def draw(self, state: ViewState, phase: str, replay: bool) -> None:
         """Shows where the generation of `state` stands: one whole sentence per state, its mark
         (● running, ○ not started, ■ stopped, ✓ done) in the state's colour."""
+        self._drawn = (state, phase, replay)
         gen = state.gen
         n, total = len(gen.steps), gen.settings.max_new_tokens
         good, bad, dim = ".status-line--good", ".status-line--bad", ".status-line--dim"

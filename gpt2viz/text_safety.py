@@ -94,7 +94,10 @@ def visible_token(text: str) -> str:
         if ch in _TOKEN_MARKS:
             out.append(_TOKEN_MARKS[ch])
         elif category in _TOKEN_ESCAPED:
-            out.append(escaped(ch))
+            # A character from U+0080 to U+00FF as \u00a0, never \xa0: in a token's text \xNN is a
+            # raw byte that is no character alone (the tokenizer's), and running text puts those
+            # together (tui/formatting.py); NBSP, two bytes, would read as one.
+            out.append(f"\\u{ord(ch):04x}" if 0x80 <= ord(ch) < 0x100 else escaped(ch))
         elif category in ("Mn", "Me") and i == 0:
             out.append("◌" + ch)
         else:

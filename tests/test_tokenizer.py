@@ -168,8 +168,11 @@ def test_vocab_and_merges_round_trip(vocab_merges_tokenizer, tokenizer, text):
 
 
 def test_no_token_displays_blank(tokenizer):
-    """Non-breaking spaces are escaped and a lone combining mark sits on a dotted circle."""
-    assert tokenizer.display(1849) == "\\xa0"
+    """Non-breaking spaces are escaped and a lone combining mark sits on a dotted circle. A whole
+    character below U+0100 is written \\u00a0, never \\xa0, which a token's text keeps for a raw
+    byte that is no character alone."""
+    assert tokenizer.display(1849) == "\\u00a0"
+    assert tokenizer.display(tokenizer.encode("工")[0]).startswith("\\x")  # half a character: a raw byte
     assert tokenizer.display(24333).startswith("◌")
     for token_id in range(tokenizer.vocab_size):
         shown = tokenizer.display(token_id)

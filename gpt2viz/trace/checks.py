@@ -106,8 +106,6 @@ def check_document(doc: object) -> None:
         for i, token in enumerate(table_):
             _check_token(token, f"{name}[{i}]", first + i, sizes)
     _check_notices(doc.get("notices", []), old=schema == SCHEMA_V1)
-    if schema != SCHEMA_V1:
-        _check_prompt_bytes(doc["prompt"], context + tokens, doc.get("notices", []))
     if "timings" in doc:
         timings = _fields(doc["timings"], "timings", (), ("forward_ms",))
         if "forward_ms" in timings:
@@ -225,30 +223,6 @@ def _check_model(model: dict) -> GPT2Config | LlamaConfig:
             config["n_head"] % config["n_kv_head"] != 0 or config["n_embd"] // config["n_head"] % 2 != 0)
         _fail("model.config", _("{field}: {problem}").format(field="model.config", problem=err.problem),
               CONFIG if cross else None)
-
-
-def _check_prompt_bytes(prompt: str, tokens: list[dict], notices: list[dict]) -> None:
-    """The prompt is the text its tokens spell: their bytes add up to its UTF-8 bytes, unless it was
-    cut to the context (notice `prompt_cut`: the last tokens, fewer bytes) or empty (`prompt_empty`:
-    the end-of-text token alone). A prompt written from ids that are no UTF-8 (the library's
-    `trace_prompt` takes ids) holds U+FFFD where bytes stood, and is not compared."""
-    if "\ufffd" in prompt:
-        return
-    codes = {item["code"] for item in notices}
-    n_bytes = len(prompt.encode("utf-8", "surrogatepass"))
-    kept = sum(token["bytes"] for token in tokens)
-    if "prompt_empty" in codes:
-        _equal(prompt, "", "prompt", _("the notice prompt_empty"))
-        return
-    if "prompt_cut" in codes:  # a prompt given as ids is written as the ids kept: as many bytes
-        if kept <= n_bytes:
-            return
-        rule = _("its last tokens, after the notice prompt_cut: at most its {n} bytes").format(n=n_bytes)
-    else:
-        rule = _("the sum of its tokens' bytes, {kept}").format(kept=kept)
-        if kept == n_bytes:
-            return
-    _fail("prompt", _("prompt: its {n} bytes of UTF-8 do not match its tokens ({rule})").format(n=n_bytes, rule=rule), SAME)
 
 
 def _check_token(token: object, field: str, position: int, s: Sizes) -> None:

@@ -120,7 +120,10 @@ def _tokenize(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key: 
     the_bytes = ngettext("{n} byte", "{n} bytes", n_bytes).format(n=count(n_bytes))
     if not prompt:
         cut = say("stage.tokenize.empty")
-    elif kept_bytes < n_bytes:
+    elif kept_bytes < n_bytes and any(isinstance(n, str) or n["code"] == "prompt_cut" for n in trace.notices):
+        # Cut to the context only where the run said so (an old trace's notices are sentences): a
+        # prompt edited in the file after recording is not the text of its tokens, and was once
+        # said to have been cut.
         kept = ngettext("{n} byte", "{n} bytes", kept_bytes).format(n=count(kept_bytes))
         cut = say("stage.tokenize.cut_kept", bytes=the_bytes, kept=count(f.T), kept_bytes=kept)
     else:

@@ -329,3 +329,7 @@ def test_running_text_puts_a_character_split_between_tokens_together():
     assert running_texts(["\\xe5\\xb7", "a"]) == ["", "\\xe5\\xb7a"]  # never completed: escaped
     assert running_texts(["a", "\\xe5\\xb7"], final=False) == ["a", ""]
     assert running_texts(["a", "\\xe5\\xb7"]) == ["a", "\\xe5\\xb7"]
+    # A whole character written escaped (NBSP, two bytes) completes no byte before it: the half
+    # character '\\xe4\\xb8' stays escaped, where reading NBSP's escape as a byte made '丠'.
+    nbsp = tok.display(tok.encode("\u00a0")[0])
+    assert running_texts(["\\xe4\\xb8", nbsp]) == ["", "\\xe4\\xb8" + nbsp]

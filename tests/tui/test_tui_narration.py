@@ -351,3 +351,15 @@ def quote_first(trace) -> str:
     from gpt2viz.tui.formatting import quote
 
     return quote(token_text(trace, 0))
+
+
+def test_a_prompt_edited_in_the_file_is_not_said_to_be_cut(tiny_trace):
+    """A replayed trace whose prompt was edited after recording ('Totally different' over the
+    tokens of another prompt) was said to have been cut to the context: only the run's
+    prompt_cut notice says that."""
+    import copy
+
+    edited = copy.copy(tiny_trace)
+    edited.prompt = "Totally different and longer than the tokens"
+    text = narrate(edited, Stage("tokenize"), generate_key="g").text
+    assert "more tokens than fit" not in text and "are kept" not in text

@@ -87,8 +87,6 @@ def poisoned(doc: dict) -> tuple[dict, set[str]]:
             for step in at[:-1]:
                 node = node[step]
             node[at[-1]] = node[at[-1]] + EVIL
-        if path == ".prompt":  # the prompt is the text of its tokens: one of them now spells the escapes
-            trial["tokens"][-1]["bytes"] += len(EVIL.encode("utf-8"))
         try:
             validate(copy.deepcopy(trial))
         except (TraceFileError, TraceError, ValueError):

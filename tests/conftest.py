@@ -49,8 +49,8 @@ os.environ["XDG_STATE_HOME"] = str(state_home(Path(_STATE)))
 # The app's cache (the kernels' measured choices, the package index's models) and the Hugging Face
 # hub's (under $XDG_CACHE_HOME unless HF_HOME says otherwise) go to a directory of this run's too,
 # never the user's: the suite used to write ~/.cache/gpt2viz/kernels.json. xdist's workers inherit
-# the first process's directory, so a weight shape is measured once per run, as it was in a shared
-# user cache.
+# the first process's directory, so each uses what another measured, as in a shared user cache (two
+# measuring one shape at once only measure it twice).
 _CACHE = os.environ.get("GPT2VIZ_TEST_CACHE_HOME")
 if _CACHE is None:
     _CACHE = tempfile.mkdtemp(prefix="gpt2viz-test-cache-")

@@ -168,18 +168,19 @@ def test_a_guess_is_read_as_people_type_numbers(typed, value):
     assert read_guess(typed) == pytest.approx(value)
 
 
-@pytest.mark.parametrize("typed", ["", "lots", "-5", "0", "1.2.3x", "5 parsecs", "inf", "nan"])
+@pytest.mark.parametrize("typed", ["", "lots", "-5", "1.2.3x", "5 parsecs", "inf", "nan"])
 def test_what_is_no_number_is_refused(typed):
     assert read_guess(typed) is None
 
 
-def test_a_number_not_above_0_is_told_apart_from_no_number():
-    """0 and -5000 are numbers, refused as guesses for a reason of their own (the field once
-    dropped the minus unseen and judged '5,000', and said of 0 'Type a number')."""
+def test_a_number_below_0_is_told_apart_from_no_number_and_0_is_a_guess():
+    """-5000 is a number, refused as a guess for a reason of its own (the field once dropped the
+    minus unseen and judged '5,000'); 0 is a guess (a one-token prompt's mask removes 0 scores)."""
     from gpt2viz.tui.lesson_run import read_number
     from gpt2viz.tui.widgets.lesson_panel import GuessInput
 
-    assert read_number("0") == 0 and read_number("-5000") == -5000 and read_number("lots") is None
+    assert read_number("-5000") == -5000 and read_guess("-5000") is None and read_number("lots") is None
+    assert read_guess("0") == 0
     assert re.fullmatch(GuessInput.GUESS_CHARACTERS, "-5000")
 
 

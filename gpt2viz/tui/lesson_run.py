@@ -44,10 +44,10 @@ _SCALES = {
 
 
 def read_guess(text: str) -> float | None:
-    """The number typed, or None for text that is not one (or not above 0: every answer a lesson
-    asks for is; `read_number` tells the two apart)."""
+    """The number typed, or None for text that is not one (or below 0: every answer a lesson asks
+    for is a count, a size, a time or a share; `read_number` tells the two apart)."""
     value = read_number(text)
-    return value if value is not None and value > 0 else None
+    return value if value is not None and value >= 0 else None
 
 
 def read_number(text: str) -> float | None:
@@ -117,7 +117,11 @@ class LessonRun:
         stage is not in this trace)."""
         page = self.current
         stages = build_stages(trace.n_layer, trace.architecture) if stages is None else stages
-        index = index_by_key(stages, stage_key(page.show, trace.n_layer))
+        key = page.show
+        made = self.guesses.get(self.page)
+        if page.predict is not None and page.predict.reveal is not None and made is not None and made.answer is not None:
+            key = page.predict.reveal  # guessed already: the stage that shows the number, as on answering
+        index = index_by_key(stages, stage_key(key, trace.n_layer))
         return index, page.head
 
     def observe(self, stage: str, head: int, n_layer: int, switched_off: bool = False) -> bool:

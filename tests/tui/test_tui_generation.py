@@ -297,16 +297,16 @@ async def test_settings_form_checks_values_inline(ckpts):
         text = screen_text(app)
         assert "top-k must be an integer >= 1, got 0" in text
         assert "top-p must be in (0, 1], got 1.5" in text
-        n_ctx, vocab = screen.facts.n_ctx, screen.facts.vocab
-        assert f"new tokens must be an integer from 1 to {n_ctx:,} (this model's context), got '0'" in text
+        vocab = screen.facts.vocab
+        assert "new tokens must be an integer from 1 to 4,096, got '0'" in text
         assert "seed must be an integer from 0 to" in text  # with the others, not after them
-        # The model's bounds, as the command line has them.
-        form.query_one("#new-tokens").value = str(n_ctx + 1)
+        # The bounds the command line has: --generate's, and the model's vocabulary.
+        form.query_one("#new-tokens").value = "4097"
         form.query_one("#top-k").value = str(vocab + 1)
         form.apply()
         await pilot.pause()
         text = screen_text(app)
-        assert f"got '{n_ctx + 1}'" in text and f"top-k {vocab + 1}: more than the model's vocabulary of {vocab:,} tokens" in text
+        assert "got '4097'" in text and f"top-k {vocab + 1}: more than the model's vocabulary of {vocab:,} tokens" in text
         form.query_one("#temperature").value = "0"
         form.apply()
         await pilot.pause()
@@ -556,3 +556,24 @@ async def test_the_status_line_keeps_its_sentence_whole_and_the_fields_that_fit(
         await pilot.resize_terminal(120, 40)
         await pilot.pause()
         assert screen.query_one(StatusLine).content.plain == text + "  · recorded"
+
+
+@run_async
+async def test_a_chosen_step_that_begins_a_character_lights_the_character():
+    """In running text a token that is half a character shows nothing of its own (the token that
+    completes it shows the character); chosen, it lit nothing. Now the character it is part of is
+    lit with it."""
+    from gpt2viz.tui.widgets.generation_panels import CURRENT
+
+    app = make_app(trace=load(GENERATION_TRACE))
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_generation(app, pilot)
+        await finished(pilot, screen)
+        steps = screen.gen.steps
+        steps[0:2] = [dict(steps[0], text="\\xe5\\xb7"), dict(steps[1], text="\\xa5")]  # 工, in two tokens
+        screen.selected = 0
+        screen._draw()
+        await pilot.pause()
+        content = screen.query_one(GeneratedText).content
+        lit = "".join(content.plain[span.start:span.end] for span in content.spans if span.style == CURRENT)
+        assert "工" in lit and "\\x" not in content.plain.split("│", 1)[1]

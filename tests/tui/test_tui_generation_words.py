@@ -240,7 +240,7 @@ def test_settings_come_from_the_command_line_and_the_form():
     settings, errors = parse_settings(bad, sampling=True, use_cache=True)
     assert settings is None
     assert errors == {  # the values as typed: '-1', not the float's '-1.0'
-        "new-tokens": "new tokens must be an integer >= 1, got 'x'",
+        "new-tokens": "new tokens must be an integer from 1 to 4,096, got 'x'",
         "temperature": "temperature must be a number from 0 to 1,000,000, got -1",
         "top-k": "top-k must be an integer, got '2.5'",
         "top-p": "top-p must be in (0, 1], got 0",
@@ -249,21 +249,21 @@ def test_settings_come_from_the_command_line_and_the_form():
 
 def test_the_form_says_everything_wrong_at_once_and_keeps_to_the_model():
     """Every field's problem at once (a bad seed was said only once the others were mended), and
-    the model's bounds as the command line has them: top-k within the vocabulary, new tokens
-    within the context (the form took 5,999,999,999,999 new tokens and a top-k of 999,999)."""
+    the bounds the command line has: new tokens as --generate's, top-k within the vocabulary (the
+    form took 5,999,999,999,999 new tokens and a top-k of 999,999)."""
     bad = {"new-tokens": "", "temperature": "-1", "top-k": "0", "top-p": "2", "seed": "-1"}
     settings, errors = parse_settings(bad, sampling=True, use_cache=True)
     assert settings is None and set(errors) == {"new-tokens", "temperature", "top-k", "top-p", "seed"}
     assert errors["seed"] == "seed must be an integer from 0 to 9,223,372,036,854,775,807, got -1"
     over = {"new-tokens": "5999999999999", "temperature": "0.5", "top-k": "999999", "top-p": "", "seed": "1"}
-    settings, errors = parse_settings(over, sampling=True, use_cache=True, vocab=50257, n_ctx=256)
+    settings, errors = parse_settings(over, sampling=True, use_cache=True, vocab=50257)
     assert settings is None and errors == {
-        "new-tokens": "new tokens must be an integer from 1 to 256 (this model's context), got '5999999999999'",
+        "new-tokens": "new tokens must be an integer from 1 to 4,096, got '5999999999999'",
         "top-k": "top-k 999999: more than the model's vocabulary of 50,257 tokens",
     }
-    at_the_bounds = {"new-tokens": "256", "temperature": "0.5", "top-k": "50257", "top-p": "", "seed": ""}
-    settings, errors = parse_settings(at_the_bounds, sampling=True, use_cache=True, vocab=50257, n_ctx=256)
-    assert not errors and settings.max_new_tokens == 256 and settings.sampling.top_k == 50257
+    at_the_bounds = {"new-tokens": "4096", "temperature": "0.5", "top-k": "50257", "top-p": "", "seed": ""}
+    settings, errors = parse_settings(at_the_bounds, sampling=True, use_cache=True, vocab=50257)
+    assert not errors and settings.max_new_tokens == 4096 and settings.sampling.top_k == 50257
 
 
 def test_chart_layout_and_scale():

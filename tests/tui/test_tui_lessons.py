@@ -575,6 +575,9 @@ async def test_a_guess_once_in_moves_to_the_stage_that_shows_the_number():
         await type_guess(pilot, 1000)  # far off: the answer is shown all the same
         assert run.guesses[number].answer == answer and screen.stage.key == "lm_head"
         assert f"{int(answer):,}" in stage_text(app)  # the LM head stage says how many logits it made
+        await pilot.press("escape", "p", "n")  # back to the page: its verdict, beside the number again
+        await pilot.pause()
+        assert run.page == number and screen.stage.key == "lm_head"
 
 
 def test_a_huge_guess_is_written_with_a_power_of_ten():
@@ -586,3 +589,16 @@ def test_a_huge_guess_is_written_with_a_power_of_ten():
     assert _number(1e30, "") == "1e+30" and _number(151984, "") == "151,984" and _number(0.425, "") == "0.425"
     verdict = LessonPanel._verdict(Guess(1e30, 151984), Prediction("q", "a", 0.1, "w"), {})
     assert "1e+30" in verdict and "6.58e+24" in verdict and "019,884" not in verdict
+
+
+def test_an_answer_of_0_is_judged_without_a_ratio():
+    """Lesson 003 asks how many scores the mask removes: 0 for a one-token prompt. A guess of 5
+    divided by it (ZeroDivisionError: the app ended) and 0 was refused as no guess."""
+    from gpt2viz.lessons import Prediction
+    from gpt2viz.tui.lesson_run import Guess
+
+    asked = Prediction("q", "a", 0.1, "w")
+    assert LessonPanel._verdict(Guess(5, 0), asked, {}) == say("lesson.guess.off", guess="5", answer="0")
+    assert LessonPanel._verdict(Guess(0, 0), asked, {}) == say("lesson.guess.exact", guess="0")
+    assert LessonPanel._verdict(Guess(0, 10), asked, {}) == say("lesson.guess.off", guess="0", answer="10")
+    assert _number(float("nan"), "%") == "–"

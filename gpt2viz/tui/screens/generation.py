@@ -362,7 +362,7 @@ class GenerationScreen(AppScreen[None]):
         self.compare()
 
     def action_settings(self) -> None:
-        self.app.push_screen(SettingsScreen(self.settings, self.facts.vocab, self.facts.n_ctx), self._settings_chosen)
+        self.app.push_screen(SettingsScreen(self.settings, self.facts.vocab), self._settings_chosen)
 
     def _settings_chosen(self, settings: GenerationSettings | None) -> None:
         if settings is None or self.closing:

@@ -12,6 +12,7 @@ from ...errors import SettingError
 from ...generate import TOP_K_OVER_VOCAB, SamplingSettings
 from ...i18n import N_, _, count
 from ...i18n.layout import between_wide
+from ...model.config import LIMITS
 from ...model.precision import PRECISIONS
 from ...text_safety import safe_text
 from ..generation import GenerationSettings
@@ -21,6 +22,7 @@ from ..widgets.laid import Laid
 from .base import AppModal
 
 SAMPLING_FIELDS = ("temperature", "top-k", "top-p", "seed")
+MAX_NEW_TOKENS = LIMITS["n_ctx"]  # as --generate: no model gpt2viz loads holds more positions
 # Each row's label (msgids, translated where shown; top-k and top-p stay as they are).
 LABELS = {
     "new-tokens": N_("new tokens"),
@@ -60,32 +62,27 @@ def _core_problem(err: SettingError, field: str, typed: str) -> str:
 
 
 def parse_settings(
-    values: dict[str, str], sampling: bool, use_cache: bool, precision: str = "float32",
-    vocab: int | None = None, n_ctx: int | None = None,
+    values: dict[str, str], sampling: bool, use_cache: bool, precision: str = "float32", vocab: int | None = None,
 ) -> tuple[GenerationSettings | None, dict[str, str]]:
     """Settings from the form's texts, or None and a message per field that is wrong: every
     field's at once.
 
     The sampling fields are checked by SamplingSettings itself, one at a time, so each message
-    lands under its own field. With the model's `vocab` and context (`n_ctx`), a top-k beyond the
-    vocabulary and more new tokens than the context holds are refused as the command line
-    refuses them.
+    lands under its own field. New tokens are bounded as `--generate` is (no model gpt2viz loads
+    holds more positions; a run that reaches its model's context stops there and says so), and,
+    with the model's `vocab`, a top-k beyond the vocabulary is refused as the command line does.
     """
     errors: dict[str, str] = {}
     text = values.get("new-tokens", "").strip()
     max_new = None
     try:
         max_new = int(text)
-        if max_new < 1 or (n_ctx is not None and max_new > n_ctx):
+        if not 1 <= max_new <= MAX_NEW_TOKENS:
             raise ValueError
     except ValueError:
         max_new = None
-        if n_ctx is None:
-            errors["new-tokens"] = _problem("new-tokens", N_("{setting} must be an integer >= 1, got {value!r}"), value=text)
-        else:
-            errors["new-tokens"] = _problem(
-                "new-tokens", N_("{setting} must be an integer from 1 to {max} (this model's context), got {value!r}"),
-                max=count(n_ctx), value=text)
+        errors["new-tokens"] = _problem("new-tokens", N_("{setting} must be an integer from 1 to {max}, got {value!r}"),
+                                        max=count(MAX_NEW_TOKENS), value=text)
     sampling_settings = SamplingSettings()
     if sampling:
         parsed: dict[str, object] = {}
@@ -164,12 +161,11 @@ class SettingsScreen(AppModal[GenerationSettings | None]):
     ]
     takes_typing = True
 
-    def __init__(self, settings: GenerationSettings, vocab: int | None = None, n_ctx: int | None = None) -> None:
-        """`vocab` and `n_ctx`: the model's, which bound top-k and the new tokens."""
+    def __init__(self, settings: GenerationSettings, vocab: int | None = None) -> None:
+        """`vocab`: the model's, which bounds top-k."""
         super().__init__()
         self.settings = settings
         self.vocab = vocab
-        self.n_ctx = n_ctx
 
     def _row(self, name: str, value: str, kind: str = "text") -> ComposeResult:
         with Horizontal(classes="settings-row"):
@@ -270,7 +266,7 @@ class SettingsScreen(AppModal[GenerationSettings | None]):
         sampling = self.query_one("#sampling", Switch).value
         precision = str(self.query_one("#precision", Select).value)
         settings, errors = parse_settings(self.values(), sampling, self.query_one("#use-cache", Switch).value, precision,
-                                          self.vocab, self.n_ctx)
+                                          self.vocab)
         for inp in self.query(Input):
             error = self.query_one(f"#{inp.id}-error", Static)
             message = errors.get(inp.id or "", "")

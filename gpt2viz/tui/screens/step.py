@@ -336,7 +336,7 @@ class StepScreen(AppScreen[None]):
         value = read_guess(message.text)
         if value is None:
             number = read_number(message.text)
-            said = "lesson.guess.unreadable" if number is None else "lesson.guess.not_positive"
+            said = "lesson.guess.unreadable" if number is None else "lesson.guess.negative"
             self.notify(say(said), severity="warning", timeout=4)
             return
         predict = lesson.current.predict

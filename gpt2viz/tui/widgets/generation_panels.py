@@ -98,18 +98,24 @@ class GeneratedText(Static):
         if not boundaries:
             parts.append(("│", ".gen-panel--dim"))
         chosen = state.selected
+        completing = False  # running text: the chosen token began a character a later one completes
         for i, step in enumerate(state.gen.steps):
             text = step["text"]
+            shown = token_label(text) if boundaries else prose(pieces[len(prompt) + i])
             if i == chosen:
                 style = CURRENT
                 width = self.content_size.width
                 # Where it starts once wrapped as the widget wraps it: its panel scrolls it into sight.
                 self.selected_line = len(Content.assemble(*parts).wrap(width)) - 1 if width > 0 else 0
+                completing = not shown
+            elif completing:  # the character the chosen token is part of, lit with it
+                style = CURRENT
+                completing = not shown
             elif boundaries:
                 style = CHIP_A if i % 2 == 0 else CHIP_B
             else:
                 style = ".gen-panel--new"
-            parts.append((token_label(text) if boundaries else prose(pieces[len(prompt) + i]), style))
+            parts.append((shown, style))
             if boundaries:
                 parts.append(" ")
         if state.running:

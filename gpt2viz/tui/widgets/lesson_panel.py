@@ -5,6 +5,8 @@ view, the cost lab), a LessonNote says what to look at there."""
 
 from __future__ import annotations
 
+import math
+
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -13,7 +15,7 @@ from textual.widgets import Input, Rule, Static
 
 from ...i18n import N_, _, say
 from ...i18n.layout import wrap_wide
-from ..formatting import count, num
+from ..formatting import UNKNOWN, count, num
 from ..lesson_facts import MEASURED, lesson_facts
 from ..lesson_run import LessonRun
 from .laid import Laid
@@ -141,6 +143,8 @@ class LessonPanel(Vertical):
             return say("lesson.guess.exact", guess=guess)
         if made.close(prediction):
             return say("lesson.guess.close", guess=guess, answer=answer, tolerance=f"{prediction.tolerance:.0%}")
+        if made.answer == 0 or made.value == 0:  # no ratio to 0 (a one-token prompt masks 0 scores)
+            return say("lesson.guess.off", guess=guess, answer=answer)
         if made.answer > made.value:
             return say("lesson.guess.above", guess=guess, answer=answer, ratio=_ratio(made.answer / made.value))
         return say("lesson.guess.below", guess=guess, answer=answer, ratio=_ratio(made.value / made.answer))
@@ -165,6 +169,8 @@ def _huge(value: float) -> str:
 
 def _number(value: float, unit: str) -> str:
     """A guess or an answer as the screens write such numbers: counts with separators."""
+    if not math.isfinite(value):
+        return UNKNOWN
     if abs(value) >= HUGE:
         return _huge(value) + unit
     whole = abs(value) >= 1000 or value == int(value)

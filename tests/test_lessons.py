@@ -209,3 +209,16 @@ def test_progress_is_kept_per_lesson_and_resumed(tmp_path, monkeypatch):
     (tmp_path / "file").write_text("")
     fresh = LessonRun.start(lesson)
     assert fresh.turn(+1) and fresh.page == 1
+
+
+def test_the_mask_sum_is_written_out_for_a_short_prompt(tiny_trace):
+    """'0 + 1 + … + 0 = 0' for a one-token prompt: the terms there are, and the ellipsis only for many."""
+    import copy
+
+    from gpt2viz.tui.lesson_facts import lesson_facts
+
+    assert len(tiny_trace.tokens) == 5 and lesson_facts(tiny_trace)["masked_sum"] == "0 + 1 + … + 4"
+    for n, written in ((1, "0"), (3, "0 + 1 + 2")):
+        short = copy.copy(tiny_trace)
+        short.tokens = tiny_trace.tokens[:n]
+        assert lesson_facts(short)["masked_sum"] == written

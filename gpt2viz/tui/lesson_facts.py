@@ -163,7 +163,8 @@ def _facts(trace: Trace) -> dict[str, str]:
         "positions_after_more": count(f.L + MORE_TOKENS - 1),
         "kv_after_more": nbytes(int(answers["kv_bytes_after_more"])),
         "value_bytes": count(f.value_bytes),
-        "T_minus_1": count(f.T - 1),
+        # 0 + 1 + … + (T − 1), every term where there are few ('0' for one token, '0 + 1' for two).
+        "masked_sum": " + ".join(str(i) for i in range(f.T)) if f.T <= 4 else f"0 + 1 + … + {count(f.T - 1)}",
         "more_minus_1": count(MORE_TOKENS - 1),
         "masked_scores": count(int(answers["masked_scores"])),
         "kept_scores": count(f.T * f.T - int(answers["masked_scores"])),

@@ -258,7 +258,7 @@ TEXT = {
     ),
     "lesson.003.mask_guess.question": "Guess: how many of one head's {scores} scores does the mask remove here?",
     "lesson.003.mask_guess.why": (
-        "Row i loses the {T} − (i + 1) positions after it: 0 + 1 + … + {T_minus_1} = {masked_scores} of "
+        "Row i loses the {T} − (i + 1) positions after it: {masked_sum} = {masked_scores} of "
         "{scores}, and {kept_scores} are kept. Past a few dozen tokens, that is about half."
     ),
     "lesson.003.masked": "The Scores stage shows that table, the masked cells marked, and counts them.",

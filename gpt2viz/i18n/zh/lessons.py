@@ -224,7 +224,7 @@ TEXT = {
     ),
     "lesson.003.mask_guess.question": "猜一猜：这里一个头的 {scores} 个分数里，掩码去掉了多少个？",
     "lesson.003.mask_guess.why": (
-        "第 i 行去掉它后面的 {T} − (i + 1) 个位置：0 + 1 + … + {T_minus_1} = {masked_scores}（共 {scores} 个），"
+        "第 i 行去掉它后面的 {T} − (i + 1) 个位置：{masked_sum} = {masked_scores}（共 {scores} 个），"
         "保留 {kept_scores} 个。token 多了以后，差不多是一半。"
     ),
     "lesson.003.masked": "“分数”阶段展示这张表，被掩码的格子都做了标记，并给出它们的数目。",

@@ -159,12 +159,14 @@ class LessonRun:
         self.save()
         return made
 
-    def fill(self, answers: dict[str, float], measured: frozenset[str] | set[str]) -> None:
-        """Gives each guess at a `measured` answer (the cost lab's) the latest measurement: None
-        while there is none (not run yet, or run again and stopped before it measured it)."""
+    def fill(self, answers: dict[str, float]) -> None:
+        """Gives each guess the answer of the run on show, so that its verdict is this run's: the
+        pass's own (a prompt edited or a part switched off since gives another), or the cost lab's
+        latest measurement, None while there is none (not run yet, or run again and stopped before
+        it measured it)."""
         for page, made in self.guesses.items():
             prediction = self.lesson.pages[page].predict
-            if prediction is not None and prediction.answer in measured:
+            if prediction is not None:
                 made.answer = answers.get(prediction.answer)
 
     def turn(self, delta: int) -> bool:

@@ -11,6 +11,7 @@ from string import Formatter
 
 from textual.content import Content
 
+from ..i18n.layout import wrap_lines
 from ..text_safety import safe_line
 
 # A fact: a text in the default style, a (text, style) pair, or Content styled already.
@@ -40,3 +41,21 @@ def styled(template: str, style: str = "", **values: Part) -> Content:
         text = safe_line(str(text))
         parts.append(Content.styled(text, value_style) if value_style else Content(text))
     return Content.assemble(*parts)
+
+
+def laid_lines(content: Content, width: int) -> Content:
+    """`content` broken into lines of at most `width` cells as Chinese text breaks (between two
+    wide characters, never before a closing mark; gpt2viz.i18n.layout), its styles kept: Textual
+    breaks only at spaces, which left a line of Chinese half empty."""
+    plain = content.plain
+    lines = wrap_lines(plain, width) if width > 0 and "\n" not in plain else [plain]
+    if len(lines) <= 1:
+        return content
+    pieces, at = [], 0
+    for line in lines:
+        start = plain.find(line, at)
+        if start < 0:  # not a prefix of what is left (a folded word): leave it to Textual
+            return content
+        pieces.append(content[start : start + len(line)])
+        at = start + len(line)
+    return Content("\n").join(pieces)

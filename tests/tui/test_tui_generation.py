@@ -577,3 +577,19 @@ async def test_a_chosen_step_that_begins_a_character_lights_the_character():
         content = screen.query_one(GeneratedText).content
         lit = "".join(content.plain[span.start:span.end] for span in content.spans if span.style == CURRENT)
         assert "工" in lit and "\\x" not in content.plain.split("│", 1)[1]
+
+
+def test_a_status_sentence_breaks_as_chinese_breaks_and_keeps_its_styles():
+    """Textual breaks only at spaces: '…其中 235 / 个是新生成的；…' left the first line half empty. The
+    line breaks between characters, never before a closing mark, and the mark keeps its colour."""
+    from textual.content import Content
+
+    from gpt2viz.tui.styled_text import laid_lines
+
+    sentence = Content.assemble(("✓", "green"), " 完成 上下文已满：256 个 token，其中 235 个是新生成的；最后一个从未输入模型（缓存 255）。")
+    laid = laid_lines(sentence, 78)
+    first, second = laid.plain.split("\n")
+    assert first.endswith("最后一个从未输入模型") and second == "（缓存 255）。"
+    assert laid.spans[0].style == "green" and laid.plain.replace("\n", "") == sentence.plain
+    english = Content("✓ done The context is full: 256 tokens, 251 of them new; the last was never fed in (cache 255).")
+    assert laid_lines(english, 78).plain.split("\n")[1] == "fed in (cache 255)."

@@ -602,3 +602,22 @@ def test_an_answer_of_0_is_judged_without_a_ratio():
     assert LessonPanel._verdict(Guess(0, 0), asked, {}) == say("lesson.guess.exact", guess="0")
     assert LessonPanel._verdict(Guess(0, 10), asked, {}) == say("lesson.guess.off", guess="0", answer="10")
     assert _number(float("nan"), "%") == "–"
+
+
+@run_async
+async def test_a_verdict_is_worked_out_again_for_a_new_pass(tiny_lm):
+    """A guess judged on one pass kept its verdict after the prompt was edited: 'this run gives
+    exactly that' above the new pass's '0 + 1 + 2 + 3 = 6'. The verdict is the pass on show's."""
+    from gpt2viz.trace import trace_prompt
+
+    lesson = load_lesson("003")
+    number = next(i for i, page in enumerate(lesson.pages) if page.predict and page.predict.answer == "masked_scores")
+    app = make_app(trace=load(TINY_TRACE), options=RunOptions(lesson="003"))
+    async with app.run_test(size=(120, 40)) as pilot:
+        run, screen = await open_page(app, pilot, number)
+        await type_guess(pilot, 10)  # five tokens: 0 + 1 + 2 + 3 + 4
+        assert say("lesson.guess.exact", guess="10") in lesson_text(app)
+        screen.load_trace(trace_prompt(tiny_lm, "Hello"))  # one token: the mask removes nothing
+        await pilot.pause()
+        assert run.guesses[number].answer == 0
+        assert say("lesson.guess.off", guess="10", answer="0") in lesson_text(app)

@@ -256,10 +256,10 @@ TEXT = {
         "Before the softmax the causal mask sets every score of a later position to minus infinity: "
         "row i keeps positions 0 to i. The model then cannot use a token it has not yet produced."
     ),
-    "lesson.003.mask_guess.question": "Guess: how many of one head's {scores} scores does the mask remove here?",
+    "lesson.003.mask_guess.question": "Guess: of one head's scores here ({T} × {T} = {scores}), how many does the mask remove?",
     "lesson.003.mask_guess.why": (
         "Row i loses the {T} − (i + 1) positions after it: {masked_sum} = {masked_scores} of "
-        "{scores}, and {kept_scores} are kept. Past a few dozen tokens, that is about half."
+        "{scores} masked, {kept_scores} kept. Past a few dozen tokens, that is about half."
     ),
     "lesson.003.masked": "The Scores stage shows that table, the masked cells marked, and counts them.",
     "lesson.003.pattern": (

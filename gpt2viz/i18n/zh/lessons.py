@@ -222,7 +222,7 @@ TEXT = {
         "在 softmax 之前，因果掩码把每个更靠后位置的分数设为负无穷：第 i 行只保留位置 0 到 i。"
         "这样模型就用不到它还没生成的 token。"
     ),
-    "lesson.003.mask_guess.question": "猜一猜：这里一个头的 {scores} 个分数里，掩码去掉了多少个？",
+    "lesson.003.mask_guess.question": "猜一猜：这里一个头有 {T} × {T} = {scores} 个分数，掩码去掉了多少个？",
     "lesson.003.mask_guess.why": (
         "第 i 行去掉它后面的 {T} − (i + 1) 个位置：{masked_sum} = {masked_scores}（共 {scores} 个），"
         "保留 {kept_scores} 个。token 多了以后，差不多是一半。"

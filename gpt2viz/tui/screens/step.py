@@ -16,7 +16,7 @@ from ..facts import StepChoice
 from ..language import key_name
 from ...text_safety import safe_line
 from ..stages import Stage, block_jump, build_stages, index_by_key, index_of
-from ..lesson_facts import MEASURED, lesson_answers, lesson_facts, measured
+from ..lesson_facts import lesson_answers, lesson_facts, measured
 from ..lesson_run import read_guess, read_number, stage_key
 from ..widgets.before_after import BeforeAfter
 from ..widgets.lesson_panel import LessonPanel
@@ -292,7 +292,7 @@ class StepScreen(AppScreen[None]):
         # part off (that runs the model).
         unavailable = frozenset(() if live else ("what_if",) + (() if self.trace.generation else ("generation",)))
         facts, answers, busy = self._lesson_numbers()
-        lesson.fill(answers, set(MEASURED))  # a guess at what the cost lab measures: its latest
+        lesson.fill(answers)  # each verdict against the run on show (an edited prompt has other answers)
         parts = self.trace.interventions
         edited = (safe_line(", ".join(parts)), key_name(self, "undo_intervention")) if parts else None
         panel.show(lesson, facts, answers, replay=not live, unavailable=unavailable, busy_share=busy, edited=edited)

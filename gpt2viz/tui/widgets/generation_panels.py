@@ -35,7 +35,7 @@ from ..generation_narration import (
 )
 from ..facts import RunFacts
 from ..language import key_name
-from ..styled_text import styled
+from ..styled_text import laid_lines, styled
 from .latency_chart import LatencyChart, Series
 from .pictures import CHIP_A, CHIP_B, CURRENT, NEW, bar
 from .laid import Laid
@@ -609,9 +609,11 @@ class StatusLine(Static):
         if state.selected is not None and gen.steps:
             fields.append(Content.styled(_("step {step} on show").format(step=state.index), dim))
         # The state's sentence is whole, wrapped to a second line if it must (Chinese at 80
-        # columns); the fields after it only where they fit beside it.
+        # columns, broken as Chinese breaks); the fields after it only where they take no line more.
         room = self.content_size.width
         separator = Content.styled("  · ", dim)
-        while len(fields) > 1 and room > 0 and separator.join(fields).cell_length > room:
-            fields.pop()
-        self.update(separator.join(fields))
+        if room > 0:
+            lines = laid_lines(head, room).plain.count("\n")
+            while len(fields) > 1 and laid_lines(separator.join(fields), room).plain.count("\n") > lines:
+                fields.pop()
+        self.update(laid_lines(separator.join(fields), room))

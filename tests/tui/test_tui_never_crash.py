@@ -238,8 +238,10 @@ async def test_a_screen_opened_as_the_app_leaves(bundled, errors_log, opener):
         assert app.return_code == 0
 
 
+# Twice fast; the slow tier repeats it more, as a soak of the race.
+@pytest.mark.parametrize("rounds", [2, pytest.param(8, marks=pytest.mark.slow)])
 @run_async
-async def test_a_step_opened_and_closed_before_it_is_drawn(errors_log):
+async def test_a_step_opened_and_closed_before_it_is_drawn(errors_log, rounds):
     """NoMatches '#stage-count' on StageView, NoMatches 'TopBar' on GenerationScreen: a callback
     the screen had left for after the next refresh ran once the screen was gone."""
     app = make_app(trace=load(GENERATION_TRACE))
@@ -247,7 +249,7 @@ async def test_a_step_opened_and_closed_before_it_is_drawn(errors_log):
         await started(app, pilot)
         await replay(app, pilot, "g settle", errors_log)
         assert isinstance(app.screen, GenerationScreen)
-        for _ in range(6):
+        for _ in range(rounds):
             await replay(app, pilot, "left×12 enter+escape enter+pagedown+escape enter+j+j+escape+escape+g", errors_log)
             await started(app, pilot, GenerationScreen)
 

@@ -167,7 +167,7 @@ def test_settings_form_messages_in_chinese():
     english, chinese = said_in_both(lambda: "\n".join(parse_settings(bad, True, True)[1].values()), {"q"})
     assert "top-k must be an integer >= 1, got 0" in english and "seed must be an integer, got 'q'" in english
     # The form's own checks say what the core says, in the same words (one msgid a sentence).
-    assert "new tokens must be an integer from 1 to 4,096, got '0'" in english
+    assert "new tokens must be an integer from 1 to 4,096, got 0" in english
     assert "top-k 必须是 >= 1 的整数，实际为 0" in chinese
     # No space between a Chinese field name and the Chinese words after it; the value as typed.
     assert "温度必须是 0 到 1,000,000 之间的数，实际为 -1" in chinese

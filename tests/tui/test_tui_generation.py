@@ -298,7 +298,7 @@ async def test_settings_form_checks_values_inline(ckpts):
         assert "top-k must be an integer >= 1, got 0" in text
         assert "top-p must be in (0, 1], got 1.5" in text
         vocab = screen.facts.vocab
-        assert "new tokens must be an integer from 1 to 4,096, got '0'" in text
+        assert "new tokens must be an integer from 1 to 4,096, got 0" in text
         assert "seed must be an integer from 0 to" in text  # with the others, not after them
         # The bounds the command line has: --generate's, and the model's vocabulary.
         form.query_one("#new-tokens").value = "4097"
@@ -306,7 +306,7 @@ async def test_settings_form_checks_values_inline(ckpts):
         form.apply()
         await pilot.pause()
         text = screen_text(app)
-        assert "got '4097'" in text and f"top-k {vocab + 1}: more than the model's vocabulary of {vocab:,} tokens" in text
+        assert "got 4097" in text and f"top-k {vocab + 1}: more than the model's vocabulary of {vocab:,} tokens" in text
         form.query_one("#temperature").value = "0"
         form.apply()
         await pilot.pause()

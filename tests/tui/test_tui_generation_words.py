@@ -255,10 +255,11 @@ def test_the_form_says_everything_wrong_at_once_and_keeps_to_the_model():
     settings, errors = parse_settings(bad, sampling=True, use_cache=True)
     assert settings is None and set(errors) == {"new-tokens", "temperature", "top-k", "top-p", "seed"}
     assert errors["seed"] == "seed must be an integer from 0 to 9,223,372,036,854,775,807, got -1"
+    assert errors["new-tokens"] == "new tokens: an integer from 1 to 4,096 is needed"  # not "got ''"
     over = {"new-tokens": "5999999999999", "temperature": "0.5", "top-k": "999999", "top-p": "", "seed": "1"}
     settings, errors = parse_settings(over, sampling=True, use_cache=True, vocab=50257)
     assert settings is None and errors == {
-        "new-tokens": "new tokens must be an integer from 1 to 4,096, got '5999999999999'",
+        "new-tokens": "new tokens must be an integer from 1 to 4,096, got 5999999999999",
         "top-k": "top-k 999999: more than the model's vocabulary of 50,257 tokens",
     }
     at_the_bounds = {"new-tokens": "4096", "temperature": "0.5", "top-k": "50257", "top-p": "", "seed": ""}

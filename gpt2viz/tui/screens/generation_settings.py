@@ -80,9 +80,16 @@ def parse_settings(
         if not 1 <= max_new <= MAX_NEW_TOKENS:
             raise ValueError
     except ValueError:
+        if not text:
+            errors["new-tokens"] = _problem("new-tokens", N_("{setting}: an integer from 1 to {max} is needed"),
+                                            max=count(MAX_NEW_TOKENS))
+        elif max_new is None:  # not an integer: the text quoted, as the other fields quote text
+            errors["new-tokens"] = _problem("new-tokens", N_("{setting} must be an integer from 1 to {max}, got {value!r}"),
+                                            max=count(MAX_NEW_TOKENS), value=text)
+        else:  # an integer out of range: as typed, as the other fields write numbers
+            errors["new-tokens"] = _problem("new-tokens", N_("{setting} must be an integer from 1 to {max}, got {value}"),
+                                            max=count(MAX_NEW_TOKENS), value=text)
         max_new = None
-        errors["new-tokens"] = _problem("new-tokens", N_("{setting} must be an integer from 1 to {max}, got {value!r}"),
-                                        max=count(MAX_NEW_TOKENS), value=text)
     sampling_settings = SamplingSettings()
     if sampling:
         parsed: dict[str, object] = {}

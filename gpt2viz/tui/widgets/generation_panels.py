@@ -607,7 +607,7 @@ class StatusLine(Static):
         if replay:
             fields.append(Content.styled(_("recorded"), dim))
         if state.selected is not None and gen.steps:
-            fields.append(Content.styled(_("step {step} on show").format(step=state.index), dim))
+            fields.append(Content.styled(_("showing step {step}").format(step=state.index), dim))
         # The state's sentence is whole, wrapped to a second line if it must (Chinese at 80
         # columns, broken as Chinese breaks); the fields after it only where they take no line more.
         room = self.content_size.width

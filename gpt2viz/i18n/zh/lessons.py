@@ -113,7 +113,7 @@ TEXT = {
     "lesson.000.logits_guess.question": "猜一猜：这次前向传播里 LM head 一共算了多少个 logit？",
     "lesson.000.logits_guess.why": (
         "{T} 个位置 × {vocab} 个 token = {logits}。只有最后一个位置的 logit 用来选下一个 token；"
-        "一次解码步只算一个位置，也就是 {vocab} 个。"
+        "一次 decode 步只算一个位置，也就是 {vocab} 个。"
     ),
     "lesson.000.next_token": (
         "贪心解码选概率最大的 token，即 {next_token}（{next_prob}）；采样则按概率随机抽一个。"
@@ -194,7 +194,7 @@ TEXT = {
         "每个新 token 都要把所有权重乘法做一遍：{step_macs} 次乘加，用到 {step_weight_bytes} 的权重，"
         "每个权重从内存读出只做一次乘加。"
     ),
-    "lesson.001.memory_wall.question": "猜一猜：一个解码步骤中，每读一个字节的权重要做多少次乘加？",
+    "lesson.001.memory_wall.question": "猜一猜：一个 decode 步中，每读一个字节的权重要做多少次乘加？",
     "lesson.001.memory_wall.why": (
         "{step_macs} ÷ {step_weight_bytes} = 每字节 {macs_per_byte} 次。内存送来一个字节的时间里，"
         "一个 CPU 核心能做许多次乘加：解码是在等内存（内存墙）。"

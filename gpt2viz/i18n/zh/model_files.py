@@ -56,20 +56,20 @@ TEXT = {
         "这比它的 {n_params} 个参数以 {dtype} 存储所需的 {plain} 多出 {extra}：词嵌入表里的每个数都是 float16 数，"
         "所以 LM head 乘的是词嵌入表的 float16 副本。副本采用 fbgemm 的打包布局，每块都填充到超过一行的 {n_embd} 个数，"
         "所以它占的空间比 float32 的词嵌入表（{table}）还大；一步只读取其中真正的数，每个两字节（{half}），"
-        "是 float32 词嵌入表字节数的一半。一次解码步总共读取其中的 {step}。"
+        "是 float32 词嵌入表字节数的一半。一次 decode 步总共读取其中的 {step}。"
     ),
     "stage.model_files.extra_head_copy": (
         "这比它的 {n_params} 个参数以 {dtype} 存储所需的 {plain} 多出 {extra}：本机上做矩阵乘的内核为了读得更快，"
         "为 LM head 保存了一份打包的词嵌入表副本，还可能把其他矩阵打包并加上填充，把它们的偏置保存为 float32。"
-        "一次解码步读取其中的 {step}。"
+        "一次 decode 步读取其中的 {step}。"
     ),
     "stage.model_files.extra_packed": (
         "这比它的 {n_params} 个参数以 {dtype} 存储所需的 {plain} 多出 {extra}：本机上做矩阵乘的内核为了读得更快，"
-        "把一些矩阵打包并加上填充，把它们的偏置保存为 float32。一次解码步读取其中的 {step}。"
+        "把一些矩阵打包并加上填充，把它们的偏置保存为 float32。一次 decode 步读取其中的 {step}。"
     ),
     "stage.model_files.extra_int8": (
         "这比它的 {n_params} 个参数每个占一个字节所需的 {plain} 多出 {extra}：每一行 int8 数都有一个 float32 "
-        "缩放系数，内核为了读得更快会保存打包的副本，还有一些权重保持 float32。一次解码步读取其中的 {step}。"
+        "缩放系数，内核为了读得更快会保存打包的副本，还有一些权重保持 float32。一次 decode 步读取其中的 {step}。"
     ),
     "stage.model_files.kernels": (
         "每个权重怎么乘，是 gpt2viz 在运行本次的机器（{cpu}）上第一次加载这些形状的权重时实测决定并保存下来的（存在缓存里；只有当时机器繁忙才会重新测量）：要么按 BLAS 的方式算成一次乘法，要么把权重拆成两半，每半用一个核。"

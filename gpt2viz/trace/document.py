@@ -109,6 +109,14 @@ class Trace:
         """Every position's id: the cached ones, then the computed ones."""
         return [t["id"] for t in self.context + self.tokens]
 
+    @property
+    def ablations(self) -> tuple:
+        """`interventions` parsed (gpt2viz.interventions.Ablation): the parts this pass switched off,
+        which a screen running the model again keeps off and a stage's sentences speak of."""
+        from ..interventions import parse_ablations  # the model's side: not loaded to read a trace
+
+        return tuple(parse_ablations(self.interventions))
+
     def to_dict(self) -> dict:
         self.resolve_all()
         return {

@@ -6,7 +6,6 @@ picks the templates: 'stage' or 'llama')."""
 from __future__ import annotations
 
 from ..i18n import _, ngettext, plural, say, sentences
-from ..interventions import parse_ablations
 from ..model.kv_cache import GROWTH_CHUNK
 from ..trace import Trace
 from .facts import RunFacts, allocated_positions, hook_event, last_position, untrained, value_at
@@ -50,7 +49,7 @@ def activity_paragraphs(trace: Trace, f: RunFacts, post: dict, family: str, laye
             active = say(f"{family}.mlp.active", **facts)
         # Neurons of this block switched off at this position (what if) count as their replaced
         # outputs here, while the histogram beside it shows what went into the activation.
-        off = {n for a in parse_ablations(trace.interventions) if a.kind == "neurons" and a.layer == layer
+        off = {n for a in trace.ablations if a.kind == "neurons" and a.layer == layer
                for n in a.neurons}
         if off:
             active = sentences(active, say(plural("stage.mlp.switched_off", len(off)), n=count(len(off))))

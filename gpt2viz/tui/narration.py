@@ -92,12 +92,12 @@ def narrate(
 def edited_sentence(trace: Trace, stage: Stage) -> str:
     """For a stage of a block with parts switched off (what-if), what is off there: its numbers
     are the edited pass's, and may disagree with the model's own ('' elsewhere)."""
-    from ..interventions import AblationError, parse_ablations
+    from ..interventions import AblationError
 
     if stage.layer is None or not trace.interventions:
         return ""
     try:
-        here = [a for a in parse_ablations(trace.interventions) if a.layer == stage.layer]
+        here = [a for a in trace.ablations if a.layer == stage.layer]
     except AblationError:
         return ""
     if not here:

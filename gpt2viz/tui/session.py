@@ -23,7 +23,7 @@ from typing import Any, Callable
 
 from ..errors import DownloadCancelled, Gpt2VizError
 from ..i18n import _
-from ..interventions import Ablation, applied, parse_ablations
+from ..interventions import Ablation, applied
 from ..options import RunOptions
 from ..trace import Trace
 from .generation import GenerationSettings
@@ -271,7 +271,7 @@ class Session:
         def failed(text: str, code: int) -> None:
             self.downloading = False
             if not first:
-                self.ablations = parse_ablations(self.trace.interventions)
+                self.ablations = list(self.trace.ablations)
             self._tell(RunFailed(text, code, fatal=first))
 
         job = self.jobs.submit(self, "run", work, on_result=done, on_progress=self._tell, on_error=failed)
@@ -304,7 +304,7 @@ class Session:
         self.jobs.cancel(self, "run")
         self.downloading = False
         if self.trace is not None:
-            self.ablations = parse_ablations(self.trace.interventions)
+            self.ablations = list(self.trace.ablations)
 
     def cancel_download(self) -> None:
         """Stops the hub download at its next piece: the bytes fetched so far stay in the cache."""
@@ -526,16 +526,13 @@ class Session:
 
         def work(job: Job):
             with applied(lm.hooks, ablations):
-                return patched(job)
-
-        def patched(job: Job):
-            answer = int(residuals(lm, clean)[1].argmax())
-            if int(residuals(lm, corrupted)[1].argmax()) == answer:
-                return SameAnswer(lm.tokenizer.display(answer))
-            try:
-                result = patch_residual_stream(lm, clean, corrupted, progress=job.report, cancelled=job.should_stop)
-            except PatchingError as err:  # a request patching cannot run: said as it is
-                raise Gpt2VizError(str(err)) from err
+                answer = int(residuals(lm, clean)[1].argmax())
+                if int(residuals(lm, corrupted)[1].argmax()) == answer:
+                    return SameAnswer(lm.tokenizer.display(answer))
+                try:
+                    result = patch_residual_stream(lm, clean, corrupted, progress=job.report, cancelled=job.should_stop)
+                except PatchingError as err:  # a request patching cannot run: said as it is
+                    raise Gpt2VizError(str(err)) from err
             if result is None:
                 return None
             answers = (lm.tokenizer.display(result.clean_answer), lm.tokenizer.display(result.corrupted_answer))

@@ -19,7 +19,6 @@ from textual.containers import Container, Horizontal, Vertical, VerticalScroll
 from textual.widgets import Input, ProgressBar, Static, TabbedContent, TabPane
 
 from ...attribution import Attribution
-from ...interventions import parse_ablations
 from ...i18n import N_, _, count, ngettext
 from ...trace import Trace
 from ..attribution_narration import (
@@ -200,7 +199,7 @@ class AttributionScreen(AppScreen[None]):
         self.corrupted = default_corruption(trace.prompt, self.lm.encode_prompt)
         # The parts switched off in the pass on show (what if): every run of this screen keeps them off,
         # so that what it splits and patches is that pass's.
-        self.ablations = tuple(parse_ablations(trace.interventions))
+        self.ablations = trace.ablations
         kept = session.attribution_kept
         if isinstance(kept, AttributionKept) and kept.trace is trace:  # opened before on this pass
             self.attributions, self.patch, self.head_scores = list(kept.attributions), kept.patch, kept.head_scores

@@ -20,7 +20,6 @@ from textual.containers import Container
 from ...generate import STOP_CANCELLED, new_generator
 from ...i18n import N_, _, count, ngettext
 from ...trace import Trace
-from ...interventions import parse_ablations
 from ..generation import Comparison, Generation, GenerationSettings, decoding_label
 from ..facts import RunFacts, StepChoice
 from ..language import key_name
@@ -236,7 +235,7 @@ class GenerationScreen(AppScreen[None]):
     @property
     def ablations(self) -> tuple:
         """The parts of the model switched off in the pass this view continues (what if)."""
-        return tuple(parse_ablations(self.trace.interventions))
+        return self.trace.ablations
 
     def start(self, settings: GenerationSettings | None = None) -> None:
         """A new generation from the prompt with `settings` (the current ones if None)."""

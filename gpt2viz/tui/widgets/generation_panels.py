@@ -612,8 +612,9 @@ class StatusLine(Static):
         # columns, broken as Chinese breaks); the fields after it only where they take no line more.
         room = self.content_size.width
         separator = Content.styled("  · ", dim)
-        if room > 0:
-            lines = laid_lines(head, room).plain.count("\n")
-            while len(fields) > 1 and laid_lines(separator.join(fields), room).plain.count("\n") > lines:
-                fields.pop()
-        self.update(laid_lines(separator.join(fields), room))
+        laid = laid_lines(separator.join(fields), room)
+        lines = laid_lines(head, room).plain.count("\n")
+        while len(fields) > 1 and laid.plain.count("\n") > lines:
+            fields.pop()
+            laid = laid_lines(separator.join(fields), room)
+        self.update(laid)

@@ -9,8 +9,9 @@ stream apart:
 - `accumulated_resid`: the stream entering each block, and after the last: `[layers + 1, B, T, C]`;
 - `decompose_resid`: what each part wrote into it (embeddings, each attention and MLP output);
 - `stack_head_results`: each head's own output, `z_h @ W_O[h]` (c_proj's rows of head h);
-- `apply_ln_to_stack`: the final LayerNorm of this pass applied to each component: centred and
-  divided by the pass's scale (frozen, so the LayerNorm is linear and components add up);
+- `apply_ln_to_stack`: a LayerNorm of this pass (the final one, or a block's ln1 or ln2) applied to
+  each component: centred and divided by the pass's scale (frozen, so the LayerNorm is linear and
+  components add up);
 - `logit_attrs`: components, the final LayerNorm applied as above, times the logit directions
   of tokens (TL's: pass the components as they are).
 
@@ -29,163 +30,272 @@ tests/test_transformer_lens.py every method against TransformerLens 4.3 (where i
 
 from __future__ import annotations
 
+import operator
 from typing import TYPE_CHECKING, Any
 
 import torch
 
-from .hooks import BLOCK_HOOKS, HookNameError, all_hook_names, hook_name
+from .errors import InputError, TokenIdError
+from .hooks import HookNameError
+from .i18n import N_
+from .input_files import shown
 
 if TYPE_CHECKING:
     from .model.gpt2 import GPT2
+    from .model.tokenizer import Tokenizer
 
 __all__ = ["ActivationCache", "act_name"]
 
-# TransformerLens's short names (utils.get_act_name) for gpt2viz's hook points.
-SHORT_NAMES = {
-    "embed": "hook_embed", "pos_embed": "hook_pos_embed",
-    **{name.split(".")[-1].removeprefix("hook_"): name for name in BLOCK_HOOKS if name.startswith(("attn.", "mlp."))},
-    **{name.removeprefix("hook_"): name for name in BLOCK_HOOKS if "." not in name},
-}
+# TransformerLens's other names for some short names (utils.get_act_name's act_name_alias).
+ALIASES = {"attn": "pattern", "attn_logits": "attn_scores", "key": "k", "query": "q", "value": "v",
+           "mlp_pre": "pre", "mlp_mid": "mid", "mlp_post": "post"}
+ATTENTION_NAMES = ("k", "v", "q", "z", "rot_k", "rot_q", "result", "pattern", "attn_scores")
+MLP_NAMES = ("pre", "post", "mid", "pre_linear")
+LAYER_TYPES = {"a": "attn", "m": "mlp", "b": "", "block": "", "blocks": "", "attention": "attn"}
+MODES = ("all", "attn", "mlp")
 
 
 def act_name(name: str, layer: int | None = None, layer_type: str | None = None) -> str:
-    """The full hook name of TransformerLens's short `name` in block `layer`: ('pattern', 1) is
-    'blocks.1.attn.hook_pattern', ('resid_pre', 0) 'blocks.0.hook_resid_pre', ('scale', 2, 'ln1')
-    'blocks.2.ln1.hook_scale', ('scale', None) 'ln_final.hook_scale'. A full name is itself."""
+    """The full hook name of TransformerLens's short `name` in block `layer`, as TL's
+    `utils.get_act_name` makes it: ('pattern', 1) is 'blocks.1.attn.hook_pattern' (also
+    ('attn', 1)), ('resid_pre', 0) 'blocks.0.hook_resid_pre', ('scale', 2, 'ln2')
+    'blocks.2.ln2.hook_scale' (ln1 when no layer type is given), ('scale', None)
+    'ln_final.hook_scale', ('embed', None) 'hook_embed'. A full name is itself."""
+    if "." in name or name.startswith("hook_"):
+        return name
+    name = ALIASES.get(name, name)
     if name in ("scale", "normalized"):
         if layer is None:
             return f"ln_final.hook_{name}"
-        return hook_name(f"{layer_type or 'ln1'}.hook_{name}", layer)
-    if name in ("embed", "pos_embed"):
-        return SHORT_NAMES[name]
-    full = SHORT_NAMES.get(name)
-    if full is None or layer is None:
-        return name
-    return hook_name(full, layer)
+        layer_type = layer_type or "ln1"
+    elif name in ATTENTION_NAMES:
+        layer_type = "attn"
+    elif name in MLP_NAMES:
+        layer_type = "mlp"
+    elif layer_type in LAYER_TYPES:
+        layer_type = LAYER_TYPES[layer_type]
+    parts = ([] if layer is None else ["blocks", str(layer)]) + ([layer_type] if layer_type else []) + [f"hook_{name}"]
+    return ".".join(parts)
 
 
 class ActivationCache(dict):
     """Hook name -> activation of one pass (`LanguageModel.run_with_cache`), and the analyses
     of the module's doc. Components are stacked on a new first axis; pass `pos_slice` (an int or
-    a slice) to keep some positions only."""
+    a slice) to keep some positions only. `layer` arguments are TL's: None or -1 is after the
+    last block, a block's number is the stream entering it."""
 
-    def __init__(self, model: GPT2) -> None:
+    def __init__(self, model: GPT2, tokenizer: Tokenizer | None = None) -> None:
         super().__init__()
         self.model = model
+        self.tokenizer = tokenizer  # for tokens given as text (logit_attrs)
+
+    def __repr__(self) -> str:  # a dict's would print every tensor
+        return f"ActivationCache with keys {list(self)}"
+
+    def _name(self, key: Any) -> Any:
+        """The hook name a key stands for: a full name, TL's short name ('embed'), or a tuple
+        (name, layer[, layer_type]) whose negative layer counts from the end, as TL's does."""
+        if isinstance(key, tuple) and key and isinstance(key[0], str):
+            name, *rest = key
+            if rest and isinstance(rest[0], int) and not isinstance(rest[0], bool) and rest[0] < 0:
+                rest[0] += self.model.config.n_layer
+            return act_name(name, *rest)
+        if isinstance(key, str) and not dict.__contains__(self, key):
+            return act_name(key)
+        return key
 
     def __getitem__(self, key: Any) -> torch.Tensor:
-        if isinstance(key, tuple):
-            key = act_name(*key)
-        if not dict.__contains__(self, key):
-            raise HookNameError(str(key), tuple(self) or tuple(all_hook_names(self.model.config.n_layer)))
-        return dict.__getitem__(self, key)
+        name = self._name(key)
+        if not dict.__contains__(self, name):
+            model_names = tuple(self.model.hooks.names)
+            if name in model_names:
+                raise HookNameError.not_kept(name, len(self))
+            raise HookNameError(str(name), model_names or tuple(self))
+        return dict.__getitem__(self, name)
+
+    def __contains__(self, key: object) -> bool:
+        return dict.__contains__(self, self._name(key))
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        return self[key] if key in self else default
+
+    # -- arguments as TransformerLens takes them -----------------------------------------------
+    def _layer(self, layer: Any) -> int:
+        """A `layer` argument as a block number, None and -1 being n_layer (after the last)."""
+        n_layer = self.model.config.n_layer
+        if layer is None or (isinstance(layer, int) and layer == -1):
+            return n_layer
+        if not isinstance(layer, int) or isinstance(layer, bool) or not 0 <= layer <= n_layer:
+            raise InputError("layer", N_("{setting} must be a block from 0 to {last}, or -1 or None for after the last, got {value}"),
+                             last=n_layer, value=shown(layer))
+        return layer
+
+    def _is_gpt2(self) -> bool:
+        """GPT-2 adds a position vector (a LLaMA-family model rotates instead) and centres in its
+        LayerNorms (a LLaMA-family model's RMSNorm does not)."""
+        return self.model.config.architecture != "llama"
 
     # -- the residual stream taken apart -------------------------------------------------------
     def accumulated_resid(
         self, layer: int | None = None, incl_mid: bool = False, apply_ln: bool = False, pos_slice: Any = None,
-        return_labels: bool = False,
+        mlp_input: bool = False, return_labels: bool = False,
     ) -> torch.Tensor | tuple[torch.Tensor, list[str]]:
         """The residual stream entering blocks 0 .. `layer` (default: every block, and after the
-        last one, "final_post"), `[components, B, T, C]`; `incl_mid` adds each block's stream
-        between attention and MLP. Labels as TransformerLens's ("0_pre", "0_mid", ..., "final_post").
-        `apply_ln` normalises each stream by its own scale, as the final LayerNorm would if the
-        stream ended there (TL's recompute_ln: the logit lens)."""
+        last one, "final_post"), `[components, B, T, C]`; `incl_mid` adds each earlier block's
+        stream between attention and MLP, `mlp_input` block `layer`'s. Labels as TransformerLens's
+        ("0_pre", "0_mid", ..., "final_post"). `apply_ln`: after the last block, each stream
+        normalised by its own scale, as the final LayerNorm would if the stream ended there (the
+        logit lens); at a block, by the scale its ln1 (ln2 with `mlp_input`) had in this pass."""
         n_layer = self.model.config.n_layer
-        whole = layer is None or layer == n_layer
+        layer = self._layer(layer)
         parts, labels = [], []
-        for l in range(n_layer if whole else layer + 1):
-            parts.append(self[hook_name("hook_resid_pre", l)])
+        for l in range(layer + 1):
+            if l == n_layer:
+                parts.append(self["resid_post", n_layer - 1])
+                labels.append("final_post")
+                continue
+            parts.append(self["resid_pre", l])
             labels.append(f"{l}_pre")
-            if incl_mid and (whole or l < layer):
-                parts.append(self[hook_name("hook_resid_mid", l)])
+            if (incl_mid and l < layer) or (mlp_input and l == layer):
+                parts.append(self["resid_mid", l])
                 labels.append(f"{l}_mid")
-        if whole:
-            parts.append(self[hook_name("hook_resid_post", n_layer - 1)])
-            labels.append("final_post")
         stack = torch.stack([_positions(p, pos_slice) for p in parts])
         if apply_ln:
-            stack = self.apply_ln_to_stack(stack, recompute_ln=True)
+            stack = self.apply_ln_to_stack(stack, layer, mlp_input, pos_slice, recompute_ln=layer == n_layer)
         return (stack, labels) if return_labels else stack
 
     def decompose_resid(
-        self, layer: int | None = None, mode: str = "all", apply_ln: bool = False, pos_slice: Any = None,
-        incl_embeds: bool = True, return_labels: bool = False,
+        self, layer: int | None = None, mlp_input: bool = False, mode: str = "all", apply_ln: bool = False,
+        pos_slice: Any = None, incl_embeds: bool = True, return_labels: bool = False,
     ) -> torch.Tensor | tuple[torch.Tensor, list[str]]:
         """What each part wrote into the stream before block `layer` (default: all of it):
-        embed, pos_embed, then each block's attn_out and mlp_out (`mode` "attn" or "mlp" keeps
-        one kind), `[components, B, T, C]`. Their sum is the stream itself."""
-        n_layer = self.model.config.n_layer
-        last = n_layer if layer is None else layer
+        embed, pos_embed (a GPT-2's), then each block's attn_out and mlp_out (`mode` "attn" or
+        "mlp" keeps one kind; `mlp_input` adds block `layer`'s attn_out), `[components, B, T, C]`.
+        Their sum is the stream itself."""
+        if mode not in MODES:
+            raise InputError("mode", N_("{setting} must be 'all', 'attn' or 'mlp', got {value}"), value=shown(mode))
+        layer = self._layer(layer)
         parts, labels = [], []
         if incl_embeds:
-            parts += [self["hook_embed"], self["hook_pos_embed"]]
-            labels += ["embed", "pos_embed"]
-        for l in range(last):
-            if mode in ("all", "attn"):
-                parts.append(self[hook_name("hook_attn_out", l)])
+            parts.append(self["hook_embed"])
+            labels.append("embed")
+            if self._is_gpt2():
+                parts.append(self["hook_pos_embed"])
+                labels.append("pos_embed")
+        for l in range(layer):
+            if mode != "mlp":
+                parts.append(self["attn_out", l])
                 labels.append(f"{l}_attn_out")
-            if mode in ("all", "mlp"):
-                parts.append(self[hook_name("hook_mlp_out", l)])
+            if mode != "attn":
+                parts.append(self["mlp_out", l])
                 labels.append(f"{l}_mlp_out")
-        return self._finish(parts, labels, apply_ln, pos_slice, return_labels)
+        if mlp_input and mode != "mlp":
+            parts.append(self["attn_out", layer])
+            labels.append(f"{layer}_attn_out")
+        return self._finish(parts, labels, layer, mlp_input, apply_ln, pos_slice, return_labels)
 
     def stack_head_results(
-        self, layer: int = -1, apply_ln: bool = False, pos_slice: Any = None, return_labels: bool = False,
+        self, layer: int | None = -1, return_labels: bool = False, incl_remainder: bool = False, pos_slice: Any = None,
+        apply_ln: bool = False,
     ) -> torch.Tensor | tuple[torch.Tensor, list[str]]:
         """Each head's own output into the stream, `z_h @ W_O[h]` (c_proj's rows of head h, its
-        bias left out), for the heads of blocks 0 .. `layer` - 1 (-1: every block),
-        `[heads, B, T, C]`, labels "L0H0", "L0H1", ..."""
-        config = self.model.config
-        last = config.n_layer if layer == -1 else layer
+        bias left out), for the heads of blocks 0 .. `layer` - 1 (-1 or None: every block),
+        `[heads, B, T, C]`, labels "L0H0", "L0H1", ... (none before block 0: an empty stack).
+        `incl_remainder` adds the rest of the stream entering block `layer` ("remainder")."""
+        layer = self._layer(layer)
+        n_head = self.model.config.n_head
         parts, labels = [], []
-        for l in range(last):
-            z = self[hook_name("attn.hook_z", l)]  # [B, T, nh, hd], TL's layout
+        for l in range(layer):
+            z = self["z", l]  # [B, T, nh, hd], TL's layout
             parts += list(head_results(self.model, l, z.transpose(1, 2)))
-            labels += [f"L{l}H{h}" for h in range(config.n_head)]
-        return self._finish(parts, labels, apply_ln, pos_slice, return_labels)
+            labels += [f"L{l}H{h}" for h in range(n_head)]
+        if incl_remainder:
+            stream = self["resid_post", layer - 1] if layer else self["resid_pre", 0]
+            parts.append(stream - sum(parts) if parts else stream)
+            labels.append("remainder")
+        if not parts:
+            empty = _positions(self["hook_embed"], pos_slice)
+            stack = empty.new_zeros(0, *empty.shape)
+            if apply_ln:
+                stack = self.apply_ln_to_stack(stack, layer, pos_slice=pos_slice)
+            return (stack, labels) if return_labels else stack
+        return self._finish(parts, labels, layer, False, apply_ln, pos_slice, return_labels)
 
-    # -- the final LayerNorm and the logits ----------------------------------------------------
+    # -- the LayerNorms and the logits ---------------------------------------------------------
     def apply_ln_to_stack(
         self, stack: torch.Tensor, layer: int | None = None, mlp_input: bool = False, pos_slice: Any = None,
         recompute_ln: bool = False,
     ) -> torch.Tensor:
-        """The final LayerNorm of this pass applied to each component of `stack` `[..., B, T, C]`
-        (`layer` None or -1; a block's number applies its ln1's scale, or ln2's with `mlp_input`):
-        centred and divided by the pass's scale, at the positions of `pos_slice` (the stack's
-        own are taken as already sliced). The gain γ is the logit direction's (`logit_attrs`).
-        `recompute_ln`: each component divided by its own scale instead."""
-        centred = stack - stack.mean(dim=-1, keepdim=True)
+        """A LayerNorm of this pass applied to each component of `stack` `[..., B, T, C]`: the
+        final one (`layer` None, -1 or n_layer), or block `layer`'s ln1 (ln2 with `mlp_input`).
+        Centred (a LLaMA-family model's RMSNorm does not centre) and divided by the scale it had
+        in this pass, at the positions of `pos_slice` (the stack's own are taken as already
+        sliced), so the norm is linear and components add up. The gain γ is the logit
+        direction's (`logit_attrs`). `recompute_ln`: each component divided by its own scale."""
+        layer = self._layer(layer)
+        centred = stack - stack.mean(dim=-1, keepdim=True) if self._is_gpt2() else stack
         if recompute_ln:
-            eps = self.model.config.layer_norm_epsilon
+            eps = _final_norm(self.model).eps
             return centred / (centred.pow(2).mean(dim=-1, keepdim=True) + eps).sqrt()
-        if layer is None or layer == -1:
-            name = "ln_final.hook_scale"
+        if layer == self.model.config.n_layer:
+            scale = self["ln_final.hook_scale"]
         else:
-            name = hook_name("ln2.hook_scale" if mlp_input else "ln1.hook_scale", layer)
-        return centred / _positions(self[name], pos_slice)  # scale [B, T, 1]
+            scale = self["scale", layer, "ln2" if mlp_input else "ln1"]
+        return centred / _positions(scale, pos_slice)  # scale [B, T, 1]
 
     def logit_attrs(
         self, stack: torch.Tensor, tokens: Any, incorrect_tokens: Any = None, pos_slice: Any = None
     ) -> torch.Tensor:
-        """Each component's direct contribution to the logits of `tokens` (an id, or a tensor of
-        ids broadcast against the stack's batch and positions): the component, the final
-        LayerNorm applied (`apply_ln_to_stack`, at `pos_slice`), times `γ ⊙ wte[token]`. With
-        `incorrect_tokens`, the contribution to the difference of the two logits."""
-        direction = self._direction(tokens)
+        """Each component's direct contribution to the logits of `tokens` (an id, a text of one
+        token, or a tensor of ids broadcast against the stack's batch and positions): the
+        component, the final LayerNorm applied (`apply_ln_to_stack`, at `pos_slice`), times
+        `γ ⊙ W_U[token]`. With `incorrect_tokens` (of the same shape), the contribution to the
+        difference of the two logits."""
+        ids = self._token_ids(tokens, "tokens")
+        direction = self._direction(ids)
         if incorrect_tokens is not None:
-            direction = direction - self._direction(incorrect_tokens)
+            other = self._token_ids(incorrect_tokens, "incorrect_tokens")
+            if other.shape != ids.shape:
+                raise InputError("incorrect_tokens", N_("{setting} must have the shape of tokens, {shape}, got {value}"),
+                                 shape=list(ids.shape), value=list(other.shape))
+            direction = direction - self._direction(other)
         return (self.apply_ln_to_stack(stack, pos_slice=pos_slice) * direction).sum(-1)
 
-    def _direction(self, tokens: Any) -> torch.Tensor:
-        ids = torch.as_tensor(tokens, device=self.model.device)
-        return self.model.ln_f.weight * self.model.wte.lookup(ids)  # [..., C]
+    def _token_ids(self, tokens: Any, setting: str) -> torch.Tensor:
+        """`tokens` as a tensor of ids of the vocabulary (a text must be exactly one token)."""
+        vocab = self.model.config.vocab_size
+        if isinstance(tokens, str):
+            ids = self.tokenizer.encode(tokens) if self.tokenizer is not None else []
+            if len(ids) != 1:
+                raise InputError(setting, N_("{setting} must be a text of one token, got {value} ({count} tokens)"),
+                                 value=shown(tokens), count=len(ids))
+            return torch.tensor(ids[0], device=self.model.device)
+        ids = tokens
+        if not isinstance(ids, torch.Tensor):
+            try:
+                ids = torch.tensor(ids if isinstance(ids, (list, tuple)) else operator.index(ids))
+            except (TypeError, ValueError, RuntimeError, OverflowError):
+                ids = None
+        if ids is None or ids.dtype == torch.bool or ids.is_floating_point() or ids.is_complex():
+            bad: Any = tokens
+        else:
+            outside = (ids < 0) | (ids >= vocab)
+            if not bool(outside.any()):
+                return ids.to(self.model.device)
+            bad = int(ids[outside].flatten()[0])
+        raise TokenIdError(setting, N_("{setting} must be a token id from 0 to {last}, got {value}"),
+                           last=vocab - 1, value=shown(bad))
+
+    def _direction(self, ids: torch.Tensor) -> torch.Tensor:
+        return _final_norm(self.model).weight * unembedding_rows(self.model, ids)  # [..., C]
 
     def _finish(
-        self, parts: list[torch.Tensor], labels: list[str], apply_ln: bool, pos_slice: Any, return_labels: bool
+        self, parts: list[torch.Tensor], labels: list[str], layer: int, mlp_input: bool, apply_ln: bool,
+        pos_slice: Any, return_labels: bool,
     ) -> torch.Tensor | tuple[torch.Tensor, list[str]]:
         stack = torch.stack([_positions(p, pos_slice) for p in parts])
         if apply_ln:
-            stack = self.apply_ln_to_stack(stack, pos_slice=pos_slice)
+            stack = self.apply_ln_to_stack(stack, layer, mlp_input, pos_slice)
         return (stack, labels) if return_labels else stack
 
 
@@ -193,6 +303,20 @@ def _positions(t: torch.Tensor, pos_slice: Any) -> torch.Tensor:
     """`t` `[B, T, ...]` at the positions of `pos_slice`, as TransformerLens's Slice: None all, an
     int that position (the axis dropped), a slice or a list of positions those (the axis kept)."""
     return t if pos_slice is None else t[:, pos_slice]
+
+
+def _final_norm(model):
+    """The LayerNorm (a LLaMA-family model's RMSNorm) before the LM head."""
+    return model.model.norm if model.config.architecture == "llama" else model.ln_f
+
+
+def unembedding_rows(model, ids: torch.Tensor) -> torch.Tensor:
+    """The LM head's rows of `ids` `[..., C]`: the token table's where the head is tied to it
+    (GPT-2, in every number format), else the head's own weight."""
+    if model.config.architecture == "llama":
+        head = model.lm_head
+        return head.wte.lookup(ids) if hasattr(head, "wte") else head.weight[ids]
+    return model.wte.lookup(ids)
 
 
 def attention_out_product(model, layer: int):

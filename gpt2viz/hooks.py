@@ -6,8 +6,8 @@ without a glossary. Differences from TransformerLens, on purpose:
 - per-head tensors (`hook_q`, `hook_k`, `hook_v`, `hook_z`, scores, pattern) are fired in the
   layout the computation uses, `[batch, head, position, head_dim]`; a subscriber made
   TransformerLens-style (`tl_style=True`, `LanguageModel.run_with_hooks`) is called as TL calls
-  its hook functions, `fn(activation, hook)`, and gets `hook_q/k/v/z` in TL's layout
-  `[batch, position, head, head_dim]` (a view: an in-place edit edits the pass), and
+  its hook functions, `fn(activation, hook)`, and gets `hook_q/k/v/z` (a LLaMA-family model's
+  `hook_rot_q/k` too) in TL's layout `[batch, position, head, head_dim]` (a view: an in-place edit edits the pass), and
   `run_with_cache` keeps them in that layout;
 - `hook_k` / `hook_v` carry the keys and values of the new positions only (before they join the
   KV cache), and `hook_attn_scores` / `hook_pattern` have one row per new position and one column
@@ -99,7 +99,7 @@ EMBED_HOOKS = ("hook_embed", "hook_pos_embed")
 FINAL_HOOKS = ("ln_final.hook_scale", "ln_final.hook_normalized", "unembed.hook_out")
 STEP_HOOKS = ("kv_cache", "sample")
 # Per-head hooks whose TransformerLens layout puts the position before the head.
-TL_POSITION_FIRST = ("attn.hook_q", "attn.hook_k", "attn.hook_v", "attn.hook_z")
+TL_POSITION_FIRST = ("attn.hook_q", "attn.hook_k", "attn.hook_v", "attn.hook_z", "attn.hook_rot_q", "attn.hook_rot_k")
 
 
 def hook_name(name: str, layer: int | None = None) -> str:
@@ -150,18 +150,31 @@ class HookNameError(Gpt2VizError, KeyError):
     """A hook name or pattern that names no hook point of the model (a KeyError too, as a
     dictionary's unknown key is)."""
 
-    def __init__(self, pattern: str, names: tuple[str, ...]) -> None:
-        close = difflib.get_close_matches(pattern, names, n=3, cutoff=0.6)
-        if close:
-            message = _("no hook point is named {pattern!r}; the closest: {names}").format(pattern=pattern, names=", ".join(close))
-        else:
-            message = _("no hook point is named {pattern!r}; the model's go from {first} to {last} (all_hook_names)").format(
-                pattern=pattern, first=names[0], last=names[-1])
+    def __init__(self, pattern: str, names: tuple[str, ...], message: str | None = None) -> None:
+        if message is None:
+            message = self._sentence(pattern, names)
         super().__init__(message)
         self.message = message
 
     def __str__(self) -> str:  # KeyError's would quote the sentence
         return self.message
+
+    @staticmethod
+    def _sentence(pattern: str, names: tuple[str, ...]) -> str:
+        if pattern.endswith("attn.hook_result"):
+            return _("gpt2viz has no hook point {pattern!r}: each head's output into the stream is worked out by "
+                     "ActivationCache.stack_head_results()").format(pattern=pattern)
+        close = difflib.get_close_matches(pattern, names, n=3, cutoff=0.6)
+        if close:
+            return _("no hook point is named {pattern!r}; the closest: {names}").format(pattern=pattern, names=", ".join(close))
+        return _("no hook point is named {pattern!r}; the model's go from {first} to {last} (all_hook_names)").format(
+            pattern=pattern, first=names[0], last=names[-1])
+
+    @classmethod
+    def not_kept(cls, name: str, kept: int) -> HookNameError:
+        """A hook point of the model that a cache did not keep (run_with_cache's names_filter)."""
+        return cls(name, (), _("{name!r} is a hook point of the model, but not in this cache: its pass kept {count} "
+                               "hook points (run_with_cache's names_filter)").format(name=name, count=kept))
 
 
 class HookEditError(Gpt2VizError, ValueError):

@@ -158,5 +158,9 @@ def shown(value: object, limit: int = 40) -> str:
     if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 4 * limit:
         # str() of an integer of more than 4,300 digits raises: count its digits from its bits.
         return _("an integer of about {digits} digits").format(digits=count(int(value.bit_length() * 0.30103) + 1))
+    if getattr(value, "ndim", 0) and hasattr(value, "shape") and hasattr(value, "dtype"):  # a tensor or array: its shape
+        return _("a tensor of shape {shape} ({dtype})").format(shape=list(value.shape), dtype=str(value.dtype).removeprefix("torch."))
     text = repr(value)
+    if "\n" in text:  # an object whose repr takes several lines: one line
+        text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -60,6 +60,7 @@ class LanguageModel:
     # The same for the other number formats (gpt2viz.kernels.formats): bfloat16, float16, int8.
     format_kernels: list[FormatChoice] = field(default_factory=list)
     _twin: "LanguageModel | None" = field(default=None, init=False, repr=False)
+    _added_hooks: list = field(default_factory=list, init=False, repr=False)  # add_hook's, for reset_hooks
 
     @property
     def precision(self) -> str:
@@ -121,7 +122,10 @@ class LanguageModel:
         if isinstance(prompt, str):
             return ([self.eos_id] if prepend_bos else []) + self.tokenizer.encode(prompt)
         if isinstance(prompt, torch.Tensor):
-            prompt = prompt.reshape(-1).tolist() if prompt.dim() <= 1 or prompt.size(0) == 1 else prompt
+            if prompt.dim() > 2 or (prompt.dim() == 2 and prompt.size(0) != 1):
+                raise InputError("prompt", N_("{setting}: a tensor of ids must be [positions] or [1, positions], got {value}"),
+                                 value=_shown(prompt))
+            prompt = prompt.reshape(-1).tolist()
         if not isinstance(prompt, (list, tuple)) or not all(
             isinstance(i, int) and not isinstance(i, bool) for i in prompt
         ):
@@ -184,7 +188,7 @@ class LanguageModel:
         """One forward pass that keeps the activations, as TransformerLens's `run_with_cache`:
         returns `(logits [B, T, vocab], cache)`, `cache` mapping each hook name that fired to a
         copy of its tensor, in the order they fired (an `ActivationCache`: TL's indexing and
-        analysis methods too), `hook_q/k/v/z` in TL's layout `[batch, position, head, d_head]`
+        analysis methods too), `hook_q/k/v/z` (and `hook_rot_q/k`) in TL's layout `[batch, position, head, d_head]`
         (the hooks fire `[batch, head, position, d_head]`: gpt2viz/hooks.py). `prompt`: a text, a list of ids, a list of
         texts (padded on the right with a mask), or ids `[B, T]` with an optional
         `attention_mask`; `prepend_bos` as for `encode_prompt`. `names_filter`: None (every
@@ -200,7 +204,7 @@ class LanguageModel:
             patterns = list(names_filter)
         else:
             patterns = self._hook_names(names_filter, "names_filter")
-        cache = ActivationCache(self.model)
+        cache = ActivationCache(self.model, self.tokenizer)
         self.hooks.new_sequence()
 
         def keep(activation, hook: HookPoint):
@@ -231,10 +235,14 @@ class LanguageModel:
         with `hook_q/k/v/z` in TL's layout `[batch, position, head, head_dim]`; a tensor it
         returns replaces the activation. Returns the logits `[B, T, vocab]`. `prompt` as for
         `run_with_cache`; only this thread's pass is hooked; `grad=True` runs it with autograd."""
+        pairs = list(fwd_hooks) if isinstance(fwd_hooks, (list, tuple)) else None
+        if pairs is None or not all(isinstance(p, (list, tuple)) and len(p) == 2 and callable(p[1]) for p in pairs):
+            raise InputError("fwd_hooks", N_("{setting} must be a list of (hook name, function) pairs, got {value}"),
+                             value=_shown(fwd_hooks))
         ids, attention_mask = self._batch(prompt, attention_mask, prepend_bos)
         self.hooks.new_sequence()
         with ExitStack() as stack:
-            for name, fn in fwd_hooks:
+            for name, fn in pairs:
                 stack.enter_context(self.hooks.subscribe(self._hook_names(name, "fwd_hooks"), fn, tl_style=True))
             logits, _ = self.model(ids, attention_mask=attention_mask, grad=grad)
         return logits
@@ -247,8 +255,52 @@ class LanguageModel:
             return prompt, attention_mask
         if isinstance(prompt, list) and prompt and all(isinstance(p, str) for p in prompt):
             return self.pad(prompt, side="right", prepend_bos=prepend_bos)
-        ids = torch.tensor([self.encode_prompt(prompt, prepend_bos=prepend_bos)], device=self.model.device)
-        return ids, attention_mask
+        ids = self.encode_prompt(prompt, prepend_bos=prepend_bos)
+        if not ids:
+            raise InputError("prompt", N_("{setting} has no tokens (prepend_bos=True starts a text with <|endoftext|>)"))
+        return torch.tensor([ids], dtype=torch.long, device=self.model.device), attention_mask
+
+    # -- TransformerLens's hooks and tokens ----------------------------------------------------
+    def add_hook(self, name: str | Callable[[str], bool], hook: TLHookFn) -> None:
+        """Adds TransformerLens-style `hook(activation, hook_point)` at the hook points `name`
+        names (a name, an fnmatch pattern or a function of the name), for every pass of every
+        thread until `reset_hooks`, as TL's `add_hook`."""
+        for pattern in self._hook_names(name, "name"):
+            self._added_hooks.append(self.hooks.add(pattern, hook, tl_style=True))
+
+    def reset_hooks(self) -> None:
+        """Removes every hook `add_hook` added (those added with `hooks.add` stay)."""
+        while self._added_hooks:
+            self.hooks.remove(self._added_hooks.pop())
+
+    def to_tokens(self, text: str | list[str], prepend_bos: bool = True) -> torch.Tensor:
+        """Ids `[1, T]` of a text, or `[B, T]` of several (padded on the right with
+        <|endoftext|>), as TransformerLens's `to_tokens`: with <|endoftext|> first by default."""
+        if isinstance(text, list):
+            return self.pad(text, side="right", prepend_bos=prepend_bos)[0]
+        if not isinstance(text, str):
+            raise InputError("text", N_("{setting} must be a text or a list of texts, got {value}"), value=_shown(text))
+        return torch.tensor([self.encode_prompt(text, prepend_bos=prepend_bos)], dtype=torch.long, device=self.model.device)
+
+    def to_string(self, tokens: torch.Tensor | list[int]) -> str | list[str]:
+        """The text of ids `[T]` (a list of ids too), or of each row of `[B, T]`."""
+        if isinstance(tokens, torch.Tensor) and tokens.dim() == 2:
+            return [self.tokenizer.decode(row) for row in tokens.tolist()]
+        return self.tokenizer.decode(self.encode_prompt(tokens))
+
+    def to_str_tokens(self, text: str | torch.Tensor | list[int], prepend_bos: bool = True) -> list[str]:
+        """Each token of a text (<|endoftext|> first by default) or of ids, as its own text
+        (' capital'), as TransformerLens's `to_str_tokens`. Half a character reads U+FFFD."""
+        ids = self.encode_prompt(text, prepend_bos=prepend_bos)
+        return [self.tokenizer.decode([i]) for i in ids]
+
+    def to_single_token(self, text: str) -> int:
+        """The id of a text that is one token (' Paris'), else an InputError."""
+        ids = self.encode_prompt(text) if isinstance(text, str) else []
+        if len(ids) != 1:
+            raise InputError("text", N_("{setting} must be a text of one token, got {value} ({count} tokens)"),
+                             value=_shown(text), count=len(ids))
+        return ids[0]
 
     def _hook_names(self, names: object, setting: str) -> list[str]:
         """A hook name or pattern as given; a function of the name as the names it accepts (a

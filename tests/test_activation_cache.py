@@ -80,3 +80,78 @@ def test_accumulated_resid_with_the_layernorm_is_the_logit_lens(run):
     last = lens[-1] @ lm.model.wte.weight.t()
     assert torch.allclose(last, logits[:, -1], atol=1e-4)  # the last stream's lens is the model's prediction
     assert streams.shape == (lm.config.n_layer + 1, 1, lm.config.n_embd)
+
+
+def test_layer_arguments_are_transformer_lens_s(run):
+    """-1 and None mean after the last block; a block's LayerNorm scale applies at a block (the
+    components then add up to what that LayerNorm normalised); block 0 has no heads before it."""
+    lm, _logits, cache = run
+    n_layer = lm.config.n_layer
+    for method in ("accumulated_resid", "decompose_resid", "stack_head_results"):
+        whole, labels = getattr(cache, method)(return_labels=True)
+        for layer in (-1, None, n_layer):
+            same, same_labels = getattr(cache, method)(layer=layer, return_labels=True)
+            assert same_labels == labels and torch.equal(same, whole), (method, layer)
+    for layer in (1, n_layer - 1):
+        at_ln1 = cache.decompose_resid(layer=layer, apply_ln=True).sum(0)
+        assert torch.allclose(at_ln1, cache["normalized", layer, "ln1"], atol=1e-5)
+        at_ln2, labels = cache.decompose_resid(layer=layer, mlp_input=True, apply_ln=True, return_labels=True)
+        assert labels[-1] == f"{layer}_attn_out"
+        assert torch.allclose(at_ln2.sum(0), cache["normalized", layer, "ln2"], atol=1e-5)
+        streams, labels = cache.accumulated_resid(layer=layer, mlp_input=True, apply_ln=True, return_labels=True)
+        assert labels[-2:] == [f"{layer}_pre", f"{layer}_mid"]
+        assert torch.allclose(streams[-1], cache["normalized", layer, "ln2"], atol=1e-5)
+        heads, labels = cache.stack_head_results(layer=layer, incl_remainder=True, return_labels=True)
+        assert labels[-1] == "remainder" and len(labels) == layer * lm.config.n_head + 1
+        assert torch.allclose(heads.sum(0), cache["resid_pre", layer], atol=1e-5)
+    empty, labels = cache.stack_head_results(layer=0, return_labels=True)
+    assert labels == [] and empty.shape == (0, *cache["hook_embed"].shape)
+    assert torch.equal(cache.stack_head_results(layer=0, incl_remainder=True)[0], cache["resid_pre", 0])
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda c: c.decompose_resid(mode="atn"), "mode must be 'all', 'attn' or 'mlp', got 'atn'"),
+    (lambda c: c.accumulated_resid(layer=99), "layer must be a block from 0 to 2, or -1 or None for after the last, got 99"),
+    (lambda c: c.stack_head_results(layer=-2), "layer must be a block from 0 to 2,.* got -2"),
+    (lambda c: c.apply_ln_to_stack(c.decompose_resid(), layer="1"), "got '1'"),
+    (lambda c: c.logit_attrs(c.decompose_resid(), -1), "tokens must be a token id from 0 to 50256, got -1"),
+    (lambda c: c.logit_attrs(c.decompose_resid(), torch.tensor([[3, 10**6]])), "got 1000000"),
+    (lambda c: c.logit_attrs(c.decompose_resid(), 2.0), "got 2.0"),
+    (lambda c: c.logit_attrs(c.decompose_resid(), " Paris", incorrect_tokens=" a big dog"),
+     r"incorrect_tokens must be a text of one token, got ' a big dog' \(3 tokens\)"),
+    (lambda c: c.logit_attrs(c.decompose_resid(), torch.tensor([5]), incorrect_tokens=torch.tensor([5, 6])),
+     r"incorrect_tokens must have the shape of tokens, \[1\], got \[2\]"),
+])
+def test_arguments_the_analyses_cannot_use_are_one_line_errors(run, call, message):
+    """Each used to give a wrong answer unseen (an empty stack, the embeddings alone) or torch's
+    own error."""
+    _lm, _logits, cache = run
+    with pytest.raises(ValueError, match=message) as caught:
+        call(cache)
+    assert "\n" not in str(caught.value)
+
+
+def test_a_one_token_text_is_a_logit_direction(run):
+    lm, _logits, cache = run
+    parts = cache.decompose_resid(pos_slice=-1)
+    paris = lm.to_single_token(" Paris")
+    assert torch.equal(cache.logit_attrs(parts, " Paris", pos_slice=-1), cache.logit_attrs(parts, paris, pos_slice=-1))
+
+
+def test_the_cache_is_indexed_and_asked_as_transformer_lens_s(run):
+    lm, _logits, cache = run
+    last = lm.config.n_layer - 1
+    assert cache["pattern", -1] is cache["pattern", last] and cache["attn", 0] is cache["pattern", 0]
+    assert cache["embed"] is cache["hook_embed"] and cache["attn_logits", 1] is cache["blocks.1.attn.hook_attn_scores"]
+    assert ("pattern", 0) in cache and "embed" in cache and ("pattern", 99) not in cache
+    assert cache.get(("z", 1)) is cache["z", 1] and cache.get("hook_nothing") is None
+    assert repr(cache).startswith("ActivationCache with keys ['hook_embed', 'hook_pos_embed', 'blocks.0.hook_resid_pre'")
+    assert len(repr(cache)) < 10_000  # not every tensor (a dict's repr)
+    with pytest.raises(HookNameError, match=r"gpt2viz has no hook point 'blocks.0.attn.hook_result': each head's output .*stack_head_results"):
+        cache["result", 0]
+    _logits, patterns = lm.run_with_cache(PROMPT, "blocks.*.attn.hook_pattern")
+    with pytest.raises(HookNameError, match=r"'blocks.0.hook_resid_pre' is a hook point of the model, but not in this cache: "
+                                            r"its pass kept 2 hook points \(run_with_cache's names_filter\)"):
+        patterns["resid_pre", 0]
+    with pytest.raises(HookNameError, match="the closest: blocks.0.hook_resid_pre"):
+        patterns["resid_prre", 0]

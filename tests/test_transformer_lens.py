@@ -88,13 +88,22 @@ def caches(ckpts):
     ("decompose_resid", {"apply_ln": True}), ("decompose_resid", {"pos_slice": -1}),
     ("stack_head_results", {}), ("stack_head_results", {"apply_ln": True}), ("stack_head_results", {"layer": 1}),
     ("stack_head_results", {"pos_slice": -1}),
+    # TL's other layer arguments: -1 and None for after the last block, a block's LayerNorm scale
+    # at a block, the MLP's input, an empty stack before block 0, the rest of the stream.
+    ("accumulated_resid", {"layer": -1}), ("accumulated_resid", {"layer": 1, "apply_ln": True}),
+    ("accumulated_resid", {"layer": 1, "mlp_input": True, "apply_ln": True}),
+    ("decompose_resid", {"layer": -1}), ("decompose_resid", {"layer": 1, "apply_ln": True}),
+    ("decompose_resid", {"layer": 1, "mlp_input": True, "apply_ln": True}),
+    ("decompose_resid", {"layer": 1, "mode": "mlp", "pos_slice": -1}),
+    ("stack_head_results", {"layer": None}), ("stack_head_results", {"layer": 0}),
+    ("stack_head_results", {"layer": 1, "apply_ln": True}), ("stack_head_results", {"layer": 1, "incl_remainder": True}),
 ])
 def test_the_cache_s_analysis_methods_equal_transformer_lens_s(caches, method, kwargs):
     _logits, ours, theirs, _folded = caches
     mine, labels = getattr(ours, method)(return_labels=True, **kwargs)
     tl, tl_labels = getattr(theirs, method)(return_labels=True, **kwargs)
     assert labels == tl_labels and mine.shape == tl.shape
-    assert float((mine - tl.detach()).abs().max()) <= 1e-5
+    assert not mine.numel() or float((mine - tl.detach()).abs().max()) <= 1e-5  # empty: the stack before block 0
 
 
 def test_the_logit_lens_equals_transformer_lens_s_with_the_layernorm_folded(caches):
@@ -115,3 +124,41 @@ def test_logit_attributions_equal_transformer_lens_s_with_the_layernorm_folded(c
     mine = ours.logit_attrs(ours.stack_head_results(pos_slice=-1), token, incorrect_tokens=other, pos_slice=-1)
     tl = folded.logit_attrs(folded.stack_head_results(pos_slice=-1), token, incorrect_tokens=other, pos_slice=-1)
     assert float((mine - tl.detach()).abs().max()) <= 1e-5
+
+
+def test_a_llama_model_s_cache_equals_transformer_lens_s(tmp_path):
+    """A LLaMA-family checkpoint (grouped keys, an LM head of its own): the rotated queries and
+    keys in TL's layout, the stream taken apart without a position table, RMSNorm's scale at a
+    block, as TL's Bridge gives them."""
+    import shutil
+    from pathlib import Path
+
+    from transformers import LlamaConfig, LlamaForCausalLM
+    from transformer_lens.model_bridge import TransformerBridge
+
+    import gpt2viz
+
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(LlamaConfig(
+        vocab_size=50257, hidden_size=48, intermediate_size=96, num_hidden_layers=2, num_attention_heads=6,
+        num_key_value_heads=2, max_position_embeddings=64, tie_word_embeddings=False, bos_token_id=50256,
+        eos_token_id=50256)).eval()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.normal_(0, 0.2)
+    model.save_pretrained(tmp_path)
+    shutil.copy(Path(__file__).parent.parent / "assets" / "tokenizer" / "tokenizer.json", tmp_path)
+    bridge = TransformerBridge.boot_transformers(str(tmp_path), device="cpu")
+    bridge.enable_compatibility_mode(no_processing=True, disable_warnings=True)
+    ids = torch.tensor([[5, 17, 42, 99, 3, 250, 7]])
+    tl_logits, theirs = bridge.run_with_cache(ids)
+    logits, ours = gpt2viz.load_model(str(tmp_path)).run_with_cache(ids)
+    assert float((logits - tl_logits.detach()).abs().max()) <= TOL
+    for name in ("rot_q", "rot_k", "q", "k", "z"):
+        assert ours[name, 0].shape == theirs[name, 0].shape, name
+        assert float((ours[name, 0] - theirs[name, 0]).abs().max()) <= TOL, name
+    for method, kwargs in (("decompose_resid", {}), ("decompose_resid", {"layer": 1, "apply_ln": True}),
+                           ("accumulated_resid", {"layer": 1, "apply_ln": True}), ("stack_head_results", {})):
+        mine, labels = getattr(ours, method)(return_labels=True, **kwargs)
+        tl, tl_labels = getattr(theirs, method)(return_labels=True, **kwargs)
+        assert labels == tl_labels and float((mine - tl.detach()).abs().max()) <= 1e-5, (method, kwargs)

@@ -15,9 +15,9 @@ from tokenizers import AddedToken
 from tokenizers import Tokenizer as HFTokenizer
 from tokenizers import decoders, models, pre_tokenizers, processors
 
-from ..errors import InputError, ModelSourceError
+from ..errors import InputError, ModelSourceError, TokenIdError
 from ..i18n import N_, _, count
-from ..input_files import MAX_TOKENIZER_BYTES, FileRefused, checked_size, read_regular
+from ..input_files import MAX_TOKENIZER_BYTES, FileRefused, checked_size, read_regular, shown
 from ..text_safety import visible_token
 from .files import TokenizerRecord, tokenizer_record
 
@@ -122,8 +122,9 @@ class Tokenizer:
             ) from None
 
     def decode(self, ids: list[int]) -> str:
-        """The text of a list of ids (incomplete UTF-8 at the edges becomes U+FFFD)."""
-        return self._tk.decode(list(ids), skip_special_tokens=False)
+        """The text of a list of ids (incomplete UTF-8 at the edges becomes U+FFFD); an id
+        outside the vocabulary is a TokenIdError."""
+        return self._tk.decode(self._checked_ids(ids), skip_special_tokens=False)
 
     def encode_batch(self, texts: list[str]) -> list[list[int]]:
         """Token ids of each text (lists of different lengths: pad them with an attention mask,
@@ -140,7 +141,17 @@ class Tokenizer:
 
     def decode_batch(self, rows: list[list[int]]) -> list[str]:
         """The text of each list of ids."""
-        return self._tk.decode_batch([list(r) for r in rows], skip_special_tokens=False)
+        return self._tk.decode_batch([self._checked_ids(r) for r in rows], skip_special_tokens=False)
+
+    def _checked_ids(self, ids: list[int]) -> list[int]:
+        """`ids` as a list of ints of the vocabulary (the tokenizers library would raise
+        OverflowError for -1 and leave an unknown id out unseen)."""
+        ids = ids.tolist() if hasattr(ids, "tolist") else list(ids)
+        vocab = self._tk.get_vocab_size(with_added_tokens=True)
+        bad = next((i for i in ids if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < vocab), None)
+        if bad is not None:
+            raise TokenIdError("ids", N_("{setting}: id {id} is outside the vocabulary (0 to {last})"), id=shown(bad), last=vocab - 1)
+        return ids
 
     def token_text(self, token_id: int) -> str:
         """The vocabulary entry as stored, e.g. 'Ġnot' for ' not'."""

@@ -1,0 +1,63 @@
+"""TransformerLens's token helpers and hook lifetime on a LanguageModel (`to_tokens`,
+`to_str_tokens`, `to_string`, `to_single_token`, `add_hook` / `reset_hooks`), and the inputs the
+library refuses: each in one line, naming what is wrong, where they used to be run on quietly (a
+3-D tensor flattened into one text) or failed in a library's own words."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from gpt2viz.errors import InputError, TokenIdError
+
+
+@pytest.fixture(scope="module")
+def lm(ckpts):
+    return ckpts.lm("tiny")
+
+
+def test_tokens_as_transformer_lens_gives_them(lm):
+    eos = lm.eos_id
+    ids = lm.encode_prompt("The capital")
+    assert lm.to_tokens("The capital").tolist() == [[eos, *ids]]  # <|endoftext|> first, as TL's default
+    assert lm.to_tokens("The capital", prepend_bos=False).tolist() == [ids]
+    two = lm.to_tokens(["The capital", "Hi"])
+    assert two.shape == (2, len(ids) + 1) and two[1].tolist()[:2] == [eos, *lm.encode_prompt("Hi")]
+    assert lm.to_str_tokens("The capital") == ["<|endoftext|>", "The", " capital"]
+    assert lm.to_str_tokens(torch.tensor(ids)) == ["The", " capital"]
+    assert lm.to_string(torch.tensor(ids)) == "The capital"
+    assert lm.to_string(torch.tensor([ids, ids])) == ["The capital", "The capital"]
+    assert lm.to_single_token(" Paris") == lm.encode_prompt(" Paris")[0]
+    with pytest.raises(InputError, match=r"text must be a text of one token, got ' Parisian dog' \(3 tokens\)"):
+        lm.to_single_token(" Parisian dog")
+
+
+def test_reset_hooks_removes_what_add_hook_added(lm):
+    seen = []
+    kept = lm.hooks.add("blocks.0.hook_resid_pre", lambda name, value: seen.append("add"))
+    lm.add_hook("blocks.0.hook_resid_pre", lambda activation, hook: seen.append(hook.name))
+    lm.add_hook(lambda name: name.endswith("ln_final.hook_scale"), lambda activation, hook: seen.append(hook.name))
+    lm.model(torch.tensor([[1, 2]]))
+    assert seen == ["add", "blocks.0.hook_resid_pre", "ln_final.hook_scale"]
+    lm.reset_hooks()
+    seen.clear()
+    lm.model(torch.tensor([[1, 2]]))
+    assert seen == ["add"]  # hooks.add's own stays until hooks.remove
+    lm.hooks.remove(kept)
+    assert not lm.hooks.active
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda lm: lm.run_with_cache(torch.arange(6).reshape(1, 2, 3)), InputError,
+     r"prompt: a tensor of ids must be \[positions\] or \[1, positions\], got a tensor of shape \[1, 2, 3\] \(int64\)"),
+    (lambda lm: lm.generate(torch.tensor([[464, 3139], [1, 2]]), 3), InputError, r"got a tensor of shape \[2, 2\]"),
+    (lambda lm: lm.run_with_cache(""), InputError, r"prompt has no tokens \(prepend_bos=True starts a text with <\|endoftext\|>\)"),
+    (lambda lm: lm.run_with_hooks("Hi", ("blocks.0.hook_resid_pre", lambda a, h: None)), InputError,
+     r"fwd_hooks must be a list of \(hook name, function\) pairs"),
+    (lambda lm: lm.tokenizer.decode([-1]), TokenIdError, r"ids: id -1 is outside the vocabulary \(0 to 50256\)"),
+    (lambda lm: lm.tokenizer.decode([50300]), TokenIdError, "id 50300 is outside"),
+])
+def test_inputs_the_library_refuses_in_one_line(lm, call, error, message):
+    with pytest.raises(error, match=message) as caught:
+        call(lm)
+    assert "\n" not in str(caught.value)

@@ -203,6 +203,7 @@ class PredictionChange:
     token_id: int
     before: float  # probability without the ablations
     after: float  # with them
+    rank: int | None = None  # its place in the edited run's top k (1 first); None: in the model's own only
 
 
 @torch.inference_mode()
@@ -213,5 +214,7 @@ def prediction_changes(lm: LanguageModel, ids: list[int], ablations: list[Ablati
     before = torch.softmax(lm.model(batch, last_only=True)[0][0, -1].double(), dim=-1)
     with applied(lm.hooks, ablations):
         after = torch.softmax(lm.model(batch, last_only=True)[0][0, -1].double(), dim=-1)
-    tokens = list(dict.fromkeys(torch.topk(after, k).indices.tolist() + torch.topk(before, k).indices.tolist()))
-    return [PredictionChange(t, float(before[t]), float(after[t])) for t in tokens]
+    top_after = torch.topk(after, k).indices.tolist()
+    tokens = list(dict.fromkeys(top_after + torch.topk(before, k).indices.tolist()))
+    return [PredictionChange(t, float(before[t]), float(after[t]), i + 1 if i < len(top_after) else None)
+            for i, t in enumerate(tokens)]

@@ -300,7 +300,7 @@ def test_a_change_of_probability_is_said_in_the_reader_s_language():
     from gpt2viz.tui.widgets.before_after import before_after_lines, change_text
     from zh_words import english_words
 
-    changes = [{"text": " the", "before": 0.2, "after": 0.9}, {"text": " a", "before": 0.99, "after": 0.0}]
+    changes = [{"text": " the", "before": 0.2, "after": 0.9, "rank": 1}, {"text": " a", "before": 0.99, "after": 0.0, "rank": 2}]
     assert change_text(0.5, 0.308) == "−19.2 pp"
     en = str(before_after_lines(["L0H1"], changes, "u", "U", 80))
     set_language("zh")

@@ -431,6 +431,7 @@ def test_prediction_changes_cover_both_runs_top_tokens(tiny_lm):
     edited = ablated_logits(tiny_lm, ids, ablations)
     p_before, p_after = torch.softmax(plain[0, -1].double(), -1), torch.softmax(edited[0, -1].double(), -1)
     assert [c.token_id for c in changes[:3]] == torch.topk(p_after, 3).indices.tolist()
+    assert [c.rank for c in changes] == [1, 2, 3] + [None] * (len(changes) - 3)  # the rest: the model's own top
     assert set(torch.topk(p_before, 3).indices.tolist()) <= {c.token_id for c in changes}
     for c in changes:
         assert c.before == pytest.approx(float(p_before[c.token_id]), abs=1e-9)
@@ -458,3 +459,21 @@ def test_a_generation_step_s_pass_uses_the_mean_the_generation_used(bundled, dec
         if final_choice(trace)[0] != made[step]:
             mismatched.append(step)
     assert mismatched == [] and trace.interventions == ["L3.mlp:mean", "L2H5:mean"]
+
+
+def test_the_before_after_table_numbers_only_the_edited_pass_s_ranks():
+    """A learner's walk: rows 6 to 8 (the model's own top tokens that fell out of the edited top 5)
+    were numbered on as if ranks, a change that rounds to nothing read '−0.0 pp', 'L3H0:mean
+    switched off' did not say the head kept its mean, and 'the prediction below' stood under it."""
+    from gpt2viz.tui.widgets.before_after import before_after_lines, change_text
+
+    changes = [{"text": "␣a", "before": 0.10, "after": 0.30, "rank": 1}, {"text": "␣b", "before": 0.0352, "after": 0.03519, "rank": 2},
+               {"text": ",", "before": 0.0301, "after": 0.0051, "rank": None}]
+    text = str(before_after_lines(["L3H0:mean"], changes, "u", "U", 100))
+    lines = text.splitlines()
+    assert "The prediction on show is not the model's own answer" in text and "below" not in text
+    assert "A part marked :mean is not zeroed: its output is replaced by its mean over the prompt's positions." in text
+    assert lines[-4].startswith(" 1 ␣a") and lines[-3].startswith(" 2 ␣b") and lines[-3].endswith(" 0.0 pp")
+    assert lines[-2] == "The model's own top tokens that fell out of the edited pass's top 2:"
+    assert lines[-1].startswith("   ,") and lines[-1].endswith("−2.5 pp")
+    assert change_text(0.0352, 0.03519) == "0.0 pp" and change_text(0.1, 0.1004) == "0.0 pp"

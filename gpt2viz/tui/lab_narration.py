@@ -92,13 +92,18 @@ def bound_sentence(result: LabResult, what: str, n_bytes: float, flops: float, m
 
 
 def context_text(
-    result: LabResult | None, sweep: ContextSweep | None, start: int, end: int, run_key: str, length_key: str
+    result: LabResult | None, sweep: ContextSweep | None, start: int, end: int, run_key: str, length_key: str,
+    live: bool = True,
 ) -> str:
     """The context experiment: what it times (`run_key` runs it), or what it measured
-    (`length_key` chooses how far it goes)."""
+    (`length_key` chooses how far it goes; a `live` lab says where its next run would go when that
+    is not what is shown). A length of `end` positions ends at position `end` - 1."""
     if result is None or sweep is None or not sweep.positions:
-        return say("lab.context.idle", start=start, end=end, run=run_key)
+        return say("lab.context.idle", start=start, end=max(start, end - 1), run=run_key)
     p, naive, cached = sweep.positions, sweep.naive_ms, sweep.cached_ms
+    next_run = None
+    if live and (start, end) != (sweep.start, sweep.end):  # `length_key` chose another length since
+        next_run = say("lab.context.next", run=run_key, start=start, end=max(start, end - 1), length=length_key)
     if disturbed(sweep):  # times slowed by other processes: the table, nothing drawn from it
         rows = [
             say("lab.busy_row.context", position=position, naive=num(n), cached=num(c))
@@ -107,6 +112,8 @@ def context_text(
         parts = [busy_sentence(result, sweep), busy_table(sweep, rows)]
         if not sweep.complete:
             parts.append(say("lab.context.partial", done=count(len(p)), last=p[-1]))
+        if next_run:
+            parts.append(next_run)
         parts.append(machine_text(result))
         return "\n\n".join(parts)
     parts = [
@@ -136,11 +143,13 @@ def context_text(
         key = "lab.context.totals" if cached_total < naive_total else "lab.context.totals_slower"
         if sweep.end > sweep.start and cached_total > 0:
             parts.append(say(
-                key, start=sweep.start, end=sweep.end, naive_total=num(naive_total), cached_total=num(cached_total),
+                key, start=sweep.start, end=sweep.end - 1, naive_total=num(naive_total), cached_total=num(cached_total),
                 speedup=num(naive_total / cached_total), points=count(len(p)),
             ))
     else:
         parts.append(say("lab.context.partial", done=count(len(p)), last=p[-1]))
+    if next_run:
+        parts.append(next_run)
     busy = busy_sentence(result, sweep)
     if busy:
         parts.insert(1, busy)
@@ -190,8 +199,15 @@ def batch_text(
     if busy:  # the machine's rates were measured busy: no bound named from them
         parts.append(busy)
     flat = sweep.flat_until
-    if flat == one.batch:
-        second = sweep.rows[1]
+    second, *later = sweep.rows[1:]
+    quickest = min(later, key=lambda r: r.step_ms, default=None)
+    if flat == one.batch and quickest is not None and quickest.step_ms < second.step_ms:
+        # A larger B took less time than B = 2: no cause is drawn from one disturbed point.
+        parts.append(say(
+            "lab.batch.uneven", second=count(second.batch), second_ratio=num(second.step_ms / one.step_ms),
+            later=count(quickest.batch), later_ratio=num(quickest.step_ms / one.step_ms),
+        ))
+    elif flat == one.batch:
         parts.append(say(
             "lab.batch.not_flat", second=count(second.batch), second_ratio=num(second.step_ms / one.step_ms),
             vocab=count(result.vocab_size),
@@ -223,9 +239,16 @@ def precision_text(
     base = rows.get("float32")
     busy = busy_sentence(result, sweep)
     parts = [busy] if busy else []
+    # A float32 step reads nearly all its weights (all but the position table's other rows) unless
+    # its LM head multiplies by a float16 copy of the token table (kernels/fbgemm_float16.py's held
+    # head): then the bytes a step reads differ from run to run with the kernel chosen, and say why.
+    head_copy = None
+    if base is not None and base.bytes_read < 0.8 * base.weight_bytes:
+        head_copy = say("lab.precision.head_copy", read=nbytes(base.bytes_read), weights=nbytes(base.weight_bytes))
     if disturbed(sweep):  # times slowed by other processes: the table, nothing drawn from it
         table = [say("lab.busy_row.precision", format=r.format, ms=num(r.step_ms), read=nbytes(r.bytes_read)) for r in sweep.rows]
         parts.append(busy_table(sweep, table))
+        parts += [head_copy] if head_copy else []
         parts += quality_sentences(sweep)
         parts.append(machine_text(result))
         return "\n\n".join(parts)
@@ -235,6 +258,7 @@ def precision_text(
             parts.append(say("lab.precision.row", **facts))
         else:
             parts.append(say("lab.precision.row_ratio", **facts, ratio=num(r.step_ms / base.step_ms)))
+    parts += [head_copy] if head_copy else []
     fastest = min(sweep.rows, key=lambda r: r.step_ms)
     if base is not None and fastest.step_ms < base.step_ms:
         parts.append(say(

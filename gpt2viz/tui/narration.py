@@ -38,7 +38,7 @@ from .facts import (
 from .formatting import clip, count, millions, nbytes, num, percent, quote, shape
 from .llama_narration import WRITERS as LLAMA_WRITERS
 from .model_files_narration import model_files_words
-from .stages import Stage
+from .stages import BEFORE_BLOCKS, Stage
 
 ARROW = " → "
 
@@ -94,19 +94,28 @@ def edited_sentence(trace: Trace, stage: Stage) -> str:
     are the edited pass's, and may disagree with the model's own ('' elsewhere)."""
     from ..interventions import AblationError
 
-    if stage.layer is None or not trace.interventions:
-        return ""
+    if not trace.interventions or stage.kind in BEFORE_BLOCKS or stage.kind in ("logit_lens", "next_token"):
+        return ""  # before the first block nothing is edited yet; the prediction's stages say it in their box
     try:
-        here = [a for a in trace.ablations if a.layer == stage.layer]
+        ablations = trace.ablations
     except AblationError:
         return ""
+    here = [a for a in ablations if a.layer == stage.layer]
     if not here:
-        return ""
+        first = min(a.layer for a in ablations)
+        if stage.layer is not None and stage.layer < first:
+            return ""
+        # After the edit: every number here is the edited pass's too (only the block of the edit said so).
+        earliest = [a for a in ablations if a.layer == first]
+        return say("stage.edited_later", parts=_(", ").join(a.spec for a in earliest), layer=first)
     said = say("stage.edited", parts=_(", ").join(a.spec for a in here))
     # Switching the MLP (or the block) off replaces what it writes, not what its neurons compute:
     # on its own stage they still fire (a learner's walk read that as the edit not working).
     if stage.kind == "mlp" and any(a.kind in ("mlp", "block") for a in here):
         said = sentences(said, say("stage.edited_mlp"))
+    # The same for heads: a switched-off head's pattern is still drawn (and narrated) as computed.
+    if stage.is_attention and any(a.kind in ("head", "heads", "block") for a in here):
+        said = sentences(said, say("stage.edited_heads"))
     return said
 
 

@@ -147,7 +147,8 @@ def measure_changes(lm, ids: list[int], ablations) -> list[dict]:
     from ..interventions import prediction_changes
 
     display = lm.tokenizer.display
-    return [{"text": display(c.token_id), "before": c.before, "after": c.after} for c in prediction_changes(lm, ids, ablations)]
+    return [{"text": display(c.token_id), "before": c.before, "after": c.after, "rank": c.rank}
+            for c in prediction_changes(lm, ids, ablations)]
 
 
 class Session:

@@ -141,6 +141,9 @@ async def test_the_attribution_of_an_edited_pass_splits_that_pass_s_logit(bundle
         shown = screen.attributions[0]
         assert shown.logit == expected.logit and flat(grid_values(shown)) == flat(grid_values(expected))
         assert grid_values(shown)[0][-2] == 0.0  # block 0's MLP: switched off
+        # The words say so (they read "the logit the model computed" with nothing about the edit).
+        assert screen.query_one("#dla-words", Prose).text.startswith(
+            "This pass is edited: L0.mlp switched off (what-if). Every number on this screen is the edited pass's")
 
 
 @run_async
@@ -206,7 +209,7 @@ async def test_what_was_worked_out_is_there_again_after_escape(bundled):
     async with app.run_test(size=(80, 24)) as pilot:
         screen = await open_attribution(pilot)
         await patch(pilot, screen, "The meaning of love is")
-        await pilot.press("3")
+        await pilot.press("escape", "3")  # out of the box the run gave the focus back to, then the heads tab
         await wait_for(pilot, lambda: screen.head_scores is not None)
         screen.query_one(Input).value = "The meaning of work is"  # typed, not run
         shown = strip_text(screen.query_one(Heatmap), 76)
@@ -283,6 +286,32 @@ async def test_prompts_of_different_lengths_or_the_same_answer_are_refused(bundl
 
 
 @run_async
+async def test_after_a_run_typing_goes_into_the_box_and_a_refusal_clears_the_old_grid(bundled):
+    """A learner's walk: after a run the status line still said to type in the box, but the box had
+    lost the focus, so the keys typed acted on the screen (q would quit); a prompt then refused for
+    its length left the last run's grid under the refusal, as if it were the new prompt's."""
+    app = make_app(lm=bundled)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_attribution(pilot)
+        await patch(pilot, screen, CORRUPTED)
+        field = screen.query_one(Input)
+        assert screen.patch is not None and field.has_focus
+        await pilot.press("end", "z")
+        assert field.value == CORRUPTED + "z" and isinstance(app.screen, AttributionScreen)
+        status = lambda: str(screen.query_one("#attr-status-text", Static).render())  # noqa: E731
+        assert status() == "Type a corrupted prompt in the box and press ⏎."
+        await pilot.press("escape")  # out of the box: the line says what the keys do now
+        assert not field.has_focus and status() == "r runs the corrupted prompt; 2 goes back to the box to change it."
+        await pilot.press("2")
+        assert field.has_focus
+        field.value = "The meaning of life is not"
+        await pilot.press("enter")
+        await pilot.pause()
+        assert screen.patch is None and screen.query_one(Heatmap).data is None
+        assert "patching needs the same number of tokens" in str(screen.query_one("#patch-message", Static).render())
+
+
+@run_async
 async def test_space_stops_a_patching_run(bundled, monkeypatch):
     asked_to_stop = threading.Event()
 
@@ -342,7 +371,7 @@ async def test_in_chinese_nothing_is_english_and_the_numbers_are_the_same(bundle
             assert english_words(chinese, allowed) == [], tab
             assert numbers(chinese) == numbers(english[tab]), tab
         assert english_words(screen.help_text(), allowed) == []
-        await pilot.press("1")
+        await pilot.press("escape", "1")  # out of the box the run gave the focus back to, then the first tab
         await pilot.pause()
         assert english_words(screen_text(app), allowed) == []
 
@@ -386,13 +415,23 @@ def test_attribution_snapshots(snap_compare, bundled, digits_every_cpu_gives, ta
     assert snap_compare(app, terminal_size=size, run_before=on_tab(tab))
 
 
+async def grid_lines(data: GridData, *widths: int) -> list[list[str]]:
+    """The lines a ContributionGrid mounted in an app draws `data` in, at each of `widths`."""
+    from textual.app import App
+
+    app = App()
+    async with app.run_test(size=(80, 24)):
+        grid = ContributionGrid()
+        await app.mount(grid)
+        grid.show(data)
+        return [strip_text(grid, width).splitlines() for width in widths]
+
+
 @pytest.mark.parametrize("lang, bias", [("en", "bias"), ("zh", "偏置")])
 @run_async
 async def test_a_twelve_head_grid_keeps_two_significant_digits_and_whole_names(lang, bias):
     # GPT-2 small's 12 heads in the room the 80-column screen leaves: the cells count in
     # hundredths ('-24' for -0.243, said under the legend), the block-wide parts keep their names.
-    from textual.app import App
-
     from gpt2viz.i18n import set_language
 
     set_language(lang)
@@ -400,13 +439,8 @@ async def test_a_twelve_head_grid_keeps_two_significant_digits_and_whole_names(l
         values = [[(-1) ** (h + b) * (h + 1) / 50 for h in range(12)] + [0.5, -0.01] for b in range(12)]
         values[3][7] = -0.243
         data = GridData(values, [f"block {b}" for b in range(12)], grid_columns(12), rule_before=12, scale=0.5)
-        app = App()
-        async with app.run_test(size=(80, 24)):
-            grid = ContributionGrid()
-            await app.mount(grid)
-            grid.show(data)
-            narrow = strip_text(grid, 70).splitlines()
-            wide = strip_text(grid, 200)
+        narrow, wide = await grid_lines(data, 70, 200)
+        wide = "\n".join(wide)
         assert narrow[0].split()[-2:] == ["MLP", bias]
         assert narrow[4].split()[2 + 7] == "-24" and narrow[4].split()[-2:] == ["50", "-1"]
         said = "In the cells: 50 means 0.50." if lang == "en" else "格中的数：50 表示 0.50。"
@@ -414,3 +448,16 @@ async def test_a_twelve_head_grid_keeps_two_significant_digits_and_whole_names(l
         assert "-0.24" in wide and "In the cells" not in wide and "格中" not in wide
     finally:
         set_language("en")
+
+
+@run_async
+async def test_job_scores_far_below_the_colours_end_keep_two_digits():
+    """A learner's walk: the bundled model's heads score 0.0069 and 0.0067 at a job whose best is
+    0.5; at two decimals every cell read 0.00 or 0.01, and the induction and duplicate-token grids
+    looked the same while the words compared the two numbers."""
+    values = [[0.0069, 0.0067, 0.0012], [0.0, 0.0031, 0.0049]]
+    data = GridData(values, ["block 0", "block 1"], ["0", "1", "2"], rule_before=3, scale=0.5)
+    (lines,) = await grid_lines(data, 70)
+    assert lines[1].split()[-3:] == ["69", "67", "12"] and lines[2].split()[-3:] == ["0", "31", "49"]
+    assert "In the cells: 69 means 0.0069." in lines[-1]
+    assert "-0.50" in "\n".join(lines)  # the colours still end at the job's best score

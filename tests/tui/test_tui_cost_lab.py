@@ -7,6 +7,7 @@ Snapshots replay tests/data/tiny-lab-trace.json, whose lab numbers are fixed (ma
 from __future__ import annotations
 
 import dataclasses
+import threading
 
 import pytest
 from textual.widgets import Static
@@ -56,7 +57,7 @@ async def test_the_lab_runs_its_experiments_on_the_model_and_quotes_them(tiny_lm
         assert lab.length == tiny_lm.config.n_ctx  # to the context limit unless n picks a shorter one
         await pilot.press("n")
         assert lab.length == 64
-        assert "to 64" in words(lab, "context")
+        assert "to 63" in words(lab, "context")  # a length of 64 positions: 0 to 63
         await pilot.press("r")
         await wait_for(pilot, lambda: lab.running is None and lab.result is not None and lab.result.context is not None)
         sweep = lab.result.context
@@ -89,23 +90,26 @@ async def test_the_lab_runs_its_experiments_on_the_model_and_quotes_them(tiny_lm
         assert app.screen.result is lab.result and words(app.screen, "batch") == batch_words
 
 
-@run_async
-async def test_space_stops_a_run_and_the_lab_can_run_again(tiny_lm, monkeypatch):
-    """An experiment that runs until it is told to stop: ␣ tells it, and the lab is ready again."""
-    import threading
+def endless_sweep(asked_to_stop: threading.Event):
+    """A context sweep that measures (a progress tick every 10 ms) until it is told to stop."""
 
-    asked_to_stop = threading.Event()
-
-    def endless(lm, ids, length, on_progress, should_stop):
-        on_progress(0, 1)
-        for _ in range(2000):
+    def sweep(lm, ids, length, on_progress, should_stop):
+        for done in range(2000):
             if should_stop():
                 asked_to_stop.set()
                 return cost_lab.ContextSweep(start=1, end=length, complete=False)
+            on_progress(done, 2000)
             threading.Event().wait(0.01)
         raise AssertionError("never told to stop")
 
-    monkeypatch.setattr(cost_lab, "context_sweep", endless)
+    return sweep
+
+
+@run_async
+async def test_space_stops_a_run_and_the_lab_can_run_again(tiny_lm, monkeypatch):
+    """An experiment that runs until it is told to stop: ␣ tells it, and the lab is ready again."""
+    asked_to_stop = threading.Event()
+    monkeypatch.setattr(cost_lab, "context_sweep", endless_sweep(asked_to_stop))
     app = make_app(lm=tiny_lm)
     async with app.run_test(size=(100, 30)) as pilot:
         lab = await open_lab(pilot)
@@ -119,6 +123,24 @@ async def test_space_stops_a_run_and_the_lab_can_run_again(tiny_lm, monkeypatch)
         # What the stopped experiment measured is kept; the run went no further.
         assert lab.result.context is not None and not lab.result.context.complete
         assert lab.result.batch is None and lab.result.precision_formats is None
+
+
+@run_async
+async def test_a_tab_chosen_during_a_run_stays_on_show(tiny_lm, monkeypatch):
+    """A learner's walk: while an experiment ran, 1 or 2 was pulled back to the running tab at its
+    next measurement."""
+    monkeypatch.setattr(cost_lab, "context_sweep", endless_sweep(threading.Event()))
+    app = make_app(lm=tiny_lm)
+    async with app.run_test(size=(100, 30)) as pilot:
+        lab = await open_lab(pilot)
+        await pilot.press("r")
+        await wait_for(pilot, lambda: lab.running == "context" and lab.query_one("#lab-progress").progress > 3)
+        await pilot.press("2")
+        seen = lab.query_one("#lab-progress").progress
+        await wait_for(pilot, lambda: lab.query_one("#lab-progress").progress > seen + 5)
+        assert lab.shown == "batch" and lab.running == "context"
+        await pilot.press("space")
+        await wait_for(pilot, lambda: lab.running is None)
 
 
 @run_async
@@ -169,6 +191,9 @@ async def test_a_trace_without_a_lab_result_says_how_to_record_one():
         lab = await open_lab(pilot)
         assert lab.result is None
         assert "Record one with gpt2viz PROMPT --json FILE --cost-lab." in words(lab, "context")
+        # Its status line said "A recorded lab result: ..." under the words that there is none.
+        assert str(lab.query_one("#lab-status-text", Static).render()) == (
+            "No lab result was recorded in this trace, and a replay has no model to run the experiments.")
         assert not lab.query_one("#plot-context", PlotextPlot).display
 
 
@@ -195,6 +220,9 @@ def test_a_flat_context_curve_is_not_said_to_grow():
     flat = cost_lab.ContextSweep([5, 50, 100], [2.0, 2.0, 2.01], [1.0, 1.0, 1.0], 5, 101)
     text = context_text(result, flat, 5, 101, "r", "n")
     assert "did not grow measurably" in text and "grows with the position" not in text
+    # A length of 101 positions ends at position 100 (the narration said "to 101").
+    assert "Generating every token from position 5 to 100 would take" in text
+    assert "at positions from the prompt's end (5) to 100, without" in context_text(result, None, 5, 101, "r", "n")
     # The cached curve's own slope: flat here, so its fitted -0.5 ms per 100 positions is said to be noise.
     falling = cost_lab.ContextSweep([5, 50, 100], [2.0, 3.0, 4.0], [1.0, 0.9, 0.5], 5, 101)
     text = context_text(result, falling, 5, 101, "r", "n")
@@ -203,6 +231,42 @@ def test_a_flat_context_curve_is_not_said_to_grow():
     assert "which grow: 0.421 ms more per 100 positions" in context_text(result, rising, 5, 101, "r", "n")
     one = cost_lab.ContextSweep([63], [2.0], [1.0], 63, 64)
     assert "Only position 63 was measured" in context_text(result, one, 63, 64, "r", "n")
+    # n chose another length after the run: the words say where the next one goes (nothing changed on screen).
+    assert "The next run (r) goes from position 5 to 254; n chooses another length." in context_text(
+        result, flat, 5, 255, "r", "n")
+    assert "The next run" not in context_text(result, flat, 5, 101, "r", "n")
+    assert "The next run" not in context_text(result, flat, 5, 255, "r", "n", live=False)
+
+
+def test_no_cause_is_drawn_from_one_slow_batch_size():
+    """A learner's walk: B = 2 at 2.23x one sequence's time was said to show that extra rows are not
+    free, with B = 4 and B = 8 faster than B = 2 on the same plot."""
+    result = _result()
+    row = lambda b, ms: cost_lab.BatchRow(b, ms, 10**9 * b, 10**8)  # noqa: E731
+    uneven = cost_lab.BatchSweep(64, [row(1, 2.0), row(2, 4.46), row(4, 3.0), row(8, 3.8)], others_cpu=0.0)
+    text = batch_text(result, uneven, (1, 2, 4, 8), 64, "r")
+    assert ("The step did not grow steadily with B on this run: B = 2 took 2.23x one sequence's time, but B = 4 "
+            "only 1.50x.") in text and "not free" not in text
+    steady = cost_lab.BatchSweep(64, [row(1, 2.0), row(2, 4.46), row(4, 5.0), row(8, 7.0)], others_cpu=0.0)
+    assert "Already at B = 2 the step took 2.23x one sequence's time" in batch_text(result, steady, (1, 2, 4, 8), 64, "r")
+
+
+def test_a_float32_step_that_reads_a_copy_of_the_table_says_so():
+    """A learner's walk: float32 read 28,371,392 B a step in one run and 17,318,212 B in another of
+    the same model, unexplained (the bundled model's LM head multiplies by a float16 copy of its
+    token table where that was faster)."""
+    result = _result()
+    rows = result.precision_formats.rows
+    base = next(r for r in rows if r.format == "float32")
+    copy = dataclasses.replace(base, bytes_read=17_318_212, weight_bytes=78_565_828)
+    sweep = cost_lab.PrecisionSweep(result.precision_formats.context,
+                                    [copy if r is base else r for r in rows], others_cpu=0.0)
+    text = precision_text(result, sweep, (), 255, "r")
+    assert "float32 reads only 17,318,212 B (16.5 MiB) a step: its LM head multiplies by a float16 copy" in text
+    assert "so the weights take 78,565,828 B (74.9 MiB) in memory" in text
+    whole = dataclasses.replace(base, weight_bytes=base.bytes_read)
+    plain = cost_lab.PrecisionSweep(result.precision_formats.context, [whole if r is base else r for r in rows])
+    assert "float16 copy" not in precision_text(result, plain, (), 255, "r")
 
 
 def test_bounds_named_are_the_rule_s_verdict():

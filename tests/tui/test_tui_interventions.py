@@ -166,3 +166,66 @@ async def test_a_pass_run_again_quickly_leaves_no_notice_behind(bundled, monkeyp
         assert app._rerun_notice is None  # the redraw took it back
         await asyncio.sleep(0.1)
         assert not [n for n in app._notifications if "Running the pass again" in str(n.message)]
+
+
+@run_async
+async def test_keys_that_cannot_switch_parts_off_here_say_why(bundled):
+    """A learner's walk: x, u and U did nothing, unseen, on a generation step's pass (opened from
+    the generation view), and u with nothing switched off did nothing either."""
+    from gpt2viz.tui.screens.generation import GenerationScreen
+    from gpt2viz.options import RunOptions
+
+    app = make_app(lm=bundled, options=RunOptions(prompt=PROMPT, generate=3))
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        screen = await settled(pilot)
+        await pilot.press("u")
+        await pilot.pause()
+        assert "Nothing is switched off in this pass: x switches a part off." in [n.message for n in app._notifications]
+        await pilot.press("g")
+        for _ in range(600):
+            await pilot.pause(0.05)
+            if isinstance(app.screen, GenerationScreen) and not app.screen.running:
+                break
+        await pilot.press("left", "enter")
+        for _ in range(600):
+            await pilot.pause(0.05)
+            if isinstance(app.screen, StepScreen) and app.screen is not screen:
+                break
+        step = app.screen
+        step.go_to(index_of(step.stages, "pattern", 0))
+        for key in ("x", "u", "U"):
+            app._notifications.clear()
+            await pilot.press(key)
+            await pilot.pause()
+            assert not isinstance(app.screen, InterventionMenu)
+            assert [n.message for n in app._notifications] == [
+                "Switching parts off works on the prompt's own pass, not on a step opened from the generation "
+                "view: esc goes back."], key
+
+
+def test_a_switched_off_head_s_pattern_is_said_to_be_computed_still(bundled):
+    """A learner's walk: with L0H0 off, its pattern stage said where the head puts its weight as if
+    nothing were off; the MLP's stage said what switching off does, the heads' did not."""
+    from gpt2viz.tui.narration import narrate
+    from gpt2viz.tui.stages import Stage
+
+    edited = trace_prompt(bundled, PROMPT, ablations=[Ablation("head", 0, head=0)])
+    note = "What is switched off is a head's output z: its scores and pattern here are still computed"
+    for kind in ("scores", "pattern", "heads"):
+        assert note in narrate(edited, Stage(kind, 0), generate_key="g").text, kind
+    assert note not in narrate(edited, Stage("pattern", 1), generate_key="g").text  # another block
+    assert note not in narrate(edited, Stage("mlp", 0), generate_key="g").text
+
+
+def test_stages_after_the_edit_say_their_numbers_are_the_edited_pass_s(bundled):
+    """A learner's walk: with block 2's neurons off, block 5's stages showed the edited pass's
+    numbers with only the top bar to say so; the edit's own block said it."""
+    from gpt2viz.tui.narration import narrate
+    from gpt2viz.tui.stages import Stage
+
+    edited = trace_prompt(bundled, PROMPT, ablations=[Ablation("neurons", 2, neurons=(3, 7))])
+    later = "Edited pass: L2.n3,7 switched off in block 2 (what-if). This stage comes after it"
+    for stage in (Stage("attn_out", 5), Stage("ln1", 3), Stage("ln_final"), Stage("lm_head")):
+        assert later in narrate(edited, stage, generate_key="g").text, stage
+    for stage in (Stage("embed"), Stage("mlp_out", 1), Stage("next_token"), Stage("mlp", 2)):
+        assert later not in narrate(edited, stage, generate_key="g").text, stage

@@ -155,7 +155,7 @@ def test_a_llama_model_s_picture_of_its_queries_names_torch_s_numbers(llama_lm, 
     """The rotated pair the trace keeps is the rotated query the model computed."""
     ids = llama_trace.token_ids
     _logits, cache = llama_lm.run_with_cache(ids, names_filter="blocks.0.attn.hook_rot_q")
-    rotated = cache["blocks.0.attn.hook_rot_q"][0, 0, -1]
+    rotated = cache["blocks.0.attn.hook_rot_q"][0, -1, 0]  # TL's layout [batch, position, head, d_head]
     half = llama_lm.config.head_dim // 2
     for pair in llama_trace.event("blocks.0.attn.hook_rot_q")["rotation"]["pairs"]:
         j = pair["pair"]

@@ -140,9 +140,9 @@ def test_the_heads_sentence_counts_what_the_patterns_show(ckpts, model):
     traces = [trace_prompt(lm, ids[:1]), trace_prompt(lm, ids[:3]), trace_prompt(lm, ids[:9])]
     traces += [trace_decode_step(lm, ids[:n]) for n in (2, 9, len(ids))]
     numbers = re.compile(
-        r"Of the ([\d,]+) heads, ([\d,]+) give more than half of the last position's weight \(.*?\) to that "
-        r"position itself, ([\d,]+) to position 0 \(.*?\)(?: and|,) ([\d,]+) to another position(?:, and ([\d,]+) "
-        r"to no position \(spread evenly, each of the ([\d,]+) positions would get ([^)]+)\))?\."
+        r"Where the ([\d,]+) heads put more than half of the last position's weight \(.*?\): on that position "
+        r"itself, ([\d,]+); on position 0 \(.*?\), ([\d,]+); on another position, ([\d,]+)(?:; on no one "
+        r"position, ([\d,]+) \(spread evenly, each of the ([\d,]+) positions would get ([^)]+)\))?\."
     )
     for trace in traces:
         f = RunFacts.of(trace)
@@ -343,7 +343,7 @@ def test_heads_parked_on_the_first_token_are_called_an_attention_sink(tiny_trace
     for rows in pattern["heads"]:  # every head: the last query's weight all on position 0
         rows[-1] = [1.0] + [0.0] * (len(rows[-1]) - 1)
     words = narrate(trace, Stage("heads", 0), generate_key="g").text
-    assert "an attention sink" in words and f"{len(pattern['heads'])} to position 0 ({quote_first(trace)})" in words
+    assert "an attention sink" in words and f"on position 0 ({quote_first(trace)}), {len(pattern['heads'])};" in words
 
 
 def quote_first(trace) -> str:

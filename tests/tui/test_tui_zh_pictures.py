@@ -389,3 +389,16 @@ def test_captions_wrap_by_cells_and_break_between_chinese_characters():
     english = "averaged over a 64 × 64 grid; rows: queries, columns: keys (first position of each block)"
     for width in (8, 20, 40):
         assert wrap(english, width) == textwrap.wrap(english, width)
+
+
+@pytest.mark.parametrize("language, said, words", [("en", "… 5 tokens before", "tokens before"), ("zh", "… 前面还有 5 个 token", "前面还有")])
+def test_the_next_token_picture_says_how_much_text_it_leaves_out(bundled, language, said, words):
+    """A learner's walk: the Next token stage showed a 45-token text's last 40 tokens with nothing
+    to say the first ones were left out (its words counted all of them)."""
+    from gpt2viz.tui.widgets.pictures import NEXT_TOKEN_CHIPS, NextTokenView
+
+    ids = list(range(300, 300 + NEXT_TOKEN_CHIPS + 5))
+    set_language(language)
+    long = NextTokenView().build(trace_prompt(bundled, ids), Stage("next_token"), 0).plain
+    short = NextTokenView().build(trace_prompt(bundled, ids[:NEXT_TOKEN_CHIPS]), Stage("next_token"), 0).plain
+    assert long.startswith(said) and words not in short

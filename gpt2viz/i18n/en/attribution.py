@@ -2,6 +2,10 @@
 (gpt2viz/tui/attribution_narration.py decides which sentences apply and formats every number)."""
 
 TEXT = {
+    "attribution.edited": (
+        "This pass is edited: {parts} switched off (what-if). Every number on this screen is the edited "
+        "pass's, not the model's own: the logits split here, and both prompts' runs when patching."
+    ),
     # -- direct logit attribution
     "attribution.dla.what": (
         "The logit of {token} at the last position ({position}, {last}) is {logit}: the model's candidate "

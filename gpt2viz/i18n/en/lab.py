@@ -55,6 +55,7 @@ TEXT = {
         "interpolated between the {points} measured positions)."
     ),
     "lab.context.partial": "Stopped after {done} of the positions: the curve ends at {last}.",
+    "lab.context.next": "The next run ({run}) goes from position {start} to {end}; {length} chooses another length.",
     # -- batch size
     "lab.batch.idle": (
         "Times one cached decode step for B sequences at once (B = {sizes}) at {context} cached positions: "
@@ -72,6 +73,11 @@ TEXT = {
     "lab.batch.not_flat": (
         "Already at B = {second} the step took {second_ratio}x one sequence's time: on this run extra rows are "
         "not free, because each adds its own products, attention over its cache and {vocab} logits."
+    ),
+    "lab.batch.uneven": (
+        "The step did not grow steadily with B on this run: B = {second} took {second_ratio}x one sequence's "
+        "time, but B = {later} only {later_ratio}x. A step this short is easily disturbed; run it again to see "
+        "which shape holds."
     ),
     "lab.batch.intensity": (
         "Arithmetic intensity (FLOPs per byte read) grows with B: {one_i} at B = 1, {big_i} at B = {big}. At "
@@ -96,6 +102,12 @@ TEXT = {
     "lab.precision.row": "{format}: {ms} ms a token, reading {read} a step, {gb_s} GB/s effective.",
     "lab.precision.row_ratio": (
         "{format}: {ms} ms a token ({ratio}x float32), reading {read} a step, {gb_s} GB/s effective."
+    ),
+    "lab.precision.head_copy": (
+        "float32 reads only {read} a step: its LM head multiplies by a float16 copy of the token table (this "
+        "checkpoint stores float16 numbers, so the copy holds the same values; it was faster on this CPU), and "
+        "a step looks up one row of the float32 table. The copy is kept beside the table, so the weights take "
+        "{weights} in memory. The Model files stage says which kernel multiplies each weight."
     ),
     "lab.precision.fastest": (
         "Fewer bytes a weight means fewer bytes read a step: {fastest} took {fastest_ratio}x float32's time "

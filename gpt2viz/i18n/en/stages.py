@@ -13,9 +13,17 @@ TEXT = {
         "Edited pass: {parts} switched off in this block (what-if). Every number of this stage comes "
         "from the edited pass, not from the model's own."
     ),
+    "stage.edited_later": (
+        "Edited pass: {parts} switched off in block {layer} (what-if). This stage comes after it, so its "
+        "numbers are the edited pass's, not the model's own."
+    ),
     "stage.edited_mlp": (
         "What is switched off is the MLP's output: its neurons below still compute what they would, and "
         "what they write never reaches x (the next stage's update)."
+    ),
+    "stage.edited_heads": (
+        "What is switched off is a head's output z: its scores and pattern here are still computed as "
+        "always, and what it reads never reaches the block's update (zero, or its mean with :mean)."
     ),
     "stage.tokenize.lead": "GPT-2 never sees letters.",
     "stage.tokenize.empty": "The prompt is empty, so there is nothing to cut: the model starts from one special token.",
@@ -196,14 +204,15 @@ TEXT = {
         "No head gives more than half of the last position's weight ({token}) to one position: all {H} "
         "spread it (spread evenly, each of the {L} positions would get {uniform})."
     ),
+    # Counts in a tally, so that no verb agrees with them ("1 give" read wrong).
     "stage.heads.focus": (
-        "Of the {H} heads, {on_self} give more than half of the last position's weight ({token}) to that "
-        "position itself, {on_first} to position 0 ({first}) and {elsewhere} to another position."
+        "Where the {H} heads put more than half of the last position's weight ({token}): on that position "
+        "itself, {on_self}; on position 0 ({first}), {on_first}; on another position, {elsewhere}."
     ),
     "stage.heads.focus_spread": (
-        "Of the {H} heads, {on_self} give more than half of the last position's weight ({token}) to that "
-        "position itself, {on_first} to position 0 ({first}), {elsewhere} to another position, and {spread} "
-        "to no position (spread evenly, each of the {L} positions would get {uniform})."
+        "Where the {H} heads put more than half of the last position's weight ({token}): on that position "
+        "itself, {on_self}; on position 0 ({first}), {on_first}; on another position, {elsewhere}; on no one "
+        "position, {spread} (spread evenly, each of the {L} positions would get {uniform})."
     ),
     "stage.heads.sink": (
         "Position 0 ({first}) is no answer here: it is where a head with nothing useful to read puts its "

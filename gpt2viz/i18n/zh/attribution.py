@@ -2,6 +2,10 @@
 （gpt2viz/tui/attribution_narration.py 决定用哪些句子，并格式化好每个数字）。"""
 
 TEXT = {
+    "attribution.edited": (
+        "这次前向传播被修改过：关掉了 {parts}（假设实验）。这个界面上的每个数字都来自修改后的前向传播，"
+        "而不是模型本来的计算：这里拆分的 logit，以及激活修补时两个提示词的运行。"
+    ),
     # -- 直接 logit 归因
     "attribution.dla.what": (
         "{token} 在最后一个位置（{position}，{last}）上的 logit 是 {logit}：它是模型的第 {rank} 号候选，"

@@ -51,6 +51,7 @@ TEXT = {
         "{cached_total} s：在这个范围内缓存反而更慢（沿曲线求和，在 {points} 个测量位置之间插值）。"
     ),
     "lab.context.partial": "测了 {done} 个位置后停止：曲线到 {last} 为止。",
+    "lab.context.next": "下一次运行（{run}）从位置 {start} 测到 {end}；按 {length} 换一个长度。",
     # -- 批大小
     "lab.batch.idle": (
         "测量在 {context} 个已缓存位置上，对 B 个序列同时做一个 decode 步的耗时（B = {sizes}）："
@@ -68,6 +69,10 @@ TEXT = {
     "lab.batch.not_flat": (
         "在 B = {second} 时，一步的耗时就已经是单个序列的 {second_ratio} 倍：在这次运行里，多出来的行"
         "并不是免费的，因为每一行都要做自己的矩阵乘、对自己的缓存做注意力，并算出 {vocab} 个 logits。"
+    ),
+    "lab.batch.uneven": (
+        "这次运行里，一步的耗时并没有随 B 稳定增长：B = {second} 用了单个序列的 {second_ratio} 倍时间，"
+        "而 B = {later} 只用了 {later_ratio} 倍。这么短的一步很容易受干扰；再运行一次，看看哪种形状站得住。"
     ),
     "lab.batch.intensity": (
         "算术强度（每读一个字节做的 FLOP 数）随 B 增长：B = 1 时是 {one_i}，B = {big} 时是 {big_i}。"
@@ -88,6 +93,11 @@ TEXT = {
     ),
     "lab.precision.row": "{format}：每个 token {ms} ms，每步读取 {read}，有效带宽 {gb_s} GB/s。",
     "lab.precision.row_ratio": "{format}：每个 token {ms} ms（float32 的 {ratio} 倍），每步读取 {read}，有效带宽 {gb_s} GB/s。",
+    "lab.precision.head_copy": (
+        "float32 每步只读取 {read}：它的 LM head 乘的是词嵌入表的一份 float16 副本（这个检查点存的就是 float16 "
+        "数值，所以副本里的值完全相同；在这台 CPU 上它更快），而每一步只从 float32 的表里查一行。副本和原表都留在内存里，"
+        "所以权重在内存里占 {weights}。模型文件阶段列出了每个权重用哪个内核相乘。"
+    ),
     "lab.precision.fastest": (
         "每个权重的字节越少，每步要读的字节就越少：{fastest} 用了 float32 {bytes_ratio} 倍的字节，"
         "耗时是它的 {fastest_ratio} 倍。"

@@ -19,7 +19,8 @@ from textual.containers import Container, Horizontal, Vertical, VerticalScroll
 from textual.widgets import Input, ProgressBar, Static, TabbedContent, TabPane
 
 from ...attribution import Attribution
-from ...i18n import N_, _, count, ngettext
+from ...i18n import N_, _, count, ngettext, say
+from ...text_safety import safe_line
 from ...trace import Trace
 from ..attribution_narration import (
     HEAD_JOBS,
@@ -116,7 +117,7 @@ class AttributionScreen(AppScreen[None]):
     """Two tabs over one pass of the session's model: the attribution of its final token, and patching."""
 
     BINDINGS = [
-        Binding("t", "next_token", N_("token"), id="attribution-token",
+        Binding("t", "next_token", N_("next candidate"), id="attribution-token",
                 tooltip=N_("Attribute the model's next candidate token")),
         Binding("r", "patch", N_("patch"), id="attribution-patch",
                 tooltip=N_("Patch the clean run into the corrupted prompt's")),
@@ -318,6 +319,13 @@ class AttributionScreen(AppScreen[None]):
         self.choice = (self.choice + 1) % len(self.candidates)
         self._draw_dla()
         self._status()
+        self.query_one("#dla-pane", VerticalScroll).scroll_home(animate=False)  # the new token's title and block 0
+
+    def on_descendant_focus(self, event) -> None:
+        self._status()  # the patching tab's line says what the keys do in and out of the box
+
+    def on_descendant_blur(self, event) -> None:
+        self._status()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         if not self.running:
@@ -353,8 +361,10 @@ class AttributionScreen(AppScreen[None]):
             )
 
     def _refuse(self, why: Callable[[], str]) -> None:
-        self.refusal = why
+        # The grid of an earlier run goes too: under a refusal it would read as the new prompt's.
+        self.refusal, self.patch, self.stopped = why, None, False
         self._draw_patch()
+        self._status()
 
     def action_stop(self) -> None:
         """The patching run ends before its next patched pass."""
@@ -379,10 +389,13 @@ class AttributionScreen(AppScreen[None]):
                 "Both prompts make the model predict {token}: there is no difference to restore. Change a word "
                 "the answer depends on."
             ).format(token=token)
-            self.query_one(Input).focus()  # back in the box, as the refusal asks (the run had left it)
         else:
             self.patch = patch
             self.stopped = patch is None
+        if self.shown == "patch":
+            # Back in the box, as the status line asks (the run had left it for ␣ to stop it): the
+            # next thing to do is change the prompt, and no key typed for the box acts on the screen.
+            self.query_one(Input).focus()
         self._ended()
 
     def _detected(self, scores) -> None:
@@ -417,6 +430,9 @@ class AttributionScreen(AppScreen[None]):
                 "Patching: {done} of {total} patched runs ({stop} stops)",
                 total,
             ).format(done=count(done), total=count(total), stop=stop)
+        elif self.shown == "patch" and not self.query_one(Input).has_focus:
+            text = _("{patch} runs the corrupted prompt; {box} goes back to the box to change it.").format(
+                patch=key_name(self, "patch"), box=key_name(self, "show('patch')"))
         elif self.shown == "patch":
             if self.stopped:
                 text = _("Patching stopped before it finished: {enter} in the box runs it again.").format(enter=self._enter)
@@ -462,7 +478,14 @@ class AttributionScreen(AppScreen[None]):
         terms.update(term_lines(a))
         last = len(self.ids) - 1
         dtype = str(self.trace.model.get("dtype", ""))
-        words.update(dla_text(a, candidate, self.choice + 1, n, self.tokens[last], last, dtype, key_name(self, "next_token")))
+        words.update(self._edited(dla_text(a, candidate, self.choice + 1, n, self.tokens[last], last, dtype,
+                                           key_name(self, "next_token"))))
+
+    def _edited(self, text: str) -> str:
+        """`text` after the paragraph that says this pass is edited, where it is (what-if)."""
+        if not self.ablations:
+            return text
+        return say("attribution.edited", parts=safe_line(_(", ").join(a.spec for a in self.ablations))) + "\n\n" + text
 
     def _draw_heads(self) -> None:
         title = self.query_one("#heads-title", Static)
@@ -487,7 +510,7 @@ class AttributionScreen(AppScreen[None]):
                 scale=1.0 if job == "sink" else scores.best[job],
             )
         )
-        words.update(heads_text(scores, self.trace, self.tokens, key_name(self, "next_job")))
+        words.update(self._edited(heads_text(scores, self.trace, self.tokens, key_name(self, "next_job"))))
 
     def _draw_patch(self) -> None:
         message = self.query_one("#patch-message", Static)
@@ -516,4 +539,4 @@ class AttributionScreen(AppScreen[None]):
                 caption=_("Rows: the block the patch enters. Columns: positions. 1: the clean answer's lead restored."),
             )
         )
-        words.update(patch_text(result, self.ids, self.patch.corrupted_ids, self.tokens, self.patch.answers))
+        words.update(self._edited(patch_text(result, self.ids, self.patch.corrupted_ids, self.tokens, self.patch.answers)))

@@ -253,8 +253,10 @@ class CostLabScreen(AppScreen[None]):
 
     # -- what the model thread hands over -------------------------------------------------------------
     def _progressed(self, experiment: str, done: int, total: int) -> None:
+        started = experiment != self.running  # the next of "run all"'s experiments
         self.running = experiment
-        if experiment in EXPERIMENTS and self.shown != experiment:
+        # Its tab comes to show as it starts; a tab the reader chose meanwhile is left on show.
+        if started and experiment in EXPERIMENTS and self.shown != experiment:
             self.action_show(experiment)
         self.query_one(ProgressBar).update(total=total, progress=done)
         self._status()
@@ -290,6 +292,8 @@ class CostLabScreen(AppScreen[None]):
             text = _("{run} runs the experiment on show, {run_all} runs all three.").format(
                 run=key_name(self, "run"), run_all=key_name(self, "run_all")
             )
+        elif self.result is None:
+            text = _("No lab result was recorded in this trace, and a replay has no model to run the experiments.")
         else:
             text = _("A recorded lab result: there is no model to run the experiments again.")
         self.query_one("#lab-status-text", Static).update(text)
@@ -309,7 +313,8 @@ class CostLabScreen(AppScreen[None]):
         if name == "context":
             sweep = result.context if result else None
             start = self._start_position()
-            words.update(context_text(result, sweep, start, self.length, key_name(self, "run"), key_name(self, "length")))
+            words.update(context_text(result, sweep, start, self.length, key_name(self, "run"), key_name(self, "length"),
+                                      self.live))
             plot.display = bool(sweep and sweep.positions)
             if plot.display:
                 plt.plot(sweep.positions, sweep.naive_ms, label=plot_text(_("no cache")), marker="braille")

@@ -159,8 +159,10 @@ class StepScreen(AppScreen[None]):
             return not self.is_main
         if action in ("lesson_next", "lesson_previous"):
             return self.lesson is not None
-        if action in ("edit_prompt", "what_if", "undo_intervention", "clear_interventions"):
+        if action == "edit_prompt":
             return self.is_main
+        # what_if, undo and clear answer everywhere (they are not in the footer): on a step opened
+        # from the generation view, with a notice of where they work (they once did nothing, unseen).
         return True
 
     @property
@@ -392,8 +394,21 @@ class StepScreen(AppScreen[None]):
         kind = "pattern" if stage.kind == "heads" else "heads"
         self.go_to(index_of(self.stages, kind, stage.layer))
 
+    def _switching_elsewhere(self) -> bool:
+        """On a step opened from the generation view, says where switching parts off works (True)."""
+        if self.is_main:
+            return False
+        self.notify(
+            _("Switching parts off works on the prompt's own pass, not on a step opened from the generation view: "
+              "{back} goes back.").format(back=key_name(self, "back")),
+            timeout=4,
+        )
+        return True
+
     def action_what_if(self) -> None:
         """Offers the parts of the model this stage can switch off; the session runs the pass again."""
+        if self._switching_elsewhere():
+            return
         if not self.session.live:
             self.notify(_("Switching parts off needs a model: start gpt2viz with --model."), severity="warning", timeout=3)
             return
@@ -414,10 +429,24 @@ class StepScreen(AppScreen[None]):
         self.app.push_screen(InterventionMenu(self.trace, self.stage, self.head), chosen)
 
     def action_undo_intervention(self) -> None:
-        self.session.undo_switch_off()
+        if not self._switching_elsewhere() and not self._nothing_switched_off():
+            self.session.undo_switch_off()
 
     def action_clear_interventions(self) -> None:
-        self.session.clear_switched_off()
+        if not self._switching_elsewhere() and not self._nothing_switched_off():
+            self.session.clear_switched_off()
+
+    def _nothing_switched_off(self) -> bool:
+        """Says why undoing cannot run here, where it cannot (True): a replay has no model, or
+        nothing is switched off."""
+        if not self.session.live:
+            self.notify(_("Switching parts off needs a model: start gpt2viz with --model."), severity="warning", timeout=3)
+        elif not self.session.ablations:
+            self.notify(_("Nothing is switched off in this pass: {key} switches a part off.").format(
+                key=key_name(self, "what_if")), timeout=3)
+        else:
+            return False
+        return True
 
     def action_edit_prompt(self) -> None:
         """Edits the prompt; the session runs the model on the new one."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.cells import cell_len
 from textual.content import Content
 
-from ...i18n import _, say
+from ...i18n import _, say, sentences
 from ...i18n.layout import wrap_wide
 from ...text_safety import safe_line, token_label
 from ..formatting import fit, percent
@@ -15,16 +15,21 @@ from .laid import Laid
 
 def change_text(before: float, after: float) -> str:
     """A change of probability in percentage points, signed: '+3.1 pp', '−19.2 pp' (百分点)."""
-    points = 100 * (after - before)
+    shown = f"{abs(100 * (after - before)):.1f}"
+    sign = "" if shown == "0.0" else "+" if after > before else "−"  # no sign on what rounds to nothing ('−0.0')
     # TRANSLATORS: a change of probability in percentage points, its sign included: '−19.2 pp'
-    return _("{points} pp").format(points=("+" if points >= 0 else "−") + f"{abs(points):.1f}")
+    return _("{points} pp").format(points=sign + shown)
 
 
 def before_after_lines(interventions: list[str], changes: list[dict], undo: str, clear: str, width: int) -> Content:
-    """What switching `interventions` off did to the next token (`changes`: {text, before, after}
-    per token, the edited run's top tokens first), laid out in `width` cells."""
+    """What switching `interventions` off did to the next token (`changes`: {text, before, after,
+    rank} per token, the edited run's top tokens first with their rank, then the model's own top
+    tokens that fell out of it, rank None), laid out in `width` cells."""
     width = max(40, width)
-    rows = [Content(wrap_wide(say("whatif.edited", parts=safe_line(", ".join(interventions)), undo=undo, clear=clear), width))]
+    edited = say("whatif.edited", parts=safe_line(", ".join(interventions)), undo=undo, clear=clear)
+    if any(spec.endswith(":mean") for spec in interventions):
+        edited = sentences(edited, say("whatif.mean"))
+    rows = [Content(wrap_wide(edited, width))]
     top_before = max(changes, key=lambda c: c["before"])
     top_after = changes[0]
     if top_before["text"] == top_after["text"]:
@@ -40,10 +45,14 @@ def before_after_lines(interventions: list[str], changes: list[dict], undo: str,
     token_w = max(6, min(max(12, max(cell_len(c["text"]) for c in changes) + 1), width - 3 - 9 - 4 - 9 - change_w))
     header = "   " + fit(_("token"), token_w) + fit(_("p before"), 9, "right") + "    " + fit(_("p after"), 9, "right") + fit(_("change"), change_w, "right")
     rows.append(Content.styled(header, "bold"))
-    for i, (c, change) in enumerate(zip(changes, change_texts), 1):
+    ranked = sum(1 for c in changes if c.get("rank") is not None)
+    for c, change in zip(changes, change_texts):
+        rank = c.get("rank")
+        if rank is None and ranked and c is changes[ranked]:  # not ranks: the model's own top tokens below
+            rows.append(Content(wrap_wide(say("whatif.dropped", k=ranked), width)))
         rows.append(Content(
-            f"{i:>2} " + fit(c["text"], token_w) + fit(percent(c["before"]), 9, "right") + "  → "
-            + fit(percent(c["after"]), 9, "right") + fit(change, change_w, "right")
+            (f"{rank:>2} " if rank is not None else "   ") + fit(c["text"], token_w) + fit(percent(c["before"]), 9, "right")
+            + "  → " + fit(percent(c["after"]), 9, "right") + fit(change, change_w, "right")
         ))
     return Content("\n").join(rows)
 

@@ -2,8 +2,8 @@
 diverging scale, with the values printed where the cells are wide enough.
 
 Every cell shows the largest terms to two significant digits: where a cell is too narrow for
-'-0.24', the cells print whole numbers of one unit (hundredths: '-24'), which the legend names
-with an example ('24 = 0.24'). The block-wide parts after the rule are as wide as their names.
+'-0.24', or the largest term is below 0.1, the cells print whole numbers of one unit (hundredths:
+'-24'; ten-thousandths: '69' for 0.0069), which the legend names with an example ('24 = 0.24'). The block-wide parts after the rule are as wide as their names.
 
 Unlike a Heatmap, whose columns are positions numbered on an axis, the columns here are named
 parts, and a rule separates the heads from the block-wide parts after them.
@@ -28,6 +28,7 @@ MAX_CELL = 7
 MAX_LABEL = 12
 RULE = "│"
 PLAIN_DIGITS = 5  # '-0.24': a cell's text this wide shows values as they are
+SMALL_TERMS = 0.1  # below this, the largest term would print as one digit at two decimals
 
 
 def cell_unit(scale: float, room: int) -> float | None:
@@ -93,10 +94,15 @@ class ContributionGrid(StripWidget):
         # The block-wide parts after the rule are as wide as their names and values (two digits
         # and a sign in a unit), with a space from the rule; the heads share the rest.
         n_heads = n_cols - len(d.col_labels[d.rule_before:]) if rule else n_cols
+        # Terms far below the colours' end (a head's job scores of 0.0069 on a scale to 0.5) print
+        # in a unit of their own: at two decimals every cell read 0.00 or 0.01.
+        finite = [abs(v) for values in d.values for v in values if math.isfinite(v)]
+        largest = max(finite, default=0.0)
+        basis = largest if 0 < largest < SMALL_TERMS else d.scale
         for digits in (PLAIN_DIGITS, 3):
             tail = [max(digits, cell_len(text)) + 2 for text in d.col_labels[n_heads:]]
             cw = max(1, min(MAX_CELL, (room - sum(tail)) // max(1, n_heads)))
-            unit = cell_unit(d.scale, cw - 1)
+            unit = cell_unit(basis, 0 if basis is largest else cw - 1)
             if unit is None:
                 break
         widths = [cw] * n_heads + [max(cw, w) for w in tail]
@@ -130,7 +136,7 @@ class ContributionGrid(StripWidget):
         legend.append(Segment(f" +{num(d.scale, 2)}", axis_style))
         lines.extend(fit_strip(legend, width))
         if show_values and unit is not None:
-            example = round(d.scale / unit)
+            example = round(basis / unit)
             said = _("In the cells: {cell} means {value}.").format(cell=example, value=num(example * unit, 2))
             lines.extend(fit_strip([Segment(" " * (label_width + 1), base), Segment(said, axis_style)], width))
         return lines

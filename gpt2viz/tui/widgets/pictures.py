@@ -603,6 +603,9 @@ class LogitLensTable(Picture):
         return lines(rows)
 
 
+NEXT_TOKEN_CHIPS = 40  # the text's last tokens shown before the next one
+
+
 class NextTokenView(Picture):
     """The prompt's tokens with the chosen one appended, and the runners-up. `chosen` (set before
     `draw`): what the generation step whose pass this is chose, which sampling may have taken from
@@ -615,7 +618,10 @@ class NextTokenView(Picture):
         chosen = self.chosen if self.chosen is not None and self.chosen.sampling else None
         if chosen is not None:
             token_id, token, prob = chosen.id, token_label(chosen.text), chosen.prob
-        chips = [(token_label(tok["text"]), CHIP_A if i % 2 == 0 else CHIP_B) for i, tok in enumerate((trace.context + trace.tokens)[-40:])]
+        text = trace.context + trace.tokens
+        chips = [(token_label(tok["text"]), CHIP_A if i % 2 == 0 else CHIP_B) for i, tok in enumerate(text[-NEXT_TOKEN_CHIPS:])]
+        if len(text) > NEXT_TOKEN_CHIPS:  # the text's start left out, and said so
+            chips.insert(0, (_("… {n} tokens before").format(n=count(len(text) - NEXT_TOKEN_CHIPS)), ".picture--dim"))
         chips.append((f"{token}", NEW))
         rows = [*chip_lines(chips, self.room), Content("")]
         rows.append(

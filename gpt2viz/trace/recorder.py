@@ -588,13 +588,15 @@ def trace_prompt(
     sequences: int = 1,
     batch_prompts: list[str] | None = None,
     ablations: tuple[Ablation, ...] | list[Ablation] = (),
+    reserve: int | None = None,
 ) -> Trace:
     """Records the forward pass over `prompt` and, if asked, a generation that continues it.
     With `quality`, a model in another format than float32 is also measured against float32 on
     the same checkpoint over the prompt's positions (`gpt2viz.quality`). `sequences` > 1
     continues the prompt that many times together; `batch_prompts` continues the prompt and each
     of them together, padded to the longest (both: the trace's `batch`). `ablations`
-    (gpt2viz.interventions) switch parts of the model off for every pass; the trace lists them."""
+    (gpt2viz.interventions) switch parts of the model off for every pass; the trace lists them.
+    `reserve`: the positions the pass's KV cache allocates at once (`record_forward`)."""
     config = lm.config
     for ablation in ablations:
         ablation.check(config.n_layer, config.n_head, config.d_mlp)
@@ -602,7 +604,7 @@ def trace_prompt(
         ids, notices = prepare_prompt(lm, prompt)
         if generate_tokens > 0 and sequences == 1 and not batch_prompts:  # refused before any pass runs
             check_generation_size(config.n_ctx - len(ids), generate_tokens, topk)
-        events, forward_ms = record_forward(lm, ids, use_cache=use_cache, topk=topk)
+        events, forward_ms = record_forward(lm, ids, use_cache=use_cache, topk=topk, reserve=reserve)
         measured = _measure_quality(lm, ids, ablations) if quality else None
         generation = batch = None
         if generate_tokens > 0 and batch_prompts:  # several prompts together: the `batch` part

@@ -63,6 +63,11 @@ def num(x: float | None, digits: int = 3) -> str:
     return f"{x:.{decimals}f}"
 
 
+def near_zero(x: float | None) -> str:
+    """A value that is zero up to rounding noise (a mean taken away: -1.32e-08), said to be 0."""
+    return "0" if x is not None and abs(x) < 1e-6 else num(x)
+
+
 def num_in(x: float | None, width: int = 8) -> str:
     """`x` with 3 significant digits in at most `width` characters ('-4.38e-4' for tiny values)."""
     text = num(x)
@@ -101,7 +106,12 @@ def cell_value(x: float | None, width: int) -> str:
 
 
 def _candidates(x: float):
-    # Most precise first; the first that fits wins.
+    # Most precise first; the first that fits wins. A value that two decimals would show as
+    # '-0.00' gets a third ('-.003') where it fits.
+    if 0.0005 <= abs(x) < 0.005:
+        text = f"{x:.3f}"
+        yield text
+        yield text.replace("0.", ".", 1)
     for decimals in (2, 1):
         text = f"{x:.{decimals}f}"
         yield text

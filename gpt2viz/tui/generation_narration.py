@@ -336,7 +336,8 @@ def compare_text(f: RunFacts, comparison: Comparison) -> str:
     L = cached.context_length(n - 1) if n else len(cached.prompt_ids)
     # Times slowed by other processes say nothing about where a step's time goes.
     why = busy_text(naive, cached) or cost_split_text(comparison)
-    paragraphs = [sentences(same, say("generation.compare.path", positions=count(L))), why]
+    path = "generation.compare.path" if cached.settings.sampling.greedy else "generation.compare.path_sampled"
+    paragraphs = [sentences(same, say(path, positions=count(L))), why]
     if not comparison.identical:
         i = comparison.first_divergence
         stopped = _("(stopped)")

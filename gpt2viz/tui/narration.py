@@ -35,7 +35,7 @@ from .facts import (
     token_text,
     value_at,
 )
-from .formatting import clip, count, millions, nbytes, num, percent, quote, shape
+from .formatting import clip, count, millions, nbytes, near_zero, num, percent, quote, shape
 from .llama_narration import WRITERS as LLAMA_WRITERS
 from .model_files_narration import model_files_words
 from .stages import BEFORE_BLOCKS, Stage
@@ -51,11 +51,6 @@ class Narration:
     text: str  # the explanation, paragraphs separated by blank lines
     formula: str  # the formula, one or more lines
     flow: tuple[str, ...]  # the shape flow, one step per line, with this run's shapes
-
-
-def _near_zero(x: float) -> str:
-    """A value that is zero up to rounding noise, said so."""
-    return "0" if abs(x) < 1e-6 else num(x)
 
 
 def _root(n: int) -> str:
@@ -216,9 +211,11 @@ def _layer_norm(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key
     if all(v is not None for v in stats):
         m, s, nm, ns, om, os_ = stats
         text += "\n\n" + say(
-            "stage.layer_norm.stats", **last_position(trace, f), mean=num(m), std=num(s), normalized_mean=_near_zero(nm),
-            normalized_std=num(ns), out_mean=num(om), out_std=num(os_),
+            "stage.layer_norm.stats", **last_position(trace, f), mean=near_zero(m), std=num(s),
+            normalized_mean=near_zero(nm), normalized_std=num(ns), out_mean=near_zero(om), out_std=num(os_),
         )
+        if abs(1 - ns) >= 5e-4:  # shown as 0.999 or less: ε under a small variance (a learner expects 1)
+            text += " " + say("stage.layer_norm.eps", normalized_std=num(ns), eps=f"{f.eps:g}", var=num(s * s))
     formula = f"{name}(x) = (x − mean(x)) / √(var(x) + {f.eps:g}) · γ + β"
     flow = [f"x {shape(x_shape)}{ARROW}{name}{ARROW}{shape(x_shape)}"]
     return text, formula, flow

@@ -122,8 +122,8 @@ def record_pass(lm, prompt: str | list[int], topk: int, decode: bool = False, ab
     the others cached), recorded and worked out completely (`Trace.resolve_all`), so that a screen
     only ever reads plain data. `ablations` (gpt2viz.interventions) switch parts of the model off.
     A generation step's pass (`prompt_length`: the generation's prompt is `prompt`'s first ids)
-    takes a mean ablation's mean from that prompt, as the generation did; a decode step's cache
-    allocates `reserve` positions, as the generation's did."""
+    takes a mean ablation's mean from that prompt, as the generation did; its cache allocates
+    `reserve` positions, as the generation's did."""
     import torch
 
     from ..trace import trace_decode_step, trace_prompt
@@ -137,7 +137,7 @@ def record_pass(lm, prompt: str | list[int], topk: int, decode: bool = False, ab
             trace = trace_decode_step(lm, prompt, topk=topk, quality=True, reserve=reserve)
             trace.interventions = [ablation.spec for ablation in ablations]
         else:
-            trace = trace_prompt(lm, prompt, topk=topk, quality=True, ablations=ablations)
+            trace = trace_prompt(lm, prompt, topk=topk, quality=True, ablations=ablations, reserve=reserve)
     return trace.resolve_all()
 
 

@@ -425,6 +425,13 @@ async def test_enter_opens_a_steps_forward_pass_and_escape_comes_back(ckpts):
         await pilot.press("escape")
         await wait_for(pilot, lambda: app.screen is screen)
         assert screen.selected == 3 and len(screen.gen.ids) == 6
+        # Step 0, the prompt's pass: the same one size (a learner's walk: the prompt's own pass,
+        # shown for it, had allocated 64 positions where the generation's cache held 53).
+        await pilot.press("left", "left", "left", "enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, StepScreen) and app.screen.from_step == 0)
+        assert app.screen.trace.event("kv_cache")["allocated_bytes"] == screen.gen.steps[0]["kv_cache"]["allocated_bytes"]
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: app.screen is screen)
         await pilot.press("escape")  # back to the step-through of the prompt
         await wait_for(pilot, lambda: isinstance(app.screen, StepScreen))
         assert app.screen.from_step is None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -122,6 +123,12 @@ def test_the_comparison_verdict(small):
     assert c.speedup_total == pytest.approx(naive.total_ms / gen.total_ms)
     text = compare_text(f, c)
     assert "Both runs chose the same 3 ids" in text and "pushed 14 positions" in text
+    assert "so the argmax does too" in text
+    # Sampled: no argmax was taken (a learner's walk read "so the argmax does too" under a sampled run).
+    sampled = dataclasses.replace(gen.settings, sampling=SamplingSettings(temperature=0.8, top_k=50, seed=1))
+    text = compare_text(f, Comparison(naive, dataclasses.replace(gen, settings=sampled)))
+    assert "(sampling with the same seed, 1)" in text and "argmax" not in text
+    assert "the same seed draws from them the same way, so the same token comes out" in text
     other = generation_of_ids(gen, [gen.ids[0], 99, 100])
     bad = Comparison(naive, other)
     assert bad.first_divergence == 1 and not bad.identical
@@ -135,7 +142,6 @@ def test_the_cost_split_says_when_the_cache_did_not_pay(small, monkeypatch, cach
     """The fitted split of a full pass (2.5 ms fixed + 0.01 ms a position: 2.64 ms at the last step's
     14 positions) against a cached decode step: a faster one is explained as the cache's gain, a
     slower one (a model so small that a step is nearly all fixed work) is said not to have paid."""
-    import dataclasses
 
     from gpt2viz.tui.generation_narration import cost_split_text
 
@@ -152,7 +158,6 @@ def test_the_cost_split_says_when_the_cache_did_not_pay(small, monkeypatch, cach
 def test_times_taken_while_other_processes_were_busy_claim_no_bound(small):
     """A run records the share of the CPUs other processes used meanwhile; above
     cpu_share.BUSY_SHARE its view says so, names no bound and fits no cost split from its times."""
-    import dataclasses
 
     from gpt2viz.i18n import say
     from gpt2viz.tui.formatting import percent

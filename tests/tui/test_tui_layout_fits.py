@@ -199,6 +199,13 @@ async def test_the_cost_chart_s_header_is_never_cut(lang):
         header = chart.lines(chart.size.width)[0].text.rstrip()
         assert "…" not in header and cell_len(header) <= chart.size.width, header
         assert "↑1" in header, header
+        # A bar cut off a hair above the top: both in the digits that tell them apart (a learner's
+        # walk read "top 10.9 · ↑1 up to 10.9").
+        chart.show([Series([10.9] * 20), Series([1.0] * 5 + [10.91] + [1.0] * 5)], None)
+        await pilot.pause()
+        header = chart.lines(chart.size.width)[0].text
+        assert "10.90" in header and "10.9 " not in header, header
+        assert "10.91" in header or (lang == "en" and "↑" not in header), header  # the note fits in Chinese here
 
 
 @pytest.mark.parametrize("lang", LANGUAGES)

@@ -207,6 +207,8 @@ def test_formatting_helpers():
     assert nbytes(368_640) == "368,640 B (360 KiB)"
     assert cell_value(0.4213, 3) == ".42"
     assert cell_value(-1.26, 4) == "-1.3"
+    # A score two decimals would show as -0.00 (a learner's walk: it was -0.0032).
+    assert cell_value(-0.0032, 5) == "-.003" and cell_value(0.0032, 6) == "0.003" and cell_value(-0.0032, 4) == "-.00"
     assert cell_value(None, 4) == "-∞"
     assert num_in(-0.000438, 8) == "-4.38e-4"
     assert fit("␣meaning", 5) == "␣mea…"
@@ -363,3 +365,17 @@ def test_a_prompt_edited_in_the_file_is_not_said_to_be_cut(tiny_trace):
     edited.prompt = "Totally different and longer than the tokens"
     text = narrate(edited, Stage("tokenize"), generate_key="g").text
     assert "more tokens than fit" not in text and "are kept" not in text
+
+
+def test_a_layernorm_under_a_small_variance_says_why_its_std_is_not_1(ckpts):
+    """A learner's walk on a random-weight GPT-2 small: 'divide by their standard deviation', then
+    'std 0.995 after normalizing' with nothing to connect them (ε against a variance of 9.2e-4), and
+    'mean -1.32e-08' in the words where the histogram beside them said 'mean 0'."""
+    import gpt2viz
+    from gpt2viz.trace import trace_prompt
+
+    random = trace_prompt(ckpts.lm("tiny"), "The meaning of life is")
+    text = narrate(random, Stage("ln1", 0), generate_key="g").text
+    assert "not 1: ε = 1e-05 is added to the variance" in text and "e-0" not in text.replace("1e-05", "")
+    trained = trace_prompt(gpt2viz.load_model("tiny"), "The meaning of life is")  # the bundled model: a large variance
+    assert "not 1: ε" not in narrate(trained, Stage("ln1", 0), generate_key="g").text

@@ -356,6 +356,9 @@ def test_english_counts_are_singular_for_one(bundled):
     one = trace_prompt(bundled, "a")
     assert one.tokens[0]["bytes"] == 1
     assert "1 byte in all" in TokenTable().build(one, Stage("tokenize"), 0).plain
+    # An empty prompt: the <|endoftext|> it starts from is none of its bytes (the table said 13).
+    table = TokenTable().build(trace_prompt(bundled, ""), Stage("tokenize"), 0).plain
+    assert "0 bytes in all" in table and "50256      –" in table and "13" not in table
     result = cost_lab.LabResult.from_dict(load(LAB_TRACE).cost_lab)
     result.machine = dataclasses.replace(result.machine, threads=1)
     assert machine_text(result).endswith("on 1 thread.")

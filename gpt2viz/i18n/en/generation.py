@@ -174,6 +174,16 @@ TEXT = {
         "float rounding), so the argmax does too. What changes is the work: at the last step the full pass "
         "pushed {positions} positions through every block, the decode step one."
     ),
+    # The same, for a sampled run: the same probabilities and the same seed give the same draws.
+    "generation.compare.path_sampled": (
+        "The cache changes the path, not the result: a decode step computes the newest position's q, k and "
+        "v exactly as the full pass does, and reads the other positions' keys and values from the cache "
+        "instead of recomputing them; they are the same numbers, because a position's k and v never depend "
+        "on later tokens. The last row of the scores, the softmax and the probabilities come out the same "
+        "(up to float rounding), and the same seed draws from them the same way, so the same token comes "
+        "out. What changes is the work: at the last step the full pass pushed {positions} positions through "
+        "every block, the decode step one."
+    ),
     "generation.compare.cost_split": (
         "Where the time goes, fitted to this run's full passes: each step costs about {fixed} ms whatever "
         "its length (reading the LM head's weights, Python, dispatching operations), plus about "

@@ -117,6 +117,10 @@ TEXT = {
         "At position {position} ({token}): mean {mean} and std {std} going in; {normalized_mean} and "
         "{normalized_std} after normalizing; mean {out_mean} and std {out_std} after γ and β."
     ),
+    "stage.layer_norm.eps": (
+        "The normalized std is {normalized_std}, not 1: ε = {eps} is added to the variance ({var} here) "
+        "before the square root, which matters where the variance is small."
+    ),
     # -- Q, K, V --------------------------------------------------------------------------------
     "stage.qkv.project": (
         "One matrix multiply, c_attn [{C} × {C3}] plus a bias ({params} parameters), turns each normalized "

@@ -145,6 +145,13 @@ TEXT = {
         "token。注意力分数的最后一行、softmax 和 logits 的结果都一样（浮点舍入误差以内），所以 argmax 也一样。"
         "变的是工作量：在最后一步，完整前向传播把 {positions} 个位置推过每一层，decode 步只推一个。"
     ),
+    "generation.compare.path_sampled": (
+        "缓存改变的是计算路径，不是结果：decode 步对最新位置的 q、k、v 的计算与完整前向传播完全相同，"
+        "其他位置的键和值则从缓存读取，而不是重新计算；它们是同样的数，因为一个位置的 k 和 v 从不依赖后面的 "
+        "token。注意力分数的最后一行、softmax 和概率的结果都一样（浮点舍入误差以内），同一个种子又以同样的方式"
+        "从中抽样，所以抽出的 token 也一样。变的是工作量：在最后一步，完整前向传播把 {positions} 个位置推过每一层，"
+        "decode 步只推一个。"
+    ),
     "generation.compare.cost_split": (
         "时间花在哪里，按这次运行的完整前向传播拟合：每一步无论长短都大约花 {fixed} ms"
         "（读取 LM head 的权重、Python、调度运算），每重新计算一个位置再加大约 {per_position} ms。"

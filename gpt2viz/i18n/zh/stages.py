@@ -105,6 +105,10 @@ TEXT = {
         "在位置 {position}（{token}）：进入时均值 {mean}、标准差 {std}；归一化后是 {normalized_mean} 和 "
         "{normalized_std}；经过 γ 和 β 之后均值 {out_mean}、标准差 {out_std}。"
     ),
+    "stage.layer_norm.eps": (
+        "归一化后的标准差是 {normalized_std}，不是 1：开平方之前方差（这里是 {var}）要加上 ε = {eps}，"
+        "方差很小时这一点就看得出来。"
+    ),
     # -- Q、K、V ----------------------------------------------------------------------------------
     "stage.qkv.project": (
         "一次矩阵乘，c_attn [{C} × {C3}] 加上偏置（{params} 个参数），把每个归一化后的 token 向量变成"

@@ -416,7 +416,9 @@ class GenerationScreen(AppScreen[None]):
         chosen = StepChoice(
             step["id"], step["text"], step.get("chosen_prob"), "" if sampling.greedy else decoding_label(sampling, short=True)
         )
-        if ids == self.trace.token_ids:  # step 0: the prompt's own pass, already recorded
+        # Step 0: the prompt's own pass, already recorded; recorded again where the generation's
+        # cache was another size than that pass's (its KV panel and the step's gave two sizes).
+        if ids == self.trace.token_ids and (not self.live or not step.get("used_cache")):
             self.app.push_screen(StepScreen(self.session, self.trace, from_step=index, chosen=chosen))
             return
         if not self.live:

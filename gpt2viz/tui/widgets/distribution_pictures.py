@@ -16,7 +16,7 @@ from ...trace import Trace
 from ...trace.events import LAYER_NORM_STATS, RMS_NORM_STATS
 from ..distributions import Histogram, gelu, head_entropies, layer_norm_values, pre_activations, silu
 from ..facts import RunFacts, layer_norm_event, token_text, value_at
-from ..formatting import count, fit, num, percent
+from ..formatting import count, fit, near_zero, num, percent
 from ..stages import Stage
 from ..styled_text import styled
 from ..table_layout import chip_lines, wrapped
@@ -114,10 +114,6 @@ def position_header(trace: Trace, template: str, position: int, room: int, **val
     )
 
 
-def _near_zero(x: float | None) -> str:
-    return "0" if x is not None and abs(x) < 1e-6 else num(x)
-
-
 class LayerNormHistograms(Picture):
     """One position's values going into a LayerNorm, normalized, and after γ and β: three histograms."""
 
@@ -153,7 +149,7 @@ class LayerNormHistograms(Picture):
             # The name and each fact whole, on as many lines as they need.
             facts = [
                 (name, ".picture--header"),
-                (_("mean {mean}").format(mean=num(mean) if rms else _near_zero(mean)), ".picture--dim"),
+                (_("mean {mean}").format(mean=num(mean) if rms else near_zero(mean)), ".picture--dim"),
                 (_("rms {rms}").format(rms=num(spread)) if rms else _("std {std}").format(std=num(spread)), ".picture--dim"),
                 (_("bins of {width}").format(width=edge_label(h.bin_width)), ".picture--dim"),
             ]

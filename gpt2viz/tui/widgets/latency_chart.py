@@ -128,7 +128,10 @@ class LatencyChart(StripWidget):
             values = pooled(s.values, size)
             kinds = [s.kind(i * size, "latency-chart--decode") for i in range(len(values))]
             bars.append((values, kinds))
-        facts = {"top": num(scale), "clipped": clipped, "tallest": num(tallest), "size": size}
+        # The tallest bar in as many digits as tell it from the top ('top 10.9 · ↑1 up to 10.9' read
+        # as a bar cut off at its own height).
+        digits = next((d for d in range(3, 8) if num(tallest, d) != num(scale, d)), 3)
+        facts = {"top": num(scale, digits), "clipped": clipped, "tallest": num(tallest, digits), "size": size}
         # The fullest header the width holds, never one cut short: the steps per bar go first,
         # then the note on the bars cut off (the '↑' on such a bar still marks it).
         headers = []

@@ -160,15 +160,18 @@ class TokenTable(Picture):
                 ".picture--header",
             ),
         ]
+        # An empty prompt runs from <|endoftext|> alone, which stands for none of its bytes (its 13
+        # are the special token's name): a learner read "13 bytes in all" under "0 bytes".
+        started = not trace.prompt and not trace.past
         for tok in trace.tokens:
             rows.append(
                 Content.assemble(
                     (f"{tok['position']:>{digits}}  ", ".picture--dim"),
                     (fit(token_label(tok["text"]), width), ".picture--token"),
-                    f"  {tok['id']:>6}  {tok['bytes']:>5}",
+                    f"  {tok['id']:>6}  {'–' if started else tok['bytes']:>5}",
                 )
             )
-        total = sum(t["bytes"] for t in trace.tokens)
+        total = 0 if started else sum(t["bytes"] for t in trace.tokens)
         in_all = ngettext("{n} byte in all", "{n} bytes in all", total).format(n=f"{count(total):>5}")
         rows.append(Content.styled(f"{'':>{digits}}  {fit('', width)}  {'':>6}  {in_all}", ".picture--dim"))
         return lines(rows)

@@ -106,12 +106,8 @@ def cell_value(x: float | None, width: int) -> str:
 
 
 def _candidates(x: float):
-    # Most precise first; the first that fits wins. A value that two decimals would show as
-    # '-0.00' gets a third ('-.003') where it fits.
-    if 0.0005 <= abs(x) < 0.005:
-        text = f"{x:.3f}"
-        yield text
-        yield text.replace("0.", ".", 1)
+    # Most precise first; the first that fits wins. (Every cell of a grid at the same precision:
+    # '-0.00' for -0.0032 rather than '-.003' beside '0.00', which read as an odd column.)
     for decimals in (2, 1):
         text = f"{x:.{decimals}f}"
         yield text

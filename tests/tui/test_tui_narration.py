@@ -207,8 +207,6 @@ def test_formatting_helpers():
     assert nbytes(368_640) == "368,640 B (360 KiB)"
     assert cell_value(0.4213, 3) == ".42"
     assert cell_value(-1.26, 4) == "-1.3"
-    # A score two decimals would show as -0.00 (a learner's walk: it was -0.0032).
-    assert cell_value(-0.0032, 5) == "-.003" and cell_value(0.0032, 6) == "0.003" and cell_value(-0.0032, 4) == "-.00"
     assert cell_value(None, 4) == "-∞"
     assert num_in(-0.000438, 8) == "-4.38e-4"
     assert fit("␣meaning", 5) == "␣mea…"

@@ -36,8 +36,8 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from .errors import InputError, TokenIdError
-from .hooks import HookNameError
-from .i18n import N_
+from .hooks import STEP_HOOKS, HookNameError
+from .i18n import N_, _
 from .input_files import shown
 
 if TYPE_CHECKING:
@@ -100,14 +100,18 @@ class ActivationCache(dict):
             if rest and isinstance(rest[0], int) and not isinstance(rest[0], bool) and rest[0] < 0:
                 rest[0] += self.model.config.n_layer
             return act_name(name, *rest)
-        if isinstance(key, str) and not dict.__contains__(self, key):
-            return act_name(key)
+        if isinstance(key, str) and not dict.__contains__(self, key) and key not in self.model.hooks.names:
+            return act_name(key)  # ('sample' and 'kv_cache' are the model's own names, not short ones)
         return key
 
     def __getitem__(self, key: Any) -> torch.Tensor:
         name = self._name(key)
         if not dict.__contains__(self, name):
             model_names = tuple(self.model.hooks.names)
+            if name in STEP_HOOKS:
+                raise HookNameError(name, (), _("{name!r} is not in a cache of run_with_cache: it fires after a pass with "
+                                                 "a KV cache (kv_cache) or a token chosen (sample), and that pass has "
+                                                 "neither").format(name=name))
             if name in model_names:
                 raise HookNameError.not_kept(name, len(self))
             raise HookNameError(str(name), model_names or tuple(self))
@@ -175,6 +179,9 @@ class ActivationCache(dict):
         if mode not in MODES:
             raise InputError("mode", N_("{setting} must be 'all', 'attn' or 'mlp', got {value}"), value=shown(mode))
         layer = self._layer(layer)
+        if mlp_input and layer == self.model.config.n_layer:
+            raise InputError("mlp_input", N_("{setting} needs a block's MLP: layer {layer} is after the last block"),
+                             layer=layer)
         parts, labels = [], []
         if incl_embeds:
             parts.append(self["hook_embed"])
@@ -213,12 +220,6 @@ class ActivationCache(dict):
             stream = self["resid_post", layer - 1] if layer else self["resid_pre", 0]
             parts.append(stream - sum(parts) if parts else stream)
             labels.append("remainder")
-        if not parts:
-            empty = _positions(self["hook_embed"], pos_slice)
-            stack = empty.new_zeros(0, *empty.shape)
-            if apply_ln:
-                stack = self.apply_ln_to_stack(stack, layer, pos_slice=pos_slice)
-            return (stack, labels) if return_labels else stack
         return self._finish(parts, labels, layer, False, apply_ln, pos_slice, return_labels)
 
     # -- the LayerNorms and the logits ---------------------------------------------------------
@@ -235,7 +236,7 @@ class ActivationCache(dict):
         layer = self._layer(layer)
         centred = stack - stack.mean(dim=-1, keepdim=True) if self._is_gpt2() else stack
         if recompute_ln:
-            eps = _final_norm(self.model).eps
+            eps = self.model.config.norm_eps
             return centred / (centred.pow(2).mean(dim=-1, keepdim=True) + eps).sqrt()
         if layer == self.model.config.n_layer:
             scale = self["ln_final.hook_scale"]
@@ -249,8 +250,9 @@ class ActivationCache(dict):
         """Each component's direct contribution to the logits of `tokens` (an id, a text of one
         token, or a tensor of ids broadcast against the stack's batch and positions): the
         component, the final LayerNorm applied (`apply_ln_to_stack`, at `pos_slice`), times
-        `γ ⊙ W_U[token]`. With `incorrect_tokens` (of the same shape), the contribution to the
-        difference of the two logits."""
+        `γ ⊙ W_U[token]`. A `[batch]` tensor is one token per row of a `[components, batch,
+        positions, C]` stack, as TransformerLens reads it. With `incorrect_tokens` (of the same
+        shape), the contribution to the difference of the two logits."""
         ids = self._token_ids(tokens, "tokens")
         direction = self._direction(ids)
         if incorrect_tokens is not None:
@@ -259,13 +261,19 @@ class ActivationCache(dict):
                 raise InputError("incorrect_tokens", N_("{setting} must have the shape of tokens, {shape}, got {value}"),
                                  shape=list(ids.shape), value=list(other.shape))
             direction = direction - self._direction(other)
-        return (self.apply_ln_to_stack(stack, pos_slice=pos_slice) * direction).sum(-1)
+        normed = self.apply_ln_to_stack(stack, pos_slice=pos_slice)
+        if normed.dim() == 4 and direction.dim() == 2 and direction.size(0) == normed.size(1):
+            direction = direction.unsqueeze(-2)  # [batch]: one token per row, at every position (TL's rule)
+        return (normed * direction).sum(-1)
 
     def _token_ids(self, tokens: Any, setting: str) -> torch.Tensor:
         """`tokens` as a tensor of ids of the vocabulary (a text must be exactly one token)."""
         vocab = self.model.config.vocab_size
         if isinstance(tokens, str):
-            ids = self.tokenizer.encode(tokens) if self.tokenizer is not None else []
+            if self.tokenizer is None:
+                raise InputError(setting, N_("{setting}: a text needs the cache's tokenizer (run_with_cache's has one); "
+                                             "give token ids"))
+            ids = self.tokenizer.encode(tokens)
             if len(ids) != 1:
                 raise InputError(setting, N_("{setting} must be a text of one token, got {value} ({count} tokens)"),
                                  value=shown(tokens), count=len(ids))
@@ -293,7 +301,11 @@ class ActivationCache(dict):
         self, parts: list[torch.Tensor], labels: list[str], layer: int, mlp_input: bool, apply_ln: bool,
         pos_slice: Any, return_labels: bool,
     ) -> torch.Tensor | tuple[torch.Tensor, list[str]]:
-        stack = torch.stack([_positions(p, pos_slice) for p in parts])
+        if parts:
+            stack = torch.stack([_positions(p, pos_slice) for p in parts])
+        else:  # nothing before block 0 (no heads, or no embeddings asked for): an empty stack, as TL's
+            empty = _positions(self["hook_embed"], pos_slice)
+            stack = empty.new_zeros(0, *empty.shape)
         if apply_ln:
             stack = self.apply_ln_to_stack(stack, layer, mlp_input, pos_slice)
         return (stack, labels) if return_labels else stack

@@ -34,7 +34,7 @@ from .model.placement import parse_device
 from .model.precision import Precision, parse_precision
 from .model import package_index
 from .model.sources import DownloadProgress, ResolvedSource, resolve
-from .model.tokenizer import Tokenizer
+from .model.tokenizer import Tokenizer, checked_ids
 from .model.training_tokens import read as read_training_tokens
 from .model.weights import load_weights, record_use
 
@@ -131,11 +131,7 @@ class LanguageModel:
         ):
             raise InputError("prompt", N_("{setting} must be a text or a list of token ids, got {value}"),
                              value=_shown(prompt))
-        vocab = self.config.vocab_size
-        bad = next((i for i in prompt if not 0 <= i < vocab), None)
-        if bad is not None:
-            raise TokenIdError("prompt", N_("{setting}: id {id} is outside the vocabulary (0 to {last})"), id=bad, last=vocab - 1)
-        return list(prompt)
+        return checked_ids(list(prompt), self.config.vocab_size, "prompt")
 
     def check_token_id(self, value: object, setting: str) -> int:
         """`value` as a token id of this model's vocabulary: an integer (a Python, NumPy or
@@ -256,8 +252,10 @@ class LanguageModel:
         if isinstance(prompt, list) and prompt and all(isinstance(p, str) for p in prompt):
             return self.pad(prompt, side="right", prepend_bos=prepend_bos)
         ids = self.encode_prompt(prompt, prepend_bos=prepend_bos)
-        if not ids:
+        if not ids and isinstance(prompt, str):
             raise InputError("prompt", N_("{setting} has no tokens (prepend_bos=True starts a text with <|endoftext|>)"))
+        if not ids:
+            raise InputError("prompt", N_("{setting} has no token ids"))
         return torch.tensor([ids], dtype=torch.long, device=self.model.device), attention_mask
 
     # -- TransformerLens's hooks and tokens ----------------------------------------------------
@@ -275,18 +273,23 @@ class LanguageModel:
 
     def to_tokens(self, text: str | list[str], prepend_bos: bool = True) -> torch.Tensor:
         """Ids `[1, T]` of a text, or `[B, T]` of several (padded on the right with
-        <|endoftext|>), as TransformerLens's `to_tokens`: with <|endoftext|> first by default."""
+        <|endoftext|>), as TransformerLens's `to_tokens` gives them for GPT-2: with <|endoftext|>
+        (`eos_id`) first by default."""
         if isinstance(text, list):
             return self.pad(text, side="right", prepend_bos=prepend_bos)[0]
         if not isinstance(text, str):
             raise InputError("text", N_("{setting} must be a text or a list of texts, got {value}"), value=_shown(text))
         return torch.tensor([self.encode_prompt(text, prepend_bos=prepend_bos)], dtype=torch.long, device=self.model.device)
 
-    def to_string(self, tokens: torch.Tensor | list[int]) -> str | list[str]:
-        """The text of ids `[T]` (a list of ids too), or of each row of `[B, T]`."""
-        if isinstance(tokens, torch.Tensor) and tokens.dim() == 2:
-            return [self.tokenizer.decode(row) for row in tokens.tolist()]
-        return self.tokenizer.decode(self.encode_prompt(tokens))
+    def to_string(self, tokens: torch.Tensor | list[int] | list[list[int]]) -> str | list[str]:
+        """The text of ids `[T]` (a list of ids too), or of each row of `[B, T]` (a list of lists)."""
+        rows = tokens.tolist() if isinstance(tokens, torch.Tensor) else tokens
+        if isinstance(rows, list) and rows and all(isinstance(row, list) for row in rows):
+            return [self.tokenizer.decode(checked_ids(row, self.config.vocab_size, "tokens")) for row in rows]
+        if not isinstance(rows, list) or any(isinstance(i, list) for i in rows):
+            raise InputError("tokens", N_("{setting} must be ids [positions] or [batch, positions], got {value}"),
+                             value=_shown(tokens))
+        return self.tokenizer.decode(checked_ids(rows, self.config.vocab_size, "tokens"))
 
     def to_str_tokens(self, text: str | torch.Tensor | list[int], prepend_bos: bool = True) -> list[str]:
         """Each token of a text (<|endoftext|> first by default) or of ids, as its own text
@@ -296,7 +299,9 @@ class LanguageModel:
 
     def to_single_token(self, text: str) -> int:
         """The id of a text that is one token (' Paris'), else an InputError."""
-        ids = self.encode_prompt(text) if isinstance(text, str) else []
+        if not isinstance(text, str):
+            raise InputError("text", N_("{setting} must be a text, got {value}"), value=_shown(text))
+        ids = self.encode_prompt(text)
         if len(ids) != 1:
             raise InputError("text", N_("{setting} must be a text of one token, got {value} ({count} tokens)"),
                              value=_shown(text), count=len(ids))

@@ -121,6 +121,7 @@ def test_layer_arguments_are_transformer_lens_s(run):
      r"incorrect_tokens must be a text of one token, got ' a big dog' \(3 tokens\)"),
     (lambda c: c.logit_attrs(c.decompose_resid(), torch.tensor([5]), incorrect_tokens=torch.tensor([5, 6])),
      r"incorrect_tokens must have the shape of tokens, \[1\], got \[2\]"),
+    (lambda c: c.decompose_resid(None, mlp_input=True), "mlp_input needs a block's MLP: layer 2 is after the last block"),
 ])
 def test_arguments_the_analyses_cannot_use_are_one_line_errors(run, call, message):
     """Each used to give a wrong answer unseen (an empty stack, the embeddings alone) or torch's
@@ -155,3 +156,27 @@ def test_the_cache_is_indexed_and_asked_as_transformer_lens_s(run):
         patterns["resid_pre", 0]
     with pytest.raises(HookNameError, match="the closest: blocks.0.hook_resid_pre"):
         patterns["resid_prre", 0]
+    # The model's step hooks fire in no pass of run_with_cache ('sample' once read 'no hook point
+    # named hook_sample; the closest: sample').
+    with pytest.raises(HookNameError, match="'sample' is not in a cache of run_with_cache: it fires after a pass with a KV"):
+        cache["sample"]
+
+
+def test_a_token_per_row_of_a_batch_is_read_as_transformer_lens_reads_it(run):
+    """TL's logit_attrs takes a [batch] tensor as one token per row (the review found it lined up
+    against the positions, silently wrong where batch and positions are as many)."""
+    lm, _logits, _cache = run
+    ids = torch.tensor([lm.encode_prompt("The capital"), lm.encode_prompt("Hello there")])
+    assert ids.shape == (2, 2)  # as many rows as positions: the case that went wrong unseen
+    logits, cache = lm.run_with_cache(ids)
+    tokens = torch.tensor([11, 13])
+    attrs = cache.logit_attrs(cache.decompose_resid(), tokens)  # [components, batch, positions]
+    beta = lm.model.ln_f.bias @ lm.model.wte.weight[tokens].t()  # [batch]
+    expected = torch.stack([logits[0, :, 11], logits[1, :, 13]])
+    assert torch.allclose(attrs.sum(0) + beta[:, None], expected, atol=1e-4)
+
+
+def test_nothing_before_block_0_is_an_empty_stack(run):
+    _lm, _logits, cache = run
+    stack, labels = cache.decompose_resid(0, incl_embeds=False, return_labels=True)
+    assert labels == [] and stack.shape == (0, *cache["hook_embed"].shape)

@@ -56,8 +56,36 @@ def test_reset_hooks_removes_what_add_hook_added(lm):
      r"fwd_hooks must be a list of \(hook name, function\) pairs"),
     (lambda lm: lm.tokenizer.decode([-1]), TokenIdError, r"ids: id -1 is outside the vocabulary \(0 to 50256\)"),
     (lambda lm: lm.tokenizer.decode([50300]), TokenIdError, "id 50300 is outside"),
+    (lambda lm: lm.run_with_cache([], prepend_bos=True), InputError, "^prompt has no token ids$"),
+    (lambda lm: lm.to_single_token(5), InputError, "^text must be a text, got 5$"),
+    (lambda lm: lm.to_string([[1, 2], [3, 10**6]]), TokenIdError, "^tokens: id 1000000 is outside"),
 ])
 def test_inputs_the_library_refuses_in_one_line(lm, call, error, message):
     with pytest.raises(error, match=message) as caught:
         call(lm)
     assert "\n" not in str(caught.value)
+
+
+def test_a_model_with_more_rows_than_its_tokenizer_has_ids_decodes_them(tmp_path):
+    """A vocabulary padded past the tokenizer's (50,304 rows for 50,257 ids) may generate an id the
+    tokenizer lacks: it decodes to nothing, as the tokenizers library has it, and the trace of such
+    a generation is recorded (the review of an id check that refused it crashed there); an id past
+    the model's rows is still refused."""
+    from checkpoints import write_checkpoint
+
+    import gpt2viz
+    from gpt2viz.trace import trace_prompt
+
+    write_checkpoint(tmp_path, "tiny", vocab_size=50304)
+    lm = gpt2viz.load_model(str(tmp_path))
+    assert lm.tokenizer.decode([464, 50270]) == "The" and lm.to_string([50270]) == ""
+    with pytest.raises(TokenIdError, match="id 50304 is outside the vocabulary"):
+        lm.tokenizer.decode([50304])
+
+    def favour_a_padding_row(name, logits):
+        logits[..., 50270] = 1e4
+        return logits
+
+    with lm.hooks.subscribe("unembed.hook_out", favour_a_padding_row):
+        trace = trace_prompt(lm, "Hello", generate_tokens=2)
+    assert trace.generation["ids"] == [50270, 50270]

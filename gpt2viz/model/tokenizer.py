@@ -68,6 +68,9 @@ class Tokenizer:
         self._tk = tokenizer
         self.source = source  # the file(s) it came from, as errors name them
         self.vocab_size = tokenizer.get_vocab_size(with_added_tokens=True)
+        # The ids a model may give it: its own, or the model's rows where the model has more (a
+        # vocabulary padded to 50,304; such ids decode to nothing, as the tokenizers library has it).
+        self.id_limit = self.vocab_size
         eos = tokenizer.token_to_id(EOS_TEXT)
         self.eos_id: int | None = eos
         self._special = {t.content for t in tokenizer.get_added_tokens_decoder().values()}
@@ -97,6 +100,7 @@ class Tokenizer:
                 _("{path}: cannot read the tokenizer ({error})").format(path=source, error=_first_line(err))
             ) from None
         tokenizer._check_ids(vocab_size)
+        tokenizer.id_limit = max(tokenizer.vocab_size, vocab_size or 0)
         tokenizer.record = tokenizer_record(files, sizes, tokenizer._tk)
         return tokenizer
 
@@ -144,14 +148,9 @@ class Tokenizer:
         return self._tk.decode_batch([self._checked_ids(r) for r in rows], skip_special_tokens=False)
 
     def _checked_ids(self, ids: list[int]) -> list[int]:
-        """`ids` as a list of ints of the vocabulary (the tokenizers library would raise
-        OverflowError for -1 and leave an unknown id out unseen)."""
-        ids = ids.tolist() if hasattr(ids, "tolist") else list(ids)
-        vocab = self._tk.get_vocab_size(with_added_tokens=True)
-        bad = next((i for i in ids if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < vocab), None)
-        if bad is not None:
-            raise TokenIdError("ids", N_("{setting}: id {id} is outside the vocabulary (0 to {last})"), id=shown(bad), last=vocab - 1)
-        return ids
+        """`ids` as a list of ints below `id_limit` (the tokenizers library would raise
+        OverflowError for -1)."""
+        return checked_ids(ids.tolist() if hasattr(ids, "tolist") else list(ids), self.id_limit, "ids")
 
     def token_text(self, token_id: int) -> str:
         """The vocabulary entry as stored, e.g. 'Ġnot' for ' not'."""
@@ -177,6 +176,15 @@ class Tokenizer:
             raw = self.token_bytes(token_id)
             shown = self._shown[token_id] = visible_text(raw.decode("utf-8", errors="backslashreplace"))
         return shown
+
+
+def checked_ids(ids: list, vocab: int, setting: str) -> list[int]:
+    """`ids` if each is an int (not a bool) from 0 to `vocab` - 1, else a TokenIdError naming the
+    first that is not, `setting` naming the argument."""
+    bad = next((i for i in ids if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < vocab), None)
+    if bad is not None:
+        raise TokenIdError(setting, N_("{setting}: id {id} is outside the vocabulary (0 to {last})"), id=shown(bad), last=vocab - 1)
+    return ids
 
 
 def tokenizer_files(directory: str | Path) -> list[Path]:

@@ -97,20 +97,20 @@ def edited_sentence(trace: Trace, stage: Stage) -> str:
         return ""
     here = [a for a in ablations if a.layer == stage.layer]
     if not here:
-        first = min(a.layer for a in ablations)
-        if stage.layer is not None and stage.layer < first:
-            return ""
-        # After the edit: every number here is the edited pass's too (only the block of the edit said so).
-        earliest = [a for a in ablations if a.layer == first]
-        return say("stage.edited_later", parts=_(", ").join(a.spec for a in earliest), layer=first)
+        # After an edit: every number here is the edited pass's too (only the edit's block said so).
+        before = [a for a in ablations if stage.layer is None or a.layer < stage.layer]
+        return say("stage.edited_later", parts=_(", ").join(a.spec for a in before)) if before else ""
     said = say("stage.edited", parts=_(", ").join(a.spec for a in here))
     # Switching the MLP (or the block) off replaces what it writes, not what its neurons compute:
     # on its own stage they still fire (a learner's walk read that as the edit not working).
     if stage.kind == "mlp" and any(a.kind in ("mlp", "block") for a in here):
         said = sentences(said, say("stage.edited_mlp"))
-    # The same for heads: a switched-off head's pattern is still drawn (and narrated) as computed.
-    if stage.is_attention and any(a.kind in ("head", "heads", "block") for a in here):
+    # The same for heads: a switched-off head's pattern is still drawn (and narrated) as computed;
+    # a block switched off replaces what its attention writes, not the heads' z.
+    if stage.is_attention and any(a.kind in ("head", "heads") for a in here):
         said = sentences(said, say("stage.edited_heads"))
+    elif stage.is_attention and any(a.kind == "block" for a in here):
+        said = sentences(said, say("stage.edited_block_attention"))
     return said
 
 

@@ -458,12 +458,13 @@ class Session:
         return self.jobs.submit(owner, name, work, on_result=on_end, on_progress=on_steps, on_error=on_error)
 
     def trace_step(
-        self, owner: object, ids: list[int], topk: int, decode: bool, ablations, *, prompt_length: int,
+        self, owner: object, ids: str | list[int], topk: int, decode: bool, ablations, *, prompt_length: int | None,
         on_result: Callable[[Trace], None], on_error: OnError, reserve: int | None = None,
     ) -> Job:
         """Records the forward pass that chose a generation step's token: a decode step's (one new
         position against the cache) or a full pass (a prefill, or a step without the cache), over
-        `ids`, whose first `prompt_length` are the generation's prompt."""
+        `ids`, whose first `prompt_length` are the generation's prompt (step 0: the prompt itself,
+        as text, and no `prompt_length`)."""
         lm = self.lm
         return self.jobs.submit(
             owner, "trace-step",

@@ -141,6 +141,13 @@ async def test_a_tab_chosen_during_a_run_stays_on_show(tiny_lm, monkeypatch):
         assert lab.shown == "batch" and lab.running == "context"
         await pilot.press("space")
         await wait_for(pilot, lambda: lab.running is None)
+        # Run all from another tab: the first experiment's tab comes to show as it starts (the
+        # machine's rates measured already, its first progress is the context's own).
+        await pilot.press("3", "a")
+        await wait_for(pilot, lambda: lab.running == "context" and lab.query_one("#lab-progress").progress > 3)
+        assert lab.shown == "context"
+        await pilot.press("space")
+        await wait_for(pilot, lambda: lab.running is None)
 
 
 @run_async

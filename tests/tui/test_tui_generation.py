@@ -437,6 +437,24 @@ async def test_enter_opens_a_steps_forward_pass_and_escape_comes_back(ckpts):
         assert app.screen.from_step is None
 
 
+@run_async
+async def test_step_0_of_an_empty_prompt_is_still_an_empty_prompt(ckpts):
+    """Step 0 is recorded again with the generation's cache: from the prompt as written, not from
+    its ids, so the Tokenize stage still says the prompt was empty (from [<|endoftext|>] it read as
+    the 13-byte text '<|endoftext|>', the review found)."""
+    from gpt2viz.tui.widgets.pictures import TokenTable
+
+    app = live_app(ckpts, "--generate", "3", "")
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_generation(app, pilot)
+        await finished(pilot, screen)
+        await pilot.press("left", "left", "left", "enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, StepScreen) and app.screen.from_step == 0)
+        step = app.screen
+        assert step.trace is not screen.trace and step.trace.prompt == ""
+        assert "0 bytes in all" in TokenTable().build(step.trace, Stage("tokenize"), 0).plain
+
+
 @pytest.mark.parametrize("key", ["q", "ctrl+c"])
 @run_async
 async def test_q_or_ctrl_c_while_generating_exits_cleanly(ckpts, gate, key):

@@ -215,6 +215,9 @@ def test_a_switched_off_head_s_pattern_is_said_to_be_computed_still(bundled):
         assert note in narrate(edited, Stage(kind, 0), generate_key="g").text, kind
     assert note not in narrate(edited, Stage("pattern", 1), generate_key="g").text  # another block
     assert note not in narrate(edited, Stage("mlp", 0), generate_key="g").text
+    # A whole block switched off replaces its outputs, not the heads' z (the review).
+    block = narrate(trace_prompt(bundled, PROMPT, ablations=[Ablation("block", 0)]), Stage("pattern", 0), generate_key="g").text
+    assert note not in block and "What is switched off is the whole block's output" in block
 
 
 def test_stages_after_the_edit_say_their_numbers_are_the_edited_pass_s(bundled):
@@ -224,8 +227,12 @@ def test_stages_after_the_edit_say_their_numbers_are_the_edited_pass_s(bundled):
     from gpt2viz.tui.stages import Stage
 
     edited = trace_prompt(bundled, PROMPT, ablations=[Ablation("neurons", 2, neurons=(3, 7))])
-    later = "Edited pass: L2.n3,7 switched off in block 2 (what-if). This stage comes after it"
+    later = "Edited pass: L2.n3,7 switched off in an earlier block (what-if). This stage comes after it"
     for stage in (Stage("attn_out", 5), Stage("ln1", 3), Stage("ln_final"), Stage("lm_head")):
         assert later in narrate(edited, stage, generate_key="g").text, stage
     for stage in (Stage("embed"), Stage("mlp_out", 1), Stage("next_token"), Stage("mlp", 2)):
         assert later not in narrate(edited, stage, generate_key="g").text, stage
+    # Every edit before the stage, not only the first block's (the review: L4's went unsaid in block 6).
+    two = trace_prompt(bundled, PROMPT, ablations=[Ablation("head", 1, head=0), Ablation("mlp", 4)])
+    assert "Edited pass: L1H0, L4.mlp switched off in an earlier block" in narrate(two, Stage("ln1", 6), generate_key="g").text
+    assert "Edited pass: L1H0 switched off in an earlier block" in narrate(two, Stage("ln1", 3), generate_key="g").text

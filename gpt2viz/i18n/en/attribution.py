@@ -6,6 +6,10 @@ TEXT = {
         "This pass is edited: {parts} switched off (what-if). Every number on this screen is the edited "
         "pass's, not the model's own: the logits split here, and both prompts' runs when patching."
     ),
+    "attribution.edited_heads": (
+        "This pass is edited: {parts} switched off (what-if). The heads are scored with those parts off, "
+        "so the grids are the edited model's, not the model's own."
+    ),
     # -- direct logit attribution
     "attribution.dla.what": (
         "The logit of {token} at the last position ({position}, {last}) is {logit}: the model's candidate "

@@ -14,8 +14,12 @@ TEXT = {
         "from the edited pass, not from the model's own."
     ),
     "stage.edited_later": (
-        "Edited pass: {parts} switched off in block {layer} (what-if). This stage comes after it, so its "
+        "Edited pass: {parts} switched off in an earlier block (what-if). This stage comes after it, so its "
         "numbers are the edited pass's, not the model's own."
+    ),
+    "stage.edited_block_attention": (
+        "What is switched off is the whole block's output: its heads' scores and patterns here are still "
+        "computed as always, and neither what attention writes nor the MLP's reaches the stream."
     ),
     "stage.edited_mlp": (
         "What is switched off is the MLP's output: its neurons below still compute what they would, and "

@@ -481,11 +481,11 @@ class AttributionScreen(AppScreen[None]):
         words.update(self._edited(dla_text(a, candidate, self.choice + 1, n, self.tokens[last], last, dtype,
                                            key_name(self, "next_token"))))
 
-    def _edited(self, text: str) -> str:
+    def _edited(self, text: str, key: str = "attribution.edited") -> str:
         """`text` after the paragraph that says this pass is edited, where it is (what-if)."""
         if not self.ablations:
             return text
-        return say("attribution.edited", parts=safe_line(_(", ").join(a.spec for a in self.ablations))) + "\n\n" + text
+        return say(key, parts=safe_line(_(", ").join(a.spec for a in self.ablations))) + "\n\n" + text
 
     def _draw_heads(self) -> None:
         title = self.query_one("#heads-title", Static)
@@ -510,7 +510,8 @@ class AttributionScreen(AppScreen[None]):
                 scale=1.0 if job == "sink" else scores.best[job],
             )
         )
-        words.update(self._edited(heads_text(scores, self.trace, self.tokens, key_name(self, "next_job"))))
+        words.update(self._edited(heads_text(scores, self.trace, self.tokens, key_name(self, "next_job")),
+                                  "attribution.edited_heads"))
 
     def _draw_patch(self) -> None:
         message = self.query_one("#patch-message", Static)

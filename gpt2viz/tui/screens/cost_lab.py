@@ -144,6 +144,7 @@ class CostLabScreen(AppScreen[None]):
         # A LLaMA-family model loads in float32 only so far: no other number format to compare.
         self.one_format = trace.architecture == "llama"
         self.running: str | None = None  # the experiment under way
+        self.reported: str | None = None  # the experiment the last progress was of (its tab shown as it starts)
 
     def compose(self) -> ComposeResult:
         yield TopBar(id="top-bar")
@@ -243,7 +244,7 @@ class CostLabScreen(AppScreen[None]):
             if not experiments:
                 self.notify(say("lab.precision.one_format"), markup=False)
                 return
-        self.running = experiments[0]
+        self.running, self.reported = experiments[0], None
         self.refresh_bindings()
         self._status()
         self.session.measure(
@@ -253,8 +254,8 @@ class CostLabScreen(AppScreen[None]):
 
     # -- what the model thread hands over -------------------------------------------------------------
     def _progressed(self, experiment: str, done: int, total: int) -> None:
-        started = experiment != self.running  # the next of "run all"'s experiments
-        self.running = experiment
+        started = experiment != self.reported  # the first progress of an experiment (one of "run all"'s)
+        self.running = self.reported = experiment
         # Its tab comes to show as it starts; a tab the reader chose meanwhile is left on show.
         if started and experiment in EXPERIMENTS and self.shown != experiment:
             self.action_show(experiment)

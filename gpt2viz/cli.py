@@ -558,11 +558,13 @@ def run_verify(options: RunOptions) -> int:
     ids = lm.encode_prompt(options.prompt) or [lm.eos_id]
     result = verify(lm, ids)
     lines = [
-        _("{model} against transformers {version}, float32, over {positions} positions:").format(
+        ngettext("{model} against transformers {version}, float32, over {positions} position:",
+                 "{model} against transformers {version}, float32, over {positions} positions:", result.positions).format(
             model=lm.name, version=result.transformers_version, positions=result.positions
         ),
         _("max |Δlogit| {diff} (bound {bound})").format(diff=f"{result.max_abs_diff:.2e}", bound=f"{BOUND:.0e}"),
-        _("top-1 agreement {agree} of {positions} positions").format(agree=result.top1_agree, positions=result.positions),
+        ngettext("top-1 agreement {agree} of {positions} position", "top-1 agreement {agree} of {positions} positions",
+                 result.positions).format(agree=result.top1_agree, positions=result.positions),
         (_("greedy: the same {n} tokens") if result.ours == result.theirs else _("greedy: different tokens ({n} asked)")).format(
             n=len(result.ours)
         ),

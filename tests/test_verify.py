@@ -39,3 +39,10 @@ def test_without_transformers_it_says_how_to_get_it(capsys, monkeypatch):
 def test_verify_does_not_go_with_a_trace(capsys):
     assert main(["--verify", "--json", "-", "--model", "tiny"]) == 2
     assert "--verify" in capsys.readouterr().err
+
+
+def test_one_position_is_said_in_the_singular(ckpts, capsys):
+    """A careless-use walk read 'over 1 positions' and '1 of 1 positions'."""
+    assert main(["--verify", "--model", str(ckpts.path("odd-heads")), "Hi"]) == 0
+    err = capsys.readouterr().err
+    assert "float32, over 1 position:" in err and "top-1 agreement 1 of 1 position\n" in err

@@ -123,6 +123,20 @@ class ActivationCache(dict):
     def get(self, key: Any, default: Any = None) -> Any:
         return self[key] if key in self else default
 
+    def to(self, device: str | torch.device) -> ActivationCache:
+        """Every activation moved to `device`, in place; returns the cache (TL's `to`)."""
+        for name, value in self.items():
+            dict.__setitem__(self, name, value.to(device))
+        return self
+
+    def stack_activation(self, activation_name: str, layer: int | None = -1, sublayer_type: str | None = None) -> torch.Tensor:
+        """`activation_name` (a short or full block name) of blocks 0 .. `layer` - 1 (-1 or None:
+        every block) stacked on a new first axis, `[layers, ...]`, as TL's `stack_activation`."""
+        layer = self._layer(layer)
+        if layer == 0:
+            raise InputError("layer", N_("{setting}: no block comes before block 0, so there is nothing to stack"))
+        return torch.stack([self[activation_name, l, sublayer_type] for l in range(layer)])
+
     # -- arguments as TransformerLens takes them -----------------------------------------------
     def _layer(self, layer: Any) -> int:
         """A `layer` argument as a block number, None and -1 being n_layer (after the last)."""

@@ -180,3 +180,14 @@ def test_nothing_before_block_0_is_an_empty_stack(run):
     _lm, _logits, cache = run
     stack, labels = cache.decompose_resid(0, incl_embeds=False, return_labels=True)
     assert labels == [] and stack.shape == (0, *cache["hook_embed"].shape)
+
+
+def test_an_activation_stacked_over_the_blocks(run):
+    lm, _logits, cache = run
+    patterns = cache.stack_activation("pattern")
+    assert patterns.shape == (lm.config.n_layer, *cache["pattern", 0].shape)
+    assert all(torch.equal(patterns[l], cache["pattern", l]) for l in range(lm.config.n_layer))
+    assert torch.equal(cache.stack_activation("scale", 1, "ln2")[0], cache["blocks.0.ln2.hook_scale"])
+    assert cache.to("cpu") is cache
+    with pytest.raises(ValueError, match="no block comes before block 0"):
+        cache.stack_activation("pattern", 0)

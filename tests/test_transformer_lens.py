@@ -162,3 +162,10 @@ def test_a_llama_model_s_cache_equals_transformer_lens_s(tmp_path):
         mine, labels = getattr(ours, method)(return_labels=True, **kwargs)
         tl, tl_labels = getattr(theirs, method)(return_labels=True, **kwargs)
         assert labels == tl_labels and float((mine - tl.detach()).abs().max()) <= 1e-5, (method, kwargs)
+
+
+def test_stacked_activations_equal_transformer_lens_s(caches):
+    _logits, ours, theirs, _folded = caches
+    for args in (("pattern",), ("z", 1), ("scale", -1, "ln2"), ("resid_post", None)):
+        mine, tl = ours.stack_activation(*args), theirs.stack_activation(*args)
+        assert mine.shape == tl.shape and float((mine - tl.detach()).abs().max()) <= 1e-5, args

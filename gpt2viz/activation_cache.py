@@ -37,7 +37,7 @@ import torch
 
 from .errors import InputError, TokenIdError
 from .hooks import STEP_HOOKS, HookNameError
-from .i18n import N_, _
+from .i18n import N_
 from .input_files import shown
 
 if TYPE_CHECKING:
@@ -109,9 +109,7 @@ class ActivationCache(dict):
         if not dict.__contains__(self, name):
             model_names = tuple(self.model.hooks.names)
             if name in STEP_HOOKS:
-                raise HookNameError(name, (), _("{name!r} is not in a cache of run_with_cache: it fires after a pass with "
-                                                 "a KV cache (kv_cache) or a token chosen (sample), and that pass has "
-                                                 "neither").format(name=name))
+                raise HookNameError.never_cached(name)
             if name in model_names:
                 raise HookNameError.not_kept(name, len(self))
             raise HookNameError(str(name), model_names or tuple(self))

@@ -171,6 +171,12 @@ class HookNameError(Gpt2VizError, KeyError):
             pattern=pattern, first=names[0], last=names[-1])
 
     @classmethod
+    def never_cached(cls, name: str) -> HookNameError:
+        """A step hook (STEP_HOOKS), which no pass of run_with_cache fires."""
+        return cls(name, (), _("{name!r} is not in a cache of run_with_cache: it fires after a pass with a KV cache "
+                               "(kv_cache) or a token chosen (sample), and that pass has neither").format(name=name))
+
+    @classmethod
     def not_kept(cls, name: str, kept: int) -> HookNameError:
         """A hook point of the model that a cache did not keep (run_with_cache's names_filter)."""
         return cls(name, (), _("{name!r} is a hook point of the model, but not in this cache: its pass kept {count} "

@@ -256,7 +256,11 @@ class LanguageModel:
             raise InputError("prompt", N_("{setting} has no tokens (prepend_bos=True starts a text with <|endoftext|>)"))
         if not ids:
             raise InputError("prompt", N_("{setting} has no token ids"))
-        return torch.tensor([ids], dtype=torch.long, device=self.model.device), attention_mask
+        return self._ids_tensor(ids), attention_mask
+
+    def _ids_tensor(self, ids: list[int]) -> torch.Tensor:
+        """One row of ids `[1, T]` on the model's device."""
+        return torch.tensor([ids], dtype=torch.long, device=self.model.device)
 
     # -- TransformerLens's hooks and tokens ----------------------------------------------------
     def add_hook(self, name: str | Callable[[str], bool], hook: TLHookFn) -> None:
@@ -279,17 +283,17 @@ class LanguageModel:
             return self.pad(text, side="right", prepend_bos=prepend_bos)[0]
         if not isinstance(text, str):
             raise InputError("text", N_("{setting} must be a text or a list of texts, got {value}"), value=_shown(text))
-        return torch.tensor([self.encode_prompt(text, prepend_bos=prepend_bos)], dtype=torch.long, device=self.model.device)
+        return self._ids_tensor(self.encode_prompt(text, prepend_bos=prepend_bos))
 
     def to_string(self, tokens: torch.Tensor | list[int] | list[list[int]]) -> str | list[str]:
         """The text of ids `[T]` (a list of ids too), or of each row of `[B, T]` (a list of lists)."""
         rows = tokens.tolist() if isinstance(tokens, torch.Tensor) else tokens
         if isinstance(rows, list) and rows and all(isinstance(row, list) for row in rows):
-            return [self.tokenizer.decode(checked_ids(row, self.config.vocab_size, "tokens")) for row in rows]
+            return [self.tokenizer.decode(row, "tokens") for row in rows]
         if not isinstance(rows, list) or any(isinstance(i, list) for i in rows):
             raise InputError("tokens", N_("{setting} must be ids [positions] or [batch, positions], got {value}"),
                              value=_shown(tokens))
-        return self.tokenizer.decode(checked_ids(rows, self.config.vocab_size, "tokens"))
+        return self.tokenizer.decode(rows, "tokens")
 
     def to_str_tokens(self, text: str | torch.Tensor | list[int], prepend_bos: bool = True) -> list[str]:
         """Each token of a text (<|endoftext|> first by default) or of ids, as its own text

@@ -125,10 +125,10 @@ class Tokenizer:
                 _("{path}: the tokenizer cannot encode this text ({error})").format(path=self.source, error=_first_line(err))
             ) from None
 
-    def decode(self, ids: list[int]) -> str:
+    def decode(self, ids: list[int], setting: str = "ids") -> str:
         """The text of a list of ids (incomplete UTF-8 at the edges becomes U+FFFD); an id
-        outside the vocabulary is a TokenIdError."""
-        return self._tk.decode(self._checked_ids(ids), skip_special_tokens=False)
+        outside the vocabulary is a TokenIdError naming the argument `setting`."""
+        return self._tk.decode(self._checked_ids(ids, setting), skip_special_tokens=False)
 
     def encode_batch(self, texts: list[str]) -> list[list[int]]:
         """Token ids of each text (lists of different lengths: pad them with an attention mask,
@@ -147,10 +147,10 @@ class Tokenizer:
         """The text of each list of ids."""
         return self._tk.decode_batch([self._checked_ids(r) for r in rows], skip_special_tokens=False)
 
-    def _checked_ids(self, ids: list[int]) -> list[int]:
+    def _checked_ids(self, ids: list[int], setting: str = "ids") -> list[int]:
         """`ids` as a list of ints below `id_limit` (the tokenizers library would raise
         OverflowError for -1)."""
-        return checked_ids(ids.tolist() if hasattr(ids, "tolist") else list(ids), self.id_limit, "ids")
+        return checked_ids(ids.tolist() if hasattr(ids, "tolist") else list(ids), self.id_limit, setting)
 
     def token_text(self, token_id: int) -> str:
         """The vocabulary entry as stored, e.g. 'Ġnot' for ' not'."""

@@ -394,23 +394,27 @@ class StepScreen(AppScreen[None]):
         kind = "pattern" if stage.kind == "heads" else "heads"
         self.go_to(index_of(self.stages, kind, stage.layer))
 
-    def _switching_elsewhere(self) -> bool:
-        """On a step opened from the generation view, says where switching parts off works (True)."""
-        if self.is_main:
+    def _cannot_switch(self, undoing: bool = False) -> bool:
+        """Says why switching parts off (or `undoing` it) cannot run here, where it cannot (True):
+        a step opened from the generation view, a replay without a model, nothing switched off."""
+        if not self.is_main:
+            self.notify(
+                _("Switching parts off works on the prompt's own pass, not on a step opened from the generation view: "
+                  "{back} goes back.").format(back=key_name(self, "back")),
+                timeout=4,
+            )
+        elif not self.session.live:
+            self.notify(_("Switching parts off needs a model: start gpt2viz with --model."), severity="warning", timeout=3)
+        elif undoing and not self.session.ablations:
+            self.notify(_("Nothing is switched off in this pass: {key} switches a part off.").format(
+                key=key_name(self, "what_if")), timeout=3)
+        else:
             return False
-        self.notify(
-            _("Switching parts off works on the prompt's own pass, not on a step opened from the generation view: "
-              "{back} goes back.").format(back=key_name(self, "back")),
-            timeout=4,
-        )
         return True
 
     def action_what_if(self) -> None:
         """Offers the parts of the model this stage can switch off; the session runs the pass again."""
-        if self._switching_elsewhere():
-            return
-        if not self.session.live:
-            self.notify(_("Switching parts off needs a model: start gpt2viz with --model."), severity="warning", timeout=3)
+        if self._cannot_switch():
             return
         if self.stage.layer is None:
             self.notify(
@@ -429,24 +433,12 @@ class StepScreen(AppScreen[None]):
         self.app.push_screen(InterventionMenu(self.trace, self.stage, self.head), chosen)
 
     def action_undo_intervention(self) -> None:
-        if not self._switching_elsewhere() and not self._nothing_switched_off():
+        if not self._cannot_switch(undoing=True):
             self.session.undo_switch_off()
 
     def action_clear_interventions(self) -> None:
-        if not self._switching_elsewhere() and not self._nothing_switched_off():
+        if not self._cannot_switch(undoing=True):
             self.session.clear_switched_off()
-
-    def _nothing_switched_off(self) -> bool:
-        """Says why undoing cannot run here, where it cannot (True): a replay has no model, or
-        nothing is switched off."""
-        if not self.session.live:
-            self.notify(_("Switching parts off needs a model: start gpt2viz with --model."), severity="warning", timeout=3)
-        elif not self.session.ablations:
-            self.notify(_("Nothing is switched off in this pass: {key} switches a part off.").format(
-                key=key_name(self, "what_if")), timeout=3)
-        else:
-            return False
-        return True
 
     def action_edit_prompt(self) -> None:
         """Edits the prompt; the session runs the model on the new one."""

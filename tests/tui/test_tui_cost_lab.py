@@ -114,7 +114,8 @@ async def test_space_stops_a_run_and_the_lab_can_run_again(tiny_lm, monkeypatch)
     async with app.run_test(size=(100, 30)) as pilot:
         lab = await open_lab(pilot)
         await pilot.press("a")
-        await wait_for(pilot, lambda: lab.running == "context")
+        # The machine's rates are measured first; the sweep's own first progress says it is under way.
+        await wait_for(pilot, lambda: lab.reported == "context")
         assert not lab.check_action("run", ()) and lab.check_action("stop", ())
         await pilot.press("space")
         await wait_for(pilot, lambda: lab.running is None and asked_to_stop.is_set())
@@ -134,7 +135,7 @@ async def test_a_tab_chosen_during_a_run_stays_on_show(tiny_lm, monkeypatch):
     async with app.run_test(size=(100, 30)) as pilot:
         lab = await open_lab(pilot)
         await pilot.press("r")
-        await wait_for(pilot, lambda: lab.running == "context" and lab.query_one("#lab-progress").progress > 3)
+        await wait_for(pilot, lambda: lab.reported == "context" and lab.query_one("#lab-progress").progress > 3)
         await pilot.press("2")
         seen = lab.query_one("#lab-progress").progress
         await wait_for(pilot, lambda: lab.query_one("#lab-progress").progress > seen + 5)
@@ -144,7 +145,7 @@ async def test_a_tab_chosen_during_a_run_stays_on_show(tiny_lm, monkeypatch):
         # Run all from another tab: the first experiment's tab comes to show as it starts (the
         # machine's rates measured already, its first progress is the context's own).
         await pilot.press("3", "a")
-        await wait_for(pilot, lambda: lab.running == "context" and lab.query_one("#lab-progress").progress > 3)
+        await wait_for(pilot, lambda: lab.reported == "context" and lab.query_one("#lab-progress").progress > 3)
         assert lab.shown == "context"
         await pilot.press("space")
         await wait_for(pilot, lambda: lab.running is None)

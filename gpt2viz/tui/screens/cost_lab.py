@@ -245,6 +245,7 @@ class CostLabScreen(AppScreen[None]):
                 self.notify(say("lab.precision.one_format"), markup=False)
                 return
         self.running, self.reported = experiments[0], None
+        self.query_one(ProgressBar).update(total=None, progress=0)  # not the last run's count until the first progress
         self.refresh_bindings()
         self._status()
         self.session.measure(

@@ -28,6 +28,11 @@ looked at again before it breaks silently.
   when it is made: most strips are drawn once and dropped, and making the caches of every strip
   took a tenth of the TUI's time (py-spy over the TUI tests: 6.4 % in FIFOCache.__init__, 5.2 % in
   Strip.__init__).
+- A bracketed paste is read whole (`PasteKeepingParser`, the parser of the terminal's input that
+  Textual's Linux driver makes): Textual 8.2.8's took a paste's first ESC for the start of a key's
+  sequence and gave the characters after it as key presses, so pasted text with a colour code in
+  it ran the app's keys (a line break in it was enter, a q quit) and came out of order, and a
+  10 KB paste with many codes took seconds (one key event, one redraw of the field, per character).
 - `StylesCache.get_inner_outer` is cached without the cache it belongs to: Textual 8.2.8 caches
   it per instance with `lru_cache`, so the last 1,024 widgets' style caches, and every line they
   drew, outlive the widgets (opening and closing 200 step screens held ~100 MB).
@@ -58,6 +63,8 @@ from textual.timer import Timer
 from textual.widgets import Input, OptionList
 from textual.widgets.option_list import Option
 from textual._styles_cache import StylesCache
+from textual._xterm_parser import BRACKETED_PASTE_END, BRACKETED_PASTE_START, XTermParser
+from textual.drivers import linux_driver
 
 # (owner, name) -> sha256 of Textual's source for it at the pinned version (first 16 hex digits).
 TEXTUAL_PRIVATE: dict[tuple[type, str], str] = {
@@ -85,6 +92,8 @@ TEXTUAL_PRIVATE: dict[tuple[type, str], str] = {
     (Screen, "_layout_required"): "1f509dabafc58436",
     (App, "_resize_event"): "252ebc810445207d",
     (MessagePump, "_message_queue"): "4c13f534c77c6b67",
+    (XTermParser, "parse"): "a5834ad1def86544",
+    (linux_driver.LinuxDriver, "run_input_thread"): "d796af6d69db337d",
 }
 
 
@@ -442,3 +451,51 @@ def _lazy_cache(name: str, size: int) -> property:
 for _name, _size in _STRIP_CACHES.items():
     setattr(Strip, _name, _lazy_cache(_name, _size))
 Strip.__init__ = _strip_init  # type: ignore[method-assign]
+
+
+# -- a paste read whole -------------------------------------------------------------------------------------
+class PasteKeepingParser(XTermParser):
+    """Textual's parser of what the terminal sends, but for a bracketed paste: what lies between the
+    paste's start and end markers is handed over as one Paste event, as it was pasted, whatever
+    escape sequences or line breaks it holds (a text field shows an ESC as ␛: widgets.safe_input).
+
+    Textual's own parser reads a paste's characters one by one, and at an ESC inside it waits for a
+    key's sequence: up to 32 characters after each ESC came out as key presses before the paste."""
+
+    def __init__(self, debug: bool = False) -> None:
+        super().__init__(debug)
+        self._seen = ""  # the last characters Textual's parser was given: a paste's start may span two reads
+        self._pasted: list[str] | None = None  # the paste's text so far, while one is under way
+        self._tail = ""  # its last characters, held back: the end marker may span two reads
+
+    def feed(self, data: str):
+        if not data:  # the end of input
+            yield from super().feed(data)
+            return
+        while data:
+            if self._pasted is None:
+                seen = self._seen + data
+                start = seen.find(BRACKETED_PASTE_START)
+                if start < 0:
+                    self._seen = seen[-(len(BRACKETED_PASTE_START) - 1):]
+                    yield from super().feed(data)
+                    return
+                cut = start + len(BRACKETED_PASTE_START) - len(self._seen)
+                yield from super().feed(data[:cut])  # Textual's parser takes the start marker as its own
+                self._seen, self._pasted, data = "", [], data[cut:]
+                continue
+            text = self._tail + data
+            end = text.find(BRACKETED_PASTE_END)
+            if end < 0:
+                keep = min(len(text), len(BRACKETED_PASTE_END) - 1)
+                self._pasted.append(text[: len(text) - keep])
+                self._tail = text[len(text) - keep:]
+                return
+            pasted = "".join((*self._pasted, text[:end])).replace("\x00", "")  # NUL dropped, as Textual does
+            self._pasted, self._tail, data = None, "", text[end + len(BRACKETED_PASTE_END):]
+            # The end marker ends Textual's paste too; the (empty) Paste it then gives is this one.
+            for token in super().feed(BRACKETED_PASTE_END):
+                yield events.Paste(pasted) if isinstance(token, events.Paste) else token
+
+
+linux_driver.XTermParser = PasteKeepingParser  # type: ignore[misc]  # the class run_input_thread makes

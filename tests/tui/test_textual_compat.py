@@ -33,8 +33,8 @@ def test_a_changed_part_is_found():
 
 
 # Private names of Textual that gpt2viz's code may not use outside textual_compat.py (but those
-# too common to tell apart from gpt2viz's own: __init__, _run).
-PRIVATE = {name for _owner, name in textual_compat.TEXTUAL_PRIVATE} - {"__init__", "_run"} | {
+# too common to tell apart from gpt2viz's own: __init__, _run, parse).
+PRIVATE = {name for _owner, name in textual_compat.TEXTUAL_PRIVATE} - {"__init__", "_run", "parse"} | {
     "_compositor", "_driver", "_exception", "_bindings", "_close_messages_no_wait", "_NO_MATCHES", "_list_visible",
 }
 

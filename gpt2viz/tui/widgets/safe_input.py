@@ -3,6 +3,7 @@ from a trace, or pasted text, with control characters in it."""
 
 from __future__ import annotations
 
+from textual import events
 from textual.binding import Binding
 
 from ...i18n import N_
@@ -20,6 +21,20 @@ class SafeInput(CompatInput):
 
     def shown(self, value: str) -> str:
         return safe_field(value)
+
+    def on_paste(self, event: events.Paste) -> None:
+        """A paste goes in whole, its line breaks shown as ␊: a prompt may have several lines, and
+        Textual's Input keeps a paste's first line only, dropping the rest unsaid. A terminal sends
+        a pasted line break as a carriage return (as the enter key): it is made "\n" again."""
+        event.prevent_default()  # not Input's own paste as well
+        event.stop()
+        text = event.text.replace("\r\n", "\n").replace("\r", "\n")
+        if not text:
+            return
+        if self.selection.is_empty:
+            self.insert_text_at_cursor(text)
+        else:
+            self.replace(text, *self.selection)
 
 
 class FieldInput(SafeInput):

@@ -1,0 +1,71 @@
+"""A bracketed paste reaches the app whole, as one Paste event, whatever it holds: Textual 8.2.8's
+parser of the terminal's input took a paste's first ESC for the start of a key's sequence and gave
+the characters after it as key presses (a line break in the text was enter, a q quit the app), and
+a long paste full of colour codes took seconds, one key event and one redraw per character."""
+
+from __future__ import annotations
+
+from textual import events
+from textual._xterm_parser import BRACKETED_PASTE_END, BRACKETED_PASTE_START, XTermParser
+from textual.drivers import linux_driver
+
+from gpt2viz.tui.app import make_app
+from gpt2viz.tui.screens.prompt import PromptScreen
+from gpt2viz.tui.textual_compat import PasteKeepingParser
+from tui_helpers import run_async, started
+
+# Copied from a terminal that showed coloured text: a colour code, a line break and a q among them.
+PASTED = "red: \x1b[31mhello\x1b[0m then a line\rq and more\x1b[A\x1b"
+STREAM = "a" + BRACKETED_PASTE_START + PASTED + BRACKETED_PASTE_END + "b\x1b[A"
+
+
+def events_of(parser, chunks: list[str]) -> list[tuple[str, str]]:
+    return [
+        (type(event).__name__, event.text if isinstance(event, events.Paste) else event.key)
+        for chunk in chunks
+        for event in parser.feed(chunk)
+    ]
+
+
+WHOLE = [("Key", "a"), ("Paste", PASTED), ("Key", "b"), ("Key", "up")]
+
+
+def test_textuals_own_parser_gives_a_paste_s_characters_as_keys():
+    """What the override is for: were Textual's parser mended, this fails and the override can go."""
+    got = events_of(XTermParser(), [STREAM])
+    assert ("Key", "enter") in got and ("Key", "q") in got
+
+
+def test_a_paste_is_one_event_however_the_terminal_s_reads_cut_it():
+    assert events_of(PasteKeepingParser(), [STREAM]) == WHOLE
+    for cut in range(1, len(STREAM)):  # the markers cut in two, an ESC at a read's end, ...
+        assert events_of(PasteKeepingParser(), [STREAM[:cut], STREAM[cut:]]) == WHOLE, cut
+    assert events_of(PasteKeepingParser(), list(STREAM)) == WHOLE  # a character per read
+
+
+def test_pastes_one_after_another_and_an_empty_one():
+    stream = BRACKETED_PASTE_START + BRACKETED_PASTE_END + "x" + BRACKETED_PASTE_START + "a\x00b" + BRACKETED_PASTE_END
+    assert events_of(PasteKeepingParser(), [stream]) == [("Paste", ""), ("Key", "x"), ("Paste", "ab")]  # NUL dropped
+
+
+def test_the_terminal_driver_makes_this_parser():
+    assert linux_driver.XTermParser is PasteKeepingParser
+
+
+@run_async
+async def test_a_pasted_text_goes_into_the_prompt_whole_with_its_marks(tiny_lm):
+    """Textual's Input keeps a paste's first line only; the prompt keeps all of it, ESC shown as ␛
+    and a line break (a carriage return from the terminal) as ␊, and the app's keys (q) are not
+    run by it."""
+    app = make_app(lm=tiny_lm)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await started(app, pilot)
+        await pilot.press("e")
+        await started(app, pilot, PromptScreen)
+        field = app.screen.query_one("#prompt-input")
+        field.select_all()  # the field's text chosen: the paste replaces it
+        app.post_message(events.Paste("one \x1b[31mred\x1b[0m\rq two\r\nthree"))  # as terminals send line breaks
+        await pilot.pause()
+        assert field.value == "one \x1b[31mred\x1b[0m\nq two\nthree"
+        assert "one ␛[31mred␛[0m␊q two␊three" in field.render_line(0).text
+        assert isinstance(app.screen, PromptScreen) and app.is_running

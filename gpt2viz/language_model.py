@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, overload
+from typing import Any, Callable, overload
 
 import torch
 
@@ -37,6 +37,7 @@ from .model.sources import DownloadProgress, ResolvedSource, resolve
 from .model.tokenizer import Tokenizer, checked_ids
 from .model.training_tokens import read as read_training_tokens
 from .model.weights import load_weights, record_use
+from .next_token_loss import next_token_loss
 
 
 @dataclass
@@ -180,7 +181,9 @@ class LanguageModel:
         attention_mask: torch.Tensor | None = None,
         prepend_bos: bool = False,
         grad: bool = False,
-    ) -> tuple[torch.Tensor, ActivationCache]:
+        return_type: str | None = "logits",
+        loss_per_token: bool = False,
+    ) -> tuple[Any, ActivationCache]:
         """One forward pass that keeps the activations, as TransformerLens's `run_with_cache`:
         returns `(logits [B, T, vocab], cache)`, `cache` mapping each hook name that fired to a
         copy of its tensor, in the order they fired (an `ActivationCache`: TL's indexing and
@@ -192,7 +195,10 @@ class LanguageModel:
         function of the name; one that names no hook point of the model is a HookNameError. Only
         this thread's pass is recorded
         (hooks.py). `grad=True`: the pass runs with autograd (`GPT2.forward`) and the cache holds
-        the activations themselves, in the graph: `torch.autograd.grad(metric, cache[name])`."""
+        the activations themselves, in the graph: `torch.autograd.grad(metric, cache[name])`.
+        `return_type` as TL's: 'logits', 'loss' (`next_token_loss`: the mean cross-entropy of each
+        next token, `[B, T - 1]` with `loss_per_token`), 'both' (logits, loss) or None."""
+        _check_return_type(return_type)
         ids, attention_mask = self._batch(prompt, attention_mask, prepend_bos)
         if names_filter is None:
             patterns = ["*"]
@@ -214,7 +220,7 @@ class LanguageModel:
 
         with self.hooks.subscribe(patterns, keep, tl_style=True):
             logits, _ = self.model(ids, attention_mask=attention_mask, grad=grad)
-        return logits, cache
+        return _returned(logits, ids, attention_mask, return_type, loss_per_token), cache
 
     def run_with_hooks(
         self,
@@ -224,13 +230,17 @@ class LanguageModel:
         attention_mask: torch.Tensor | None = None,
         prepend_bos: bool = False,
         grad: bool = False,
-    ) -> torch.Tensor:
+        return_type: str | None = "logits",
+        loss_per_token: bool = False,
+    ) -> Any:
         """One forward pass with TransformerLens-style hooks, as TL's `run_with_hooks`: each of
         `fwd_hooks` is `(name, fn)`, `name` a hook name, an fnmatch pattern or a function of the
         name, and `fn(activation, hook)` is called as TL calls it (`hook.name`, `hook.layer()`),
         with `hook_q/k/v/z` in TL's layout `[batch, position, head, head_dim]`; a tensor it
-        returns replaces the activation. Returns the logits `[B, T, vocab]`. `prompt` as for
+        returns replaces the activation. Returns the logits `[B, T, vocab]`, or what `return_type`
+        asks for, as for `run_with_cache` ('loss': the hooked pass's). `prompt` as for
         `run_with_cache`; only this thread's pass is hooked; `grad=True` runs it with autograd."""
+        _check_return_type(return_type)
         pairs = list(fwd_hooks) if isinstance(fwd_hooks, (list, tuple)) else None
         if pairs is None or not all(isinstance(p, (list, tuple)) and len(p) == 2 and callable(p[1]) for p in pairs):
             raise InputError("fwd_hooks", N_("{setting} must be a list of (hook name, function) pairs, got {value}"),
@@ -241,7 +251,7 @@ class LanguageModel:
             for name, fn in pairs:
                 stack.enter_context(self.hooks.subscribe(self._hook_names(name, "fwd_hooks"), fn, tl_style=True))
             logits, _ = self.model(ids, attention_mask=attention_mask, grad=grad)
-        return logits
+        return _returned(logits, ids, attention_mask, return_type, loss_per_token)
 
     def _batch(
         self, prompt, attention_mask: torch.Tensor | None, prepend_bos: bool
@@ -446,6 +456,26 @@ class LanguageModel:
             on_step=on_step,
             should_stop=should_stop,
         )
+
+
+RETURN_TYPES = ("logits", "loss", "both", None)  # what run_with_cache and run_with_hooks return, as TL's
+
+
+def _check_return_type(return_type: object) -> None:
+    if return_type not in RETURN_TYPES:
+        raise InputError("return_type", N_("{setting} must be 'logits', 'loss', 'both' or None, got {value}"),
+                         value=_shown(return_type))
+
+
+def _returned(logits: torch.Tensor, ids: torch.Tensor, attention_mask: torch.Tensor | None, return_type: str | None,
+              per_token: bool) -> Any:
+    """What `return_type` asks of a pass: its logits, its next-token loss, both, or nothing."""
+    if return_type == "logits":
+        return logits
+    if return_type is None:
+        return None
+    loss = next_token_loss(logits, ids, attention_mask, per_token=per_token)
+    return loss if return_type == "loss" else (logits, loss)
 
 
 def load_model(

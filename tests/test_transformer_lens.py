@@ -169,3 +169,21 @@ def test_stacked_activations_equal_transformer_lens_s(caches):
     for args in (("pattern",), ("z", 1), ("scale", -1, "ln2"), ("resid_post", None)):
         mine, tl = ours.stack_activation(*args), theirs.stack_activation(*args)
         assert mine.shape == tl.shape and float((mine - tl.detach()).abs().max()) <= 1e-5, args
+
+
+def test_return_types_equal_transformer_lens_s(runs, ckpts):
+    """The loss, per token and for a padded batch with its mask, as TL's run_with_hooks gives it."""
+    from transformer_lens.model_bridge import TransformerBridge
+
+    lm = runs[0]
+    bridge = TransformerBridge.boot_transformers(str(ckpts.path("odd-heads")), device="cpu")
+    bridge.enable_compatibility_mode(no_processing=True)
+    ids = torch.tensor([lm.tokenizer.encode(PROMPT)])
+    for per_token in (False, True):
+        ours = lm.run_with_hooks(ids, return_type="loss", loss_per_token=per_token)
+        theirs = bridge.run_with_hooks(ids, return_type="loss", loss_per_token=per_token)
+        assert ours.shape == theirs.shape and float((ours - theirs).abs().max()) <= TOL
+    logits, loss = lm.run_with_cache(ids, return_type="both")[0]
+    (tl_logits, tl_loss), _cache = bridge.run_with_cache(ids, return_type="both")
+    assert float((logits - tl_logits).abs().max()) <= TOL and abs(float(loss - tl_loss)) <= TOL
+    assert lm.run_with_hooks(ids, return_type=None) is None and bridge.run_with_hooks(ids, return_type=None) is None

@@ -33,6 +33,8 @@ looked at again before it breaks silently.
   sequence and gave the characters after it as key presses, so pasted text with a colour code in
   it ran the app's keys (a line break in it was enter, a q quit) and came out of order, and a
   10 KB paste with many codes took seconds (one key event, one redraw of the field, per character).
+  A paste into a field of Textual's own (the palette's search), which draws its value as it is,
+  gets each hidden character as its visible mark (`CompatApp.on_event`).
 - `StylesCache.get_inner_outer` is cached without the cache it belongs to: Textual 8.2.8 caches
   it per instance with `lru_cache`, so the last 1,024 widgets' style caches, and every line they
   drew, outlive the widgets (opening and closing 200 step screens held ~100 MB).
@@ -65,6 +67,8 @@ from textual.widgets.option_list import Option
 from textual._styles_cache import StylesCache
 from textual._xterm_parser import BRACKETED_PASTE_END, BRACKETED_PASTE_START, XTermParser
 from textual.drivers import linux_driver
+
+from ..text_safety import safe_field
 
 # (owner, name) -> sha256 of Textual's source for it at the pinned version (first 16 hex digits).
 TEXTUAL_PRIVATE: dict[tuple[type, str], str] = {
@@ -160,6 +164,10 @@ class CompatApp(App):
         # screens in an app that mounts nothing any more, or find no screen at all.
         if self.leaving and isinstance(event, (events.InputEvent, events.Paste)):
             return
+        if isinstance(event, events.Paste) and not event.is_forwarded and not isinstance(self.focused, CompatInput):
+            # A field of Textual's own (the palette's search) draws its value as it is: a pasted
+            # escape would reach the terminal. It gets each hidden character as its visible mark.
+            event = events.Paste(safe_field(event.text))
         await super().on_event(event)
 
     async def run_action(self, action, default_namespace=None, namespaces=None) -> bool:

@@ -9,6 +9,7 @@ from textual import events
 from textual._xterm_parser import BRACKETED_PASTE_END, BRACKETED_PASTE_START, XTermParser
 from textual.drivers import linux_driver
 
+from gpt2viz.text_safety import is_hidden
 from gpt2viz.tui.app import make_app
 from gpt2viz.tui.screens.prompt import PromptScreen
 from gpt2viz.tui.textual_compat import PasteKeepingParser
@@ -69,3 +70,19 @@ async def test_a_pasted_text_goes_into_the_prompt_whole_with_its_marks(tiny_lm):
         assert field.value == "one \x1b[31mred\x1b[0m\nq two\nthree"
         assert "one ␛[31mred␛[0m␊q two␊three" in field.render_line(0).text
         assert isinstance(app.screen, PromptScreen) and app.is_running
+
+
+@run_async
+async def test_a_paste_into_the_palette_s_search_shows_its_hidden_characters_as_marks(tiny_lm):
+    """The palette's field is Textual's and draws its value as it is: an escape pasted into it
+    would reach the terminal (a window title set, the screen cleared)."""
+    app = make_app(lm=tiny_lm)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await started(app, pilot)
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        app.post_message(events.Paste("blo\x1b]0;PWNED\x07ck\x9b2J\u202e"))
+        await pilot.pause()
+        assert app.focused.value == "blo␛]0;PWNED␇ck\ufffd2J\ufffd"
+        drawn = "".join(segment.text for strip in app.screen._compositor.render_strips() for segment in strip)
+        assert "PWNED" in drawn and not any(is_hidden(ch) for ch in drawn if ch != "\n")

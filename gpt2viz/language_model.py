@@ -37,7 +37,7 @@ from .model.sources import DownloadProgress, ResolvedSource, resolve
 from .model.tokenizer import Tokenizer, checked_ids
 from .model.training_tokens import read as read_training_tokens
 from .model.weights import load_weights, record_use
-from .next_token_loss import next_token_loss
+from .next_token_loss import TOO_SHORT, next_token_loss
 
 
 @dataclass
@@ -474,6 +474,8 @@ def _returned(logits: torch.Tensor, ids: torch.Tensor, attention_mask: torch.Ten
         return logits
     if return_type is None:
         return None
+    if ids.size(-1) < 2:
+        raise InputError("prompt", TOO_SHORT)
     loss = next_token_loss(logits, ids, attention_mask, per_token=per_token)
     return loss if return_type == "loss" else (logits, loss)
 

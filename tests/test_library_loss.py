@@ -64,5 +64,17 @@ def test_what_cannot_give_a_loss_is_one_line(lm):
         lm.run_with_hooks(TEXT, return_type="los")
     with pytest.raises(InputError, match="two tokens or more"):
         lm.run_with_cache(" Paris", return_type="loss")
-    with pytest.raises(InputError, match="two tokens or more"):
+    with pytest.raises(InputError, match="ids needs two tokens or more"):
         next_token_loss(torch.zeros(1, 1, 5), torch.zeros(1, 1, dtype=torch.long))
+    with pytest.raises(InputError, match=r"ids must be \[batch, positions\] ids .* got \[3\] and \[1, 3, 5\]"):
+        next_token_loss(torch.zeros(1, 3, 5), torch.zeros(3, dtype=torch.long))
+
+
+def test_a_padded_position_s_logits_never_reach_the_loss(lm):
+    """Whatever a padded position's logits are (a hook's NaN, a float16 overflow), the loss is the
+    real predictions' (TL 4.3 masks them out too)."""
+    ids, mask = lm.pad([TEXT, "Hello there"], side="right", prepend_bos=True)
+    logits = lm.run_with_hooks(ids, attention_mask=mask)
+    spoilt = logits.clone()
+    spoilt[1, int(mask[1].sum()):] = float("nan")
+    assert torch.equal(next_token_loss(spoilt, ids, mask), next_token_loss(logits, ids, mask))

@@ -172,7 +172,8 @@ def test_stacked_activations_equal_transformer_lens_s(caches):
 
 
 def test_return_types_equal_transformer_lens_s(runs, ckpts):
-    """The loss, per token and for a padded batch with its mask, as TL's run_with_hooks gives it."""
+    """The loss, per token and whole, as TL's run_with_hooks gives it, and for a padded batch with
+    its mask as TL's loss function (lm_cross_entropy_loss) gives it on the same logits."""
     from transformer_lens.model_bridge import TransformerBridge
 
     lm = runs[0]
@@ -187,3 +188,12 @@ def test_return_types_equal_transformer_lens_s(runs, ckpts):
     (tl_logits, tl_loss), _cache = bridge.run_with_cache(ids, return_type="both")
     assert float((logits - tl_logits).abs().max()) <= TOL and abs(float(loss - tl_loss)) <= TOL
     assert lm.run_with_hooks(ids, return_type=None) is None and bridge.run_with_hooks(ids, return_type=None) is None
+    # A padded batch: TL's loss function with the mask, on the same logits.
+    from transformer_lens.utilities.lm_utils import lm_cross_entropy_loss
+
+    padded, mask = lm.pad([PROMPT, "Hello there"], side="right")
+    logits = lm.run_with_hooks(padded, attention_mask=mask)
+    for per_token in (False, True):
+        ours = lm.run_with_hooks(padded, attention_mask=mask, return_type="loss", loss_per_token=per_token)
+        theirs = lm_cross_entropy_loss(logits, padded, attention_mask=mask, per_token=per_token)
+        assert float((ours - theirs).abs().max()) <= 1e-6

@@ -66,7 +66,13 @@ from textual.widgets import Input, OptionList
 from textual.widgets.option_list import Option
 from textual._styles_cache import StylesCache
 from textual._xterm_parser import BRACKETED_PASTE_END, BRACKETED_PASTE_START, XTermParser
-from textual.drivers import linux_driver
+from textual._parser import Parser
+from textual._time import get_time
+
+try:
+    from textual.drivers import linux_driver
+except ImportError:  # no termios (Windows): Textual's driver there reads keys its own way
+    linux_driver = None  # type: ignore[assignment]
 
 from ..text_safety import safe_field
 
@@ -97,8 +103,11 @@ TEXTUAL_PRIVATE: dict[tuple[type, str], str] = {
     (App, "_resize_event"): "252ebc810445207d",
     (MessagePump, "_message_queue"): "4c13f534c77c6b67",
     (XTermParser, "parse"): "a5834ad1def86544",
-    (linux_driver.LinuxDriver, "run_input_thread"): "d796af6d69db337d",
+    (Parser, "feed"): "390106cde019dd29",
+    (Parser, "tick"): "44606084ad3bf7c1",
 }
+if linux_driver is not None:
+    TEXTUAL_PRIVATE[linux_driver.LinuxDriver, "run_input_thread"] = "d796af6d69db337d"
 
 
 # Textual's own code for what this module replaces on Textual's classes (for the fingerprint).
@@ -462,19 +471,38 @@ Strip.__init__ = _strip_init  # type: ignore[method-assign]
 
 
 # -- a paste read whole -------------------------------------------------------------------------------------
+PASTE_IDLE_S = 2.0  # a paste whose end marker has not come after this long with nothing read ends there
+
+
 class PasteKeepingParser(XTermParser):
     """Textual's parser of what the terminal sends, but for a bracketed paste: what lies between the
     paste's start and end markers is handed over as one Paste event, as it was pasted, whatever
     escape sequences or line breaks it holds (a text field shows an ESC as ␛: widgets.safe_input).
 
     Textual's own parser reads a paste's characters one by one, and at an ESC inside it waits for a
-    key's sequence: up to 32 characters after each ESC came out as key presses before the paste."""
+    key's sequence: up to 32 characters after each ESC came out as key presses before the paste.
+
+    Textual's parser still reads everything outside a paste, the start marker included, and this
+    one follows it: a marker counts only where Textual's does (its characters read within its
+    escape delay, not given as keys on a timeout), so the two never disagree on a paste being under
+    way. A paste whose end never comes ends after PASTE_IDLE_S with nothing read: the keys work
+    again (a terminal sends a paste at once)."""
 
     def __init__(self, debug: bool = False) -> None:
         super().__init__(debug)
         self._seen = ""  # the last characters Textual's parser was given: a paste's start may span two reads
         self._pasted: list[str] | None = None  # the paste's text so far, while one is under way
         self._tail = ""  # its last characters, held back: the end marker may span two reads
+        self._last_read = 0.0  # when the paste's last characters came (Textual's clock)
+
+    def tick(self):
+        if self._pasted is not None:
+            if get_time() - self._last_read >= PASTE_IDLE_S:
+                yield from self._end_paste(self._tail)
+            return
+        if self._timeout_time is not None and get_time() >= self._timeout_time:
+            self._seen = ""  # Textual's parser gives what it held as keys: no marker is under way
+        yield from super().tick()
 
     def feed(self, data: str):
         if not data:  # the end of input
@@ -492,6 +520,7 @@ class PasteKeepingParser(XTermParser):
                 yield from super().feed(data[:cut])  # Textual's parser takes the start marker as its own
                 self._seen, self._pasted, data = "", [], data[cut:]
                 continue
+            self._last_read = get_time()
             text = self._tail + data
             end = text.find(BRACKETED_PASTE_END)
             if end < 0:
@@ -499,11 +528,18 @@ class PasteKeepingParser(XTermParser):
                 self._pasted.append(text[: len(text) - keep])
                 self._tail = text[len(text) - keep:]
                 return
-            pasted = "".join((*self._pasted, text[:end])).replace("\x00", "")  # NUL dropped, as Textual does
-            self._pasted, self._tail, data = None, "", text[end + len(BRACKETED_PASTE_END):]
-            # The end marker ends Textual's paste too; the (empty) Paste it then gives is this one.
-            for token in super().feed(BRACKETED_PASTE_END):
-                yield events.Paste(pasted) if isinstance(token, events.Paste) else token
+            yield from self._end_paste(text[:end])
+            data = text[end + len(BRACKETED_PASTE_END):]
+
+    def _end_paste(self, last: str):
+        """The paste as one event (NUL dropped, as Textual does). The end marker ends Textual's paste
+        too; what its parser gives for it (an empty Paste) is not passed on."""
+        pasted = "".join((*(self._pasted or ()), last)).replace("\x00", "")
+        self._pasted, self._tail = None, ""
+        for _token in super().feed(BRACKETED_PASTE_END):
+            pass
+        yield events.Paste(pasted)
 
 
-linux_driver.XTermParser = PasteKeepingParser  # type: ignore[misc]  # the class run_input_thread makes
+if linux_driver is not None:
+    linux_driver.XTermParser = PasteKeepingParser  # type: ignore[misc]  # the class run_input_thread makes

@@ -49,6 +49,50 @@ def test_pastes_one_after_another_and_an_empty_one():
     assert events_of(PasteKeepingParser(), [stream]) == [("Paste", ""), ("Key", "x"), ("Paste", "ab")]  # NUL dropped
 
 
+class Clock:
+    """Textual's clock, as the parsers read it, moved by hand."""
+
+    def __init__(self, monkeypatch) -> None:
+        import textual._parser
+
+        from gpt2viz.tui import textual_compat
+
+        self.now = 100.0
+        for module in (textual._parser, textual_compat):
+            monkeypatch.setattr(module, "get_time", lambda: self.now)
+
+
+def ticked(parser, clock: Clock, seconds: float) -> list[tuple[str, str]]:
+    clock.now += seconds
+    return [(type(e).__name__, e.text if isinstance(e, events.Paste) else e.key) for e in parser.tick()]
+
+
+def test_a_start_marker_textual_gave_as_keys_starts_no_paste(monkeypatch):
+    """Escape, a pause, then [200~ typed: Textual's parser gives keys, and so does this one; a q
+    after them quits (the review found every key swallowed until an end marker came)."""
+    clock = Clock(monkeypatch)
+    parser = PasteKeepingParser()
+    assert events_of(parser, ["\x1b"]) == []
+    assert ticked(parser, clock, 1.0) == [("Key", "escape")]
+    got = events_of(parser, ["[200~q"])
+    assert not any(kind == "Paste" for kind, _ in got) and got[-1] == ("Key", "q")
+    # A start marker cut in two reads with a pause between: keys, as Textual's own parser gives.
+    assert events_of(parser, ["\x1b[20"]) == []
+    ticked(parser, clock, 1.0)
+    got = events_of(parser, ["0~hi"])
+    assert not any(kind == "Paste" for kind, _ in got) and got[-1] == ("Key", "i")
+
+
+def test_a_paste_whose_end_never_comes_ends_when_nothing_more_is_read(monkeypatch):
+    clock = Clock(monkeypatch)
+    parser = PasteKeepingParser()
+    assert events_of(parser, [BRACKETED_PASTE_START + "abc\x1b[20"]) == []
+    assert ticked(parser, clock, 1.0) == []  # still within the paste
+    assert ticked(parser, clock, 1.5) == [("Paste", "abc\x1b[20")]
+    assert events_of(parser, ["q"]) == [("Key", "q")]  # the keys work again
+    assert events_of(parser, [STREAM]) == WHOLE  # and so do pastes
+
+
 def test_the_terminal_driver_makes_this_parser():
     assert linux_driver.XTermParser is PasteKeepingParser
 

@@ -33,8 +33,9 @@ looked at again before it breaks silently.
   sequence and gave the characters after it as key presses, so pasted text with a colour code in
   it ran the app's keys (a line break in it was enter, a q quit) and came out of order, and a
   10 KB paste with many codes took seconds (one key event, one redraw of the field, per character).
-  A paste into a field of Textual's own (the palette's search), which draws its value as it is,
-  gets each hidden character as its visible mark (`CompatApp.on_event`).
+  A paste into a field of Textual's own (the palette's search, a number field), which draws its
+  value as it is, gets each hidden character but its line breaks as its visible mark
+  (`CompatApp.on_event`); such a field keeps the paste's first line, as Textual's Input does.
 - `StylesCache.get_inner_outer` is cached without the cache it belongs to: Textual 8.2.8 caches
   it per instance with `lru_cache`, so the last 1,024 widgets' style caches, and every line they
   drew, outlive the widgets (opening and closing 200 step screens held ~100 MB).
@@ -174,9 +175,10 @@ class CompatApp(App):
         if self.leaving and isinstance(event, (events.InputEvent, events.Paste)):
             return
         if isinstance(event, events.Paste) and not event.is_forwarded and not isinstance(self.focused, CompatInput):
-            # A field of Textual's own (the palette's search) draws its value as it is: a pasted
-            # escape would reach the terminal. It gets each hidden character as its visible mark.
-            event = events.Paste(safe_field(event.text))
+            # A field of Textual's own (the palette's search, a number of the settings form) draws
+            # its value as it is: a pasted escape would reach the terminal. It gets each hidden
+            # character as its visible mark, but the line breaks: such a field keeps the first line.
+            event = events.Paste("\n".join(safe_field(line) for line in event.text.splitlines()))
         await super().on_event(event)
 
     async def run_action(self, action, default_namespace=None, namespaces=None) -> bool:

@@ -130,3 +130,27 @@ async def test_a_paste_into_the_palette_s_search_shows_its_hidden_characters_as_
         assert app.focused.value == "blo␛]0;PWNED␇ck\ufffd2J\ufffd"
         drawn = "".join(segment.text for strip in app.screen._compositor.render_strips() for segment in strip)
         assert "PWNED" in drawn and not any(is_hidden(ch) for ch in drawn if ch != "\n")
+
+
+@run_async
+async def test_a_number_pasted_with_its_line_break_goes_into_a_settings_field(tiny_lm):
+    """A field of Textual's keeps a paste's first line: "0.7" and a line break (a carriage return
+    from the terminal) is 0.7, not a paste the number field refuses whole for its mark ␍."""
+    from gpt2viz.tui.screens.generation_settings import NumberInput
+
+    app = make_app(lm=tiny_lm)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await started(app, pilot)
+        await pilot.press("g")
+        await pilot.pause()
+        await pilot.press("s")
+        for _ in range(20):
+            await pilot.pause()
+            if isinstance(app.focused, NumberInput):
+                break
+        field = app.focused
+        assert isinstance(field, NumberInput)
+        field.value = ""
+        app.post_message(events.Paste("64\r"))
+        await pilot.pause()
+        assert field.value == "64"

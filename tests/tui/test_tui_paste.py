@@ -6,6 +6,7 @@ a long paste full of colour codes took seconds, one key event and one redraw per
 from __future__ import annotations
 
 from textual import events
+from textual.command import CommandPalette
 from textual._xterm_parser import BRACKETED_PASTE_END, BRACKETED_PASTE_START, XTermParser
 from textual.drivers import linux_driver
 
@@ -124,7 +125,7 @@ async def test_a_paste_into_the_palette_s_search_shows_its_hidden_characters_as_
     async with app.run_test(size=(100, 30)) as pilot:
         await started(app, pilot)
         await pilot.press("ctrl+p")
-        await pilot.pause()
+        await started(app, pilot, CommandPalette)
         app.post_message(events.Paste("blo\x1b]0;PWNED\x07ck\x9b2J\u202e"))
         await pilot.pause()
         assert app.focused.value == "blo␛]0;PWNED␇ck\ufffd2J\ufffd"
@@ -136,21 +137,20 @@ async def test_a_paste_into_the_palette_s_search_shows_its_hidden_characters_as_
 async def test_a_number_pasted_with_its_line_break_goes_into_a_settings_field(tiny_lm):
     """A field of Textual's keeps a paste's first line: "0.7" and a line break (a carriage return
     from the terminal) is 0.7, not a paste the number field refuses whole for its mark ␍."""
-    from gpt2viz.tui.screens.generation_settings import NumberInput
+    from gpt2viz.tui.screens.generation import GenerationScreen
+    from gpt2viz.tui.screens.generation_settings import SettingsScreen
 
     app = make_app(lm=tiny_lm)
     async with app.run_test(size=(100, 30)) as pilot:
         await started(app, pilot)
         await pilot.press("g")
-        await pilot.pause()
+        await started(app, pilot, GenerationScreen)
         await pilot.press("s")
-        for _ in range(20):
-            await pilot.pause()
-            if isinstance(app.focused, NumberInput):
-                break
-        field = app.focused
-        assert isinstance(field, NumberInput)
+        await started(app, pilot, SettingsScreen)
+        field = app.screen.query_one("#new-tokens")
+        field.focus()
         field.value = ""
+        await pilot.pause()
         app.post_message(events.Paste("64\r"))
         await pilot.pause()
         assert field.value == "64"

@@ -536,7 +536,7 @@ class PasteKeepingParser(XTermParser):
     def _end_paste(self, last: str):
         """The paste as one event (NUL dropped, as Textual does). The end marker ends Textual's paste
         too; what its parser gives for it (an empty Paste) is not passed on."""
-        pasted = "".join((*(self._pasted or ()), last)).replace("\x00", "")
+        pasted = "".join((*self._pasted, last)).replace("\x00", "")  # type: ignore[misc]  # under way
         self._pasted, self._tail = None, ""
         for _token in super().feed(BRACKETED_PASTE_END):
             pass

@@ -11,8 +11,15 @@ import re
 
 from rich.cells import cell_len, chop_cells, set_cell_size
 
+from ..i18n import _
 from ..i18n.numbers import count
 from ..text_safety import safe_line, token_label
+
+def parts_off(specs) -> str:
+    """The parts switched off in a pass (their specs, 'L0H1', 'L1.mlp'), listed in the reader's
+    language ('L0H1、L1.mlp' in Chinese), safe to show (a replayed trace's are anyone's text)."""
+    return safe_line(_(", ").join(specs))
+
 
 # What a number that is not known (yet) shows: a dash, the same in every language.
 UNKNOWN = "–"

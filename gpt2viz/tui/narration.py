@@ -35,7 +35,7 @@ from .facts import (
     token_text,
     value_at,
 )
-from .formatting import clip, count, millions, nbytes, near_zero, num, percent, quote, shape
+from .formatting import clip, count, millions, nbytes, near_zero, num, parts_off, percent, quote, shape
 from .llama_narration import WRITERS as LLAMA_WRITERS
 from .model_files_narration import model_files_words
 from .stages import BEFORE_BLOCKS, Stage
@@ -99,8 +99,8 @@ def edited_sentence(trace: Trace, stage: Stage) -> str:
     if not here:
         # After an edit: every number here is the edited pass's too (only the edit's block said so).
         before = [a for a in ablations if stage.layer is None or a.layer < stage.layer]
-        return say("stage.edited_later", parts=_(", ").join(a.spec for a in before)) if before else ""
-    said = say("stage.edited", parts=_(", ").join(a.spec for a in here))
+        return say("stage.edited_later", parts=parts_off(a.spec for a in before)) if before else ""
+    said = say("stage.edited", parts=parts_off(a.spec for a in here))
     # Switching the MLP (or the block) off replaces what it writes, not what its neurons compute:
     # on its own stage they still fire (a learner's walk read that as the edit not working).
     if stage.kind == "mlp" and any(a.kind in ("mlp", "block") for a in here):

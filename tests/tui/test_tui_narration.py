@@ -245,6 +245,21 @@ def test_quoted_prompts_stay_on_one_line():
     assert "\n" not in short and len(short) == 20 and short.startswith("first line↵")
 
 
+@pytest.mark.parametrize("lang, listed", [("en", "L0H0, L0.mlp, L1\\x1b"), ("zh", "L0H0、L0.mlp、L1\\x1b")])
+def test_the_parts_switched_off_are_listed_in_the_reader_s_language(lang, listed):
+    """One list for the top bar, the what-if box, the stages and the attribution screen: Chinese
+    read 'L0H0, L0.mlp' in the top bar beside 'L0H0、L0.mlp' in the stage (a replay's specs are
+    anyone's text, so it is safe to show too)."""
+    from gpt2viz.i18n import set_language
+    from gpt2viz.tui.formatting import parts_off
+
+    set_language(lang)
+    try:
+        assert parts_off(["L0H0", "L0.mlp", "L1\x1b"]) == listed
+    finally:
+        set_language("en")
+
+
 @pytest.mark.parametrize("lang, said", [("en", "Edited pass: L1.mlp, L1H2 switched off in this block"), ("zh", "这一层里的 L1.mlp、L1H2 被关掉了")])
 def test_every_stage_of_an_edited_block_says_what_is_off(tiny_trace, lang, said):
     # Issue 36 item 5: after a what-if, the edited block's stages say what is off there (their

@@ -20,7 +20,6 @@ from textual.widgets import Input, ProgressBar, Static, TabbedContent, TabPane
 
 from ...attribution import Attribution
 from ...i18n import N_, _, count, ngettext, say
-from ...text_safety import safe_line
 from ...trace import Trace
 from ..attribution_narration import (
     HEAD_JOBS,
@@ -41,7 +40,7 @@ from ..attribution_narration import (
     tokens_text,
 )
 from ..facts import key_texts
-from ..formatting import quote
+from ..formatting import parts_off, quote
 from ..language import key_name
 from ..widgets.contribution_grid import ContributionGrid, GridData
 from ..widgets.heatmap import Heatmap, HeatmapData
@@ -485,7 +484,7 @@ class AttributionScreen(AppScreen[None]):
         """`text` after the paragraph that says this pass is edited, where it is (what-if)."""
         if not self.ablations:
             return text
-        return say(key, parts=safe_line(_(", ").join(a.spec for a in self.ablations))) + "\n\n" + text
+        return say(key, parts=parts_off(a.spec for a in self.ablations)) + "\n\n" + text
 
     def _draw_heads(self) -> None:
         title = self.query_one("#heads-title", Static)

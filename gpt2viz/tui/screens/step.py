@@ -14,7 +14,7 @@ from ...trace import Trace
 from ..commands import MapCommands, StageCommands
 from ..facts import StepChoice
 from ..language import key_name
-from ...text_safety import safe_line
+from ..formatting import parts_off
 from ..stages import Stage, block_jump, build_stages, index_by_key, index_of
 from ..lesson_facts import lesson_answers, lesson_facts, measured
 from ..lesson_run import read_guess, read_number, stage_key
@@ -296,7 +296,7 @@ class StepScreen(AppScreen[None]):
         facts, answers, busy = self._lesson_numbers()
         lesson.fill(answers)  # each verdict against the run on show (an edited prompt has other answers)
         parts = self.trace.interventions
-        edited = (safe_line(", ".join(parts)), key_name(self, "undo_intervention")) if parts else None
+        edited = (parts_off(parts), key_name(self, "undo_intervention")) if parts else None
         panel.show(lesson, facts, answers, replay=not live, unavailable=unavailable, busy_share=busy, edited=edited)
         if lesson.current.predict is None and panel.guess_field().has_focus:
             self.set_focus(None)

@@ -7,8 +7,8 @@ from textual.content import Content
 
 from ...i18n import _, say, sentences
 from ...i18n.layout import wrap_wide
-from ...text_safety import safe_line, token_label
-from ..formatting import fit, percent
+from ...text_safety import token_label
+from ..formatting import fit, parts_off, percent
 from ..language import key_name
 from .laid import Laid
 
@@ -26,7 +26,7 @@ def before_after_lines(interventions: list[str], changes: list[dict], undo: str,
     rank} per token, the edited run's top tokens first with their rank, then the model's own top
     tokens that fell out of it, rank None), laid out in `width` cells."""
     width = max(40, width)
-    edited = say("whatif.edited", parts=safe_line(_(", ").join(interventions)), undo=undo, clear=clear)
+    edited = say("whatif.edited", parts=parts_off(interventions), undo=undo, clear=clear)
     if any(spec.endswith(":mean") for spec in interventions):
         edited = sentences(edited, say("whatif.mean"))
     rows = [Content(wrap_wide(edited, width))]

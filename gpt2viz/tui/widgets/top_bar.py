@@ -9,7 +9,7 @@ from textual.content import Content
 from ...i18n import _
 from ...text_safety import safe_line, token_label
 from ...trace import Trace
-from ..formatting import clip, millions
+from ..formatting import clip, millions, parts_off
 from ..generation import GenerationSettings, settings_fields
 from ..facts import final_choice
 from ..styled_text import styled
@@ -58,7 +58,7 @@ class TopBar(Laid):
             mark = _("✓ = transformers") if checked.ok else _("✗ ≠ transformers")
             fields.append(Content.styled(mark, "$success" if checked.ok else "bold $error"))
         if trace.interventions:  # so nobody takes an edited pass for the model's own answer
-            edited = _("edited: {parts} off").format(parts=safe_line(", ".join(trace.interventions)))
+            edited = _("edited: {parts} off").format(parts=parts_off(trace.interventions))
             fields.append(Content.styled(edited, "bold $warning"))
         return fields
 

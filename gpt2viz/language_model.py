@@ -105,6 +105,22 @@ class LanguageModel:
         return self.tokenizer.eos_id if self.tokenizer.eos_id is not None else self.config.eos_token_id
 
     @property
+    def bos_id(self) -> int:
+        """The id `prepend_bos` puts first, as TransformerLens's `to_tokens`: a LLaMA-family
+        model's beginning-of-text token as its files name it (SmolLM2-Instruct's <|im_start|>, id
+        1), else <|endoftext|>."""
+        bos = getattr(self.config, "bos_token_id", None)
+        return bos if bos is not None else self.eos_id
+
+    @property
+    def pad_id(self) -> int:
+        """The id `pad` fills rows with, as TransformerLens's `to_tokens`: a LLaMA-family model's
+        padding token as its files name it (SmolLM2-Instruct's <|im_end|>, id 2), else
+        <|endoftext|>. No position attends to it."""
+        pad = getattr(self.config, "pad_token_id", None)
+        return pad if pad is not None else self.eos_id
+
+    @property
     def stop_id(self) -> int:
         """The id generation stops at: <|endoftext|> for GPT-2; a LLaMA-family model's own end
         token, as its file says (SmolLM2-Instruct ends a turn with <|im_end|>, id 2)."""
@@ -117,11 +133,11 @@ class LanguageModel:
 
     def encode_prompt(self, prompt: str | list[int], *, prepend_bos: bool = False) -> list[int]:
         """Token ids of a prompt given as text or as ids (ids are checked: integers in the
-        vocabulary). `prepend_bos`: a text's ids start with <|endoftext|>, as TransformerLens's
-        `to_tokens` does by default for GPT-2 (so its positions are one further on); gpt2viz does
-        not by default, as the app shows a prompt. Ids are taken as given."""
+        vocabulary). `prepend_bos`: a text's ids start with `bos_id` (<|endoftext|> for GPT-2), as
+        TransformerLens's `to_tokens` does by default (so its positions are one further on);
+        gpt2viz does not by default, as the app shows a prompt. Ids are taken as given."""
         if isinstance(prompt, str):
-            return ([self.eos_id] if prepend_bos else []) + self.tokenizer.encode(prompt)
+            return ([self.bos_id] if prepend_bos else []) + self.tokenizer.encode(prompt)
         if isinstance(prompt, torch.Tensor):
             if prompt.dim() > 2 or (prompt.dim() == 2 and prompt.size(0) != 1):
                 raise InputError("prompt", N_("{setting}: a tensor of ids must be [positions] or [1, positions], got {value}"),
@@ -152,7 +168,7 @@ class LanguageModel:
     def pad(
         self, prompts: Sequence[str | list[int]], side: str = "left", *, prepend_bos: bool = False
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Several prompts as one batch: ids `[B, T]` padded to the longest with end-of-text, and
+        """Several prompts as one batch: ids `[B, T]` padded to the longest with `pad_id`, and
         the attention mask `[B, T]` (1 for a real token, 0 for padding) that `model(ids,
         attention_mask=mask)` needs to compute each row as it would alone. `side` is 'left' (what
         generation continues from) or 'right'."""
@@ -166,7 +182,7 @@ class LanguageModel:
         width = max(map(len, rows))
         ids, mask = [], []
         for row in rows:
-            pad = [self.eos_id] * (width - len(row))
+            pad = [self.pad_id] * (width - len(row))
             ones, zeros = [1] * len(row), [0] * len(pad)
             ids.append(pad + row if side == "left" else row + pad)
             mask.append(zeros + ones if side == "left" else ones + zeros)
@@ -286,9 +302,9 @@ class LanguageModel:
             self.hooks.remove(self._added_hooks.pop())
 
     def to_tokens(self, text: str | list[str], prepend_bos: bool = True) -> torch.Tensor:
-        """Ids `[1, T]` of a text, or `[B, T]` of several (padded on the right with
-        <|endoftext|>), as TransformerLens's `to_tokens` gives them for GPT-2: with <|endoftext|>
-        (`eos_id`) first by default."""
+        """Ids `[1, T]` of a text, or `[B, T]` of several (padded on the right with `pad_id`), as
+        TransformerLens's `to_tokens` gives them: with `bos_id` first by default (<|endoftext|>
+        for GPT-2)."""
         if isinstance(text, list):
             return self.pad(text, side="right", prepend_bos=prepend_bos)[0]
         if not isinstance(text, str):
@@ -306,7 +322,7 @@ class LanguageModel:
         return self.tokenizer.decode(rows, "tokens")
 
     def to_str_tokens(self, text: str | torch.Tensor | list[int], prepend_bos: bool = True) -> list[str]:
-        """Each token of a text (<|endoftext|> first by default) or of ids, as its own text
+        """Each token of a text (`bos_id` first by default) or of ids, as its own text
         (' capital'), as TransformerLens's `to_str_tokens`. Half a character reads U+FFFD."""
         ids = self.encode_prompt(text, prepend_bos=prepend_bos)
         return [self.tokenizer.decode([i]) for i in ids]

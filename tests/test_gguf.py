@@ -128,6 +128,7 @@ def write_small_gguf(directory):
         "tokenizer.ggml.merges": ["Ġ t", "h e", "Ġt he"],
         "tokenizer.ggml.token_type": [3 if t == "<|endoftext|>" else 1 for t in TOKENS],
         "tokenizer.ggml.eos_token_id": TOKENS.index("<|endoftext|>"),
+        "tokenizer.ggml.bos_token_id": TOKENS.index("he"), "tokenizer.ggml.padding_token_id": TOKENS.index("Ġt"),
     }
     path = directory / "small.gguf"
     write_gguf(path, tensors, metadata)
@@ -161,6 +162,18 @@ def test_the_tokenizer_is_the_file_s_byte_level_bpe(written):
     assert [TOKENS[i] for i in ids] == ["Ġthe", "<|endoftext|>"]
     assert tokenizer.decode(tokenizer.encode("hi the 42").ids) == "hi the 42"
     assert [TOKENS[i] for i in tokenizer.encode("42").ids] == ["4", "2"]  # digits one by one
+
+
+def test_a_text_starts_and_pads_with_the_tokens_the_file_names(written):
+    """TransformerLens's to_tokens puts the tokenizer's beginning-of-text token first and pads with
+    its padding token: the file's tokenizer.ggml.bos_token_id and padding_token_id."""
+    import gpt2viz
+
+    lm = gpt2viz.load_model(str(written[0]))
+    bos, pad, the = TOKENS.index("he"), TOKENS.index("Ġt"), TOKENS.index("Ġthe")
+    assert (lm.config.bos_token_id, lm.config.pad_token_id) == (bos, pad)
+    assert lm.to_tokens(" the").tolist() == [[bos, the]]
+    assert lm.to_tokens([" the", " the the"]).tolist() == [[bos, the, pad], [bos, the, the]]
 
 
 def test_q4_1_and_q8_0_blocks_dequantize_as_ggml_defines_them():

@@ -20,15 +20,15 @@ SHAPES = {
 }
 
 
-def write_llama(directory, n_head: int, n_kv_head: int, tied: bool, seed: int = 0):
+def write_llama(directory, n_head: int, n_kv_head: int, tied: bool, seed: int = 0, vocab_size: int = 300, **ids):
     from transformers import LlamaConfig as HFConfig
     from transformers import LlamaForCausalLM
 
     torch.manual_seed(seed)
     config = HFConfig(
-        vocab_size=300, hidden_size=8 * n_head, intermediate_size=40, num_hidden_layers=2,
+        vocab_size=vocab_size, hidden_size=8 * n_head, intermediate_size=40, num_hidden_layers=2,
         num_attention_heads=n_head, num_key_value_heads=n_kv_head, max_position_embeddings=64,
-        rms_norm_eps=1e-5, rope_theta=100000.0, tie_word_embeddings=tied, eos_token_id=0, bos_token_id=0,
+        rms_norm_eps=1e-5, rope_theta=100000.0, tie_word_embeddings=tied, **{"eos_token_id": 0, "bos_token_id": 0, **ids},
     )
     model = LlamaForCausalLM(config).eval()
     with torch.no_grad():  # larger than the initialiser's 0.02, so the blocks change the logits
@@ -156,7 +156,8 @@ def test_a_config_the_core_does_not_implement_is_refused():
     assert LlamaConfig.from_dict(base).group == 2
     for change in ({"model_type": "gpt2"}, {"num_key_value_heads": 3}, {"hidden_act": "gelu"},
                    {"rope_scaling": {"type": "linear", "factor": 2.0}}, {"attention_bias": True},
-                   {"hidden_size": 60}, {"rms_norm_eps": -1}):
+                   {"hidden_size": 60}, {"rms_norm_eps": -1}, {"vocab_size": 300, "bos_token_id": 300},
+                   {"pad_token_id": -1}, {"bos_token_id": "<s>"}):
         with pytest.raises(ConfigError):
             LlamaConfig.from_dict({**base, **change})
 
@@ -170,3 +171,29 @@ def test_a_checkpoint_that_disagrees_with_its_config_is_refused(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps(config))
     with pytest.raises(WeightsError, match="gate_proj"):
         load_llama(tmp_path)
+
+
+
+@pytest.mark.parametrize("named", [{"bos_token_id": 1, "pad_token_id": 2}, {"bos_token_id": None}])
+def test_texts_start_and_pad_with_the_ids_the_config_names_as_transformer_lens(tmp_path, named):
+    """SmolLM2-Instruct starts a text with <|im_start|> (1) and pads with <|im_end|> (2), not with
+    <|endoftext|>, as TransformerLens's to_tokens does from the tokenizer's own tokens; a config
+    that names neither starts and pads with end-of-text, as for GPT-2."""
+    import shutil
+    from pathlib import Path
+
+    import gpt2viz
+
+    write_llama(tmp_path, 6, 2, True, vocab_size=50257, eos_token_id=50256, **named)
+    shutil.copy(Path(__file__).parent.parent / "assets" / "tokenizer" / "tokenizer.json", tmp_path)
+    lm = gpt2viz.load_model(str(tmp_path))
+    bos, pad = named["bos_token_id"] or 50256, named.get("pad_token_id", 50256)
+    assert (lm.bos_id, lm.pad_id, lm.eos_id) == (bos, pad, 50256)
+    hello = lm.tokenizer.encode(" Hello")
+    assert lm.to_tokens(" Hello").tolist() == [[bos, *hello]]
+    assert lm.to_tokens(" Hello", prepend_bos=False).tolist() == [hello]
+    assert lm.to_str_tokens(" Hello")[0] == lm.tokenizer.decode([bos])
+    ids, mask = lm.pad([" Hello", " Hello Hello"], prepend_bos=True)
+    width = 1 + 2 * len(hello)
+    assert ids[0].tolist() == [pad] * len(hello) + [bos, *hello] and mask[0].tolist() == [0] * len(hello) + [1] * (1 + len(hello))
+    assert ids.shape == (2, width)

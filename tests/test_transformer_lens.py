@@ -164,6 +164,34 @@ def test_a_llama_model_s_cache_equals_transformer_lens_s(tmp_path):
         assert labels == tl_labels and float((mine - tl.detach()).abs().max()) <= 1e-5, (method, kwargs)
 
 
+def test_a_llama_model_s_tokens_start_and_pad_as_transformer_lens_s(tmp_path):
+    """A LLaMA-family model whose beginning-of-text and padding tokens are not <|endoftext|>
+    (SmolLM2-Instruct's are <|im_start|> and <|im_end|>): TL takes them from the tokenizer, gpt2viz
+    from config.json (or a GGUF file's metadata), which name the same tokens."""
+    import json
+    import shutil
+    from pathlib import Path
+
+    from transformers import LlamaConfig, LlamaForCausalLM
+    from transformer_lens.model_bridge import TransformerBridge
+
+    import gpt2viz
+
+    LlamaForCausalLM(LlamaConfig(
+        vocab_size=50257, hidden_size=48, intermediate_size=96, num_hidden_layers=1, num_attention_heads=6,
+        num_key_value_heads=2, max_position_embeddings=64, bos_token_id=0, pad_token_id=1,
+        eos_token_id=50256)).save_pretrained(tmp_path)
+    shutil.copy(Path(__file__).parent.parent / "assets" / "tokenizer" / "tokenizer.json", tmp_path)
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps({
+        "bos_token": "!", "pad_token": '"', "eos_token": "<|endoftext|>", "tokenizer_class": "PreTrainedTokenizerFast"}))
+    bridge = TransformerBridge.boot_transformers(str(tmp_path), device="cpu")
+    lm = gpt2viz.load_model(str(tmp_path))
+    for text in (" Hello", [" Hello", " Hello there you"]):
+        assert lm.to_tokens(text).tolist() == bridge.to_tokens(text).tolist()
+    assert lm.to_tokens(" Hello")[0, 0] == 0 and lm.to_tokens([" Hi", " Hi there"])[0, -1] == 1
+    assert lm.to_str_tokens(" Hello") == bridge.to_str_tokens(" Hello")
+
+
 def test_stacked_activations_equal_transformer_lens_s(caches):
     _logits, ours, theirs, _folded = caches
     for args in (("pattern",), ("z", 1), ("scale", -1, "ln2"), ("resid_post", None)):

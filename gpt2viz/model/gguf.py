@@ -240,6 +240,8 @@ def llama_config_dict(gguf: GGUFFile) -> dict[str, Any]:
         "vocab_size": g("llama.vocab_size", len(tokens)),
         "tie_word_embeddings": "output.weight" not in gguf.tensors,  # no head of its own: the token table's
         "eos_token_id": g("tokenizer.ggml.eos_token_id", 0),
+        "bos_token_id": g("tokenizer.ggml.bos_token_id"),
+        "pad_token_id": g("tokenizer.ggml.padding_token_id"),
     }
 
 

@@ -70,6 +70,10 @@ class LlamaConfig:
     rope_theta: float = 100000.0
     tie_word_embeddings: bool = True
     eos_token_id: int = 0
+    # The id a text starts with (`prepend_bos`) and the id rows are padded with, as the files name
+    # them (SmolLM2-Instruct: <|im_start|>, 1, and <|im_end|>, 2); None where they name none.
+    bos_token_id: int | None = None
+    pad_token_id: int | None = None
 
     def __post_init__(self) -> None:
         for key in ("n_layer", "n_head", "n_kv_head", "n_embd", "d_mlp", "n_ctx", "vocab_size"):
@@ -88,6 +92,12 @@ class LlamaConfig:
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not (0 < value < limit) or math.isnan(value):
                 raise ConfigError(_("{key} must be a positive number below {limit}, got {value}").format(
                     key=key, limit=limit, value=shown(value)))
+        for key in ("bos_token_id", "pad_token_id"):  # fed to the model as ids: inside the vocabulary
+            value = getattr(self, key)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                      or not 0 <= value < self.vocab_size):
+                raise ConfigError(_("{key} must be a token id, an integer from 0 to {max}, got {value}").format(
+                    key=key, max=self.vocab_size - 1, value=shown(value)))
 
     @property
     def head_dim(self) -> int:
@@ -170,6 +180,8 @@ class LlamaConfig:
             rope_theta=theta,
             tie_word_embeddings=bool(raw.get("tie_word_embeddings", False)),
             eos_token_id=eos if isinstance(eos, int) else 0,
+            bos_token_id=raw.get("bos_token_id"),
+            pad_token_id=raw.get("pad_token_id"),
         )
 
     @classmethod

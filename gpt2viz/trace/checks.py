@@ -42,7 +42,7 @@ from .document import CONFIG_LIMITS, MAX_INTERVENTIONS, MAX_NOTICES, MAX_TOPK, S
 from .event_checks import _check_events, _check_kv_cache, _check_topk
 from .field_checks import (
     BIG_INT, BOUNDS, CONFIG, CONFIG_SETTINGS, MAX_ID, MAX_POSITIONS, MIN_POSITIVE, ORDER, RULES, SHORT_TEXT, Sizes,
-    SAME, RuleBroken, _at_most, _between, _bool, _check_setting, _choice, _dict, _equal, _fail, _fields, _id, _ids,
+    SAME, RuleBroken, _at_most, _between, _bool, _check_setting, _choice, _dict, _equal, _fail, _fields, _id, _ids, _token_id,
     _increasing, _int, _ints, _length, _list, _num, _numbers, _positive, _shown, _str, _within,
 )
 from .file_checks import _check_model_files
@@ -187,7 +187,7 @@ def _check_model(model: dict) -> GPT2Config | LlamaConfig:
     _str(source["path"], "model.source.path")
     llama = _choice(model.get("architecture", "gpt2"), "model.architecture", ARCHITECTURES) == "llama"
     if llama:
-        config = _fields(model["config"], "model.config", LLAMA_CONFIG_SETTINGS)
+        config = _fields(model["config"], "model.config", LLAMA_CONFIG_SETTINGS, ("bos_token_id", "pad_token_id"))
         for key in ("n_layer", "n_head", "n_embd", "vocab_size"):  # the trace's own bounds, as GPT-2's
             _check_setting(key, config[key], f"model.config.{key}")
         _int(config["n_ctx"], "model.config.n_ctx", 1, LLAMA_LIMITS["n_ctx"])  # a trace records fewer positions
@@ -196,6 +196,9 @@ def _check_model(model: dict) -> GPT2Config | LlamaConfig:
         for key in ("rms_norm_eps", "rope_theta"):
             _num(config[key], f"model.config.{key}", 0.0)
         _bool(config["tie_word_embeddings"], "model.config.tie_word_embeddings")
+        for key in ("bos_token_id", "pad_token_id"):  # traces written before 2026-12-06 lack them
+            if config.get(key) is not None:
+                _token_id(config[key], f"model.config.{key}", config["vocab_size"])
     else:
         config = _fields(model["config"], "model.config", CONFIG_SETTINGS + ("n_inner", "eos_token_id"))
         for key in (*CONFIG_LIMITS, "n_inner"):  # layer_norm_epsilon and activation_function: GPT2Config's own check below

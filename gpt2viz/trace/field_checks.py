@@ -223,9 +223,14 @@ def _ints(value: object, field: str, limit: int, low: int, high: int, non_empty:
 
 def _id(value: object, field: str, s: "Sizes") -> int:
     """A token id: below the vocabulary's limit on its own, below the trace's vocab_size by `bounds`."""
-    if type(value) is int and value >= s.vocab:
+    return _token_id(value, field, s.vocab)
+
+
+def _token_id(value: object, field: str, vocab: int) -> int:
+    """A token id of a vocabulary of `vocab` tokens (as `_id`, before the trace's sizes are known)."""
+    if type(value) is int and value >= vocab:
         _fail(field, _("{field} must be an integer from {low} to {high}, got {value}").format(
-            field=field, low=0, high=s.vocab - 1, value=value), BOUNDS)
+            field=field, low=0, high=vocab - 1, value=value), BOUNDS)
     return _int(value, field, 0, MAX_ID)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
 import re
 import sys
@@ -77,6 +78,20 @@ def argparse_in_our_language() -> Iterator[None]:
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one line, exit 2, no usage dump
         raise UsageError(_("{message} (see gpt2viz --help)").format(message=message))
+
+    def parse_args(self, args=None, namespace=None):  # type: ignore[override]
+        """argparse's, with the option a mistyped one was likely meant to be (--generat: --generate)."""
+        parsed, extra = self.parse_known_args(args, namespace)
+        if extra:
+            names = [name for name in self._option_string_actions if name.startswith("--")]
+            for word in extra:
+                if word.startswith("--"):
+                    close = difflib.get_close_matches(word.split("=", 1)[0], names, n=1, cutoff=0.75)
+                    if close:
+                        self.error(_("unrecognized arguments: {arguments}; did you mean {option}?").format(
+                            arguments=" ".join(extra), option=close[0]))
+            self.error(_("unrecognized arguments: %s") % " ".join(extra))
+        return parsed
 
 
 HEADING_COLON = re.compile(r"^(\S[^\n]*[^\x00-\x7f]):$", re.M)

@@ -368,3 +368,20 @@ def test_json_to_standard_output_carries_no_hidden_character_raw(tiny_dir):
     out = raw.decode("utf-8")
     assert not [ch for ch in out if is_hidden(ch) and ch != "\n"], out[:300]
     assert json.loads(out)["prompt"] == prompt and "中文" in out
+
+
+@pytest.mark.parametrize("args, meant", [(["--generat", "3"], "--generate"), (["--mod", "tiny"], "--model"),
+                                         (["--temprature=0.7"], "--temperature"), (["--xyz"], None)])
+def test_a_mistyped_option_names_the_one_it_likely_meant(args, meant):
+    """One line still, the unknown words as typed, and the option meant where one is close
+    (argparse's own prefix matching stays off: --prompt-f above is refused, not taken)."""
+    from gpt2viz.cli import parse_args
+    from gpt2viz.errors import UsageError
+    from gpt2viz.i18n import set_language
+
+    set_language("en")
+    with pytest.raises(UsageError) as raised:
+        parse_args(["Hi", *args])
+    message = str(raised.value)
+    assert message.startswith(f"unrecognized arguments: {' '.join(args)}") and "\n" not in message
+    assert (f"did you mean {meant}?" in message) if meant else ("did you mean" not in message)

@@ -9,6 +9,10 @@ stream apart:
 - `accumulated_resid`: the stream entering each block, and after the last: `[layers + 1, B, T, C]`;
 - `decompose_resid`: what each part wrote into it (embeddings, each attention and MLP output);
 - `stack_head_results`: each head's own output, `z_h @ W_O[h]` (c_proj's rows of head h);
+- `get_neuron_results`, `stack_neuron_results`: each MLP neuron's own output, its activation
+  (`hook_post`) times its row of the MLP's output weight;
+- `get_full_resid_decomposition`: the stream entering a block as every head, every neuron (or
+  each MLP), the embeddings and the biases added up on the way;
 - `apply_ln_to_stack`: a LayerNorm of this pass (the final one, or a block's ln1 or ln2) applied to
   each component: centred and divided by the pass's scale (frozen, so the LayerNorm is linear and
   components add up);
@@ -26,6 +30,8 @@ output's bias term, which `decompose_resid` gives as part of each block's `attn_
 which tests/test_activation_cache.py checks against the pass's logits, and
 tests/test_transformer_lens.py every method against TransformerLens 4.3 (where it is installed).
 `pos_slice` is TL's too: an int keeps that position and drops the axis, a slice keeps the axis.
+`remove_batch_dim()` (or `run_with_cache(..., remove_batch_dim=True)`) drops the batch axis of a
+cache of one text, as TL's; the methods then return no batch axis either.
 """
 
 from __future__ import annotations
@@ -88,6 +94,22 @@ class ActivationCache(dict):
         super().__init__()
         self.model = model
         self.tokenizer = tokenizer  # for tokens given as text (logit_attrs)
+        self.has_batch_dim = True  # False after remove_batch_dim
+
+    def remove_batch_dim(self) -> ActivationCache:
+        """Every activation without its batch axis, in place, as TransformerLens's: a cache of
+        one text only (`cache["pattern", 0]` is then `[head, query, key]`). The analysis methods
+        go on working and leave the batch axis out of what they return. Returns the cache."""
+        if not self.has_batch_dim:
+            return self  # already removed (TL warns and does nothing)
+        sizes = {value.size(0) for value in self.values() if value.dim()}
+        if sizes - {1}:
+            raise InputError("remove_batch_dim", N_("{setting}: only a cache of one text has a batch axis to drop; "
+                                                    "this one holds {count}"), count=max(sizes))
+        for name, value in self.items():
+            dict.__setitem__(self, name, value[0] if value.dim() else value)
+        self.has_batch_dim = False
+        return self
 
     def __repr__(self) -> str:  # a dict's would print every tensor
         return f"ActivationCache with keys {list(self)}"
@@ -225,14 +247,117 @@ class ActivationCache(dict):
         n_head = self.model.config.n_head
         parts, labels = [], []
         for l in range(layer):
-            z = self["z", l]  # [B, T, nh, hd], TL's layout
-            parts += list(head_results(self.model, l, z.transpose(1, 2)))
+            z = self["z", l]  # [B, T, nh, hd], TL's layout ([T, nh, hd] without the batch axis)
+            results = head_results(self.model, l, (z if self.has_batch_dim else z[None]).transpose(1, 2))
+            parts += list(results if self.has_batch_dim else results[:, 0])
             labels += [f"L{l}H{h}" for h in range(n_head)]
         if incl_remainder:
             stream = self["resid_post", layer - 1] if layer else self["resid_pre", 0]
             parts.append(stream - sum(parts) if parts else stream)
             labels.append("remainder")
         return self._finish(parts, labels, layer, False, apply_ln, pos_slice, return_labels)
+
+    def get_neuron_results(self, layer: int, neuron_slice: Any = None, pos_slice: Any = None) -> torch.Tensor:
+        """Each neuron's own output into the stream from block `layer`'s MLP, as TL's: its
+        activation (`hook_post`) times its row of the MLP's output weight (GPT-2's c_proj, a
+        LLaMA-family model's down_proj), `[B, T, neurons, C]`. `neuron_slice` as `pos_slice`:
+        None all, an int one (the axis dropped), a slice or a list of neurons those. Their sum
+        and the output's bias make the block's `mlp_out`."""
+        layer = self._block(layer)
+        acts = _positions(self["post", layer], pos_slice)  # [..., d_mlp]
+        rows = neuron_rows(self.model, layer, acts)  # [d_mlp, C]
+        if neuron_slice is not None:
+            acts, rows = acts[..., neuron_slice], rows[neuron_slice]
+        return acts[..., None] * rows
+
+    def stack_neuron_results(
+        self, layer: int | None = -1, pos_slice: Any = None, neuron_slice: Any = None, return_labels: bool = False,
+        incl_remainder: bool = False, apply_ln: bool = False, mlp_input: bool = False,
+    ) -> torch.Tensor | tuple[torch.Tensor, list[str]]:
+        """The neurons' results (`get_neuron_results`) of blocks 0 .. `layer` - 1 (-1 or None:
+        every block) stacked, `[neurons, B, T, C]`, labels "L0N0", "L0N1", ... as TL's (an int
+        `neuron_slice` keeps the axis here). Memory: layers x neurons x positions x C numbers
+        (gpt2-small: 113 MB a position). `incl_remainder` adds the rest of the stream entering
+        block `layer` (its MLP with `mlp_input`); `apply_ln` as `stack_head_results`."""
+        layer = self._layer(layer)
+        d_mlp = self.model.config.d_mlp
+        if isinstance(neuron_slice, int) and not isinstance(neuron_slice, bool):
+            neuron_slice = [neuron_slice]
+        picked = torch.arange(d_mlp) if neuron_slice is None else torch.arange(d_mlp)[neuron_slice]
+        labels = [f"L{l}N{n}" for l in range(layer) for n in picked.tolist()]
+        stack = torch.cat([self.get_neuron_results(l, neuron_slice, pos_slice).movedim(-2, 0) for l in range(layer)]) \
+            if layer else self._empty_stack(pos_slice)
+        if incl_remainder:
+            stream = _positions(self._stream_into(layer, mlp_input), pos_slice)
+            stack = torch.cat([stack, (stream - stack.sum(0))[None]])
+            labels.append("remainder")
+        if apply_ln:
+            stack = self.apply_ln_to_stack(stack, layer, mlp_input, pos_slice)
+        return (stack, labels) if return_labels else stack
+
+    def get_full_resid_decomposition(
+        self, layer: int | None = None, mlp_input: bool = False, expand_neurons: bool = True, apply_ln: bool = False,
+        pos_slice: Any = None, return_labels: bool = False,
+    ) -> torch.Tensor | tuple[torch.Tensor, list[str]]:
+        """The stream entering block `layer` (default: after the last block; its MLP with
+        `mlp_input`) taken apart as TL's: every head's result, every neuron's (`expand_neurons`;
+        else each block's mlp_out), embed, pos_embed (a GPT-2's), and "bias", the output biases
+        added on the way (c_proj's of each attention, and of each MLP when the neurons are
+        expanded). The components add up to the stream. `[components, B, T, C]`."""
+        layer = self._layer(layer)
+        if mlp_input and layer == self.model.config.n_layer:
+            raise InputError("mlp_input", N_("{setting} needs a block's MLP: layer {layer} is after the last block"),
+                             layer=layer)
+        heads, labels = self.stack_head_results(layer + int(mlp_input), return_labels=True, pos_slice=pos_slice)
+        parts = [heads]
+        if layer:
+            if expand_neurons:
+                mlps, more = self.stack_neuron_results(layer, pos_slice=pos_slice, return_labels=True)
+            else:
+                mlps, more = self.decompose_resid(layer, mode="mlp", pos_slice=pos_slice, incl_embeds=False,
+                                                  return_labels=True)
+            parts.append(mlps)
+            labels += more
+        for name, label in (("hook_embed", "embed"), ("hook_pos_embed", "pos_embed")):
+            if name in self:
+                parts.append(_positions(self[name], pos_slice)[None])
+                labels.append(label)
+        bias = self._accumulated_bias(layer, mlp_input, expand_neurons, like=heads)
+        parts.append(bias.expand(1, *heads.shape[1:]))
+        labels.append("bias")
+        stack = torch.cat(parts)
+        if apply_ln:
+            stack = self.apply_ln_to_stack(stack, layer, mlp_input, pos_slice)
+        return (stack, labels) if return_labels else stack
+
+    def _accumulated_bias(self, layer: int, mlp_input: bool, include_mlp: bool, like: torch.Tensor) -> torch.Tensor:
+        """The output biases the blocks before `layer` added to the stream (each attention's, and
+        each MLP's with `include_mlp`), block `layer`'s attention's too with `mlp_input`: `[C]`."""
+        model, total = self.model, like.new_zeros(self.model.config.n_embd)
+        for l in range(layer + int(mlp_input)):
+            total = total + output_bias(attention_out_product(model, l), model.config.n_embd, like)
+            if include_mlp and l < layer:
+                total = total + output_bias(mlp_out_product(model, l), model.config.d_mlp, like)
+        return total
+
+    def _stream_into(self, layer: int, mlp_input: bool) -> torch.Tensor:
+        """The stream entering block `layer` (its MLP with `mlp_input`; after the last block: the end)."""
+        if mlp_input:
+            return self["resid_mid", layer]
+        return self["resid_post", layer - 1] if layer else self["resid_pre", 0]
+
+    def _empty_stack(self, pos_slice: Any) -> torch.Tensor:
+        """No components, shaped as the stream at `pos_slice` (TL's empty stack before block 0)."""
+        like = _positions(self["hook_embed"], pos_slice)
+        return like.new_zeros(0, *like.shape)
+
+    def _block(self, layer: Any) -> int:
+        """A block's number, a negative one counting from the end (as TL's indexing)."""
+        n_layer = self.model.config.n_layer
+        if not isinstance(layer, int) or isinstance(layer, bool) or not -n_layer <= layer < n_layer:
+            raise InputError("layer", N_("{setting} must be a block from 0 to {last}, got {value}"),
+                             last=n_layer - 1, value=shown(layer))
+        return layer % n_layer
 
     # -- the LayerNorms and the logits ---------------------------------------------------------
     def apply_ln_to_stack(
@@ -316,17 +441,17 @@ class ActivationCache(dict):
         if parts:
             stack = torch.stack([_positions(p, pos_slice) for p in parts])
         else:  # nothing before block 0 (no heads, or no embeddings asked for): an empty stack, as TL's
-            empty = _positions(self["hook_embed"], pos_slice)
-            stack = empty.new_zeros(0, *empty.shape)
+            stack = self._empty_stack(pos_slice)
         if apply_ln:
             stack = self.apply_ln_to_stack(stack, layer, mlp_input, pos_slice)
         return (stack, labels) if return_labels else stack
 
 
 def _positions(t: torch.Tensor, pos_slice: Any) -> torch.Tensor:
-    """`t` `[B, T, ...]` at the positions of `pos_slice`, as TransformerLens's Slice: None all, an
-    int that position (the axis dropped), a slice or a list of positions those (the axis kept)."""
-    return t if pos_slice is None else t[:, pos_slice]
+    """`t` `[..., T, C]` at the positions of `pos_slice`, as TransformerLens's Slice on the axis
+    before the last: None all, an int that position (the axis dropped), a slice or a list of
+    positions those (the axis kept)."""
+    return t if pos_slice is None else t[..., pos_slice, :]
 
 
 def _final_norm(model):
@@ -349,6 +474,28 @@ def attention_out_product(model, layer: int):
     if model.config.architecture == "llama":
         return model.model.layers[layer].self_attn.o_proj
     return model.h[layer].attn.c_proj
+
+
+def mlp_out_product(model, layer: int):
+    """The product that writes block `layer`'s MLP into the stream: GPT-2's c_proj (with its
+    bias), a LLaMA-family model's down_proj (none)."""
+    if model.config.architecture == "llama":
+        return model.model.layers[layer].mlp.down_proj
+    return model.h[layer].mlp.c_proj
+
+
+def output_bias(product, n_in: int, like: torch.Tensor) -> torch.Tensor:
+    """What `product` adds to every input, its bias (zeros where it has none): `[C]`."""
+    return product(like.new_zeros(1, n_in))[0]
+
+
+def neuron_rows(model, layer: int, like: torch.Tensor) -> torch.Tensor:
+    """Each neuron's row of block `layer`'s MLP output weight, `[d_mlp, C]`, as the product
+    applies it in every number format (int8 included): the product of each neuron alone, its
+    bias taken off."""
+    product, d_mlp = mlp_out_product(model, layer), model.config.d_mlp
+    alone = torch.eye(d_mlp, dtype=like.dtype, device=like.device)
+    return product(alone) - output_bias(product, d_mlp, like)
 
 
 def head_results(model: GPT2, layer: int, z: torch.Tensor) -> torch.Tensor:

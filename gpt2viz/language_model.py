@@ -199,6 +199,7 @@ class LanguageModel:
         grad: bool = False,
         return_type: str | None = "logits",
         loss_per_token: bool = False,
+        remove_batch_dim: bool = False,
     ) -> tuple[Any, ActivationCache]:
         """One forward pass that keeps the activations, as TransformerLens's `run_with_cache`:
         returns `(logits [B, T, vocab], cache)`, `cache` mapping each hook name that fired to a
@@ -213,9 +214,14 @@ class LanguageModel:
         (hooks.py). `grad=True`: the pass runs with autograd (`GPT2.forward`) and the cache holds
         the activations themselves, in the graph: `torch.autograd.grad(metric, cache[name])`.
         `return_type` as TL's: 'logits', 'loss' (`next_token_loss`: the mean cross-entropy of each
-        next token, `[B, T - 1]` with `loss_per_token`), 'both' (logits, loss) or None."""
+        next token, `[B, T - 1]` with `loss_per_token`), 'both' (logits, loss) or None.
+        `remove_batch_dim`: the cache's activations without their batch axis, as TL's (one text
+        only; the logits keep theirs)."""
         _check_return_type(return_type)
         ids, attention_mask = self._batch(prompt, attention_mask, prepend_bos)
+        if remove_batch_dim and ids.size(0) != 1:
+            raise InputError("remove_batch_dim", N_("{setting}: only a cache of one text has a batch axis to drop; "
+                                                    "this one holds {count}"), count=ids.size(0))
         if names_filter is None:
             patterns = ["*"]
         elif isinstance(names_filter, (list, tuple)) and all(isinstance(n, str) for n in names_filter):
@@ -236,6 +242,8 @@ class LanguageModel:
 
         with self.hooks.subscribe(patterns, keep, tl_style=True):
             logits, _ = self.model(ids, attention_mask=attention_mask, grad=grad)
+        if remove_batch_dim:
+            cache.remove_batch_dim()
         return _returned(logits, ids, attention_mask, return_type, loss_per_token), cache
 
     def run_with_hooks(

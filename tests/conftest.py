@@ -199,3 +199,14 @@ def english_after_each_test():
     from gpt2viz.i18n import set_language
 
     set_language("en")
+
+
+@pytest.fixture(scope="session")
+def llama_lm(tmp_path_factory):
+    """A two-block LLaMA-family model (8 query heads sharing 2 key/value heads) read from a GGUF
+    file as llama.cpp writes one (tests/test_gguf.py), with its byte-level BPE tokenizer."""
+    import gpt2viz
+    from test_gguf import write_small_gguf
+
+    path, _meant = write_small_gguf(tmp_path_factory.mktemp("llama"))
+    return gpt2viz.load_model(str(path))

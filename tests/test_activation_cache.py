@@ -56,6 +56,68 @@ def test_each_head_s_result_adds_up_to_the_attention_output(run):
         assert torch.allclose(mine, cache["attn_out", layer], atol=1e-5)
 
 
+def test_each_neuron_s_result_adds_up_to_the_mlp_output(run):
+    lm, _logits, cache = run
+    d_mlp = lm.config.d_mlp
+    for layer in range(lm.config.n_layer):
+        neurons = cache.get_neuron_results(layer)
+        assert neurons.shape == (1, 5, d_mlp, lm.config.n_embd)
+        assert torch.allclose(neurons.sum(-2) + lm.model.h[layer].mlp.c_proj.bias, cache["mlp_out", layer], atol=1e-5)
+    one = cache.get_neuron_results(1, neuron_slice=7, pos_slice=-1)  # both axes dropped: [B, C]
+    assert torch.allclose(one, cache["post", 1][:, -1, 7, None] * lm.model.h[1].mlp.c_proj.weight[7], atol=1e-7)
+    stack, labels = cache.stack_neuron_results(2, neuron_slice=[3, 4], return_labels=True, incl_remainder=True)
+    assert labels == ["L0N3", "L0N4", "L1N3", "L1N4", "remainder"]
+    assert torch.allclose(stack.sum(0), cache["resid_post", 1], atol=1e-5)
+
+
+def test_the_full_decomposition_adds_up_to_the_stream_it_takes_apart(run):
+    """Every head, every neuron (or each MLP), the embeddings and the output biases on the way."""
+    lm, _logits, cache = run
+    n_layer, n_head, d_mlp = lm.config.n_layer, lm.config.n_head, lm.config.d_mlp
+    stack, labels = cache.get_full_resid_decomposition(return_labels=True)
+    assert len(labels) == n_layer * (n_head + d_mlp) + 3 == stack.shape[0]
+    assert labels[n_layer * n_head] == "L0N0" and labels[-3:] == ["embed", "pos_embed", "bias"]
+    biases = sum(lm.model.h[l].attn.c_proj.bias + lm.model.h[l].mlp.c_proj.bias for l in range(n_layer))
+    assert torch.allclose(stack[-1, 0, 0], biases, atol=1e-6)
+    for layer in range(n_layer + 1):
+        for mlp_input in (False, True) if layer < n_layer else (False,):
+            for expand_neurons in (True, False):
+                parts = cache.get_full_resid_decomposition(layer, mlp_input=mlp_input, expand_neurons=expand_neurons)
+                stream = cache["resid_mid", layer] if mlp_input else cache.accumulated_resid(layer)[-1]
+                assert torch.allclose(parts.sum(0), stream, atol=1e-5), (layer, mlp_input, expand_neurons)
+    just_mlps = cache.get_full_resid_decomposition(expand_neurons=False, pos_slice=-1, return_labels=True)
+    assert just_mlps[1][n_layer * n_head : n_layer * n_head + 2] == ["0_mlp_out", "1_mlp_out"]
+    assert just_mlps[0].shape == (n_layer * (n_head + 1) + 3, 1, lm.config.n_embd)
+
+
+def test_a_llama_model_s_stream_takes_apart_without_positions_or_biases(llama_lm):
+    _logits, cache = llama_lm.run_with_cache("the cat sat")
+    stack, labels = cache.get_full_resid_decomposition(return_labels=True)
+    assert "pos_embed" not in labels and labels[-2:] == ["embed", "bias"] and not stack[-1].any()
+    assert torch.allclose(stack.sum(0), cache["resid_post", -1], atol=1e-5)
+    neurons = cache.get_neuron_results(0)
+    assert torch.allclose(neurons.sum(-2), cache["mlp_out", 0], atol=1e-5)
+
+
+def test_a_cache_of_one_text_drops_its_batch_axis_and_its_analyses_follow(run, ckpts):
+    lm, _logits, cache = run
+    _logits, single = lm.run_with_cache(PROMPT, remove_batch_dim=True)
+    assert not single.has_batch_dim and single["pattern", 0].shape == cache["pattern", 0].shape[1:]
+    assert all(torch.equal(single[name], cache[name][0]) for name in cache)
+    for method, kwargs in (("accumulated_resid", {"apply_ln": True}), ("decompose_resid", {"pos_slice": -1}),
+                           ("stack_head_results", {"incl_remainder": True, "apply_ln": True}),
+                           ("stack_neuron_results", {"layer": 1, "pos_slice": [0, 2]}),
+                           ("get_full_resid_decomposition", {"layer": 1, "mlp_input": True})):
+        alone, batched = getattr(single, method)(**kwargs), getattr(cache, method)(**kwargs)
+        assert torch.allclose(alone, batched[:, 0], atol=1e-6), method
+    assert torch.allclose(single.logit_attrs(single.decompose_resid(), 13), cache.logit_attrs(cache.decompose_resid(), 13)[:, 0])
+    assert single.remove_batch_dim() is single  # a second time: nothing to drop
+    _logits, two = lm.run_with_cache(["Hi", "Hello there"])
+    for call in (two.remove_batch_dim, lambda: lm.run_with_cache(["Hi", "Hello"], remove_batch_dim=True)):
+        with pytest.raises(ValueError, match="only a cache of one text has a batch axis to drop; this one holds 2"):
+            call()
+
+
 def test_logit_attributions_add_up_to_the_logits_and_agree_with_direct_logit_attribution(run):
     lm, logits, cache = run
     token = int(logits[0, -1].argmax())
@@ -122,6 +184,9 @@ def test_layer_arguments_are_transformer_lens_s(run):
     (lambda c: c.logit_attrs(c.decompose_resid(), torch.tensor([5]), incorrect_tokens=torch.tensor([5, 6])),
      r"incorrect_tokens must have the shape of tokens, \[1\], got \[2\]"),
     (lambda c: c.decompose_resid(None, mlp_input=True), "mlp_input needs a block's MLP: layer 2 is after the last block"),
+    (lambda c: c.get_neuron_results(3), "layer must be a block from 0 to 1, got 3"),
+    (lambda c: c.get_full_resid_decomposition(-1, mlp_input=True), "mlp_input needs a block's MLP"),
+    (lambda c: c.stack_neuron_results(layer=7), "layer must be a block from 0 to 2, or -1 or None"),
 ])
 def test_arguments_the_analyses_cannot_use_are_one_line_errors(run, call, message):
     """Each used to give a wrong answer unseen (an empty stack, the embeddings alone) or torch's

@@ -97,6 +97,13 @@ def caches(ckpts):
     ("decompose_resid", {"layer": 1, "mode": "mlp", "pos_slice": -1}),
     ("stack_head_results", {"layer": None}), ("stack_head_results", {"layer": 0}),
     ("stack_head_results", {"layer": 1, "apply_ln": True}), ("stack_head_results", {"layer": 1, "incl_remainder": True}),
+    # Each neuron's result, and the whole stream taken apart into heads, neurons, embeddings, biases.
+    ("stack_neuron_results", {"layer": 1}), ("stack_neuron_results", {"layer": 2, "pos_slice": -1, "neuron_slice": [0, 7]}),
+    ("stack_neuron_results", {"layer": 1, "neuron_slice": 3, "incl_remainder": True, "apply_ln": True}),
+    ("stack_neuron_results", {"layer": 1, "incl_remainder": True, "mlp_input": True}),
+    ("get_full_resid_decomposition", {}), ("get_full_resid_decomposition", {"layer": 1, "mlp_input": True}),
+    ("get_full_resid_decomposition", {"expand_neurons": False}), ("get_full_resid_decomposition", {"layer": 0}),
+    ("get_full_resid_decomposition", {"layer": 1, "apply_ln": True, "pos_slice": slice(1, 3)}),
 ])
 def test_the_cache_s_analysis_methods_equal_transformer_lens_s(caches, method, kwargs):
     _logits, ours, theirs, _folded = caches
@@ -104,6 +111,31 @@ def test_the_cache_s_analysis_methods_equal_transformer_lens_s(caches, method, k
     tl, tl_labels = getattr(theirs, method)(return_labels=True, **kwargs)
     assert labels == tl_labels and mine.shape == tl.shape
     assert not mine.numel() or float((mine - tl.detach()).abs().max()) <= 1e-5  # empty: the stack before block 0
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"neuron_slice": 5}, {"neuron_slice": slice(2, 9), "pos_slice": -1}])
+def test_neuron_results_equal_transformer_lens_s(caches, kwargs):
+    _logits, ours, theirs, _folded = caches
+    mine, tl = ours.get_neuron_results(1, **kwargs), theirs.get_neuron_results(1, **kwargs)
+    assert mine.shape == tl.shape and float((mine - tl.detach()).abs().max()) <= 1e-5
+
+
+def test_a_cache_without_its_batch_axis_equals_transformer_lens_s(ckpts):
+    """run_with_cache(remove_batch_dim=True): every activation, and the analyses of the cache."""
+    from transformer_lens.model_bridge import TransformerBridge
+
+    lm = ckpts.lm("odd-heads")
+    ids = torch.tensor([lm.tokenizer.encode(PROMPT)])
+    _logits, ours = lm.run_with_cache(ids, remove_batch_dim=True)
+    bridge = TransformerBridge.boot_transformers(str(ckpts.path("odd-heads")), device="cpu")
+    bridge.enable_compatibility_mode(no_processing=True, disable_warnings=True)
+    _tl_logits, theirs = bridge.run_with_cache(ids, remove_batch_dim=True)
+    for name in ("pattern", "z", "resid_post", "post"):
+        assert ours[name, 1].shape == theirs[name, 1].shape, name
+    for method, kwargs in (("decompose_resid", {"apply_ln": True}), ("accumulated_resid", {"pos_slice": -1}),
+                           ("stack_head_results", {"incl_remainder": True}), ("get_full_resid_decomposition", {})):
+        mine, tl = getattr(ours, method)(**kwargs), getattr(theirs, method)(**kwargs)
+        assert mine.shape == tl.shape and float((mine - tl.detach()).abs().max()) <= 1e-5, method
 
 
 def test_the_logit_lens_equals_transformer_lens_s_with_the_layernorm_folded(caches):

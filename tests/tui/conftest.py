@@ -23,17 +23,6 @@ def small_trace(ckpts) -> Trace:
 
 
 @pytest.fixture(scope="session")
-def llama_lm(tmp_path_factory):
-    """A two-block LLaMA-family model (8 query heads sharing 2 key/value heads) read from a GGUF
-    file as llama.cpp writes one (tests/test_gguf.py), with its byte-level BPE tokenizer."""
-    import gpt2viz
-    from test_gguf import write_small_gguf
-
-    path, _meant = write_small_gguf(tmp_path_factory.mktemp("llama"))
-    return gpt2viz.load_model(str(path))
-
-
-@pytest.fixture(scope="session")
 def llama_trace(llama_lm) -> Trace:
     """Its trace of a short prompt, with three generated tokens."""
     return trace_prompt(llama_lm, "the cat sat on the mat", generate_tokens=3)

@@ -111,6 +111,32 @@ class ActivationCache(dict):
         self.has_batch_dim = False
         return self
 
+    def apply_slice_to_batch_dim(self, batch_slice: Any) -> ActivationCache:
+        """A new cache of some rows of the batch, as TL's: an int keeps that row (the batch axis
+        dropped, as `remove_batch_dim`), a slice or a list of rows those."""
+        if not self.has_batch_dim:
+            raise InputError("batch_slice", N_("{setting}: this cache has no batch axis left (remove_batch_dim)"))
+        sliced = ActivationCache(self.model, self.tokenizer)
+        try:
+            for name, value in self.items():
+                dict.__setitem__(sliced, name, value[batch_slice])
+        except (IndexError, TypeError):
+            raise InputError("batch_slice", N_("{setting} must be a row, a slice or a list of rows of a batch of {count}, "
+                                               "got {value}"), count=len(next(iter(self.values()), ())),
+                             value=shown(batch_slice)) from None
+        sliced.has_batch_dim = not isinstance(batch_slice, int)
+        return sliced
+
+    def compute_head_results(self) -> None:
+        """Each head's result (`stack_head_results`'s) kept under `blocks.{l}.attn.hook_result`,
+        `[B, T, head, C]`, as TL's `compute_head_results` keeps them (the heads and c_proj's bias
+        add up to `attn_out`)."""
+        for layer in range(self.model.config.n_layer):
+            z = self["z", layer]  # [B, T, nh, hd] ([T, nh, hd] without the batch axis)
+            results = head_results(self.model, layer, (z if self.has_batch_dim else z[None]).transpose(1, 2))
+            results = results.permute(1, 2, 0, 3)  # [B, T, nh, C]
+            dict.__setitem__(self, act_name("result", layer), results if self.has_batch_dim else results[0])
+
     def __repr__(self) -> str:  # a dict's would print every tensor
         return f"ActivationCache with keys {list(self)}"
 

@@ -118,6 +118,31 @@ def test_a_cache_of_one_text_drops_its_batch_axis_and_its_analyses_follow(run, c
             call()
 
 
+def test_head_results_kept_as_transformer_lens_keeps_them_add_up_to_the_attention_output(run):
+    lm, _logits, cache = run
+    _logits, kept = lm.run_with_cache(PROMPT)
+    kept.compute_head_results()
+    for layer in range(lm.config.n_layer):
+        results = kept["result", layer]  # [B, T, head, C]
+        assert results.shape == (1, 5, lm.config.n_head, lm.config.n_embd)
+        assert torch.allclose(results.sum(-2) + lm.model.h[layer].attn.c_proj.bias, cache["attn_out", layer], atol=1e-5)
+    assert torch.equal(kept.stack_head_results()[3], kept["result", 0][:, :, 3])
+
+
+def test_rows_of_a_batch_cache_are_the_caches_of_their_texts(run):
+    lm, _logits, cache = run
+    _logits, both = lm.run_with_cache([PROMPT, "Hi"])  # the first row is not padded
+    first, kept = both.apply_slice_to_batch_dim(0), both.apply_slice_to_batch_dim([0])
+    assert not first.has_batch_dim and kept.has_batch_dim and kept["pattern", 1].shape[0] == 1
+    for name in cache:
+        assert torch.allclose(first[name], cache[name][0], atol=1e-5), name
+    assert torch.allclose(first.get_full_resid_decomposition(1), cache.get_full_resid_decomposition(1)[:, 0], atol=1e-5)
+    for call, message in ((lambda: both.apply_slice_to_batch_dim(2), "batch_slice must be a row, a slice or a list of rows of a batch of 2, got 2"),
+                          (lambda: first.apply_slice_to_batch_dim(0), "this cache has no batch axis left")):
+        with pytest.raises(ValueError, match=message):
+            call()
+
+
 def test_logit_attributions_add_up_to_the_logits_and_agree_with_direct_logit_attribution(run):
     lm, logits, cache = run
     token = int(logits[0, -1].argmax())

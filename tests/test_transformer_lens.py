@@ -138,6 +138,29 @@ def test_a_cache_without_its_batch_axis_equals_transformer_lens_s(ckpts):
         assert mine.shape == tl.shape and float((mine - tl.detach()).abs().max()) <= 1e-5, method
 
 
+def test_head_results_and_batch_rows_equal_transformer_lens_s(ckpts):
+    """compute_head_results and apply_slice_to_batch_dim on a padded batch, at the real positions
+    (padded ones differ: no position attends to padding, and what a padded query sees is no one's)."""
+    from transformer_lens.model_bridge import TransformerBridge
+
+    lm = ckpts.lm("odd-heads")
+    ids, mask = lm.pad([PROMPT, "Hello there"], side="right")
+    _logits, ours = lm.run_with_cache(ids, attention_mask=mask)
+    bridge = TransformerBridge.boot_transformers(str(ckpts.path("odd-heads")), device="cpu")
+    bridge.enable_compatibility_mode(no_processing=True, disable_warnings=True)
+    _tl_logits, theirs = bridge.run_with_cache(ids, attention_mask=mask)
+    ours.compute_head_results()
+    theirs.compute_head_results()
+    real = mask.bool()
+    assert ours["result", 1].shape == theirs["result", 1].shape
+    assert float((ours["result", 1] - theirs["result", 1])[real].abs().max()) <= 1e-5
+    for rows in (1, [1], slice(0, 1)):
+        mine, tl = ours.apply_slice_to_batch_dim(rows), theirs.apply_slice_to_batch_dim(rows)
+        assert mine.has_batch_dim == tl.has_batch_dim and mine["pattern", 0].shape == tl["pattern", 0].shape
+        at = real[rows]
+        assert float((mine.decompose_resid() - tl.decompose_resid())[:, at].abs().max()) <= 1e-5, rows
+
+
 def test_the_logit_lens_equals_transformer_lens_s_with_the_layernorm_folded(caches):
     """accumulated_resid(apply_ln=True) normalises each stream by its own scale; TL applies its
     ln_final module, which with fold_ln is that normalisation (γ and β went into the unembedding)."""

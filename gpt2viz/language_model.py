@@ -38,6 +38,17 @@ from .model.tokenizer import Tokenizer, checked_ids
 from .model.training_tokens import read as read_training_tokens
 from .model.weights import load_weights, record_use
 from .next_token_loss import TOO_SHORT, next_token_loss
+from . import tl_weights
+
+
+def _tl_weight(name: str) -> Any:
+    """A property giving TransformerLens's weight `name` (gpt2viz.tl_weights), of the float32 twin."""
+
+    def get(self: LanguageModel) -> torch.Tensor:
+        return tl_weights.weight(self.float32_twin().model, name)
+
+    get.__doc__ = f"TransformerLens's `{name}` (gpt2viz.tl_weights), the checkpoint's float32 numbers."
+    return property(get)
 
 
 @dataclass
@@ -130,6 +141,26 @@ class LanguageModel:
     def hooks(self) -> Hooks:
         """The model's hook points (`lm.hooks.subscribe(pattern, fn)`)."""
         return self.model.hooks
+
+    # TransformerLens's weights, stacked over the blocks and split by head (gpt2viz.tl_weights):
+    # `lm.W_Q[layer, head]` is `[d_model, d_head]`. A LLaMA-family model has no biases, no W_pos.
+    W_E = _tl_weight("W_E")
+    W_pos = _tl_weight("W_pos")
+    W_U = _tl_weight("W_U")
+    b_U = _tl_weight("b_U")
+    W_Q = _tl_weight("W_Q")
+    W_K = _tl_weight("W_K")
+    W_V = _tl_weight("W_V")
+    W_O = _tl_weight("W_O")
+    b_Q = _tl_weight("b_Q")
+    b_K = _tl_weight("b_K")
+    b_V = _tl_weight("b_V")
+    b_O = _tl_weight("b_O")
+    W_in = _tl_weight("W_in")
+    W_gate = _tl_weight("W_gate")
+    W_out = _tl_weight("W_out")
+    b_in = _tl_weight("b_in")
+    b_out = _tl_weight("b_out")
 
     def encode_prompt(self, prompt: str | list[int], *, prepend_bos: bool = False) -> list[int]:
         """Token ids of a prompt given as text or as ids (ids are checked: integers in the

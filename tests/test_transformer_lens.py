@@ -19,13 +19,19 @@ PER_HEAD = ("attn.hook_q", "attn.hook_k", "attn.hook_v", "attn.hook_z")  # ours 
 TOL = 1e-4
 
 
-@pytest.fixture(scope="module")
-def runs(ckpts):
+def plain_bridge(path):
+    """TL's Bridge on the checkpoint at `path`, without weight processing (the reference)."""
     from transformer_lens.model_bridge import TransformerBridge
 
+    bridge = TransformerBridge.boot_transformers(str(path), device="cpu")
+    bridge.enable_compatibility_mode(no_processing=True, disable_warnings=True)
+    return bridge
+
+
+@pytest.fixture(scope="module")
+def runs(ckpts):
     lm = ckpts.lm("odd-heads")
-    bridge = TransformerBridge.boot_transformers(str(ckpts.path("odd-heads")), device="cpu")
-    bridge.enable_compatibility_mode(no_processing=True)
+    bridge = plain_bridge(str(ckpts.path("odd-heads")))
     ids = lm.tokenizer.encode(PROMPT)
     ours: dict[str, torch.Tensor] = {}
     with lm.hooks.subscribe("*", lambda name, value: ours.setdefault(name, value.clone()) if isinstance(value, torch.Tensor) else None):
@@ -73,8 +79,7 @@ def caches(ckpts):
     lm = ckpts.lm("odd-heads")
     ids = torch.tensor([lm.tokenizer.encode(PROMPT)])
     logits, ours = lm.run_with_cache(ids)
-    plain = TransformerBridge.boot_transformers(str(ckpts.path("odd-heads")), device="cpu")
-    plain.enable_compatibility_mode(no_processing=True, disable_warnings=True)
+    plain = plain_bridge(str(ckpts.path("odd-heads")))
     folded = TransformerBridge.boot_transformers(str(ckpts.path("odd-heads")), device="cpu")
     folded.enable_compatibility_mode(disable_warnings=True, fold_ln=True, center_writing_weights=False,
                                      center_unembed=False, fold_value_biases=False)
@@ -122,13 +127,11 @@ def test_neuron_results_equal_transformer_lens_s(caches, kwargs):
 
 def test_a_cache_without_its_batch_axis_equals_transformer_lens_s(ckpts):
     """run_with_cache(remove_batch_dim=True): every activation, and the analyses of the cache."""
-    from transformer_lens.model_bridge import TransformerBridge
 
     lm = ckpts.lm("odd-heads")
     ids = torch.tensor([lm.tokenizer.encode(PROMPT)])
     _logits, ours = lm.run_with_cache(ids, remove_batch_dim=True)
-    bridge = TransformerBridge.boot_transformers(str(ckpts.path("odd-heads")), device="cpu")
-    bridge.enable_compatibility_mode(no_processing=True, disable_warnings=True)
+    bridge = plain_bridge(str(ckpts.path("odd-heads")))
     _tl_logits, theirs = bridge.run_with_cache(ids, remove_batch_dim=True)
     for name in ("pattern", "z", "resid_post", "post"):
         assert ours[name, 1].shape == theirs[name, 1].shape, name
@@ -141,13 +144,11 @@ def test_a_cache_without_its_batch_axis_equals_transformer_lens_s(ckpts):
 def test_head_results_and_batch_rows_equal_transformer_lens_s(ckpts):
     """compute_head_results and apply_slice_to_batch_dim on a padded batch, at the real positions
     (padded ones differ: no position attends to padding, and what a padded query sees is no one's)."""
-    from transformer_lens.model_bridge import TransformerBridge
 
     lm = ckpts.lm("odd-heads")
     ids, mask = lm.pad([PROMPT, "Hello there"], side="right")
     _logits, ours = lm.run_with_cache(ids, attention_mask=mask)
-    bridge = TransformerBridge.boot_transformers(str(ckpts.path("odd-heads")), device="cpu")
-    bridge.enable_compatibility_mode(no_processing=True, disable_warnings=True)
+    bridge = plain_bridge(str(ckpts.path("odd-heads")))
     _tl_logits, theirs = bridge.run_with_cache(ids, attention_mask=mask)
     ours.compute_head_results()
     theirs.compute_head_results()
@@ -159,6 +160,31 @@ def test_head_results_and_batch_rows_equal_transformer_lens_s(ckpts):
         assert mine.has_batch_dim == tl.has_batch_dim and mine["pattern", 0].shape == tl["pattern", 0].shape
         at = real[rows]
         assert float((mine.decompose_resid() - tl.decompose_resid())[:, at].abs().max()) <= 1e-5, rows
+
+
+def test_the_weights_equal_transformer_lens_s(ckpts, tmp_path):
+    """lm.W_Q and the rest, as TL's Bridge gives them without weight processing: GPT-2's, and a
+    LLaMA-family model's (grouped keys and values, a head of its own, a gate)."""
+    import shutil
+    from pathlib import Path
+
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    import gpt2viz
+
+    torch.manual_seed(0)
+    LlamaForCausalLM(LlamaConfig(
+        vocab_size=50257, hidden_size=48, intermediate_size=96, num_hidden_layers=2, num_attention_heads=6,
+        num_key_value_heads=2, max_position_embeddings=64, tie_word_embeddings=False)).save_pretrained(tmp_path)
+    shutil.copy(Path(__file__).parent.parent / "assets" / "tokenizer" / "tokenizer.json", tmp_path)
+    for path, names in ((ckpts.path("odd-heads"), ("W_E", "W_pos", "W_U", "b_U", "W_Q", "W_K", "W_V", "W_O", "b_Q",
+                                                   "b_K", "b_V", "b_O", "W_in", "W_out", "b_in", "b_out")),
+                        (tmp_path, ("W_E", "W_U", "b_U", "W_Q", "W_K", "W_V", "W_O", "W_in", "W_gate", "W_out"))):
+        bridge = plain_bridge(str(path))
+        lm = gpt2viz.load_model(str(path))
+        for name in names:
+            mine, tl = getattr(lm, name), getattr(bridge, name).detach()
+            assert mine.shape == tl.shape and torch.equal(mine, tl), (path.name, name)
 
 
 def test_the_logit_lens_equals_transformer_lens_s_with_the_layernorm_folded(caches):
@@ -189,7 +215,6 @@ def test_a_llama_model_s_cache_equals_transformer_lens_s(tmp_path):
     from pathlib import Path
 
     from transformers import LlamaConfig, LlamaForCausalLM
-    from transformer_lens.model_bridge import TransformerBridge
 
     import gpt2viz
 
@@ -203,8 +228,7 @@ def test_a_llama_model_s_cache_equals_transformer_lens_s(tmp_path):
             p.normal_(0, 0.2)
     model.save_pretrained(tmp_path)
     shutil.copy(Path(__file__).parent.parent / "assets" / "tokenizer" / "tokenizer.json", tmp_path)
-    bridge = TransformerBridge.boot_transformers(str(tmp_path), device="cpu")
-    bridge.enable_compatibility_mode(no_processing=True, disable_warnings=True)
+    bridge = plain_bridge(str(tmp_path))
     ids = torch.tensor([[5, 17, 42, 99, 3, 250, 7]])
     tl_logits, theirs = bridge.run_with_cache(ids)
     logits, ours = gpt2viz.load_model(str(tmp_path)).run_with_cache(ids)
@@ -257,11 +281,9 @@ def test_stacked_activations_equal_transformer_lens_s(caches):
 def test_return_types_equal_transformer_lens_s(runs, ckpts):
     """The loss, per token and whole, as TL's run_with_hooks gives it, and for a padded batch with
     its mask as TL's loss function (lm_cross_entropy_loss) gives it on the same logits."""
-    from transformer_lens.model_bridge import TransformerBridge
 
     lm = runs[0]
-    bridge = TransformerBridge.boot_transformers(str(ckpts.path("odd-heads")), device="cpu")
-    bridge.enable_compatibility_mode(no_processing=True)
+    bridge = plain_bridge(str(ckpts.path("odd-heads")))
     ids = torch.tensor([lm.tokenizer.encode(PROMPT)])
     for per_token in (False, True):
         ours = lm.run_with_hooks(ids, return_type="loss", loss_per_token=per_token)

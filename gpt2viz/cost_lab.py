@@ -150,13 +150,11 @@ class StepCosts:
     @classmethod
     def of(cls, lm: LanguageModel) -> "StepCosts":
         config = lm.config
-        d, inner = config.n_embd, config.d_mlp
-        products = config.n_layer * (d * 3 * d + d * d + 2 * d * inner)  # c_attn, c_proj, c_fc, c_proj
         itemsize = lm.model.dtype.itemsize  # activations and the KV cache
         return cls(
             lm.step_weight_bytes,
             config.kv_bytes_per_position(itemsize),
-            2 * (products + config.vocab_size * config.n_embd),
+            2 * config.step_multiply_adds,
             4 * config.n_layer * config.n_embd,
         )
 

@@ -55,6 +55,18 @@ def test_step_costs_count_gpt2_small_by_hand(tiny_lm):
     assert costs.flops(2, 10) == 2 * (costs.flops_per_row + 10 * costs.flops_per_cached_position)
 
 
+def test_a_llama_model_s_step_counts_its_grouped_keys_and_its_gate(llama_lm):
+    """Every weight of a product is one multiply-add a row: the k and v projections are as wide as
+    the key/value heads (grouped-query attention), the MLP has three matrices (SwiGLU). Counted
+    here from the tensors themselves (the token table once more as the tied LM head)."""
+    weights = llama_lm.model.state_dict()
+    in_products = sum(w.numel() for name, w in weights.items() if name.endswith("proj.weight"))
+    head = weights.get("lm_head.weight", weights["model.embed_tokens.weight"]).numel()
+    config = llama_lm.config
+    assert config.n_kv_head < config.n_head and config.step_multiply_adds == in_products + head
+    assert cost_lab.StepCosts.of(llama_lm).flops_per_row == 2 * (in_products + head)
+
+
 # -- 1. context length ---------------------------------------------------------------------------
 
 

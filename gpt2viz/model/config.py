@@ -159,6 +159,14 @@ class GPT2Config:
         """Parameters in the network, counting the tied LM head once."""
         return self.param_counts.total
 
+    @property
+    def step_multiply_adds(self) -> int:
+        """Multiply-adds of one new position through every weight product: in each block c_attn
+        (C x 3C), attention's c_proj (C x C), the MLP's c_fc and c_proj (C x d_mlp each), then the
+        LM head (C x vocab). Attention over the cached positions comes on top."""
+        C = self.n_embd
+        return self.n_layer * (4 * C * C + 2 * C * self.d_mlp) + C * self.vocab_size
+
     def kv_bytes_per_position(self, itemsize: int, batch_size: int = 1) -> int:
         """Bytes the KV cache grows by per position: K and V, every layer, every head, every
         sequence of the batch, `itemsize` bytes a number."""

@@ -127,6 +127,15 @@ class LlamaConfig:
         """Parameters in the network, counting a tied LM head once."""
         return self.param_counts.total
 
+    @property
+    def step_multiply_adds(self) -> int:
+        """Multiply-adds of one new position through every weight product: in each block q_proj
+        and o_proj (C x C each), k_proj and v_proj (C x the key/value heads' width each), the MLP's
+        gate, up and down (C x d_mlp each), then the LM head (C x vocab). Attention over the cached
+        positions comes on top."""
+        C, kv = self.n_embd, self.n_kv_head * self.head_dim
+        return self.n_layer * (2 * C * C + 2 * C * kv + 3 * C * self.d_mlp) + C * self.vocab_size
+
     def kv_bytes_per_position(self, itemsize: int, batch_size: int = 1) -> int:
         """Bytes the KV cache grows by per position: K and V of every key/value head, every layer."""
         return 2 * self.n_layer * batch_size * self.n_kv_head * self.head_dim * itemsize

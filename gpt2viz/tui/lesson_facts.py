@@ -66,11 +66,9 @@ def logit_gap(trace: Trace) -> float:
 
 
 def step_macs(f: RunFacts) -> int:
-    """Multiply-adds of one new position through the weights' products: in each block c_attn
-    (C x 3C), attention's c_proj (C x C), the MLP's c_fc and c_proj (C x d_mlp each); then the
-    LM head (C x vocab). (Attention over the cache adds L x C x 2 more, small beside these.)"""
-    C = f.n_embd
-    return f.n_layer * (4 * C * C + 2 * C * f.d_mlp) + C * f.vocab
+    """Multiply-adds of one new position through the weights' products (the config's
+    `step_multiply_adds`; attention over the cache adds L x C x 2 more, small beside these)."""
+    return f.config.step_multiply_adds
 
 
 def _answers(trace: Trace) -> dict[str, float]:

@@ -66,15 +66,19 @@ def busy_sentence(result: LabResult, sweep) -> str | None:
     return None
 
 
-def bound_sentence(result: LabResult, what: str, n_bytes: float, flops: float, ms: float) -> str:
-    """What bounds a step of `ms` that reads `n_bytes` and does `flops`, on this machine."""
+def bound_sentence(result: LabResult, what: str, n_bytes: float, flops: float, ms: float, fmt: str | None = None) -> str:
+    """What bounds a step of `ms` that reads `n_bytes` and does `flops`, on this machine, for a
+    model in number format `fmt` (default: the lab's model's)."""
     m = result.machine
     bound = step_bound(n_bytes, ms, m.stream_gb_s, flops, m.compute_gflop_s)
     if bound.kind == "unmeasured":
         return say("lab.bound.unmeasured")
     key = {"partly": f"partly_{bound.resource}"}.get(bound.kind, bound.kind)
+    if key == "faster_compute" and (fmt or result.precision) == "float32":
+        key = "faster_than_measured"  # float32's own products beat the rate measured for float32
     # The sentence names one resource's time; its share is of that time.
-    named_ms = bound.compute_ms if key in ("compute", "partly_compute", "faster_compute") else bound.memory_ms
+    named_ms = bound.compute_ms if key in ("compute", "partly_compute", "faster_compute", "faster_than_measured") \
+        else bound.memory_ms
     share = named_ms / ms if ms > 0 else 0.0
     return say(
         f"lab.bound.{key}",
@@ -272,7 +276,7 @@ def precision_text(
     shown += [fastest] if fastest is not base else []
     for r in () if busy else shown:
         what = say("lab.what.format", format=r.format)
-        parts.append(bound_sentence(result, what, r.bytes_read, flops, r.step_ms))
+        parts.append(bound_sentence(result, what, r.bytes_read, flops, r.step_ms, r.format))
     parts += quality_sentences(sweep)
     parts.append(machine_text(result))
     return "\n\n".join(parts)

@@ -223,6 +223,21 @@ def test_a_bound_sentence_quotes_the_share_of_the_time_it_names():
     assert "not bound by memory or compute" in text
 
 
+def test_products_faster_than_the_measured_rate_are_blamed_on_another_format_only_where_there_is_one():
+    """0.6 GFLOP at 150 GFLOP/s would take 4 ms; the step took 3. A bfloat16 model's kernels are
+    not the float32 product the rate measured; a float32 model's are (a learner walk read "this
+    format's kernels compute faster than float32's" of float32 itself)."""
+    from gpt2viz.tui.lab_narration import bound_sentence
+
+    result = _result()
+    assert result.precision == "float32" and result.machine.compute_gflop_s == 150.0
+    own = bound_sentence(result, "The step", 1e6, 0.6e9, 3.0)
+    assert "would take 4.00 ms, more than the 3.00 ms it took: its products ran faster than that measurement" in own
+    assert "this format" not in own
+    other = bound_sentence(result, "The step", 1e6, 0.6e9, 3.0, "bfloat16")
+    assert "this format's kernels compute faster than float32's" in other
+
+
 def test_a_flat_context_curve_is_not_said_to_grow():
     result = _result()
     flat = cost_lab.ContextSweep([5, 50, 100], [2.0, 2.0, 2.01], [1.0, 1.0, 1.0], 5, 101)

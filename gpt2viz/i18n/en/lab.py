@@ -169,6 +169,11 @@ TEXT = {
         "{what}: its {gflop} GFLOP at the {compute} GFLOP/s measured for float32 would take {compute_ms} ms, "
         "more than the {ms} ms it took: this format's kernels compute faster than float32's."
     ),
+    "lab.bound.faster_than_measured": (
+        "{what}: its {gflop} GFLOP at the {compute} GFLOP/s measured for float32 would take {compute_ms} ms, "
+        "more than the {ms} ms it took: its products ran faster than that measurement (one large square "
+        "product, timed once), so compute bounds this step."
+    ),
     "lab.bound.caches": (
         "{what}: reading its {read} at {stream} GB/s would take {memory_ms} ms, more than the {ms} ms it took: "
         "part of it came from the processor's caches, faster than main memory."

@@ -155,6 +155,10 @@ TEXT = {
         "{what}：它的 {gflop} GFLOP 按 float32 测得的 {compute} GFLOP/s 计算需要 {compute_ms} ms，"
         "比它实际用的 {ms} ms 还多：这种格式的算子算得比 float32 的快。"
     ),
+    "lab.bound.faster_than_measured": (
+        "{what}：它的 {gflop} GFLOP 按 float32 测得的 {compute} GFLOP/s 计算需要 {compute_ms} ms，"
+        "比它实际用的 {ms} ms 还多：它的矩阵乘法比那次测量（一个大的方阵乘法，只测一次）跑得快，所以这一步受计算限制。"
+    ),
     "lab.bound.caches": (
         "{what}：以 {stream} GB/s 读取它的 {read} 需要 {memory_ms} ms，比它实际用的 {ms} ms 还多："
         "其中一部分来自处理器的缓存，比主内存更快。"

@@ -353,7 +353,7 @@ def _heads(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key: str
     if group > 1:  # grouped-query attention: the maps of one group differ only by their queries
         text = sentences(text, say("llama.heads.groups", group=count(group), last_in_group=group - 1, KVH=count(f.n_kv_head)))
     text += "\n\n" + focus_text
-    formula = say("stage.heads.formula", D=f.head_dim, last=H - 1)
+    formula = say("stage.heads.formula", D=f.head_dim, last=H - 1, kv=f"(h ÷ {group})" if group > 1 else "h")
     p_shape = shape_of(trace, "attn.hook_pattern", i, [1, H, T, T])
     maps = ngettext("{n} map", "{n} maps", H).format(n=count(H))
     flow = [say("stage.heads.flow", pattern=shape(p_shape), maps=maps, shape=shape(p_shape[2:]))]

@@ -65,6 +65,9 @@ async def test_every_stage_of_a_llama_model_is_its_own_with_the_trace_s_numbers(
     assert f"turns by {num(pairs[0]['angle'])} rad" in qkv and f"by only {num(pairs[-1]['angle'])} rad" in qkv
     assert "pair 0" in qkv and "key/value heads" in qkv  # the picture: query heads over their key/value heads
     assert "SwiGLU" in mlp and "SiLU, and the" in mlp and "GELU" not in mlp
+    # All heads at once: each reads its group's keys and values (a learner walk read k_h, v_h).
+    heads = narrate(trace, Stage("heads", 0, family="llama"), generate_key="g")
+    assert "q_h k_(h ÷ 4)ᵀ" in heads.formula and "v_(h ÷ 4)" in heads.formula
 
 
 def test_the_numbers_of_the_cache_count_key_value_heads_and_the_map_sets_gpt2_small_beside(llama_trace):

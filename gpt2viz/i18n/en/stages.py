@@ -227,7 +227,7 @@ TEXT = {
         "weight (an attention sink), changing little. The third tab of the screen of which parts wrote the "
         "answer shows it for every head."
     ),
-    "stage.heads.formula": "head_h = softmax(q_h k_hᵀ / √{D} + mask) v_h    h = 0 … {last}",
+    "stage.heads.formula": "head_h = softmax(q_h k_{kv}ᵀ / √{D} + mask) v_{kv}    h = 0 … {last}",
     "stage.heads.flow": "pattern {pattern} → {maps} of {shape}",
     # -- attention output -----------------------------------------------------------------------
     "stage.attn_out.mix": (

@@ -201,7 +201,7 @@ TEXT = {
         "位置 0（{first}）在这里并不是答案：没有有用的东西可读的头会把权重放在那里（注意力汇聚点），"
         "这样改变不大。“答案是哪些部分写出来的”界面的第三个标签页显示了每个头的情况。"
     ),
-    "stage.heads.formula": "head_h = softmax(q_h k_hᵀ / √{D} + 掩码) v_h    h = 0 … {last}",
+    "stage.heads.formula": "head_h = softmax(q_h k_{kv}ᵀ / √{D} + 掩码) v_{kv}    h = 0 … {last}",
     "stage.heads.flow": "pattern {pattern} → {maps}，每张 {shape}",
     # -- 注意力输出 -------------------------------------------------------------------------------
     "stage.attn_out.mix": (

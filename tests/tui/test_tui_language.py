@@ -100,3 +100,28 @@ async def test_the_switch_key_works_on_the_help_too(tiny_trace):
         await pilot.press("L")
         await pilot.pause()
         assert language() == "zh" and isinstance(app.screen, HelpScreen) and "按键" in screen_text(app)
+
+
+@run_async
+async def test_the_switch_key_works_on_the_lesson_menu_and_the_switch_off_menu(tiny_lm):
+    """Both lists are modal screens, which hide the app's own L (a learner walk found it dead)."""
+    from gpt2viz.tui.screens.interventions import InterventionMenu
+    from gpt2viz.tui.screens.lesson_menu import LessonMenu
+    from gpt2viz.tui.screens.step import StepScreen
+
+    app = make_app(lm=tiny_lm)
+    async with app.run_test(size=(120, 40)) as pilot:
+        for _ in range(200):  # by events, not time: until the model thread's pass is on show
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            if isinstance(app.screen, StepScreen):
+                break
+        await pilot.press("i")
+        await pilot.press("L")
+        assert language() == "zh" and isinstance(app.screen, LessonMenu) and "课" in screen_text(app)
+        await pilot.press("escape")
+        await pilot.press("right", "right", "right", "right", "x")  # into block 0, where parts can be switched off
+        assert isinstance(app.screen, InterventionMenu)
+        chinese = screen_text(app)
+        await pilot.press("L")
+        assert language() == "en" and isinstance(app.screen, InterventionMenu) and screen_text(app) != chinese

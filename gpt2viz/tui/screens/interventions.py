@@ -57,6 +57,9 @@ class InterventionMenu(AppModal[Ablation | None]):
     BINDINGS = [
         Binding("escape", "cancel", N_("cancel"), id="cancel-intervention", tooltip=N_("Switch nothing off")),
         Binding("q", "app.quit", N_("quit"), id="intervention-quit", show=False, tooltip=N_("Leave gpt2viz")),
+        # A modal screen hides the app's keys: the language switch, again, for a list of words.
+        Binding("L", "app.switch_language", N_("中文"), id="intervention-switch-language", show=False,
+                tooltip=N_("Show the app in Chinese (again: back to English)")),
     ]
 
     def __init__(self, trace: Trace, stage: Stage, head: int) -> None:

@@ -39,6 +39,9 @@ class LessonMenu(AppModal[str | None]):
     BINDINGS = [
         Binding("escape", "cancel", N_("not now"), id="cancel-lesson-menu", tooltip=N_("Close the menu; no lesson")),
         Binding("q", "app.quit", N_("quit"), id="lesson-menu-quit", show=False, tooltip=N_("Leave gpt2viz")),
+        # A modal screen hides the app's keys: the language switch, again, for a list of words.
+        Binding("L", "app.switch_language", N_("中文"), id="lesson-menu-switch-language", show=False,
+                tooltip=N_("Show the app in Chinese (again: back to English)")),
     ]
 
     def __init__(self, at_start: bool = False) -> None:

@@ -495,6 +495,26 @@ async def test_a_guess_at_the_batch_speed_waits_for_the_cost_lab_and_is_compared
 
 
 @run_async
+async def test_the_key_a_guess_page_asks_for_does_what_it_says_before_any_guess(tiny_lm):
+    """The batching page's field has the focus when it opens; its "press m" opens the cost lab
+    from the empty field (no guess starts with a unit), where it used to type an m for "million".
+    Once a number is typed, m is a unit again."""
+    lesson = load_lesson("004")
+    number = next(i for i, page in enumerate(lesson.pages) if page.predict and page.predict.answer == "batch_step_ratio")
+    app = make_app(lm=tiny_lm, options=RunOptions(prompt="ROMEO: What say you", model="tiny", lesson="004"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        run, screen = await open_page(app, pilot, number)
+        field = screen.query_one(LessonPanel).guess_field()
+        assert field.has_focus and lesson.pages[number].press == "m"
+        await pilot.press("1", ".", "5", "m")
+        assert field.value == "1.5m" and type(app.screen).__name__ == "StepScreen"
+        field.value = ""
+        await pilot.press("m")
+        await until(pilot, lambda: type(app.screen).__name__ == "CostLabScreen")
+        assert field.value == "" and number not in run.guesses
+
+
+@run_async
 async def test_a_page_that_asks_to_switch_a_part_off_is_done_when_the_edited_pass_shows(tiny_lm):
     lesson = load_lesson("004")
     number = next(i for i, page in enumerate(lesson.pages) if page.until_off)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -32,6 +33,18 @@ class GuessInput(FieldInput):
     ]
     # A minus too, so that a negative guess is refused with a reason rather than changed unseen.
     GUESS_CHARACTERS = r"[0-9.,，\s_eE+\-%kKmMgGbBiI万亿]*"
+
+    # The key the page asks for to measure its answer (`press`: m opens the cost lab). No guess
+    # starts with a unit, so in an empty field that key leaves the field and does what the page
+    # says, rather than typing an m for "million" (a learner walk: lesson 004's "press m").
+    page_key: str | None = None
+
+    def on_key(self, event: events.Key) -> None:
+        if self.page_key is not None and not self.value and event.key == self.page_key:
+            event.prevent_default()  # not typed (Input's own handler is its base class's)
+            event.stop()
+            self.screen.set_focus(None)
+            self.app.simulate_key(event.key)  # now the screen's key
 
 
 class LessonText(Laid):
@@ -130,8 +143,9 @@ class LessonPanel(Vertical):
         lines.append(say("lesson.keys_guess" if guessing else "lesson.keys"))
         self.query_one("#lesson-text", LessonText).update("\n".join(lines))
         self.set_class(guessing, "-guessing")
-        field = self.query_one("#lesson-guess", Input)
+        field = self.query_one("#lesson-guess", GuessInput)
         field.disabled = not guessing
+        field.page_key = page.press if guessing and page.do is not None else None
         field.placeholder = _("your guess")  # in the language now shown
         if not guessing:
             field.value = ""

@@ -222,3 +222,25 @@ def test_the_mask_sum_is_written_out_for_a_short_prompt(tiny_trace):
         short = copy.copy(tiny_trace)
         short.tokens = tiny_trace.tokens[:n]
         assert lesson_facts(short)["masked_sum"] == written
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_a_one_token_prompt_is_counted_in_the_singular(tiny_trace, tiny_lm, language):
+    """A learner walk with the prompt 'Hi' read "cut your prompt into 1 tokens", "(1 scores for 1
+    positions)": every page of every lesson, in both languages, says 1 token, 1 position, 1 score."""
+    from gpt2viz.i18n import set_language
+    from gpt2viz.trace import trace_prompt
+
+    one = trace_prompt(tiny_lm, "Hi")
+    assert len(one.tokens) == 1
+    set_language(language)
+    facts = {**lesson_facts(one), **measured(FAKE_LAB).facts}
+    texts = [table(language)[key].format_map(facts) for lesson_id in LESSON_IDS
+             for page in load_lesson(lesson_id).pages for key in templates_of(page)]
+    plural = re.compile(r"\b1 (tokens|positions|scores|vectors|pieces|token ids)\b")
+    assert not [t for t in texts if plural.search(t)]
+    if language == "en":
+        assert any("into 1 token:" in t for t in texts) and any("(1 score for 1 position)" in t for t in texts)
+    else:
+        assert any("切成了 1 个 token：" in t for t in texts)
+    assert lesson_facts(tiny_trace)["T_tokens"] == ("5 tokens" if language == "en" else "5 个 token")

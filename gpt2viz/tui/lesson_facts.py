@@ -15,6 +15,7 @@ import weakref
 from dataclasses import dataclass
 
 from ..cpu_share import disturbed
+from ..i18n import ngettext
 from ..text_safety import token_label
 from ..trace import Trace
 from .facts import RunFacts, final_choice, hook_event, token_text
@@ -44,10 +45,24 @@ def lesson_answers(trace: Trace) -> dict[str, float]:
 
 def lesson_facts(trace: Trace) -> dict[str, str]:
     """Every placeholder a lesson template may use, formatted for a sentence (numbers are written
-    the same in every language here, so once per trace)."""
+    the same in every language here, so once per trace; a count with its noun, "1 token", "5
+    tokens", in the language on show)."""
     if trace not in _FACTS:
         _FACTS[trace] = _facts(trace)
-    return _FACTS[trace]
+    T = len(trace.tokens)
+    return {**_FACTS[trace], **_counted(T, T * T)}
+
+
+def _counted(T: int, scores: int) -> dict[str, str]:
+    """The prompt's counts with their nouns, singular or plural as the language has them."""
+    return {
+        "T_tokens": ngettext("{n} token", "{n} tokens", T).format(n=count(T)),
+        "T_positions": ngettext("{n} position", "{n} positions", T).format(n=count(T)),
+        "T_vectors": ngettext("{n} vector", "{n} vectors", T).format(n=count(T)),
+        "T_token_ids": ngettext("{n} token id", "{n} token ids", T).format(n=count(T)),
+        "T_pieces": ngettext("{n} piece", "{n} pieces", T).format(n=count(T)),
+        "n_scores": ngettext("{n} score", "{n} scores", scores).format(n=count(scores)),
+    }
 
 
 def top_two(trace: Trace) -> tuple[tuple[str, float], tuple[str, float]] | None:

@@ -85,13 +85,13 @@ TEXT = {
         "token table wte {wte_params} more."
     ),
     "lesson.000.tokenize": (
-        "The tokenizer cut your prompt into {T} tokens: {tokens}. Each is an id in a vocabulary of "
+        "The tokenizer cut your prompt into {T_tokens}: {tokens}. Each is an id in a vocabulary of "
         "{vocab}; common words are one token, rare ones several pieces. The model never sees letters, "
         "only these ids."
     ),
     "lesson.000.embed": (
         "Each id picks its row of the token table wte ({vocab} rows of {n_embd} numbers), and each "
-        "position adds its row of wpe ({n_ctx} rows): the input is {T} vectors of {n_embd} numbers. "
+        "position adds its row of wpe ({n_ctx} rows): the input is {T_vectors} of {n_embd} numbers. "
         "From here on the model only adds to these vectors: the residual stream."
     ),
     "lesson.000.layer_norm": (
@@ -101,7 +101,7 @@ TEXT = {
     ),
     "lesson.000.attention": (
         "Attention lets each position read earlier ones: each of the {n_head} heads scores every pair "
-        "({scores} scores for {T} positions), masks the future out, and turns the scores into weights "
+        "({n_scores} for {T_positions}), masks the future out, and turns the scores into weights "
         "that sum to 1. Each head has weights of its own, so each can look at other positions."
     ),
     "lesson.000.mlp": (
@@ -129,7 +129,7 @@ TEXT = {
     ),
     "lesson.000.logits_guess.question": "Guess: how many logits did the LM head compute in this pass?",
     "lesson.000.logits_guess.why": (
-        "{T} positions × {vocab} tokens = {logits}. Only the last position's logits pick the next token; a "
+        "{T_positions} × {vocab} tokens = {logits}. Only the last position's logits pick the next token; a "
         "decode step computes one position, so {vocab}."
     ),
     "lesson.000.next_token": (
@@ -168,8 +168,8 @@ TEXT = {
     "lesson.001.wte_guess.question": "Guess: how many bytes does wte take in float32, 4 bytes a number?",
     "lesson.001.wte_guess.why": "{vocab} × {n_embd} = {wte_params} numbers, × 4 bytes = {wte_float32_bytes}.",
     "lesson.001.tensors": (
-        "A tensor is a block of numbers with a shape. Your prompt is now {T} token ids, a tensor of "
-        "shape [1, {T_dim}]: one sequence (the batch dimension) of {T} positions. Every stage from here "
+        "A tensor is a block of numbers with a shape. Your prompt is now {T_token_ids}, a tensor of "
+        "shape [1, {T_dim}]: one sequence (the batch dimension) of {T_positions}. Every stage from here "
         "takes tensors and gives tensors; the line of shapes under each stage's explanation follows them."
     ),
     "lesson.001.lookup": (
@@ -189,7 +189,7 @@ TEXT = {
     ),
     "lesson.001.matmul.question": "Guess: how many multiply-adds does c_attn take on this pass?",
     "lesson.001.matmul.why": (
-        "{T} positions × {n_embd} inputs × {three_n_embd} outputs = {qkv_macs} multiply-adds, for one "
+        "{T_positions} × {n_embd} inputs × {three_n_embd} outputs = {qkv_macs} multiply-adds, for one "
         "of the four matrices of one block."
     ),
     "lesson.001.softmax": (
@@ -244,13 +244,13 @@ TEXT = {
         "Three things make GPT-2 a model that writes one token after another: the causal mask (no "
         "position sees the future), LayerNorm before each part (pre-norm), and the KV cache, which "
         "keeps what earlier positions computed. This lesson finds each in this run of {model} over "
-        "{T} tokens."
+        "{T_tokens}."
     ),
     "lesson.003.scores": (
         "This stage makes each position's query, key and value. Next, on the following stage, come the "
         "scores: each position's query against every position's key, divided by the "
-        "square root of the head size ({head_dim}). One head gives a {T} × {T} table, {scores} scores, "
-        "the future positions' among them."
+        "square root of the head size ({head_dim}). One head gives a {T} × {T} table, {n_scores}: "
+        "every position's query against every position's key."
     ),
     "lesson.003.mask_guess": (
         "Before the softmax the causal mask sets every score of a later position to minus infinity: "
@@ -334,7 +334,7 @@ TEXT = {
     ),
     "lesson.004.tokens": (
         "Tokenizing runs on the CPU before the model: byte-pair encoding (its merges learned once, "
-        "when the tokenizer was made) cuts the text into {T} pieces of a {vocab}-token vocabulary and "
+        "when the tokenizer was made) cuts the text into {T_pieces} of a {vocab}-token vocabulary and "
         "gives each its id: {tokens}."
     ),
     "lesson.004.embed": (
@@ -411,7 +411,7 @@ TEXT = {
     ),
     "lesson.004.intensity": (
         "A decode step does {step_macs} multiply-adds over {step_weight_bytes} of weights, "
-        "{macs_per_byte} per byte. The prompt's pass read them once for all {T} positions."
+        "{macs_per_byte} per byte. The prompt's pass read them once for its {T_positions}."
     ),
     "lesson.004.intensity.question": "Guess: how many multiply-adds per byte of weights did the prompt's pass do?",
     "lesson.004.intensity.why": (

@@ -75,19 +75,19 @@ TEXT = {
         "{block_params}；{n_layer} 个块共 {blocks_params}（模型共 {n_params}），词嵌入表 wte 另有 {wte_params}。"
     ),
     "lesson.000.tokenize": (
-        "分词器把你的提示词切成了 {T} 个 token：{tokens}。每个 token 是词表（{vocab} 个）里的一个 id；"
+        "分词器把你的提示词切成了 {T_tokens}：{tokens}。每个 token 是词表（{vocab} 个）里的一个 id；"
         "常见的词是一个 token，少见的词会被切成几段。模型看不到字母，只看到这些 id。"
     ),
     "lesson.000.embed": (
         "每个 id 取出词嵌入表 wte 里自己那一行（{vocab} 行，每行 {n_embd} 个数），每个位置再加上 wpe 里"
-        "自己那一行（{n_ctx} 行）：输入就是 {T} 个 {n_embd} 维的向量。从这里开始，模型只往这些向量上做加法：这就是残差流。"
+        "自己那一行（{n_ctx} 行）：输入就是 {T_vectors}，每个有 {n_embd} 个数。从这里开始，模型只往这些向量上做加法：这就是残差流。"
     ),
     "lesson.000.layer_norm": (
         "块先把每个位置的向量归一化（ln_1：均值 0、方差 1，再乘上学到的增益、加上偏置），在归一化后的副本上计算，"
         "再把结果加回残差流。GPT-2 在每个部分之前归一化（Pre-Norm），所以残差流本身从不被缩放。"
     ),
     "lesson.000.attention": (
-        "注意力让每个位置读取前面的位置：{n_head} 个头各自给每一对位置打分（{T} 个位置共 {scores} 个分数），"
+        "注意力让每个位置读取前面的位置：{n_head} 个头各自给每一对位置打分（{T_positions}共 {n_scores}），"
         "未来的位置被掩码，再把分数变成加起来等于 1 的权重。每个头有自己的权重，所以可以关注不同的位置。"
     ),
     "lesson.000.mlp": (
@@ -112,7 +112,7 @@ TEXT = {
     ),
     "lesson.000.logits_guess.question": "猜一猜：这次前向传播里 LM head 一共算了多少个 logit？",
     "lesson.000.logits_guess.why": (
-        "{T} 个位置 × {vocab} 个 token = {logits}。只有最后一个位置的 logit 用来选下一个 token；"
+        "{T_positions} × {vocab} 个 token = {logits}。只有最后一个位置的 logit 用来选下一个 token；"
         "一次 decode 步只算一个位置，也就是 {vocab} 个。"
     ),
     "lesson.000.next_token": (
@@ -145,8 +145,8 @@ TEXT = {
     "lesson.001.wte_guess.question": "猜一猜：按 float32（每个数 4 字节）算，wte 占多少字节？",
     "lesson.001.wte_guess.why": "{vocab} × {n_embd} = {wte_params} 个数，× 4 字节 = {wte_float32_bytes}。",
     "lesson.001.tensors": (
-        "张量就是带形状的一块数字。你的提示词现在是 {T} 个 token id，一个形状为 [1, {T_dim}] 的张量："
-        "一条序列（batch 维）上的 {T} 个位置。从这里开始每个阶段都是输入张量、输出张量；"
+        "张量就是带形状的一块数字。你的提示词现在是 {T_token_ids}，一个形状为 [1, {T_dim}] 的张量："
+        "一条序列（batch 维）上的 {T_positions}。从这里开始每个阶段都是输入张量、输出张量；"
         "每个阶段说明下面那行形状会一路跟着它们。"
     ),
     "lesson.001.lookup": (
@@ -163,7 +163,7 @@ TEXT = {
     ),
     "lesson.001.matmul.question": "猜一猜：这次前向传播中 c_attn 要做多少次乘加？",
     "lesson.001.matmul.why": (
-        "{T} 个位置 × {n_embd} 个输入 × {three_n_embd} 个输出 = {qkv_macs} 次乘加，"
+        "{T_positions} × {n_embd} 个输入 × {three_n_embd} 个输出 = {qkv_macs} 次乘加，"
         "这还只是一层四个矩阵中的一个。"
     ),
     "lesson.001.softmax": (
@@ -211,12 +211,12 @@ TEXT = {
     "lesson.003.intro": (
         "有三样东西让 GPT-2 能一个 token 接一个 token 地写：因果掩码（任何位置都看不到未来）、"
         "每个部分之前的 LayerNorm（Pre-Norm），以及保存前面位置计算结果的 KV cache。"
-        "这一课在 {model} 对 {T} 个 token 的这次运行里逐一找到它们。"
+        "这一课在 {model} 对 {T_tokens} 的这次运行里逐一找到它们。"
     ),
     "lesson.003.scores": (
         "这一步为每个位置算出 query、key 和 value。下一步是分数：每个位置的 query 和每个位置的 key 相乘，"
         "再除以头维度（{head_dim}）的平方根。"
-        "一个头得到一张 {T} × {T} 的表，共 {scores} 个分数，其中也包括未来位置的分数。"
+        "一个头得到一张 {T} × {T} 的表，共 {n_scores}：每个位置的查询对每个位置的键。"
     ),
     "lesson.003.mask_guess": (
         "在 softmax 之前，因果掩码把每个更靠后位置的分数设为负无穷：第 i 行只保留位置 0 到 i。"
@@ -289,7 +289,7 @@ TEXT = {
         "这些页面用它自己的数字展示机制，而不是知识。"
     ),
     "lesson.004.tokens": (
-        "分词在模型之前、在 CPU 上完成：字节对编码（BPE，它的合并规则在制作分词器时一次学好）把文本切成 {T} 段，"
+        "分词在模型之前、在 CPU 上完成：字节对编码（BPE，它的合并规则在制作分词器时一次学好）把文本切成 {T_pieces}，"
         "每段都是 {vocab} 个 token 的词表中的一项，并给出各自的 id：{tokens}。"
     ),
     "lesson.004.embed": (
@@ -357,7 +357,7 @@ TEXT = {
     ),
     "lesson.004.intensity": (
         "一个 decode 步对 {step_weight_bytes} 的权重做 {step_macs} 次乘加，每字节 {macs_per_byte} 次。"
-        "提示词的那次前向传播只读取它们一次，就处理了全部 {T} 个位置。"
+        "提示词的那次前向传播只读取它们一次，就处理了全部 {T_positions}。"
     ),
     "lesson.004.intensity.question": "猜一猜：提示词的那次前向传播，每字节权重做了多少次乘加？",
     "lesson.004.intensity.why": (

@@ -235,12 +235,13 @@ def test_the_model_files_stage_names_the_copy_in_both_languages():
     assert "That is 51,679,556 B (49.3 MiB) more than its 6,721,568 parameters take in float32" in english
     assert "the LM head multiplies by a float16 copy of the table" in english
     # Why the copy takes more room than the float32 table, yet a step reads half its bytes.
-    assert ("padded past a row's 112 numbers, so it takes more room than the float32 table (22,515,136 B "
-            "(21.5 MiB)); a step reads only the numbers in it, two bytes each (11,257,568 B (10.7 MiB))") in english
+    assert ("padded past a row's 112 numbers, so it takes more room than the float32 table itself: the copy is "
+            "the 51,679,556 B (49.3 MiB) above, the table 22,515,136 B (21.5 MiB). A step reads only the numbers "
+            "in it, two bytes each (11,257,568 B (10.7 MiB))") in english
     set_language("zh")  # tests/conftest.py sets English again after each test
     chinese = narrate(trace, Stage("model_files"), generate_key="g").text
     assert "fbgemm 乘这个副本" in chinese and "267 微秒" in chinese and "LM head 乘的是词嵌入表的 float16 副本" in chinese
-    assert "float32 的词嵌入表（22,515,136 B (21.5 MiB)）还大" in chinese
+    assert "副本就是上面多出的 51,679,556 B (49.3 MiB)，词嵌入表是 22,515,136 B (21.5 MiB)。" in chinese
     assert "或者（LM head 的词嵌入表里只有 float16 数）让 fbgemm 乘词嵌入表的 float16 副本" in chinese
     assert english_words(chinese, run_words(trace)) == []
     number = re.compile(r"\d+(?:[.,]\d+)*")

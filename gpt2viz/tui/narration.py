@@ -517,7 +517,9 @@ def _logit_lens(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key
             "vocab": count(f.vocab),
             "p": percent(layers[0]["final_prob"]),
         }
-        if first is not None:
+        if first is not None and first == f.n_layer - 1:  # "from the last block on" is only at the end
+            paragraphs.append(say("stage.logit_lens.rank_top_last", **facts, first=first))
+        elif first is not None:
             paragraphs.append(say("stage.logit_lens.rank_top", **facts, first=first))
         else:
             paragraphs.append(say("stage.logit_lens.rank", **facts))

@@ -202,6 +202,20 @@ def test_logit_lens_words_follow_the_trace(tiny_trace):
     assert f"ranks {lens['layers'][0]['final_rank']:,} of 50,257 after block 0" in words.text
 
 
+def test_a_final_choice_that_wins_only_at_the_last_block_is_not_said_to_win_from_it_on(tiny_trace, monkeypatch):
+    """'the top token from block 6 on' read as if it had led for a while (a learner walk, on
+    SmolLM2's block 29 of 30)."""
+    import gpt2viz.tui.narration as narration
+
+    last = RunFacts.of(tiny_trace).n_layer - 1
+    stage = Stage("logit_lens")
+    monkeypatch.setattr(narration, "lens_first_top", lambda trace: last)
+    text = narrate(tiny_trace, stage, generate_key="g").text
+    assert f"becomes the top token only after the last block, {last}." in text and " on." not in text
+    monkeypatch.setattr(narration, "lens_first_top", lambda trace: 2)
+    assert "is the top token from block 2 on." in narrate(tiny_trace, stage, generate_key="g").text
+
+
 def test_formatting_helpers():
     assert shape([1, 5, 768]) == "[1, 5, 768]"
     assert nbytes(368_640) == "368,640 B (360 KiB)"

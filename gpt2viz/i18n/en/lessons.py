@@ -416,7 +416,8 @@ TEXT = {
     "lesson.004.intensity.question": "Guess: how many multiply-adds per byte of weights did the prompt's pass do?",
     "lesson.004.intensity.why": (
         "{T} × {step_macs} = {prefill_macs} over the same bytes: {prefill_macs_per_byte} per byte, "
-        "{T} times a step's. An output token reads every weight for one position: that is why it costs more."
+        "{T} times a step's. An output token reads every weight for one position only: that is why a token "
+        "of output costs more time than a token of the prompt."
     ),
     "lesson.004.batching": (
         "Batching shares the read: sequences decoded together read each weight once a step for all "

@@ -67,8 +67,9 @@ TEXT = {
         "That is {extra} more than its {n_params} parameters take in {dtype} ({plain}): every number of "
         "the token table is a float16 number, so the LM head multiplies by a float16 copy of the table. "
         "The copy is in fbgemm's packed layout, whose blocks are padded past a row's {n_embd} numbers, so it "
-        "takes more room than the float32 table ({table}); a step reads only the numbers in it, two bytes "
-        "each ({half}), half the float32 table's bytes. A decode step reads {step} of it in all."
+        "takes more room than the float32 table itself: the copy is the {extra} above, the table {table}. "
+        "A step reads only the numbers in it, two bytes each ({half}), half the float32 table's bytes. A "
+        "decode step reads {step} of it in all."
     ),
     "stage.model_files.extra_packed": (
         "That is {extra} more than its {n_params} parameters take in {dtype} ({plain}): to read them faster, "

@@ -143,8 +143,9 @@ TEXT = {
     # What the cache allocated (its side-panel line "reserved"): {room} positions of every layer.
     "stage.qkv.reserve": (
         "The cache is allocated ahead, so that a step rarely asks for memory: here room for {room} "
-        "positions in every layer, {reserved} in all. A generation reserves its prompt and the tokens it "
-        "will add at once; a pass on its own, a first {chunk} positions, more as it needs them."
+        "positions in every layer, {reserved} in all. A generation reserves room for its prompt and the "
+        "tokens it will add all at once; a pass on its own reserves {chunk} positions first and more as it "
+        "needs them."
     ),
     # One of these two, by the number ({n}) of cached positions.
     "stage.qkv.decode.one": (
@@ -339,6 +340,10 @@ TEXT = {
     "stage.logit_lens.rank_top": (
         "The final choice {token} ranks {rank} of {vocab} after block 0 (p = {p}) and is the top token "
         "from block {first} on."
+    ),
+    "stage.logit_lens.rank_top_last": (
+        "The final choice {token} ranks {rank} of {vocab} after block 0 (p = {p}) and becomes the top "
+        "token only after the last block, {first}."
     ),
     "stage.logit_lens.formula": "lens_l = softmax(ln_f(x after block l)[{last}] @ wteᵀ)    l = 0 … {last_layer}",
     "stage.logit_lens.flow": "x after each block, last position {x} → ln_f, @ wteᵀ → {shape}",

@@ -362,7 +362,7 @@ TEXT = {
     "lesson.004.intensity.question": "猜一猜：提示词的那次前向传播，每字节权重做了多少次乘加？",
     "lesson.004.intensity.why": (
         "{T} × {step_macs} = {prefill_macs}，读取的字节不变：每字节 {prefill_macs_per_byte} 次，"
-        "是一步的 {T} 倍。输出 token 为一个位置读取全部权重：所以它更贵。"
+        "是一步的 {T} 倍。输出 token 只为一个位置就要读取全部权重：所以输出一个 token 比处理提示词里的一个 token 更费时间。"
     ),
     "lesson.004.batching": (
         "批处理让这次读取被共享：一起解码的多个序列，每一步对每个权重只读一次，供所有序列使用。"

@@ -55,7 +55,8 @@ TEXT = {
     "stage.model_files.extra_float16_head": (
         "这比它的 {n_params} 个参数以 {dtype} 存储所需的 {plain} 多出 {extra}：词嵌入表里的每个数都是 float16 数，"
         "所以 LM head 乘的是词嵌入表的 float16 副本。副本采用 fbgemm 的打包布局，每块都填充到超过一行的 {n_embd} 个数，"
-        "所以它占的空间比 float32 的词嵌入表（{table}）还大；一步只读取其中真正的数，每个两字节（{half}），"
+        "所以它占的空间比 float32 的词嵌入表本身还大：副本就是上面多出的 {extra}，词嵌入表是 {table}。"
+        "一步只读取其中真正的数，每个两字节（{half}），"
         "是 float32 词嵌入表字节数的一半。一次 decode 步总共读取其中的 {step}。"
     ),
     "stage.model_files.extra_head_copy": (

@@ -303,6 +303,10 @@ TEXT = {
         "最终选出的 {token} 在第 0 层之后排第 {rank} 名（共 {vocab} 个，p = {p}），"
         "从第 {first} 层起成为排名第一的 token。"
     ),
+    "stage.logit_lens.rank_top_last": (
+        "最终选出的 {token} 在第 0 层之后排第 {rank} 名（共 {vocab} 个，p = {p}），"
+        "直到最后一层（第 {first} 层）之后才成为排名第一的 token。"
+    ),
     "stage.logit_lens.formula": "lens_l = softmax(ln_f(第 l 层之后的 x)[{last}] @ wteᵀ)    l = 0 … {last_layer}",
     "stage.logit_lens.flow": "每层之后的 x，最后一个位置 {x} → ln_f, @ wteᵀ → {shape}",
     # -- 下一个 token -----------------------------------------------------------------------------

@@ -49,8 +49,10 @@ class ModelFilesPicture(Picture):
         room = self.room
         if facts.config_file is not None:
             title = _("{file} · {bytes}").format(file=facts.config_file.name, bytes=nbytes(facts.config_file.bytes))
+        elif (trace.model.get("source") or {}).get("kind") in ("gguf", "package"):  # no config.json: the file's header
+            title = _("the model's settings, as gpt2viz read them from the GGUF file's header")
         elif RunFacts.of(trace).llama:
-            title = _("the model's config, as gpt2viz read it (its file's own keys were not recorded)")
+            title = _("the model's config, as gpt2viz read it (the file's own keys are not in this trace)")
         else:
             title = _("the trace's config (config.json itself was not recorded)")
         rows = wrapped(Content.styled(title, ".picture--header"), room)

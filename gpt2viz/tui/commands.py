@@ -164,15 +164,3 @@ class KeyCommands(EntryProvider):
             for bound in bound_actions(screen)
             if bound.action != "command_palette"
         ]
-
-
-class MapCommands(EntryProvider):
-    """'Map of the model': where the stage on screen sits in the whole data flow."""
-
-    def _entries(self) -> list[Entry]:
-        from .screens.step import StepScreen  # that screen registers this provider: imported late
-
-        screen = self.screen
-        if not isinstance(screen, StepScreen):
-            return []
-        return [Entry(_("Map of the model"), screen.action_show_map, _("where this stage sits in the whole data flow"), also="map")]

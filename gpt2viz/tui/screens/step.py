@@ -11,7 +11,7 @@ from textual.containers import Container
 
 from ...i18n import N_, _, count, say
 from ...trace import Trace
-from ..commands import MapCommands, StageCommands
+from ..commands import StageCommands
 from ..facts import StepChoice
 from ..language import key_name
 from ..formatting import parts_off
@@ -48,7 +48,7 @@ class StepScreen(AppScreen[None]):
     app's first screen shows the session's trace (and the parts switched off in it); one opened
     from a generation step (`from_step`) shows that step's pass and goes back with escape."""
 
-    COMMANDS = {MapCommands, StageCommands}
+    COMMANDS = {StageCommands}
     PALETTE_TEXT = N_("Command palette: jump to any stage by name")
     # Nothing is focused for the screen when it comes back (after the palette, the help, another
     # screen): Textual's default would focus its first focusable widget, a lesson's guess field,

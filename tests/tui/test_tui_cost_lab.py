@@ -212,6 +212,16 @@ def _result():
     return cost_lab.LabResult.from_dict(load(LAB_TRACE).cost_lab)
 
 
+def test_the_lengths_to_sweep_double_up_to_the_model_s_context():
+    """SmolLM2's 8,192 positions came after 2,048 with nothing between (a learner walk)."""
+    from gpt2viz.tui.screens.cost_lab import sweep_lengths
+
+    assert sweep_lengths(5, 8192) == [64, 128, 256, 512, 1024, 2048, 4096, 8192]
+    assert sweep_lengths(5, 256) == [64, 128, 256] and sweep_lengths(5, 1024)[-2:] == [512, 1024]
+    assert sweep_lengths(100, 1000) == [128, 256, 512, 1000]  # past the prompt's end, then the limit
+    assert sweep_lengths(5, 50) == [50]
+
+
 def test_a_bound_sentence_quotes_the_share_of_the_time_it_names():
     result = _result()
     m = result.machine

@@ -51,8 +51,19 @@ STATUS = {
 }
 # How to record a lab result (a command line: the same in every language).
 RECORD_COMMAND = "gpt2viz PROMPT --json FILE --cost-lab"
-# Lengths the context experiment can sweep to (n cycles through those the model allows).
-LENGTHS = (64, 128, 256, 512, 1024, 2048)
+# Lengths the context experiment can sweep to (n cycles through those the model allows): powers
+# of two from 64, then the model's whole context (SmolLM2's 8,192 after 4,096).
+SHORTEST_LENGTH = 64
+
+
+def sweep_lengths(prompt_length: int, n_ctx: int) -> list[int]:
+    """The lengths past the prompt's end (a sweep needs positions to generate at) up to `n_ctx`."""
+    lengths, n = [], SHORTEST_LENGTH
+    while n < n_ctx:
+        if n > prompt_length + 1:
+            lengths.append(n)
+        n *= 2
+    return lengths + [n_ctx]
 
 LAB_HELP = N_(
     "The cost lab measures, on this machine and this model, what inference costs and why. Context length: "
@@ -139,7 +150,7 @@ class CostLabScreen(AppScreen[None]):
         self.prompt_ids = trace.all_token_ids
         self.n_ctx = n_ctx = int(trace.model["config"]["n_ctx"])  # the loaded model's, live or replayed
         # Lengths past the prompt's end: a sweep needs positions to generate at.
-        self.lengths = [n for n in LENGTHS if len(self.prompt_ids) + 1 < n < n_ctx] + [n_ctx]
+        self.lengths = sweep_lengths(len(self.prompt_ids), n_ctx)
         self.length = cost_lab.default_sweep_length(n_ctx)  # the context limit, up to 1,024; n picks another
         # A LLaMA-family model loads in float32 only so far: no other number format to compare.
         self.one_format = trace.architecture == "llama"

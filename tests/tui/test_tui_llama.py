@@ -189,3 +189,15 @@ async def test_the_logit_lens_keeps_one_line_a_block_at_80_columns_when_the_answ
         rows = [line for line in table.content.plain.splitlines() if line.startswith("block")]
         assert len(rows) == RunFacts.of(trace).n_layer
         assert all("8.0e-09%" in row and "#12,345" in row and cell_len(row) <= table.size.width for row in rows)
+
+
+def test_a_map_row_too_long_for_its_line_keeps_its_shape_after_its_last_words(llama_trace):
+    """'q and k rotated by pattern [1, 9, 5, 5]' / 'position' (a learner walk on SmolLM2's Model
+    files stage): the shape goes after the words' last line, never inside the sentence."""
+    from gpt2viz.tui.widgets.model_map import map_lines
+
+    plain = [line.plain for line in map_lines(llama_trace, None, 80)]
+    first = next(i for i, line in enumerate(plain) if "attention: 8 heads" in line)
+    assert "pattern" not in plain[first]
+    T = len(llama_trace.tokens)
+    assert plain[first + 1].rstrip().endswith(f"pattern [1, 8, {T}, {T}]") and "rotated by position" in plain[first + 1]

@@ -137,10 +137,12 @@ def map_lines(trace: Trace, stage: Stage | None, room: int) -> list[Content]:
         here = stage is not None and (stage.kind in row.kinds or (row.block_edge and stage.layer is not None))
         style = CURRENT if here else (".picture--header" if row.block_edge else "")
         shape_cells = cell_len(row.shape) + 1 if keep_shapes and row.shape else 0
-        # Words too long for their line go on under themselves, the spine going on beside them.
+        # Words too long for their line go on under themselves, the spine going on beside them; the
+        # shape follows the words' last line, so that it never cuts a sentence in two.
         pieces = wrapped(safe_line(row.label), max(1, width - shape_cells))
         for n, piece in enumerate(pieces):
-            text = fit(piece.plain, width - shape_cells) + (" " + row.shape if shape_cells and n == 0 else "")
+            last = n == len(pieces) - 1
+            text = fit(piece.plain, width - shape_cells) + (" " + row.shape if shape_cells and last else "")
             # The mark of the navigator's current stage, for terminals that show no colours.
             glyphs = row.gutter if n == 0 else row.gutter.translate(GOING_ON)
             gutter = Content.styled(("›" if here else " ") + glyphs[1:], ".picture--bar")

@@ -227,16 +227,19 @@ TEXT = {
     "lesson.001.memory_wall.question": "Guess: how many multiply-adds per byte of weights does a decode step do?",
     "lesson.001.memory_wall.why": (
         "{step_macs} ÷ {step_weight_bytes} = {macs_per_byte} a byte. A CPU core can do many multiply-adds "
-        "while memory delivers a byte: decoding waits for memory (the memory wall)."
+        "while memory delivers a byte: a large model's decoding waits for memory (the memory wall)."
     ),
     "lesson.001.measure": (
         "The cost lab measures what this lesson reasoned out, on this machine: how the time of a "
         "decode step grows with the context, with the KV cache and without, and how the number formats "
-        "(bfloat16, float16, int8, which store most weights in fewer bytes) compare with float32."
+        "(bfloat16, float16, int8, which store most weights in fewer bytes) compare with float32. It also "
+        "says whether a step here waits for memory or for the fixed work every step does (Python, starting "
+        "each operation), which a model as small as {model} may wait on more."
     ),
     "lesson.001.end": (
         "That is tutorial 001's road: a file of numbers, a few operators on tensors, a choice of "
-        "token, and a cost set by the bytes each token reads. Lesson 003 looks closer at the causal "
+        "token, and a cost set by the bytes each token reads once a model is large enough (below that, by "
+        "the fixed work of every step). Lesson 003 looks closer at the causal "
         "mask, pre-norm and the KV cache."
     ),
     "lesson.003.title": "The causal mask, pre-norm and the KV cache",

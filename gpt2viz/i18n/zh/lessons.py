@@ -197,15 +197,16 @@ TEXT = {
     "lesson.001.memory_wall.question": "猜一猜：一个 decode 步中，每读一个字节的权重要做多少次乘加？",
     "lesson.001.memory_wall.why": (
         "{step_macs} ÷ {step_weight_bytes} = 每字节 {macs_per_byte} 次。内存送来一个字节的时间里，"
-        "一个 CPU 核心能做许多次乘加：解码是在等内存（内存墙）。"
+        "一个 CPU 核心能做许多次乘加：大模型的解码是在等内存（内存墙）。"
     ),
     "lesson.001.measure": (
         "成本实验室在这台机器上实测这一课推理出来的东西：解码一步的时间怎样随上下文增长（有 KV cache 和没有），"
         "以及各种数值格式（bfloat16、float16、int8，大多数权重占的字节更少）和 float32 相比如何。"
+        "它还会说出这里的一步是在等内存，还是在等每一步都要做的固定工作（Python、启动每个运算）：像 {model} 这么小的模型，可能更多是在等后者。"
     ),
     "lesson.001.end": (
         "这就是教程 001 走过的路：一个装满数字的文件，张量上的几个算子，选出一个 token，"
-        "以及由每个 token 要读的字节决定的代价。第 003 课会细看因果掩码、Pre-Norm 和 KV cache。"
+        "以及模型足够大时由每个 token 要读的字节决定的代价（更小的模型由每一步的固定工作决定）。第 003 课会细看因果掩码、Pre-Norm 和 KV cache。"
     ),
     "lesson.003.title": "因果掩码、Pre-Norm 与 KV cache",
     "lesson.003.intro": (

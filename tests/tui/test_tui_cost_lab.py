@@ -189,7 +189,7 @@ async def test_a_replayed_lab_result_is_shown_and_cannot_be_rerun():
         assert "A recorded lab result" in str(lab.query_one("#lab-status-text", Static).render())
         for name in ("context", "batch", "precision"):
             assert lab.query_one(f"#plot-{name}", PlotextPlot).display
-        assert "float16: 1.50 ms a token (0.750x float32)" in words(lab, "precision")
+        assert "float16: 1.50 ms a token (0.750× float32)" in words(lab, "precision")
 
 
 @run_async
@@ -272,16 +272,16 @@ def test_a_flat_context_curve_is_not_said_to_grow():
 
 
 def test_no_cause_is_drawn_from_one_slow_batch_size():
-    """A learner's walk: B = 2 at 2.23x one sequence's time was said to show that extra rows are not
+    """A learner's walk: B = 2 at 2.23× one sequence's time was said to show that extra rows are not
     free, with B = 4 and B = 8 faster than B = 2 on the same plot."""
     result = _result()
     row = lambda b, ms: cost_lab.BatchRow(b, ms, 10**9 * b, 10**8)  # noqa: E731
     uneven = cost_lab.BatchSweep(64, [row(1, 2.0), row(2, 4.46), row(4, 3.0), row(8, 3.8)], others_cpu=0.0)
     text = batch_text(result, uneven, (1, 2, 4, 8), 64, "r")
-    assert ("The step did not grow steadily with B on this run: B = 2 took 2.23x one sequence's time, but B = 4 "
-            "only 1.50x.") in text and "not free" not in text
+    assert ("The step did not grow steadily with B on this run: B = 2 took 2.23× one sequence's time, but B = 4 "
+            "only 1.50×.") in text and "not free" not in text
     steady = cost_lab.BatchSweep(64, [row(1, 2.0), row(2, 4.46), row(4, 5.0), row(8, 7.0)], others_cpu=0.0)
-    assert "Already at B = 2 the step took 2.23x one sequence's time" in batch_text(result, steady, (1, 2, 4, 8), 64, "r")
+    assert "Already at B = 2 the step took 2.23× one sequence's time" in batch_text(result, steady, (1, 2, 4, 8), 64, "r")
 
 
 def test_a_float32_step_that_reads_a_copy_of_the_table_says_so():
@@ -329,10 +329,10 @@ def test_no_speed_up_is_claimed_that_the_numbers_contradict():
     never = cost_lab.ContextSweep([5, 50, 100], [1.0, 1.2, 1.4], [2.0, 2.0, 2.0], 5, 101)
     text = context_text(result, never, 5, 101, "r", "n")
     assert "not faster at the last measured position (100)" in text
-    assert "the cache was slower in this range" in text and "x faster" not in text
+    assert "the cache was slower in this range" in text and "× faster" not in text
     wins = result.context
     text = context_text(result, wins, wins.start, wins.end, "r", "n")
-    assert f"{num(wins.naive_total_s / wins.cached_total_s)}x faster" in text
+    assert f"{num(wins.naive_total_s / wins.cached_total_s)}× faster" in text
 
 
 def test_no_bound_is_claimed_while_other_processes_kept_the_cpus_busy():
@@ -365,7 +365,7 @@ def test_no_bound_is_claimed_while_other_processes_kept_the_cpus_busy():
 
 # Sentences that draw a slope, a speed-up, a ranking or a cause from times.
 CONCLUSIONS = (
-    "per 100 positions", "x faster", "faster at every", "not yet faster", "was slower", "does not depend on the length",
+    "per 100 positions", "× faster", "faster at every", "not yet faster", "was slower", "does not depend on the length",
     "its time grows", "x float32", "No format was faster", "Fewer bytes a weight", "not free", "stayed within", "so tokens/s",
 )
 

@@ -46,7 +46,7 @@ TEXT = {
     ),
     "lab.context.totals": (
         "Generating every token from position {start} to {end} would take about {naive_total} s without the "
-        "cache and {cached_total} s with it: {speedup}x faster (summed over the curve, interpolated between "
+        "cache and {cached_total} s with it: {speedup}× faster (summed over the curve, interpolated between "
         "the {points} measured positions)."
     ),
     "lab.context.totals_slower": (
@@ -63,20 +63,20 @@ TEXT = {
     ),
     "lab.batch.ends": (
         "One decode step at {context} cached positions took {one_ms} ms for one sequence and {big_ms} ms for "
-        "{big} ({ratio}x), so tokens/s went from {one_tps} to {big_tps}."
+        "{big} ({ratio}×), so tokens/s went from {one_tps} to {big_tps}."
     ),
     "lab.batch.one_row": "One decode step at {context} cached positions took {ms} ms for B = {batch}.",
     "lab.batch.flat": (
-        "The step stayed within {flat_within}x of one sequence's time up to B = {flat}: every weight is read "
+        "The step stayed within {flat_within}× of one sequence's time up to B = {flat}: every weight is read "
         "once per step, and the extra rows reuse it."
     ),
     "lab.batch.not_flat": (
-        "Already at B = {second} the step took {second_ratio}x one sequence's time: on this run extra rows are "
+        "Already at B = {second} the step took {second_ratio}× one sequence's time: on this run extra rows are "
         "not free, because each adds its own products, attention over its cache and {vocab} logits."
     ),
     "lab.batch.uneven": (
-        "The step did not grow steadily with B on this run: B = {second} took {second_ratio}x one sequence's "
-        "time, but B = {later} only {later_ratio}x. A step this short is easily disturbed; run it again to see "
+        "The step did not grow steadily with B on this run: B = {second} took {second_ratio}× one sequence's "
+        "time, but B = {later} only {later_ratio}×. A step this short is easily disturbed; run it again to see "
         "which shape holds."
     ),
     "lab.batch.intensity": (
@@ -101,7 +101,7 @@ TEXT = {
     ),
     "lab.precision.row": "{format}: {ms} ms a token, reading {read} a step, {gb_s} GB/s effective.",
     "lab.precision.row_ratio": (
-        "{format}: {ms} ms a token ({ratio}x float32), reading {read} a step, {gb_s} GB/s effective."
+        "{format}: {ms} ms a token ({ratio}× float32), reading {read} a step, {gb_s} GB/s effective."
     ),
     "lab.precision.head_copy": (
         "float32 reads only {read} a step: its LM head multiplies by a float16 copy of the token table (this "
@@ -110,8 +110,8 @@ TEXT = {
         "{weights} in memory. The Model files stage says which kernel multiplies each weight."
     ),
     "lab.precision.fastest": (
-        "Fewer bytes a weight means fewer bytes read a step: {fastest} took {fastest_ratio}x float32's time "
-        "for {bytes_ratio}x its bytes."
+        "Fewer bytes a weight means fewer bytes read a step: {fastest} took {fastest_ratio}× float32's time "
+        "for {bytes_ratio}× its bytes."
     ),
     "lab.precision.no_faster": "No format was faster than float32 here.",
     "lab.precision.quality": (

@@ -56,23 +56,23 @@ TEXT = {
     "lesson.000.title": "一次前向传播：从模型文件到下一个 token",
     "lesson.000.intro": (
         "这一课跟着 {model} 在你的提示词上走完一次前向传播，和逐步视图的顺序一样：文件里有什么，"
-        "文本怎样变成数字，一个块做了什么，最后的向量怎样变成下一个 token，以及 KV cache 保存了什么。"
+        "文本怎样变成数字，一层做了什么，最后的向量怎样变成下一个 token，以及 KV cache 保存了什么。"
         "每翻一页，屏幕都会跳到这一页讲的阶段。"
     ),
     "lesson.000.files": (
-        "一个检查点有三样东西：config.json（尺寸：{n_layer} 个块，{n_head} 个头，宽度 {n_embd}，"
+        "一个检查点有三样东西：config.json（尺寸：{n_layer} 层，{n_head} 个头，宽度 {n_embd}，"
         "{vocab} 个 token）、权重（{n_params} 个数，这里以 {dtype} 存储，共 {param_bytes}）和分词器。"
         "所有 GPT-2 的代码都一样，不同的只是这些文件。"
     ),
     "lesson.000.block_guess": (
-        "每个块有一个注意力层（c_attn：宽度到 3 × 宽度，c_proj：宽度到宽度）和一个 MLP"
+        "每一层有一个注意力部分（c_attn：宽度到 3 × 宽度，c_proj：宽度到宽度）和一个 MLP"
         "（c_fc：宽度到 {d_mlp}，c_proj：再变回来），每个都带偏置，还有两个 LayerNorm（各有一个增益和一个偏置）。"
         "宽度是 {n_embd}。"
     ),
-    "lesson.000.block_guess.question": "猜一猜：一个块有多少个参数？",
+    "lesson.000.block_guess.question": "猜一猜：一层有多少个参数？",
     "lesson.000.block_guess.why": (
         "注意力 {attention_params} + MLP {mlp_params} + 两个 LayerNorm 各 {layer_norm_params} = "
-        "{block_params}；{n_layer} 个块共 {blocks_params}（模型共 {n_params}），词嵌入表 wte 另有 {wte_params}。"
+        "{block_params}；{n_layer} 层共 {blocks_params}（模型共 {n_params}），词嵌入表 wte 另有 {wte_params}。"
     ),
     "lesson.000.tokenize": (
         "分词器把你的提示词切成了 {T_tokens}：{tokens}。每个 token 是词表（{vocab} 个）里的一个 id；"
@@ -83,7 +83,7 @@ TEXT = {
         "自己那一行（{n_ctx} 行）：输入就是 {T_vectors}，每个有 {n_embd} 个数。从这里开始，模型只往这些向量上做加法：这就是残差流。"
     ),
     "lesson.000.layer_norm": (
-        "块先把每个位置的向量归一化（ln_1：均值 0、方差 1，再乘上学到的增益、加上偏置），在归一化后的副本上计算，"
+        "每一层先把每个位置的向量归一化（ln_1：均值 0、方差 1，再乘上学到的增益、加上偏置），在归一化后的副本上计算，"
         "再把结果加回残差流。GPT-2 在每个部分之前归一化（Pre-Norm），所以残差流本身从不被缩放。"
     ),
     "lesson.000.attention": (
@@ -92,11 +92,11 @@ TEXT = {
     ),
     "lesson.000.mlp": (
         "接着 MLP 对每个位置单独计算：{n_embd} 个数扩展到 {d_mlp} 个，经过 GELU，再变回 {n_embd} 个。"
-        "它占一个块参数的 {mlp_share}（{block_params} 里的 {mlp_params}）。每个块的结构都一样，权重各不相同。"
+        "它占一层参数的 {mlp_share}（{block_params} 里的 {mlp_params}）。每一层的结构都一样，权重各不相同。"
     ),
     "lesson.000.stack": (
         "这是最后一层，第 {last_block} 层：同样的步骤重复 {n_layer} 次，每次都往残差流上加一点。"
-        "块与块之间没有别的计算。"
+        "层与层之间没有别的计算。"
     ),
     "lesson.000.prob_guess": (
         "最后一层之后，ln_f 把最终的向量归一化，LM head 再把每个向量乘以词嵌入表（同一个 wte，权重共享）："
@@ -120,7 +120,7 @@ TEXT = {
         "生成就是把这个 token 接到后面，再跑一次这样的前向传播，每个新 token 一次。"
     ),
     "lesson.000.kv_guess": (
-        "没有缓存，每个新 token 都要把前面每个位置重算一遍。KV cache 保存每个块的键和值：每个位置 {n_layer} 个块 × 2（K、V）"
+        "没有缓存，每个新 token 都要把前面每个位置重算一遍。KV cache 保存每一层的键和值：每个位置 {n_layer} 层 × 2（K、V）"
         "× {n_embd} 个数，每个数 {value_bytes} 字节；现在提示词占 {kv_now}。"
     ),
     "lesson.000.kv_guess.question": "猜一猜：再生成 {more} 个 token 之后，KV cache 有多少字节？",
@@ -202,11 +202,11 @@ TEXT = {
     "lesson.001.measure": (
         "成本实验室在这台机器上实测这一课推理出来的东西：解码一步的时间怎样随上下文增长（有 KV cache 和没有），"
         "以及各种数值格式（bfloat16、float16、int8，大多数权重占的字节更少）和 float32 相比如何。"
-        "它还会说出这里的一步是在等内存，还是在等每一步都要做的固定工作（Python、启动每个运算）：像 {model} 这么小的模型，可能更多是在等后者。"
+        "它还会说出这里的一步是在等内存，还是在等每一步都要做的固定开销（Python、调度每个运算）：像 {model} 这么小的模型，可能更多是在等后者。"
     ),
     "lesson.001.end": (
         "这就是教程 001 走过的路：一个装满数字的文件，张量上的几个算子，选出一个 token，"
-        "以及模型足够大时由每个 token 要读的字节决定的代价（更小的模型由每一步的固定工作决定）。第 003 课会细看因果掩码、Pre-Norm 和 KV cache。"
+        "以及模型足够大时由每个 token 要读的字节决定的代价（更小的模型由每一步的固定开销决定）。第 003 课会细看因果掩码、Pre-Norm 和 KV cache。"
     ),
     "lesson.003.title": "因果掩码、Pre-Norm 与 KV cache",
     "lesson.003.intro": (

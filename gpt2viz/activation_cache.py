@@ -112,18 +112,13 @@ class ActivationCache(dict):
         return self
 
     def apply_slice_to_batch_dim(self, batch_slice: Any) -> ActivationCache:
-        """A new cache of some rows of the batch, as TL's: an int keeps that row (the batch axis
-        dropped, as `remove_batch_dim`), a slice or a list of rows those."""
+        """A new cache of some rows of the batch, as TL's (tl_slice): an int keeps that row (the
+        batch axis dropped, as `remove_batch_dim`), None all, a slice, a tuple or a list of rows those."""
         if not self.has_batch_dim:
             raise InputError("batch_slice", N_("{setting}: this cache has no batch axis left (remove_batch_dim)"))
         sliced = ActivationCache(self.model, self.tokenizer)
-        try:
-            for name, value in self.items():
-                dict.__setitem__(sliced, name, value[batch_slice])
-        except (IndexError, TypeError):
-            raise InputError("batch_slice", N_("{setting} must be a row, a slice or a list of rows of a batch of {count}, "
-                                               "got {value}"), count=len(next(iter(self.values()), ())),
-                             value=shown(batch_slice)) from None
+        for name, value in self.items():
+            dict.__setitem__(sliced, name, _sliced(value, 0, batch_slice, "batch_slice"))
         sliced.has_batch_dim = not isinstance(batch_slice, int)
         return sliced
 
@@ -242,13 +237,7 @@ class ActivationCache(dict):
         if mlp_input and layer == self.model.config.n_layer:
             raise InputError("mlp_input", N_("{setting} needs a block's MLP: layer {layer} is after the last block"),
                              layer=layer)
-        parts, labels = [], []
-        if incl_embeds:
-            parts.append(self["hook_embed"])
-            labels.append("embed")
-            if self._is_gpt2():
-                parts.append(self["hook_pos_embed"])
-                labels.append("pos_embed")
+        parts, labels = self._embeddings() if incl_embeds else ([], [])
         for l in range(layer):
             if mode != "mlp":
                 parts.append(self["attn_out", l])
@@ -278,7 +267,7 @@ class ActivationCache(dict):
             parts += list(results if self.has_batch_dim else results[:, 0])
             labels += [f"L{l}H{h}" for h in range(n_head)]
         if incl_remainder:
-            stream = self["resid_post", layer - 1] if layer else self["resid_pre", 0]
+            stream = self._stream_into(layer, False)
             parts.append(stream - sum(parts) if parts else stream)
             labels.append("remainder")
         return self._finish(parts, labels, layer, False, apply_ln, pos_slice, return_labels)
@@ -293,7 +282,7 @@ class ActivationCache(dict):
         acts = _positions(self["post", layer], pos_slice)  # [..., d_mlp]
         rows = neuron_rows(self.model, layer, acts)  # [d_mlp, C]
         if neuron_slice is not None:
-            acts, rows = acts[..., neuron_slice], rows[neuron_slice]
+            acts, rows = _sliced(acts, -1, neuron_slice, "neuron_slice"), _sliced(rows, 0, neuron_slice, "neuron_slice")
         return acts[..., None] * rows
 
     def stack_neuron_results(
@@ -309,7 +298,7 @@ class ActivationCache(dict):
         d_mlp = self.model.config.d_mlp
         if isinstance(neuron_slice, int) and not isinstance(neuron_slice, bool):
             neuron_slice = [neuron_slice]
-        picked = torch.arange(d_mlp) if neuron_slice is None else torch.arange(d_mlp)[neuron_slice]
+        picked = _sliced(torch.arange(d_mlp), 0, neuron_slice, "neuron_slice")
         labels = [f"L{l}N{n}" for l in range(layer) for n in picked.tolist()]
         stack = torch.cat([self.get_neuron_results(l, neuron_slice, pos_slice).movedim(-2, 0) for l in range(layer)]) \
             if layer else self._empty_stack(pos_slice)
@@ -344,10 +333,9 @@ class ActivationCache(dict):
                                                   return_labels=True)
             parts.append(mlps)
             labels += more
-        for name, label in (("hook_embed", "embed"), ("hook_pos_embed", "pos_embed")):
-            if name in self:
-                parts.append(_positions(self[name], pos_slice)[None])
-                labels.append(label)
+        embeds, embed_labels = self._embeddings()
+        parts += [_positions(e, pos_slice)[None] for e in embeds]
+        labels += embed_labels
         bias = self._accumulated_bias(layer, mlp_input, expand_neurons, like=heads)
         parts.append(bias.expand(1, *heads.shape[1:]))
         labels.append("bias")
@@ -365,6 +353,13 @@ class ActivationCache(dict):
             if include_mlp and l < layer:
                 total = total + output_bias(mlp_out_product(model, l), model.config.d_mlp, like)
         return total
+
+    def _embeddings(self) -> tuple[list[torch.Tensor], list[str]]:
+        """What the stream starts as: the token embeddings, and a GPT-2's position embeddings (a
+        LLaMA-family model rotates instead). A cache without them is a HookNameError."""
+        if self._is_gpt2():
+            return [self["hook_embed"], self["hook_pos_embed"]], ["embed", "pos_embed"]
+        return [self["hook_embed"]], ["embed"]
 
     def _stream_into(self, layer: int, mlp_input: bool) -> torch.Tensor:
         """The stream entering block `layer` (its MLP with `mlp_input`; after the last block: the end)."""
@@ -473,11 +468,29 @@ class ActivationCache(dict):
         return (stack, labels) if return_labels else stack
 
 
+def tl_slice(value: Any) -> Any:
+    """An index as TransformerLens's `Slice` reads it: None all, a tuple the arguments of a
+    slice ((0, 2) is 0:2), an int that one (its axis dropped), a slice, a list or a tensor of
+    indices those."""
+    if value is None:
+        return slice(None)
+    return slice(*value) if isinstance(value, tuple) else value
+
+
+def _sliced(t: torch.Tensor, dim: int, value: Any, setting: str) -> torch.Tensor:
+    """`t` indexed by `value` (tl_slice) on axis `dim`; an index outside it is an InputError."""
+    index = tl_slice(value)
+    try:
+        return t[(slice(None),) * (dim % t.dim()) + (index,)]
+    except (IndexError, TypeError, ValueError):
+        raise InputError(setting, N_("{setting} must be an index, a slice or a list of indices of {count}, got {value}"),
+                         count=t.size(dim), value=shown(value)) from None
+
+
 def _positions(t: torch.Tensor, pos_slice: Any) -> torch.Tensor:
-    """`t` `[..., T, C]` at the positions of `pos_slice`, as TransformerLens's Slice on the axis
-    before the last: None all, an int that position (the axis dropped), a slice or a list of
-    positions those (the axis kept)."""
-    return t if pos_slice is None else t[..., pos_slice, :]
+    """`t` `[..., T, C]` at the positions of `pos_slice` (tl_slice), as TransformerLens's Slice
+    on the axis before the last."""
+    return t if pos_slice is None else _sliced(t, -2, pos_slice, "pos_slice")
 
 
 def _final_norm(model):
@@ -517,9 +530,18 @@ def output_bias(product, n_in: int, like: torch.Tensor) -> torch.Tensor:
 
 def neuron_rows(model, layer: int, like: torch.Tensor) -> torch.Tensor:
     """Each neuron's row of block `layer`'s MLP output weight, `[d_mlp, C]`, as the product
-    applies it in every number format (int8 included): the product of each neuron alone, its
-    bias taken off."""
+    applies it: the weight itself where the product is a plain layer (GPT-2's Conv1D, `[in, out]`;
+    a LLaMA-family model's Linear, `[out, in]`); in a number format whose kernel holds its own
+    form of it (int8, packed float16), the product of each neuron alone, its bias taken off
+    (d_mlp x d_mlp x C multiply-adds)."""
+    from .model.layers import Conv1D
+    from .model.llama import Linear
+
     product, d_mlp = mlp_out_product(model, layer), model.config.d_mlp
+    if type(product) is Conv1D:
+        return product.weight.to(like.dtype)
+    if type(product) is Linear:
+        return product.weight.t().to(like.dtype)
     alone = torch.eye(d_mlp, dtype=like.dtype, device=like.device)
     return product(alone) - output_bias(product, d_mlp, like)
 

@@ -510,6 +510,7 @@ class LanguageModel:
             eos_id=self.stop_id,
             on_step=on_step,
             should_stop=should_stop,
+            pad_id=self.pad_id,  # as `pad` pads (no position attends to it)
         )
 
 

@@ -90,6 +90,23 @@ def test_the_full_decomposition_adds_up_to_the_stream_it_takes_apart(run):
     assert just_mlps[0].shape == (n_layer * (n_head + 1) + 3, 1, lm.config.n_embd)
 
 
+def test_positions_are_taken_as_transformer_lens_s_slice_takes_them(run):
+    """None all, an int one (its axis dropped), a tuple the arguments of a slice, a list those."""
+    _lm, _logits, cache = run
+    whole = cache.decompose_resid()
+    for pos_slice, expected in ((None, whole), (-1, whole[:, :, -1]), ((0, 2), whole[:, :, 0:2]), ([0, 3], whole[:, :, [0, 3]])):
+        assert torch.equal(cache.decompose_resid(pos_slice=pos_slice), expected), pos_slice
+
+
+def test_a_cache_without_an_embedding_is_refused_not_taken_apart_short(run):
+    """A names_filter that left hook_pos_embed out: the parts would no longer add up to the stream."""
+    lm, _logits, _cache = run
+    _logits, partial = lm.run_with_cache(PROMPT, names_filter=lambda name: name != "hook_pos_embed")
+    for method in ("decompose_resid", "get_full_resid_decomposition"):
+        with pytest.raises(HookNameError, match="hook_pos_embed"):
+            getattr(partial, method)()
+
+
 def test_a_llama_model_s_stream_takes_apart_without_positions_or_biases(llama_lm):
     _logits, cache = llama_lm.run_with_cache("the cat sat")
     stack, labels = cache.get_full_resid_decomposition(return_labels=True)
@@ -137,7 +154,9 @@ def test_rows_of_a_batch_cache_are_the_caches_of_their_texts(run):
     for name in cache:
         assert torch.allclose(first[name], cache[name][0], atol=1e-5), name
     assert torch.allclose(first.get_full_resid_decomposition(1), cache.get_full_resid_decomposition(1)[:, 0], atol=1e-5)
-    for call, message in ((lambda: both.apply_slice_to_batch_dim(2), "batch_slice must be a row, a slice or a list of rows of a batch of 2, got 2"),
+    assert both.apply_slice_to_batch_dim(None)["pattern", 0].shape == both["pattern", 0].shape  # TL's Slice: all
+    assert torch.equal(both.apply_slice_to_batch_dim((0, 1))["z", 1], kept["z", 1])  # a tuple is a slice's arguments
+    for call, message in ((lambda: both.apply_slice_to_batch_dim(2), "batch_slice must be an index, a slice or a list of indices of 2, got 2"),
                           (lambda: first.apply_slice_to_batch_dim(0), "this cache has no batch axis left")):
         with pytest.raises(ValueError, match=message):
             call()
@@ -212,6 +231,8 @@ def test_layer_arguments_are_transformer_lens_s(run):
     (lambda c: c.get_neuron_results(3), "layer must be a block from 0 to 1, got 3"),
     (lambda c: c.get_full_resid_decomposition(-1, mlp_input=True), "mlp_input needs a block's MLP"),
     (lambda c: c.stack_neuron_results(layer=7), "layer must be a block from 0 to 2, or -1 or None"),
+    (lambda c: c.get_neuron_results(0, neuron_slice=10**6), "neuron_slice must be an index, a slice or a list of indices of 256, got 1000000"),
+    (lambda c: c.decompose_resid(pos_slice=99), "pos_slice must be an index, a slice or a list of indices of 5, got 99"),
 ])
 def test_arguments_the_analyses_cannot_use_are_one_line_errors(run, call, message):
     """Each used to give a wrong answer unseen (an empty stack, the embeddings alone) or torch's

@@ -241,7 +241,7 @@ TERMINOLOGY = {
     r"所有头|全部注意力头": "所有注意力头",
     r"HuggingFace(?!TB/)": "Hugging Face",  # (a hub id such as HuggingFaceTB/SmolLM2-135M is a name)
     r"(?<![-/\w])checkpoint": "检查点",  # (a path such as ./my-checkpoint is no word)
-    r"个块|第 \S+ 块": "层 (block)",
+    r"个块|块编号|一块之后|第 \S+ 块": "层 (block)",
     r"记录(?:里|文件)": "trace",
     r"\{params\} 参数": "{params} 个参数",
     r"成本实验(?!室)": "成本实验室",

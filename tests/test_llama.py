@@ -156,10 +156,21 @@ def test_a_config_the_core_does_not_implement_is_refused():
     assert LlamaConfig.from_dict(base).group == 2
     for change in ({"model_type": "gpt2"}, {"num_key_value_heads": 3}, {"hidden_act": "gelu"},
                    {"rope_scaling": {"type": "linear", "factor": 2.0}}, {"attention_bias": True},
-                   {"hidden_size": 60}, {"rms_norm_eps": -1}, {"vocab_size": 300, "bos_token_id": 300},
-                   {"pad_token_id": -1}, {"bos_token_id": "<s>"}):
+                   {"hidden_size": 60}, {"rms_norm_eps": -1}):
         with pytest.raises(ConfigError):
             LlamaConfig.from_dict({**base, **change})
+
+
+def test_a_beginning_or_padding_id_outside_the_vocabulary_counts_as_none_named():
+    """They serve prepend_bos and padding only: a config that loaded before (older converted LLaMA
+    configs write pad_token_id -1) still loads, and falls back to end-of-text."""
+    base = {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 8, "vocab_size": 300}
+    for change in ({"bos_token_id": 300}, {"pad_token_id": -1}, {"bos_token_id": "<s>"}, {"pad_token_id": True}):
+        config = LlamaConfig.from_dict({**base, **change})
+        assert (config.bos_token_id, config.pad_token_id) == (None, None), change
+    assert LlamaConfig.from_dict({**base, "bos_token_id": 1, "pad_token_id": 299}).pad_token_id == 299
+    with pytest.raises(ConfigError, match="bos_token_id must be a token id, an integer from 0 to 299, got 300"):
+        LlamaConfig(vocab_size=300, bos_token_id=300)  # made directly: what a trace's config is checked against
 
 
 def test_a_checkpoint_that_disagrees_with_its_config_is_refused(tmp_path):

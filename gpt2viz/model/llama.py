@@ -53,6 +53,13 @@ LIMITS = {"n_layer": 128, "n_head": 128, "n_kv_head": 128, "n_embd": 16384, "d_m
           "vocab_size": 262_144}
 
 
+def _id_in_vocabulary(value: Any, vocab_size: Any) -> int | None:
+    """`value` where it is a token id of a vocabulary of `vocab_size` tokens, else None."""
+    if isinstance(value, bool) or not isinstance(value, int) or not isinstance(vocab_size, int):
+        return None
+    return value if 0 <= value < vocab_size else None
+
+
 @dataclass(frozen=True)
 class LlamaConfig:
     """The sizes of a LLaMA-family model (Hugging Face's `LlamaConfig` keys, read by `from_dict`)."""
@@ -189,8 +196,10 @@ class LlamaConfig:
             rope_theta=theta,
             tie_word_embeddings=bool(raw.get("tie_word_embeddings", False)),
             eos_token_id=eos if isinstance(eos, int) else 0,
-            bos_token_id=raw.get("bos_token_id"),
-            pad_token_id=raw.get("pad_token_id"),
+            # Only TransformerLens-style prepend_bos and padding use these: an id outside the
+            # vocabulary (older converted configs write pad_token_id -1) counts as none named.
+            bos_token_id=_id_in_vocabulary(raw.get("bos_token_id"), raw.get("vocab_size", 32000)),
+            pad_token_id=_id_in_vocabulary(raw.get("pad_token_id"), raw.get("vocab_size", 32000)),
         )
 
     @classmethod

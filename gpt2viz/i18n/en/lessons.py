@@ -234,7 +234,7 @@ TEXT = {
         "decode step grows with the context, with the KV cache and without, and how the number formats "
         "(bfloat16, float16, int8, which store most weights in fewer bytes) compare with float32. It also "
         "says whether a step here waits for memory or for the fixed work every step does (Python, starting "
-        "each operation), which a model as small as {model} may wait on more."
+        "each operation), which a small model may wait on more than on its bytes."
     ),
     "lesson.001.end": (
         "That is tutorial 001's road: a file of numbers, a few operators on tensors, a choice of "

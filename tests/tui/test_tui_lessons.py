@@ -512,6 +512,11 @@ async def test_the_key_a_guess_page_asks_for_does_what_it_says_before_any_guess(
         await pilot.press("m")
         await until(pilot, lambda: type(app.screen).__name__ == "CostLabScreen")
         assert field.value == "" and number not in run.guesses
+        # Back on the page, which still waits for a guess: typing goes into its field again.
+        await pilot.press("escape")
+        await until(pilot, lambda: app.screen is screen)
+        await pilot.press("2")
+        assert field.has_focus and field.value == "2"
 
 
 @run_async

@@ -241,9 +241,11 @@ class StepScreen(AppScreen[None]):
         if self._mounted and self.lesson is not None:
             self._draw_lesson()
             # The step-through's keys are the screen's again (m runs the lab again, as the page says),
-            # not a guess field's that kept the focus while the other screen was on.
+            # not a guess field's that kept the focus while the other screen was on; unless the page
+            # still waits for a guess: typing goes there again (and its key, m, still opens the lab).
             if self.query_one(LessonPanel).guess_field().has_focus:
                 self.set_focus(None)
+            self._focus_a_guess()
 
     def _draw(self, new_stage: bool = True) -> None:
         if not self._mounted:

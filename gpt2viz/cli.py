@@ -6,6 +6,7 @@ import argparse
 import difflib
 import os
 import re
+import signal
 import sys
 import time
 from contextlib import contextmanager
@@ -401,6 +402,8 @@ def parse_args(argv: list[str] | None) -> RunOptions:
         raise UsageError(_("--json needs a file name (or - for standard output)"))
     if args.lesson is not None and (args.json_path is not None or args.verify):
         raise UsageError(_("--lesson opens the app beside the step-through; it does not apply with --json or --verify"))
+    if args.json_path is not None and output_files.names_standard_output(args.json_path):
+        args.json_path = "-"  # /dev/stdout and its aliases: written through stdout as it is (`>>` appends)
     if args.json_path is not None:  # before any work: never a file the run reads, never a pipe
         try:
             check_output(args.json_path, prompt_inputs(args.prompt_file))
@@ -743,6 +746,7 @@ def main(argv: list[str] | None = None) -> int:
         tell(f"error: {err}")
         return err.exit_code
     except KeyboardInterrupt:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C while this is said changes nothing
         if output_files.written:  # the interrupt came once the trace was whole (output_files.signals_held)
             tell(_("interrupted; {path} had been written whole").format(path=output_files.written[-1]))
         else:

@@ -1,7 +1,8 @@
 """Where gpt2viz may write a file it is asked to write (`--json PATH`), checked before any work.
 
 The rules, as a person expects them from shell redirection (`> PATH`):
-- `-` is standard output, which must be open.
+- `-` is standard output, which must be open; so is a name that leads to it (`/dev/stdout`, or
+  the very file stdout was redirected to), written through it as the shell opened it.
 - A symbolic link is followed: the file it points to is written, the link stays a link (a
   dangling link creates its target, as `>` does). A loop of links is refused, never replaced.
 - The file written is a regular file, new or replaced whole (the trace goes to a temporary file
@@ -19,7 +20,7 @@ The rules, as a person expects them from shell redirection (`> PATH`):
   `>` writes it, so that every name sees the trace: the trace is made whole in memory first, so
   only a full disk can leave it short.
 
-While a file is written, SIGINT and SIGTERM wait (`signals_held`): a file written in place is
+While a file is written, SIGINT, SIGTERM and SIGHUP wait (`signals_held`): a file written in place is
 never left truncated by Ctrl-C, a temporary file never left behind by a kill, and the interrupt
 comes once the file is whole or untouched. `written` lists the files written whole, for the CLI's
 line on an interrupt.
@@ -49,7 +50,8 @@ MAX_NAME_BYTES = 255
 
 STDIN = 0  # in `inputs`: standard input, read by the run (`--prompt-file -`)
 DEV_NULL = os.devnull
-HELD_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+# Ctrl-C, a kill, and a closed terminal or dropped ssh connection (SIGHUP, where there is one).
+HELD_SIGNALS = (signal.SIGINT, signal.SIGTERM) + ((signal.SIGHUP,) if hasattr(signal, "SIGHUP") else ())
 
 # The files this process has written whole (jsonio adds each as it is done).
 written: list[str] = []
@@ -57,7 +59,7 @@ written: list[str] = []
 
 @contextmanager
 def signals_held() -> Iterator[None]:
-    """SIGINT and SIGTERM wait while the `with` block writes a file, then reach the handlers the
+    """SIGINT, SIGTERM and SIGHUP wait while the `with` block writes a file, then reach the handlers the
     process had (KeyboardInterrupt, termination) once it is done, whole or cleaned up. Only the
     main thread receives signals; elsewhere this holds nothing."""
     if threading.current_thread() is not threading.main_thread():
@@ -118,6 +120,19 @@ def check_output(name: str, inputs: list[str | Path | int] = ()) -> None:
                               input=str(source))
     if not os.access(target, os.W_OK):
         raise OutputError(N_("{path}: cannot write there ({error})"), name, error=os.strerror(errno.EACCES))
+
+
+def names_standard_output(name: str) -> bool:
+    """Whether `name` leads to this process's standard output itself (/dev/stdout, /dev/fd/1,
+    /proc/self/fd/1, or the file stdout was redirected to): a trace is then written through
+    standard output as the shell opened it (`>>` appends), never renamed over what it leads to."""
+    if name == "-":
+        return True
+    try:
+        info, out = os.stat(name), os.fstat(1)
+    except (OSError, ValueError):
+        return False
+    return (info.st_dev, info.st_ino) == (out.st_dev, out.st_ino)
 
 
 def is_dev_null(path: str | Path) -> bool:

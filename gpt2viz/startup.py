@@ -51,15 +51,19 @@ def main(argv: list[str] | None = None) -> int:
     line = [b"gpt2viz: interrupted; nothing was written\n"]  # until the language is known
 
     def leave(signum, frame) -> None:  # noqa: ARG001
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # one line, whatever follows
         os.write(2, line[0])
         os._exit(130)
 
-    previous = signal.signal(signal.SIGINT, leave)
+    # A command started with SIGINT ignored (a background job of a script) keeps ignoring it.
+    ignored = signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN if ignored else leave)
     line[0] = interrupted_line(argv)
     from .cli import main as cli_main  # torch, Textual, Rich: the slow part
 
     signal.signal(signal.SIGINT, previous)
     code = cli_main(argv)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the work is done: a late Ctrl-C only ends it sooner
     for stream in (sys.stdout, sys.stderr):
         try:
             if stream is not None:

@@ -61,3 +61,49 @@ def test_importing_the_package_loads_no_library():
     """What makes the above possible: `import gpt2viz` alone is light; its API loads on first use."""
     code = "import sys, gpt2viz; assert 'torch' not in sys.modules; gpt2viz.load_model; assert 'torch' in sys.modules"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=120).returncode == 0
+
+
+@pytest.mark.parametrize("delay", [0.0, 1.5])
+def test_ctrl_c_twice_is_still_one_line_and_130(tmp_path, delay):
+    """Two Ctrl-C 10 ms apart, while loading and while generating: the second used to land while the
+    first was being said, and printed a traceback (a careless-use walk)."""
+    out = tmp_path / "t.json"
+    child = subprocess.Popen(
+        [sys.executable, "-m", "gpt2viz", "--model", "tiny", "--json", str(out), "--generate", "500"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, "LC_ALL": "C.UTF-8"}, text=True,
+    )
+    _interrupt_while_loading(child, delay)
+    time.sleep(0.01)
+    child.send_signal(signal.SIGINT)
+    _out, err = child.communicate(timeout=120)
+    assert child.returncode == 130 and err.strip() == LINE, err
+    assert not out.exists()
+
+
+def test_a_run_started_with_ctrl_c_ignored_keeps_ignoring_it(tmp_path):
+    """A background job of a script starts with SIGINT ignored; gpt2viz ignored that only while
+    loading its libraries, and stopped on an interrupt meant for the script."""
+    out = tmp_path / "t.json"
+    child = subprocess.Popen(
+        [sys.executable, "-m", "gpt2viz", "--model", "tiny", "--json", str(out), "--generate", "2"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+    )
+    _interrupt_while_loading(child, 0.0)
+    _out, err = child.communicate(timeout=120)
+    assert child.returncode == 0, err
+    assert out.stat().st_size > 0
+
+
+def test_a_trace_to_dev_stdout_goes_through_stdout_as_the_shell_opened_it(tmp_path):
+    """`{ ...; gpt2viz ... --json /dev/stdout; } >> app.log` replaced app.log with the trace alone:
+    /dev/stdout led to the log file, renamed over. Now the trace is appended, as `>>` asks."""
+    log = tmp_path / "app.log"
+    log.write_text("log line 1\nlog line 2\n")
+    with open(log, "ab") as stdout:
+        done = subprocess.run([sys.executable, "-m", "gpt2viz", "Hi", "--model", "tiny", "--json", "/dev/stdout",
+                               "--generate", "1"], stdout=stdout, stderr=subprocess.PIPE, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    text = log.read_text()
+    assert text.startswith("log line 1\nlog line 2\n{") and '"schema":"gpt2viz.trace/2"' in text
+    assert "wrote the trace to stdout" in done.stderr

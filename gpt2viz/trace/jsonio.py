@@ -6,12 +6,13 @@ import io
 import json
 import os
 import re
+import select
 import stat
 import sys
 import tempfile
 from pathlib import Path
 
-from ..output_files import check_output, is_dev_null, signals_held, written
+from ..output_files import check_output, is_dev_null, names_standard_output, signals_held, written
 from ..errors import OutputError, TraceError
 from ..i18n import N_, _, count
 from ..text_safety import is_hidden
@@ -53,14 +54,25 @@ def dump(trace: Trace, path: str | Path) -> None:
     whole or not at all: see `write_atomic`."""
     check_output(str(path))
     text = dumps(trace)
-    if str(path) == "-":
+    if names_standard_output(str(path)):  # '-', /dev/stdout, or the file stdout goes to: through stdout
         try:
-            sys.stdout.write(text + "\n")
-            sys.stdout.flush()
+            sys.stdout.flush()  # what was printed before comes first
+            write_all(sys.stdout.fileno(), (text + "\n").encode("utf-8"))
         except (OSError, ValueError, AttributeError) as err:  # full, closed or absent stdout
             raise OutputError(N_("{path}: write failed ({error})"), "-", error=getattr(err, "strerror", None) or err) from None
         return
     write_atomic(Path(path), text + "\n")
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """Every byte of `data` into `fd`, however the pipe takes them: a write may take part of it,
+    and a pipe left non-blocking by another program may take none for a while (waited out)."""
+    view = memoryview(data)
+    while view:
+        try:
+            view = view[os.write(fd, view):]
+        except BlockingIOError:
+            select.select([], [fd], [])
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -112,15 +124,20 @@ def _write_in_place(path: Path, text: str) -> None:
     """`text` into the file `path` itself (every name of it sees it), truncated first, as `>` does."""
     data = text.encode("utf-8")
     regular = path.is_file()
+    truncated = False
     try:
         with open(path, "r+b" if regular else "wb") as f:
             if regular:
                 f.truncate(0)
+                truncated = True
             f.write(data)
             f.flush()
             if regular:
                 os.fsync(f.fileno())
     except OSError as err:
+        if truncated:  # what was there is gone, and the trace did not fit: say so
+            raise OutputError(N_("{path}: write failed ({error}); the file was written in place (it has other names) "
+                                 "and is now cut short"), path, error=err.strerror or err) from None
         raise OutputError(N_("{path}: write failed ({error})"), path, error=err.strerror or err) from None
 
 

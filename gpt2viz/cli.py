@@ -304,7 +304,9 @@ def choose_language(argv: list[str]) -> None:
         if arg == "--":
             break
         if arg == "--lang" or arg.startswith("--lang="):
-            value = arg.partition("=")[2] if "=" in arg else (argv[i + 1] if i + 1 < len(argv) else "")
+            if arg == "--lang" and i + 1 == len(argv):
+                raise UsageError(_("--lang needs a language: en or zh"))
+            value = arg.partition("=")[2] if "=" in arg else argv[i + 1]
             try:
                 set_language(parse_language(value))
             except ValueError:

@@ -385,3 +385,12 @@ def test_a_mistyped_option_names_the_one_it_likely_meant(args, meant):
     message = str(raised.value)
     assert message.startswith(f"unrecognized arguments: {' '.join(args)}") and "\n" not in message
     assert (f"did you mean {meant}?" in message) if meant else ("did you mean" not in message)
+
+
+def test_lang_with_nothing_after_it_asks_for_a_language():
+    """'--lang' last used to quote a value nobody typed: "--lang '': choose en or zh"."""
+    from gpt2viz.cli import parse_args
+    from gpt2viz.errors import UsageError
+
+    with pytest.raises(UsageError, match="^--lang needs a language: en or zh$"):
+        parse_args(["Hi", "--lang"])

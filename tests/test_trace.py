@@ -347,3 +347,46 @@ def test_a_decode_steps_pass_is_one_position_against_the_cache(tmp_path, tiny_lm
     dump(step, path)
     back = load(path)
     assert back.past == L - 1 and back.event("kv_cache")["length"] == L
+
+
+def test_a_byte_order_mark_is_read_past_and_an_empty_file_is_said_to_be_empty(tmp_path):
+    """An editor that saves with a BOM gave Python's 'Unexpected UTF-8 BOM (decode using
+    utf-8-sig)'; an empty file 'Expecting value: line 1 column 1 (char 0)' (a careless-use walk)."""
+    tiny = Path(__file__).resolve().parent / "data" / "tiny-trace.json"
+    with_bom = tmp_path / "bom.json"
+    with_bom.write_bytes(b"\xef\xbb\xbf" + tiny.read_bytes())
+    assert load(with_bom).tokens == load(tiny).tokens
+    for content in (b"", b" \n"):
+        empty = tmp_path / "empty.json"
+        empty.write_bytes(content)
+        with pytest.raises(TraceFileError, match="empty.json: the file is empty, so not a gpt2viz trace"):
+            load(empty)
+
+
+def test_a_replaced_file_keeps_its_owner_and_a_writable_file_in_a_closed_directory_is_written(tmp_path, monkeypatch):
+    """As `> PATH` keeps them: the owner of the file replaced (where this process may give it: root
+    may), and a file that is writable though its directory is not (no temporary file can be made
+    beside it) is written in place rather than refused (a careless-use walk)."""
+    import errno
+    import tempfile
+
+    from gpt2viz.trace import jsonio
+
+    tiny = load(Path(__file__).resolve().parent / "data" / "tiny-trace.json")
+    owned = tmp_path / "owned.json"
+    owned.write_text("{}")
+    if os.geteuid() == 0:
+        os.chown(owned, 65534, 65534)
+        dump(tiny, owned)
+        assert (owned.stat().st_uid, owned.stat().st_gid) == (65534, 65534) and load(owned).tokens == tiny.tokens
+
+    def refused(*args, **kwargs):
+        raise PermissionError(errno.EACCES, "Permission denied")
+
+    monkeypatch.setattr(tempfile, "mkstemp", refused)
+    inode = owned.stat().st_ino
+    owned.write_text("{}")
+    dump(tiny, owned)
+    assert owned.stat().st_ino == inode and load(owned).tokens == tiny.tokens  # the file itself, written in place
+    with pytest.raises(jsonio.OutputError, match="cannot write there"):
+        dump(tiny, tmp_path / "new.json")  # a new file needs the directory: refused, as before

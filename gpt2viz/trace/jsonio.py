@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import io
 import json
 import os
@@ -100,9 +101,13 @@ def _write_through_temporary(path: Path, text: str) -> None:
         # The temporary name starts with the target's, cut so that a 255-byte name still fits.
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:100]}.", suffix=".tmp", dir=directory)
     except OSError as err:
+        if err.errno in (errno.EACCES, errno.EPERM, errno.EROFS) and path.is_file() and os.access(path, os.W_OK):
+            _write_in_place(path, text)  # a writable file in a directory we may not add to: as `>` writes it
+            return
         raise OutputError(N_("{path}: cannot write there ({error})"), path, error=err.strerror) from None
     try:
         os.fchmod(fd, _mode_for(path))  # mkstemp makes 0600; a trace is an ordinary file
+        _keep_owner(fd, path)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
             f.flush()
@@ -141,6 +146,16 @@ def _write_in_place(path: Path, text: str) -> None:
         raise OutputError(N_("{path}: write failed ({error})"), path, error=err.strerror or err) from None
 
 
+def _keep_owner(fd: int, path: Path) -> None:
+    """The replaced file's owner and group for its replacement, where this process may give them
+    (root may; others keep their own, as a new file would have)."""
+    try:
+        old = path.stat()
+        os.fchown(fd, old.st_uid, old.st_gid)
+    except OSError:
+        pass
+
+
 def _mode_for(path: Path) -> int:
     """The permissions the file would get from a plain open(): the old file's, or 0666 - umask."""
     try:
@@ -174,8 +189,12 @@ def load(path: str | Path) -> Trace:
                 max_containers=count(MAX_CONTAINERS), max_strings=count(MAX_QUOTES // 2),
             )
         )
+    if not data.strip():
+        raise TraceFileError(_("{path}: the file is empty, so not a gpt2viz trace").format(path=path))
     try:
-        text = data.decode("utf-8")
+        # A byte-order mark, which some editors put first, is no part of the JSON (RFC 8259 lets a
+        # reader ignore it).
+        text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise TraceFileError(_("{path}: not UTF-8 text, so not a gpt2viz trace").format(path=path)) from None
     del data  # the text and what it parses into are all that a large trace keeps in memory

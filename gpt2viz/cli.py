@@ -8,6 +8,7 @@ import os
 import re
 import signal
 import sys
+import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -74,6 +75,20 @@ def argparse_in_our_language() -> Iterator[None]:
         yield
     finally:
         argparse._, argparse.ngettext = saved
+
+
+@contextmanager
+def _second_interrupt_ignored() -> Iterator[None]:
+    """SIGINT ignored for the `with` block, then as it was (the process's entry point, gpt2viz.startup,
+    ignores it from the CLI's return to its exit). Only the main thread can set a handler."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -748,11 +763,11 @@ def main(argv: list[str] | None = None) -> int:
         tell(f"error: {err}")
         return err.exit_code
     except KeyboardInterrupt:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C while this is said changes nothing
-        if output_files.written:  # the interrupt came once the trace was whole (output_files.signals_held)
-            tell(_("interrupted; {path} had been written whole").format(path=output_files.written[-1]))
-        else:
-            tell(_("interrupted; nothing was written"))
+        with _second_interrupt_ignored():  # a second Ctrl-C while this is said changes nothing
+            if output_files.written:  # the interrupt came once the trace was whole (output_files.signals_held)
+                tell(_("interrupted; {path} had been written whole").format(path=output_files.written[-1]))
+            else:
+                tell(_("interrupted; nothing was written"))
         return 130
     except BrokenPipeError:
         # The reader of stdout went away (e.g. `| head`); not an error worth a traceback.

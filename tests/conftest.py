@@ -210,3 +210,16 @@ def llama_lm(tmp_path_factory):
 
     path, _meant = write_small_gguf(tmp_path_factory.mktemp("llama"))
     return gpt2viz.load_model(str(path))
+
+
+@pytest.fixture(autouse=True)
+def _sigint_left_as_it_was():
+    """A test that runs the CLI in this process must leave SIGINT's handler as it found it: an
+    ignore left behind is inherited by every process the later tests start, and their Ctrl-C
+    tests then wait out whole runs (a session's CLI change did this to eight tests)."""
+    before = signal.getsignal(signal.SIGINT)
+    yield
+    after = signal.getsignal(signal.SIGINT)
+    if after is not before:
+        signal.signal(signal.SIGINT, before)
+        pytest.fail(f"the test left SIGINT's handler changed ({after!r} for {before!r})")

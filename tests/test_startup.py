@@ -63,10 +63,11 @@ def test_importing_the_package_loads_no_library():
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=120).returncode == 0
 
 
-@pytest.mark.parametrize("delay", [0.0, 1.5])
-def test_ctrl_c_twice_is_still_one_line_and_130(tmp_path, delay):
-    """Two Ctrl-C 10 ms apart, while loading and while generating: the second used to land while the
-    first was being said, and printed a traceback (a careless-use walk)."""
+def test_ctrl_c_twice_is_still_one_line_and_130(tmp_path):
+    """Two Ctrl-C 10 ms apart while generating: the second used to land while the first was being
+    said, and printed a traceback (a careless-use walk). (While loading, start-up's own handler
+    leaves at the first: the test above.)"""
+    delay = 1.5
     out = tmp_path / "t.json"
     child = subprocess.Popen(
         [sys.executable, "-m", "gpt2viz", "--model", "tiny", "--json", str(out), "--generate", "500"],

@@ -100,7 +100,8 @@ class _Parser(argparse.ArgumentParser):
         parsed, extra = self.parse_known_args(args, namespace)
         if extra:
             names = [name for name in self._option_string_actions if name.startswith("--")]
-            for word in extra:
+            # After '--' every word is an argument, never an option: nothing there was mistyped.
+            for word in extra if "--" not in (args or ()) else ():
                 if word.startswith("--"):
                     close = difflib.get_close_matches(word.split("=", 1)[0], names, n=1, cutoff=0.75)
                     if close:

@@ -371,7 +371,8 @@ def test_json_to_standard_output_carries_no_hidden_character_raw(tiny_dir):
 
 
 @pytest.mark.parametrize("args, meant", [(["--generat", "3"], "--generate"), (["--mod", "tiny"], "--model"),
-                                         (["--temprature=0.7"], "--temperature"), (["--xyz"], None)])
+                                         (["--temprature=0.7"], "--temperature"), (["--xyz"], None),
+                                         (["--", "--json", "--model", "tiny"], None)])  # after '--': arguments
 def test_a_mistyped_option_names_the_one_it_likely_meant(args, meant):
     """One line still, the unknown words as typed, and the option meant where one is close
     (argparse's own prefix matching stays off: --prompt-f above is refused, not taken)."""
@@ -383,7 +384,8 @@ def test_a_mistyped_option_names_the_one_it_likely_meant(args, meant):
     with pytest.raises(UsageError) as raised:
         parse_args(["Hi", *args])
     message = str(raised.value)
-    assert message.startswith(f"unrecognized arguments: {' '.join(args)}") and "\n" not in message
+    typed = [word for word in args if word != "--"]
+    assert message.startswith(f"unrecognized arguments: {' '.join(typed)}") and "\n" not in message
     assert (f"did you mean {meant}?" in message) if meant else ("did you mean" not in message)
 
 

@@ -77,10 +77,17 @@ def argparse_in_our_language() -> Iterator[None]:
         argparse._, argparse.ngettext = saved
 
 
+# Set by the process's entry point (gpt2viz.startup), which exits once `main` returns: an interrupt
+# that has been answered may then stay ignored to the end. Run in-process (a test), it may not.
+ENDS_THE_PROCESS = False
+
+
 @contextmanager
 def _second_interrupt_ignored() -> Iterator[None]:
-    """SIGINT ignored for the `with` block, then as it was (the process's entry point, gpt2viz.startup,
-    ignores it from the CLI's return to its exit). Only the main thread can set a handler."""
+    """SIGINT ignored for the `with` block: a second Ctrl-C while the first is answered changes
+    nothing. When the process ends with `main`, it stays ignored (restoring it would leave a moment
+    where a second one raises after the answer); else it is put back. Only the main thread can set
+    a handler."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -88,7 +95,8 @@ def _second_interrupt_ignored() -> Iterator[None]:
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        if not ENDS_THE_PROCESS:
+            signal.signal(signal.SIGINT, previous)
 
 
 class _Parser(argparse.ArgumentParser):

@@ -59,10 +59,15 @@ def main(argv: list[str] | None = None) -> int:
     ignored = signal.getsignal(signal.SIGINT) is signal.SIG_IGN
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN if ignored else leave)
     line[0] = interrupted_line(argv)
-    from .cli import main as cli_main  # torch, Textual, Rich: the slow part
+    from . import cli  # torch, Textual, Rich: the slow part
 
+    cli.ENDS_THE_PROCESS = True  # an answered interrupt may stay ignored to the end
     signal.signal(signal.SIGINT, previous)
-    code = cli_main(argv)
+    try:
+        code = cli.main(argv)
+    except KeyboardInterrupt:  # a second Ctrl-C in the instant the CLI took the first: it has its line
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        code = 130
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the work is done: a late Ctrl-C only ends it sooner
     for stream in (sys.stdout, sys.stderr):
         try:

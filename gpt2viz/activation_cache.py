@@ -45,6 +45,8 @@ from .errors import InputError, TokenIdError
 from .hooks import STEP_HOOKS, HookNameError
 from .i18n import N_
 from .input_files import shown
+from .model.layers import Conv1D
+from .model.llama import Linear
 
 if TYPE_CHECKING:
     from .model.gpt2 import GPT2
@@ -104,8 +106,7 @@ class ActivationCache(dict):
             return self  # already removed (TL warns and does nothing)
         sizes = {value.size(0) for value in self.values() if value.dim()}
         if sizes - {1}:
-            raise InputError("remove_batch_dim", N_("{setting}: only a cache of one text has a batch axis to drop; "
-                                                    "this one holds {count}"), count=max(sizes))
+            refuse_several_texts(max(sizes))
         for name, value in self.items():
             dict.__setitem__(self, name, value[0] if value.dim() else value)
         self.has_batch_dim = False
@@ -127,10 +128,7 @@ class ActivationCache(dict):
         `[B, T, head, C]`, as TL's `compute_head_results` keeps them (the heads and c_proj's bias
         add up to `attn_out`)."""
         for layer in range(self.model.config.n_layer):
-            z = self["z", layer]  # [B, T, nh, hd] ([T, nh, hd] without the batch axis)
-            results = head_results(self.model, layer, (z if self.has_batch_dim else z[None]).transpose(1, 2))
-            results = results.permute(1, 2, 0, 3)  # [B, T, nh, C]
-            dict.__setitem__(self, act_name("result", layer), results if self.has_batch_dim else results[0])
+            dict.__setitem__(self, act_name("result", layer), self._head_results(layer).movedim(0, -2))
 
     def __repr__(self) -> str:  # a dict's would print every tensor
         return f"ActivationCache with keys {list(self)}"
@@ -234,9 +232,7 @@ class ActivationCache(dict):
         if mode not in MODES:
             raise InputError("mode", N_("{setting} must be 'all', 'attn' or 'mlp', got {value}"), value=shown(mode))
         layer = self._layer(layer)
-        if mlp_input and layer == self.model.config.n_layer:
-            raise InputError("mlp_input", N_("{setting} needs a block's MLP: layer {layer} is after the last block"),
-                             layer=layer)
+        self._check_mlp_input(layer, mlp_input)
         parts, labels = self._embeddings() if incl_embeds else ([], [])
         for l in range(layer):
             if mode != "mlp":
@@ -262,9 +258,7 @@ class ActivationCache(dict):
         n_head = self.model.config.n_head
         parts, labels = [], []
         for l in range(layer):
-            z = self["z", l]  # [B, T, nh, hd], TL's layout ([T, nh, hd] without the batch axis)
-            results = head_results(self.model, l, (z if self.has_batch_dim else z[None]).transpose(1, 2))
-            parts += list(results if self.has_batch_dim else results[:, 0])
+            parts += list(self._head_results(l))
             labels += [f"L{l}H{h}" for h in range(n_head)]
         if incl_remainder:
             stream = self._stream_into(layer, False)
@@ -320,9 +314,7 @@ class ActivationCache(dict):
         added on the way (c_proj's of each attention, and of each MLP when the neurons are
         expanded). The components add up to the stream. `[components, B, T, C]`."""
         layer = self._layer(layer)
-        if mlp_input and layer == self.model.config.n_layer:
-            raise InputError("mlp_input", N_("{setting} needs a block's MLP: layer {layer} is after the last block"),
-                             layer=layer)
+        self._check_mlp_input(layer, mlp_input)
         heads, labels = self.stack_head_results(layer + int(mlp_input), return_labels=True, pos_slice=pos_slice)
         parts = [heads]
         if layer:
@@ -360,6 +352,19 @@ class ActivationCache(dict):
         if self._is_gpt2():
             return [self["hook_embed"], self["hook_pos_embed"]], ["embed", "pos_embed"]
         return [self["hook_embed"]], ["embed"]
+
+    def _head_results(self, layer: int) -> torch.Tensor:
+        """Block `layer`'s heads' results (`head_results`), `[nh, B, T, C]` (`[nh, T, C]` without
+        the batch axis), from its z in TL's layout `[B, T, nh, hd]`."""
+        z = self["z", layer]
+        results = head_results(self.model, layer, (z if self.has_batch_dim else z[None]).transpose(1, 2))
+        return results if self.has_batch_dim else results[:, 0]
+
+    def _check_mlp_input(self, layer: int, mlp_input: bool) -> None:
+        """`mlp_input` names block `layer`'s MLP: there is none after the last block."""
+        if mlp_input and layer == self.model.config.n_layer:
+            raise InputError("mlp_input", N_("{setting} needs a block's MLP: layer {layer} is after the last block"),
+                             layer=layer)
 
     def _stream_into(self, layer: int, mlp_input: bool) -> torch.Tensor:
         """The stream entering block `layer` (its MLP with `mlp_input`; after the last block: the end)."""
@@ -468,6 +473,13 @@ class ActivationCache(dict):
         return (stack, labels) if return_labels else stack
 
 
+def refuse_several_texts(count: int) -> None:
+    """The InputError of `remove_batch_dim` on a batch of `count` texts (run_with_cache says it
+    before its pass)."""
+    raise InputError("remove_batch_dim", N_("{setting}: only a cache of one text has a batch axis to drop; "
+                                            "this one holds {count}"), count=count)
+
+
 def tl_slice(value: Any) -> Any:
     """An index as TransformerLens's `Slice` reads it: None all, a tuple the arguments of a
     slice ((0, 2) is 0:2), an int that one (its axis dropped), a slice, a list or a tensor of
@@ -534,9 +546,6 @@ def neuron_rows(model, layer: int, like: torch.Tensor) -> torch.Tensor:
     a LLaMA-family model's Linear, `[out, in]`); in a number format whose kernel holds its own
     form of it (int8, packed float16), the product of each neuron alone, its bias taken off
     (d_mlp x d_mlp x C multiply-adds)."""
-    from .model.layers import Conv1D
-    from .model.llama import Linear
-
     product, d_mlp = mlp_out_product(model, layer), model.config.d_mlp
     if type(product) is Conv1D:
         return product.weight.to(like.dtype)

@@ -16,7 +16,7 @@ from typing import Any, Callable, overload
 
 import torch
 
-from .activation_cache import ActivationCache
+from .activation_cache import ActivationCache, refuse_several_texts
 from .batch import BatchResult, generate_batch, generate_prompts
 from .errors import Gpt2VizError, InputError, SettingError, TokenIdError
 from .i18n import N_
@@ -251,8 +251,7 @@ class LanguageModel:
         _check_return_type(return_type)
         ids, attention_mask = self._batch(prompt, attention_mask, prepend_bos)
         if remove_batch_dim and ids.size(0) != 1:
-            raise InputError("remove_batch_dim", N_("{setting}: only a cache of one text has a batch axis to drop; "
-                                                    "this one holds {count}"), count=ids.size(0))
+            refuse_several_texts(ids.size(0))  # before the pass, not after it
         if names_filter is None:
             patterns = ["*"]
         elif isinstance(names_filter, (list, tuple)) and all(isinstance(n, str) for n in names_filter):

@@ -79,7 +79,7 @@ def signals_held() -> Iterator[None]:
 def check_output(name: str, inputs: list[str | Path | int] = ()) -> None:
     """Refuses `name` as the file a trace is written to (OutputError), by the rules above; the
     files in `inputs` are what the run reads (STDIN: standard input)."""
-    if name == "-":
+    if names_standard_output(name):  # '-', /dev/stdout, the file stdout goes to: written through stdout
         if sys.stdout is None or getattr(sys.stdout, "closed", False):  # None: closed when Python started
             raise OutputError(N_("{path}: standard output is closed"), name)
         return
@@ -129,8 +129,8 @@ def names_standard_output(name: str) -> bool:
     if name == "-":
         return True
     try:
-        info, out = os.stat(name), os.fstat(1)
-    except (OSError, ValueError):
+        info, out = os.stat(name), os.fstat(sys.stdout.fileno())  # what a trace to '-' is written into
+    except (OSError, ValueError, AttributeError):  # io.UnsupportedOperation is an OSError
         return False
     return (info.st_dev, info.st_ino) == (out.st_dev, out.st_ino)
 

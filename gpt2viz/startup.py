@@ -66,7 +66,6 @@ def main(argv: list[str] | None = None) -> int:
     try:
         code = cli.main(argv)
     except KeyboardInterrupt:  # a second Ctrl-C in the instant the CLI took the first: it has its line
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
         code = 130
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the work is done: a late Ctrl-C only ends it sooner
     for stream in (sys.stdout, sys.stderr):

@@ -266,6 +266,12 @@ def _serve() -> None:
     import gpt2viz.cli  # noqa: F401
     import gpt2viz.trace  # noqa: F401
     import gpt2viz.tui.app  # noqa: F401
+    from gpt2viz.model.tokenizer import Tokenizer
+
+    # GPT-2's tokenizer, parsed once and kept (Tokenizer.from_dir keeps the last tokenizer.json
+    # text it parsed): the bundled model and the tests' checkpoints all hold it, so a run that
+    # loads one of them reads its file but does not parse it again (0.15 s a run).
+    Tokenizer.from_dir(REPO / "assets" / "tiny")
 
     assert "huggingface_hub" not in sys.modules, "a run's HF_* variables would come too late"
 

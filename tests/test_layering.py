@@ -7,6 +7,7 @@ top of a module.
 from __future__ import annotations
 
 import ast
+from functools import cache
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "gpt2viz"
@@ -37,6 +38,7 @@ def imports_of(path: Path) -> set[str]:
     return found
 
 
+@cache  # the source does not change during a run; parsing it all takes ~0.5 s (read only, not changed)
 def graph() -> dict[str, set[str]]:
     return {module_name(p): imports_of(p) for p in PACKAGE.rglob("*.py")}
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import unicodedata
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -177,3 +178,35 @@ def test_no_token_displays_blank(tokenizer):
     for token_id in range(tokenizer.vocab_size):
         shown = tokenizer.display(token_id)
         assert shown.strip() and shown.isprintable(), (token_id, shown)
+
+
+def test_a_tokenizer_file_is_parsed_once_and_read_anew_when_it_changes(tmp_path):
+    """Loads of the same tokenizer.json text share one parsed tokenizer (a model loaded again skips
+    the parse); a file changed between loads is the new file, and the model's vocabulary is
+    checked at every load, parsed or kept."""
+    import json
+    import shutil
+
+    from gpt2viz.errors import ModelSourceError
+    from gpt2viz.model.tokenizer import Tokenizer
+
+    bundled = Path(__file__).resolve().parent.parent / "assets" / "tiny" / "tokenizer.json"
+    first, second = tmp_path / "a", tmp_path / "b"
+    for directory in (first, second):
+        directory.mkdir()
+        shutil.copyfile(bundled, directory / "tokenizer.json")
+    a, b = Tokenizer.from_dir(first, vocab_size=50257), Tokenizer.from_dir(second, vocab_size=50257)
+    assert a._tk is b._tk and a.source != b.source
+    assert a.record == b.record and a.record.merges == 50000 and a.record.files[0].bytes == bundled.stat().st_size
+
+    data = json.loads(bundled.read_text(encoding="utf-8"))
+    data["added_tokens"].append({"id": 50257, "content": "<|new|>", "single_word": False, "lstrip": False,
+                                 "rstrip": False, "normalized": False, "special": True})
+    (second / "tokenizer.json").write_text(json.dumps(data), encoding="utf-8")
+    grown = Tokenizer.from_dir(second, vocab_size=50258)
+    assert grown._tk is not a._tk
+    assert grown.vocab_size == 50258 and grown.encode("<|new|>") == [50257]
+    assert grown.record.files[0].bytes == (second / "tokenizer.json").stat().st_size
+    for _ in range(2):  # parsed, then kept: refused both times
+        with pytest.raises(ModelSourceError, match="token id 50,257 is beyond the model's vocabulary"):
+            Tokenizer.from_dir(second, vocab_size=50257)

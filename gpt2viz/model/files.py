@@ -173,9 +173,9 @@ def config_record(path: Path, size: int, raw: dict) -> ConfigRecord:
     return ConfigRecord(FileRecord(path.name, size), values, tuple(_clipped(k) for k in others[:MAX_NAMES]), len(others))
 
 
-def tokenizer_record(files: list[Path], sizes: list[int], tokenizer) -> TokenizerRecord:
+def tokenizer_record(tokenizer, files: Iterable[FileRecord] = ()) -> TokenizerRecord:
     """What a loaded `tokenizers.Tokenizer` holds: its model's kind, vocabulary and merges, and its
-    special tokens."""
+    special tokens; `files`, what it was read from."""
     import json
 
     model = type(tokenizer.model).__name__
@@ -189,7 +189,7 @@ def tokenizer_record(files: list[Path], sizes: list[int], tokenizer) -> Tokenize
     added = tokenizer.get_added_tokens_decoder()
     special = [(i, _clipped(t.content)) for i, t in sorted(added.items()) if t.special]
     return TokenizerRecord(
-        tuple(FileRecord(f.name, size) for f, size in zip(files, sizes)),
+        tuple(files),
         model,
         tokenizer.get_vocab_size(with_added_tokens=True),
         merges,

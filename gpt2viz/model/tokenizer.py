@@ -8,6 +8,7 @@ made visible and bytes that are not whole UTF-8 characters appear as `\\xNN`.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from ..errors import InputError, ModelSourceError, TokenIdError
 from ..i18n import N_, _, count
 from ..input_files import MAX_TOKENIZER_BYTES, FileRefused, checked_size, read_regular, shown
 from ..text_safety import visible_token
-from .files import TokenizerRecord, tokenizer_record
+from .files import FileRecord, TokenizerRecord, tokenizer_record
 
 EOS_TEXT = "<|endoftext|>"
 
@@ -52,6 +53,34 @@ def build_byte_level_bpe(vocab_path: str | Path, merges_path: str | Path) -> HFT
     tokenizer.post_processor = processors.ByteLevel(trim_offsets=False)
     tokenizer.add_special_tokens([AddedToken(EOS_TEXT, normalized=True, special=True)])
     return tokenizer
+
+
+@dataclass(frozen=True)
+class _Parsed:
+    """A tokenizer as its file(s) made it, with what `Tokenizer.from_dir` checks and records of it
+    (the record naming no file yet: the same text may lie in many checkpoints)."""
+
+    tokenizer: HFTokenizer
+    top_id: int | None  # the highest id it gives; None for an empty vocabulary
+    record: TokenizerRecord
+
+
+def _highest_id(tokenizer: HFTokenizer) -> int | None:
+    ids = tokenizer.get_vocab(with_added_tokens=True).values()
+    return max(ids) if ids else None
+
+
+def _parsed(tokenizer: HFTokenizer) -> _Parsed:
+    return _Parsed(tokenizer, _highest_id(tokenizer), tokenizer_record(tokenizer))
+
+
+@lru_cache(maxsize=1)
+def _parsed_json(text: str) -> _Parsed:
+    """A tokenizer.json's text parsed, kept for the next load of the same text: loading a model
+    again (another number format, a what-if, the tests' hundreds of loads of GPT-2's tokenizer)
+    then skips the ~0.15 s of parsing and inspecting GPT-2's 50,000 merges. The tokenizer is
+    never changed after it is made, so the loads can share it."""
+    return _parsed(HFTokenizer.from_str(text))
 
 
 def visible_text(text: str) -> str:
@@ -87,10 +116,9 @@ class Tokenizer:
         try:
             sizes = [checked_size(f, MAX_TOKENIZER_BYTES) for f in files]
             if len(files) == 1:
-                text = read_regular(files[0], MAX_TOKENIZER_BYTES).decode("utf-8")
-                tokenizer = cls(HFTokenizer.from_str(text), source)
+                parsed = _parsed_json(read_regular(files[0], MAX_TOKENIZER_BYTES).decode("utf-8"))
             else:
-                tokenizer = cls(build_byte_level_bpe(*files), source)
+                parsed = _parsed(build_byte_level_bpe(*files))
         except FileRefused as err:
             raise ModelSourceError(_("{path}: {problem}").format(path=source, problem=err.problem)) from None
         except UnicodeDecodeError:
@@ -99,16 +127,19 @@ class Tokenizer:
             raise ModelSourceError(
                 _("{path}: cannot read the tokenizer ({error})").format(path=source, error=_first_line(err))
             ) from None
-        tokenizer._check_ids(vocab_size)
+        tokenizer = cls(parsed.tokenizer, source)
+        tokenizer._check_ids(vocab_size, parsed.top_id)
         tokenizer.id_limit = max(tokenizer.vocab_size, vocab_size or 0)
-        tokenizer.record = tokenizer_record(files, sizes, tokenizer._tk)
+        tokenizer.record = replace(parsed.record, files=tuple(FileRecord(f.name, size) for f, size in zip(files, sizes)))
         return tokenizer
 
-    def _check_ids(self, vocab_size: int | None) -> None:
-        ids = self._tk.get_vocab(with_added_tokens=True).values()
-        if not ids:
+    def _check_ids(self, vocab_size: int | None, top: int | None = None) -> None:
+        """Refuses an empty vocabulary, and an id the model (`vocab_size` rows) has no row for;
+        `top`, the tokenizer's highest id where it is known already."""
+        if top is None:
+            top = _highest_id(self._tk)
+        if top is None:
             raise ModelSourceError(_("{path}: an empty vocabulary (no token to encode text with)").format(path=self.source))
-        top = max(ids)
         if vocab_size is not None and top >= vocab_size:
             raise ModelSourceError(
                 _("{path}: token id {id} is beyond the model's vocabulary (config.json's vocab_size is {vocab}): "

@@ -35,8 +35,12 @@ def is_hidden(ch: str) -> bool:
 
 
 def escaped(ch: str) -> str:
-    """The visible form of one character: `\\x1b`, `\\u202e`, `\\U000e0041`."""
+    """The visible form of one character: `\\x1b`, `\\u202e`, `\\U000e0041`. A surrogate from
+    U+DC80 to U+DCFF is how Python holds a byte of a file name or an argument that is not UTF-8
+    (os.fsdecode's surrogateescape): shown as that byte, `\\x9b`, as the name has it."""
     n = ord(ch)
+    if 0xDC80 <= n <= 0xDCFF:
+        n -= 0xDC00
     if n < 0x100:
         return f"\\x{n:02x}"
     return f"\\u{n:04x}" if n < 0x10000 else f"\\U{n:08x}"

@@ -257,3 +257,13 @@ def test_a_download_bar_shows_the_file_name_escaped():
     written = stream.getvalue()
     assert "\x1b]0;" not in written and "\x07" not in written and "PWNED" in written
     assert "[red]x[/red]" in written  # not read as markup
+
+
+def test_a_file_name_that_is_not_utf8_shows_its_bytes(tmp_path):
+    """Python holds a byte of a name that is not UTF-8 as a surrogate (U+DC9B for 0x9b): an error
+    quotes the name's byte, as `ls -b` would, not Python's stand-in."""
+    name = os.fsdecode(b"a\x9bb.json")
+    assert safe_line(name) == "a\\x9bb.json" and safe_text(name) == "a\\x9bb.json"
+    code, stderr = run_cli(["--replay", name], tmp_path)
+    assert code == 1
+    assert "a\\x9bb.json: no such file" in assert_no_raw_escape(stderr)

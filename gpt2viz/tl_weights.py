@@ -6,10 +6,20 @@ LLaMA-family model's keys and values have its key/value heads), `W_O` `[layers, 
 d_model]`, `W_in` (a LLaMA-family model's up projection; its gate is `W_gate`) `[layers, d_model,
 d_mlp]`, `W_out` `[layers, d_mlp, d_model]`, the biases `b_Q` ... `[layers, heads, d_head]`, `b_O`,
 `b_in`, `b_out`, and `W_E` `[vocab, d_model]`, `W_pos` `[positions, d_model]` (GPT-2's), `W_U`
-`[d_model, vocab]`, `b_U` (zeros: neither family has an LM head bias). These are the
-checkpoint's own numbers, as TL's Bridge gives them without weight processing (no LayerNorm
-folded in); gpt2viz stores them as the checkpoint does (GPT-2's c_attn holds Q, K and V side by
-side), so each is a view of them rearranged. A model in another number format gives its float32
+`[d_model, vocab]`, `b_U`.
+
+Each LayerNorm's gain γ and bias β are folded into the weights that read its output, as TL does
+by default (`fold_ln=True`; the residual stream's writers and the unembedding not centred, no
+value biases folded): `W_Q`, `W_K`, `W_V` take ln1's γ on their input rows and `b_Q`... gain
+`β @ W`; `W_in` (and `W_gate`) ln2's; `W_U` the final norm's, `b_U` its `β @ W_U` (neither family
+has an LM head bias of its own). As TL's, a LayerNorm's readers are then centred over their
+input rows (the norm's output has mean 0 there, so that part read nothing). That is the
+convention gpt2viz's hooks and ActivationCache follow: `hook_normalized` is the stream centred
+and divided by its scale, before γ and β, so `cache["normalized", l, "ln1"] @ W_Q[l] + b_Q[l]`
+is the queries, and `cache.accumulated_resid(apply_ln=True) @ W_U + b_U` the logits (a LLaMA-family
+model's RMSNorm has only γ, and no bias is added). gpt2viz stores the checkpoint's own numbers
+(GPT-2's c_attn holds Q, K and V side by side; `lm.model.state_dict()` has them as they are);
+these are made from them at each access. A model in another number format gives its float32
 twin's (`lm.float32_twin`), which is what its weights stand for.
 """
 
@@ -44,7 +54,58 @@ def weight(model: Any, name: str) -> torch.Tensor:
             raise NoSuchWeight(name, N_("{setting}: a LLaMA-family model has no position table (it rotates queries and keys by position)"))
         raise NoSuchWeight(name, N_("{setting}: a LLaMA-family model's products have no biases"))
     with torch.no_grad():
-        return parts[name](model.state_dict(), model.config)
+        sd, config = model.state_dict(), model.config
+        raw = parts[name](sd, config)
+        norm = _READS_NORM.get(name)
+        if norm is None:
+            return raw
+        if name.startswith("W_"):  # γ on the rows of the input (d_model) axis
+            gain = _norm_part(sd, config, norm, "weight")
+            folded = raw * (gain.unsqueeze(-1) if name == "W_U" else _along_input(gain, raw))
+            if config.architecture == "llama":
+                return folded
+            # A LayerNorm's output has mean 0 over d_model: the weight's mean over its input rows
+            # reads nothing, and TL takes it away (fold_ln's centring of the reading weights).
+            return folded - folded.mean(dim=-2, keepdim=True)
+        # A bias: its own (zeros for the LM head) plus the norm's β through the raw weight.
+        shift = _norm_part(sd, config, norm, "bias")
+        weight_name = "W" + name[1:]
+        if shift is None:  # an RMSNorm has no β
+            return raw
+        raw_weight = parts[weight_name](sd, config)
+        if name == "b_U":
+            return raw + shift @ raw_weight
+        # [layers, C] through [layers, (heads,) C, out] -> [layers, (heads,) out]
+        return raw + torch.einsum("lc,l...co->l...o", shift, raw_weight)
+
+
+# The weights that read a norm's output, and which norm: ln1 (attention), ln2 (MLP), the final one.
+_READS_NORM = {"W_Q": "ln1", "W_K": "ln1", "W_V": "ln1", "b_Q": "ln1", "b_K": "ln1", "b_V": "ln1",
+               "W_in": "ln2", "W_gate": "ln2", "b_in": "ln2", "W_U": "final", "b_U": "final"}
+
+_NORM_KEYS = {
+    "gpt2": {"ln1": "h.{l}.ln_1.{part}", "ln2": "h.{l}.ln_2.{part}", "final": "ln_f.{part}"},
+    "llama": {"ln1": "model.layers.{l}.input_layernorm.{part}", "ln2": "model.layers.{l}.post_attention_layernorm.{part}",
+              "final": "model.norm.{part}"},
+}
+
+
+def _norm_part(sd: dict, config: Any, norm: str, part: str) -> torch.Tensor | None:
+    """The norm's γ (`part` 'weight') or β ('bias'): `[C]` for the final one, `[layers, C]` for a
+    block's; None for an RMSNorm's β."""
+    key = _NORM_KEYS["llama" if config.architecture == "llama" else "gpt2"][norm]
+    if norm == "final":
+        return sd.get(key.format(part=part))
+    parts = [sd.get(key.format(l=l, part=part)) for l in range(config.n_layer)]
+    return None if parts[0] is None else torch.stack(parts)
+
+
+def _along_input(gain: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    """`gain` `[layers, C]` shaped to multiply the input axis of a stacked weight: `[layers, C, 1]`
+    for `[layers, C, out]`, `[layers, 1, C, 1]` for `[layers, heads, C, d_head]`."""
+    shape = [gain.size(0)] + [1] * (weight.dim() - 1)
+    shape[weight.dim() - 2] = gain.size(1)
+    return gain.reshape(shape)
 
 
 def _stacked(sd: dict, config: Any, read) -> torch.Tensor:

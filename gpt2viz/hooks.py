@@ -53,8 +53,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
-from .errors import Gpt2VizError
-from .i18n import _
+from .errors import Gpt2VizError, InputError
+from .i18n import N_, _
+from .input_files import shown
 
 __all__ = [
     "HookEditError", "HookFn", "HookNameError", "HookPoint", "Hooks", "PassInfo", "TLHookFn", "all_hook_names",
@@ -171,6 +172,13 @@ class HookNameError(Gpt2VizError, KeyError):
             pattern=pattern, first=names[0], last=names[-1])
 
     @classmethod
+    def accepts_none(cls, function: str, names: tuple[str, ...]) -> HookNameError:
+        """A filter function (TransformerLens's `lambda name: ...`) that accepts no hook name."""
+        return cls(function, names, _("the filter {function} accepts none of the model's hook names (they go from "
+                                      "{first} to {last}: all_hook_names)").format(
+                                          function=function, first=names[0] if names else "?", last=names[-1] if names else "?"))
+
+    @classmethod
     def never_cached(cls, name: str) -> HookNameError:
         """A step hook (STEP_HOOKS), which no pass of run_with_cache fires."""
         return cls(name, (), _("{name!r} is not in a cache of run_with_cache: it fires after a pass with a KV cache "
@@ -262,6 +270,7 @@ class Hooks:
         self._scoped: dict[int, list[_Subscription]] = {}  # thread id -> its own (subscribe)
         self._by_name: dict[tuple[int, str], tuple[HookFn, ...]] = {}
         self._lock = threading.Lock()  # subscriptions change from several threads
+        self.tl_added: list[_Subscription] = []  # TransformerLens's add_hook's, until reset_hooks
 
     def bind(self, names: list[str] | tuple[str, ...], **sizes: int) -> None:
         """Tells the hooks their model's hook points and sizes: a subscription that matches none
@@ -285,6 +294,58 @@ class Hooks:
             self._subs.append(sub)
             self._changed()
         return sub
+
+    def matching(self, names: object, setting: str) -> list[str]:
+        """A hook name or fnmatch pattern as it is; a function of the name (TransformerLens's
+        filters) as the names it accepts, a HookNameError when it accepts none (a filter that
+        matches nothing is a mistake, not an empty cache); `setting` names the argument."""
+        if isinstance(names, str):
+            return [names]
+        if callable(names):
+            chosen = [name for name in self.names if names(name)]
+            if not chosen:
+                raise HookNameError.accepts_none(getattr(names, "__name__", repr(names)), self.names)
+            return chosen
+        raise InputError(setting, N_("{setting} must be a hook name or pattern, a list of them, or a function, got {value}"),
+                         value=shown(names))
+
+    def add_tl(self, names: object, fn: Callable) -> None:
+        """TransformerLens's `add_hook`: `fn(activation, hook)` at the hook points `names` names
+        (a name, a pattern or a filter function), in every thread's passes, until `reset_tl`."""
+        for pattern in self.matching(names, "name"):
+            self.tl_added.append(self.add(pattern, fn, tl_style=True))
+
+    def reset_tl(self) -> None:
+        """Removes what `add_tl` added (subscriptions made with `add` stay)."""
+        while self.tl_added:
+            self.remove(self.tl_added.pop())
+
+    @contextmanager
+    def __call__(
+        self, fwd_hooks: Any = (), bwd_hooks: Any = (), reset_hooks_end: bool = True, clear_contexts: bool = False
+    ) -> Iterator[Hooks]:
+        """TransformerLens's `model.hooks(...)`: `with lm.hooks(fwd_hooks=[(name, fn)]): ...` runs
+        the block's passes, in every thread, with TL-style `fn(activation, hook)` at those hook
+        points (a name, a pattern or a filter function each), removed at its end (kept until
+        `reset_hooks` with `reset_hooks_end=False`). Backward hooks are not taken."""
+        if bwd_hooks:
+            raise InputError("bwd_hooks", N_("{setting}: gpt2viz takes forward hooks only (torch.autograd.grad on "
+                                             "activations kept with run_with_cache(grad=True) gives their gradients)"))
+        pairs = list(fwd_hooks) if isinstance(fwd_hooks, (list, tuple)) else None
+        if pairs is None or not all(isinstance(p, (list, tuple)) and len(p) == 2 and callable(p[1]) for p in pairs):
+            raise InputError("fwd_hooks", N_("{setting} must be a list of (hook name, function) pairs, got {value}"),
+                             value=shown(fwd_hooks))
+        added: list[_Subscription] = []
+        try:
+            for names, fn in pairs:
+                added.extend(self.add(pattern, fn, tl_style=True) for pattern in self.matching(names, "fwd_hooks"))
+            yield self
+        finally:
+            for sub in added:
+                if reset_hooks_end:
+                    self.remove(sub)
+                else:
+                    self.tl_added.append(sub)
 
     def remove(self, sub: _Subscription) -> None:
         """Detaches a subscription made with `add`; removing twice is harmless."""

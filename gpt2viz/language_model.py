@@ -24,7 +24,7 @@ from .input_files import shown as _shown
 from .kernels.choice import Choice, choose_kernels
 from .kernels.formats import FormatChoice, apply_precision, give_back_freed_heap, unread_bytes, weight_bytes
 from .generate import GenerationResult, SamplingSettings, generate
-from .hooks import HookNameError, HookPoint, Hooks, TLHookFn
+from .hooks import HookPoint, Hooks, TLHookFn
 from .model.config import GPT2Config, model_type, read_config
 from .model.files import ModelFiles
 from .model.gpt2 import GPT2
@@ -72,7 +72,6 @@ class LanguageModel:
     # The same for the other number formats (gpt2viz.kernels.formats): bfloat16, float16, int8.
     format_kernels: list[FormatChoice] = field(default_factory=list)
     _twin: "LanguageModel | None" = field(default=None, init=False, repr=False)
-    _added_hooks: list = field(default_factory=list, init=False, repr=False)  # add_hook's, for reset_hooks
 
     @property
     def precision(self) -> str:
@@ -257,7 +256,7 @@ class LanguageModel:
         elif isinstance(names_filter, (list, tuple)) and all(isinstance(n, str) for n in names_filter):
             patterns = list(names_filter)
         else:
-            patterns = self._hook_names(names_filter, "names_filter")
+            patterns = self.hooks.matching(names_filter, "names_filter")
         cache = ActivationCache(self.model, self.tokenizer)
         self.hooks.new_sequence()
 
@@ -267,7 +266,7 @@ class LanguageModel:
             # is in the graph.
             if not isinstance(activation, torch.Tensor):
                 return None
-            cache[hook.name] = activation if grad else activation.detach().clone()
+            cache[hook.name] = activation if grad else ordinary_copy(activation)
             return activation if grad else None
 
         with self.hooks.subscribe(patterns, keep, tl_style=True):
@@ -275,6 +274,21 @@ class LanguageModel:
         if remove_batch_dim:
             cache.remove_batch_dim()
         return _returned(logits, ids, attention_mask, return_type, loss_per_token), cache
+
+    def __call__(
+        self,
+        input: str | list[int] | list[str] | torch.Tensor,
+        return_type: str | None = "logits",
+        *,
+        loss_per_token: bool = False,
+        attention_mask: torch.Tensor | None = None,
+        prepend_bos: bool = False,
+        grad: bool = False,
+    ) -> Any:
+        """TransformerLens's `model(input)`: one forward pass, its logits `[B, T, vocab]` or what
+        `return_type` asks for; `run_with_hooks` without hooks (its arguments)."""
+        return self.run_with_hooks(input, (), attention_mask=attention_mask, prepend_bos=prepend_bos, grad=grad,
+                                   return_type=return_type, loss_per_token=loss_per_token)
 
     def run_with_hooks(
         self,
@@ -303,7 +317,7 @@ class LanguageModel:
         self.hooks.new_sequence()
         with ExitStack() as stack:
             for name, fn in pairs:
-                stack.enter_context(self.hooks.subscribe(self._hook_names(name, "fwd_hooks"), fn, tl_style=True))
+                stack.enter_context(self.hooks.subscribe(self.hooks.matching(name, "fwd_hooks"), fn, tl_style=True))
             logits, _ = self.model(ids, attention_mask=attention_mask, grad=grad)
         return _returned(logits, ids, attention_mask, return_type, loss_per_token)
 
@@ -331,13 +345,11 @@ class LanguageModel:
         """Adds TransformerLens-style `hook(activation, hook_point)` at the hook points `name`
         names (a name, an fnmatch pattern or a function of the name), for every pass of every
         thread until `reset_hooks`, as TL's `add_hook`."""
-        for pattern in self._hook_names(name, "name"):
-            self._added_hooks.append(self.hooks.add(pattern, hook, tl_style=True))
+        self.hooks.add_tl(name, hook)
 
     def reset_hooks(self) -> None:
         """Removes every hook `add_hook` added (those added with `hooks.add` stay)."""
-        while self._added_hooks:
-            self.hooks.remove(self._added_hooks.pop())
+        self.hooks.reset_tl()
 
     def to_tokens(self, text: str | list[str], prepend_bos: bool = True) -> torch.Tensor:
         """Ids `[1, T]` of a text, or `[B, T]` of several (padded on the right with `pad_id`), as
@@ -374,19 +386,6 @@ class LanguageModel:
             raise InputError("text", N_("{setting} must be a text of one token, got {value} ({count} tokens)"),
                              value=_shown(text), count=len(ids))
         return ids[0]
-
-    def _hook_names(self, names: object, setting: str) -> list[str]:
-        """A hook name or pattern as given; a function of the name as the names it accepts (a
-        HookNameError when none: a filter that matches nothing is a mistake, not an empty cache)."""
-        if isinstance(names, str):
-            return [names]
-        if callable(names):
-            chosen = [name for name in self.hooks.names if names(name)]
-            if not chosen:
-                raise HookNameError(getattr(names, "__name__", repr(names)), self.hooks.names)
-            return chosen
-        raise InputError(setting, N_("{setting} must be a hook name or pattern, a list of them, or a function, got {value}"),
-                         value=_shown(names))
 
     @overload
     def generate(
@@ -522,9 +521,20 @@ def _check_return_type(return_type: object) -> None:
                          value=_shown(return_type))
 
 
+def ordinary_copy(tensor: torch.Tensor) -> torch.Tensor:
+    """A copy of `tensor` that is an ordinary tensor, also inside a pass without gradients (run in
+    inference mode): TransformerLens's users edit what a pass returns in place
+    (`cache["z", 0][:, :, 1] = 0`) and use it in a graph later (a probe trained on cached
+    activations), which an inference tensor allows neither."""
+    with torch.inference_mode(False):
+        return tensor.detach().clone()
+
+
 def _returned(logits: torch.Tensor, ids: torch.Tensor, attention_mask: torch.Tensor | None, return_type: str | None,
               per_token: bool) -> Any:
     """What `return_type` asks of a pass: its logits, its next-token loss, both, or nothing."""
+    if logits.is_inference():
+        logits = ordinary_copy(logits)
     if return_type == "logits":
         return logits
     if return_type is None:

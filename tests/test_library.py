@@ -187,3 +187,50 @@ def test_prepend_bos_starts_a_text_with_end_of_text_as_transformer_lens_does(tin
     assert ids[0].tolist() == [tiny_lm.eos_id] + plain and int(mask[1].sum()) == 1 + len(tiny_lm.encode_prompt("Hi"))
     made = tiny_lm.generate(text, 3, prepend_bos=True)
     assert made.token_ids == tiny_lm.generate([tiny_lm.eos_id] + plain, 3).token_ids
+
+
+def test_transformer_lens_s_forward_call_and_hooks_context(tiny_lm):
+    """`lm(tokens)` is TL's forward pass, and `with lm.hooks(fwd_hooks=...)` TL's context manager
+    for hooks: its hooks see the passes inside it, none after it (or until reset_hooks with
+    reset_hooks_end=False); a filter that accepts no hook name says so."""
+    from gpt2viz.hooks import HookNameError
+
+    ids = tiny_lm.to_tokens("When Mary and John went")
+    logits = tiny_lm(ids)
+    assert torch.equal(logits, tiny_lm.run_with_hooks(ids))
+    assert torch.equal(tiny_lm(ids, "loss"), tiny_lm.run_with_hooks(ids, return_type="loss"))
+    seen: list[str] = []
+    with tiny_lm.hooks(fwd_hooks=[(lambda name: name.endswith("hook_pattern"), lambda a, hook: seen.append(hook.name))]) as hooks:
+        assert hooks is tiny_lm.hooks
+        tiny_lm(ids)
+    assert seen == [f"blocks.{layer}.attn.hook_pattern" for layer in range(tiny_lm.config.n_layer)]
+    tiny_lm(ids)
+    assert len(seen) == tiny_lm.config.n_layer  # removed at the block's end
+    with tiny_lm.hooks(fwd_hooks=[("blocks.0.hook_resid_pre", lambda a, hook: seen.append(hook.name))], reset_hooks_end=False):
+        pass
+    tiny_lm(ids)
+    tiny_lm.reset_hooks()
+    tiny_lm(ids)
+    assert seen.count("blocks.0.hook_resid_pre") == 1
+    with pytest.raises(HookNameError, match="the filter <lambda> accepts none of the model's hook names"):
+        tiny_lm.run_with_hooks(ids, [(lambda name: "xyz" in name, lambda a, hook: None)])
+    with pytest.raises(InputError, match="bwd_hooks: gpt2viz takes forward hooks only"):
+        with tiny_lm.hooks(bwd_hooks=[("hook_embed", lambda a, hook: None)]):
+            pass
+
+
+def test_what_a_pass_returns_may_be_edited_and_used_in_a_graph(tiny_lm):
+    """The logits and the cache are ordinary tensors, as TL's: edited in place (zeroing a head's
+    z), and multiplied with a tensor that requires a gradient (a probe on cached activations);
+    an edit of a cached embedding changes no weight."""
+    ids = tiny_lm.to_tokens("When Mary and John went")
+    logits, cache = tiny_lm.run_with_cache(ids)
+    assert not logits.is_inference() and not cache["z", 0].is_inference()
+    cache["z", 0][:, :, 1] = 0
+    logits[0, -1, 0] = 0
+    probe = torch.zeros(tiny_lm.config.n_embd, requires_grad=True)
+    (cache["resid_post", 0] @ probe).sum().backward()
+    assert probe.grad is not None and probe.grad.abs().sum() > 0
+    positions = ids.size(1)
+    cache["pos_embed"] += 1
+    assert torch.equal(tiny_lm.run_with_cache(ids)[1]["pos_embed"][0], tiny_lm.W_pos[:positions])

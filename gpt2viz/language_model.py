@@ -225,7 +225,7 @@ class LanguageModel:
         names_filter: str | list[str] | Callable[[str], bool] | None = None,
         *,
         attention_mask: torch.Tensor | None = None,
-        prepend_bos: bool = False,
+        prepend_bos: bool = True,
         grad: bool = False,
         return_type: str | None = "logits",
         loss_per_token: bool = False,
@@ -237,7 +237,9 @@ class LanguageModel:
         analysis methods too), `hook_q/k/v/z` (and `hook_rot_q/k`) in TL's layout `[batch, position, head, d_head]`
         (the hooks fire `[batch, head, position, d_head]`: gpt2viz/hooks.py). `prompt`: a text, a list of ids, a list of
         texts (padded on the right with a mask), or ids `[B, T]` with an optional
-        `attention_mask`; `prepend_bos` as for `encode_prompt`. `names_filter`: None (every
+        `attention_mask`; a text starts with `bos_id` (<|endoftext|> for GPT-2) as TransformerLens's
+        does, unless `prepend_bos=False` (so its positions are those of `to_str_tokens`); ids are
+        taken as given. `names_filter`: None (every
         hook), a name or fnmatch pattern ('blocks.*.attn.hook_pattern'), a list of them, or a
         function of the name; one that names no hook point of the model is a HookNameError. Only
         this thread's pass is recorded
@@ -282,7 +284,7 @@ class LanguageModel:
         *,
         loss_per_token: bool = False,
         attention_mask: torch.Tensor | None = None,
-        prepend_bos: bool = False,
+        prepend_bos: bool = True,
         grad: bool = False,
     ) -> Any:
         """TransformerLens's `model(input)`: one forward pass, its logits `[B, T, vocab]` or what
@@ -296,7 +298,7 @@ class LanguageModel:
         fwd_hooks: Sequence[tuple[str | Callable[[str], bool], TLHookFn]] = (),
         *,
         attention_mask: torch.Tensor | None = None,
-        prepend_bos: bool = False,
+        prepend_bos: bool = True,
         grad: bool = False,
         return_type: str | None = "logits",
         loss_per_token: bool = False,

@@ -17,7 +17,7 @@ PROMPT = "The meaning of life is"
 @pytest.fixture(scope="module")
 def run(ckpts):
     lm = ckpts.lm("tiny")
-    logits, cache = lm.run_with_cache(PROMPT)
+    logits, cache = lm.run_with_cache(PROMPT, prepend_bos=False)  # the positions of encode(PROMPT)
     return lm, logits, cache
 
 
@@ -118,7 +118,7 @@ def test_a_llama_model_s_stream_takes_apart_without_positions_or_biases(llama_lm
 
 def test_a_cache_of_one_text_drops_its_batch_axis_and_its_analyses_follow(run, ckpts):
     lm, _logits, cache = run
-    _logits, single = lm.run_with_cache(PROMPT, remove_batch_dim=True)
+    _logits, single = lm.run_with_cache(PROMPT, remove_batch_dim=True, prepend_bos=False)
     assert not single.has_batch_dim and single["pattern", 0].shape == cache["pattern", 0].shape[1:]
     assert all(torch.equal(single[name], cache[name][0]) for name in cache)
     for method, kwargs in (("accumulated_resid", {"apply_ln": True}), ("decompose_resid", {"pos_slice": -1}),
@@ -137,7 +137,7 @@ def test_a_cache_of_one_text_drops_its_batch_axis_and_its_analyses_follow(run, c
 
 def test_head_results_kept_as_transformer_lens_keeps_them_add_up_to_the_attention_output(run):
     lm, _logits, cache = run
-    _logits, kept = lm.run_with_cache(PROMPT)
+    _logits, kept = lm.run_with_cache(PROMPT, prepend_bos=False)
     kept.compute_head_results()
     for layer in range(lm.config.n_layer):
         results = kept["result", layer]  # [B, T, head, C]
@@ -148,7 +148,7 @@ def test_head_results_kept_as_transformer_lens_keeps_them_add_up_to_the_attentio
 
 def test_rows_of_a_batch_cache_are_the_caches_of_their_texts(run):
     lm, _logits, cache = run
-    _logits, both = lm.run_with_cache([PROMPT, "Hi"])  # the first row is not padded
+    _logits, both = lm.run_with_cache([PROMPT, "Hi"], prepend_bos=False)  # the first row is not padded
     first, kept = both.apply_slice_to_batch_dim(0), both.apply_slice_to_batch_dim([0])
     assert not first.has_batch_dim and kept.has_batch_dim and kept["pattern", 1].shape[0] == 1
     for name in cache:

@@ -219,13 +219,13 @@ def test_tl_style_hooks_get_transformer_lens_s_layout_and_signature(tiny_lm):
 
     with tiny_lm.hooks.subscribe(names, native_keep):
         logits, _ = tiny_lm.model(torch.tensor([tiny_lm.tokenizer.encode(PROMPT_TL)]))
-    _logits, tl_cache = tiny_lm.run_with_cache(PROMPT_TL, names)
+    _logits, tl_cache = tiny_lm.run_with_cache(PROMPT_TL, names, prepend_bos=False)
     seen = {}
 
     def look(activation, hook):
         seen[hook.name] = (activation.clone(), hook.layer())
 
-    hooked = tiny_lm.run_with_hooks(PROMPT_TL, [(name, look) for name in names])
+    hooked = tiny_lm.run_with_hooks(PROMPT_TL, [(name, look) for name in names], prepend_bos=False)
     for name in names[:4]:
         native = cache[name]  # [batch, head, position, d_head]
         assert seen[name][0].shape == (1, native.size(2), native.size(1), native.size(3))
@@ -252,10 +252,10 @@ def test_a_tl_style_edit_in_tl_s_layout_edits_the_pass(tiny_lm, in_place):
     def native_zero(name, z):
         z[:, 2] = 0
 
-    hooked = tiny_lm.run_with_hooks(PROMPT_TL, [("blocks.1.attn.hook_z", tl_zero)])
+    hooked = tiny_lm.run_with_hooks(PROMPT_TL, [("blocks.1.attn.hook_z", tl_zero)], prepend_bos=False)
     with tiny_lm.hooks.subscribe("blocks.1.attn.hook_z", native_zero):
         expected, _ = tiny_lm.model(torch.tensor([tiny_lm.tokenizer.encode(PROMPT_TL)]))
-    plain, _ = tiny_lm.run_with_cache(PROMPT_TL, "hook_embed")
+    plain, _ = tiny_lm.run_with_cache(PROMPT_TL, "hook_embed", prepend_bos=False)
     assert torch.equal(hooked, expected) and not torch.equal(hooked, plain)
 
 

@@ -25,7 +25,7 @@ def test_run_with_cache_keeps_what_a_subscription_sees(tiny_lm):
 
     with tiny_lm.hooks.subscribe("*", keep):
         want, _ = tiny_lm.model(torch.tensor([tiny_lm.tokenizer.encode(PROMPTS[0])]))
-    logits, cache = tiny_lm.run_with_cache(PROMPTS[0])
+    logits, cache = tiny_lm.run_with_cache(PROMPTS[0], prepend_bos=False)
     assert torch.equal(logits, want)
     n_layer = tiny_lm.config.n_layer
     tensor_hooks = [n for n in all_hook_names(n_layer) if n not in ("kv_cache", "sample")]
@@ -97,7 +97,7 @@ def test_a_padded_batch_equals_each_prompt_alone_and_transformers(ckpts, side):
         assert float((logits[r, real] - alone[0]).abs().max()) <= 1e-5
         assert float((logits[r, real] - theirs[r, real]).abs().max()) <= 1e-4
     # run_with_cache takes a list of texts the same way (padded on the right).
-    batched, cache = lm.run_with_cache(PROMPTS, "hook_embed")
+    batched, cache = lm.run_with_cache(PROMPTS, "hook_embed", prepend_bos=False)
     assert batched.shape[:2] == ids.shape and cache["hook_embed"].shape[:2] == ids.shape
 
 
@@ -172,17 +172,23 @@ def test_a_bad_setting_is_a_value_error_as_python_s_own_are(tiny_lm, call, setti
 
 
 def test_prepend_bos_starts_a_text_with_end_of_text_as_transformer_lens_does(tiny_lm):
-    """TransformerLens's to_tokens puts <|endoftext|> first by default for GPT-2: positions in TL
-    notebooks are one further on. gpt2viz does so when asked, for texts (ids are taken as given)."""
+    """TransformerLens puts <|endoftext|> first for GPT-2: its run_with_cache, run_with_hooks,
+    model(text) and to_tokens do by default, so the cache's positions are to_str_tokens's (a TL
+    user's cache of a text was one position short of its labels). gpt2viz's own encode_prompt,
+    pad and generate do so when asked; ids are taken as given."""
     text = "Hello there"
     plain = tiny_lm.encode_prompt(text)
     assert tiny_lm.encode_prompt(text, prepend_bos=True) == [tiny_lm.eos_id] + plain
     assert tiny_lm.encode_prompt(plain, prepend_bos=True) == plain
-    with_bos, cache = tiny_lm.run_with_cache(text, "hook_embed", prepend_bos=True)
-    assert with_bos.shape[1] == len(plain) + 1 and cache["hook_embed"].shape[1] == len(plain) + 1
+    with_bos, cache = tiny_lm.run_with_cache(text, "hook_embed")
+    assert with_bos.shape[1] == len(tiny_lm.to_str_tokens(text)) == len(plain) + 1
+    assert cache["hook_embed"].shape[1] == len(plain) + 1
     same, _ = tiny_lm.run_with_cache([tiny_lm.eos_id] + plain, "hook_embed")  # the same attention path
-    assert torch.equal(with_bos, same)
-    assert torch.equal(tiny_lm.run_with_hooks(text, prepend_bos=True), same)
+    assert torch.equal(with_bos, same) and torch.equal(tiny_lm.run_with_cache(tiny_lm.to_tokens(text), "hook_embed")[0], same)
+    assert torch.equal(tiny_lm.run_with_hooks(text), same) and torch.equal(tiny_lm(text), same)
+    without, _ = tiny_lm.run_with_cache(text, "hook_embed", prepend_bos=False)
+    assert without.shape[1] == len(plain)
+    assert torch.allclose(tiny_lm.run_with_hooks([text, "Hi"])[0], same[0], atol=1e-5)  # texts of a batch too
     ids, mask = tiny_lm.pad([text, "Hi"], prepend_bos=True)
     assert ids[0].tolist() == [tiny_lm.eos_id] + plain and int(mask[1].sum()) == 1 + len(tiny_lm.encode_prompt("Hi"))
     made = tiny_lm.generate(text, 3, prepend_bos=True)

@@ -63,7 +63,7 @@ def test_what_cannot_give_a_loss_is_one_line(lm):
     with pytest.raises(InputError, match=r"return_type must be 'logits', 'loss', 'both' or None, got 'los'"):
         lm.run_with_hooks(TEXT, return_type="los")
     with pytest.raises(InputError, match="two tokens or more"):
-        lm.run_with_cache(" Paris", return_type="loss")
+        lm.run_with_cache(" Paris", return_type="loss", prepend_bos=False)
     with pytest.raises(InputError, match="ids needs two tokens or more"):
         next_token_loss(torch.zeros(1, 1, 5), torch.zeros(1, 1, dtype=torch.long))
     with pytest.raises(InputError, match=r"ids must be \[batch, positions\] ids .* got \[3\] and \[1, 3, 5\]"):

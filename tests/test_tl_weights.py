@@ -18,7 +18,7 @@ def _near(a: torch.Tensor, b: torch.Tensor) -> bool:
 @pytest.mark.parametrize("model", ["odd-heads", "tiny"])  # 5 heads; trained norms (γ ≠ 1, β ≠ 0)
 def test_gpt2_s_weights_recompute_the_pass(ckpts, bundled, model):
     lm = bundled if model == "tiny" else ckpts.lm(model)
-    _logits, cache = lm.run_with_cache(PROMPT)
+    _logits, cache = lm.run_with_cache(PROMPT, prepend_bos=False)  # the positions of encode(PROMPT)
     for layer in range(lm.config.n_layer):
         x = cache["normalized", layer, "ln1"]  # before γ and β, which the weights hold
         for name in ("q", "k", "v"):  # [B, T, head, d_head] = x @ W[layer] per head, + b

@@ -21,7 +21,7 @@ def run(request, ckpts):
     """A model, the JSON trace of PROMPT, and the pass's activations from `run_with_cache`."""
     lm = ckpts.lm(request.param)
     doc = json.loads(dumps(trace_prompt(lm, PROMPT)))
-    _logits, cache = lm.run_with_cache(PROMPT)
+    _logits, cache = lm.run_with_cache(PROMPT, prepend_bos=False)  # the trace's positions
     return lm, doc, {name: t.detach().double().numpy() for name, t in cache.items()}
 
 

@@ -314,3 +314,19 @@ def test_return_types_equal_transformer_lens_s(runs, ckpts):
         ours = lm.run_with_hooks(padded, attention_mask=mask, return_type="loss", loss_per_token=per_token)
         theirs = lm_cross_entropy_loss(logits, padded, attention_mask=mask, per_token=per_token)
         assert float((ours - theirs).abs().max()) <= 1e-6
+
+
+def test_a_text_is_read_with_transformer_lens_s_beginning_of_text(ckpts):
+    """run_with_cache, run_with_hooks and lm(...) of a text start it with <|endoftext|> as TL's
+    do: the same positions and logits, and the same loss."""
+    import gpt2viz
+
+    lm = ckpts.lm("odd-heads")
+    bridge = plain_bridge(str(ckpts.path("odd-heads")))
+    text = "When Mary and John went to the store, John gave a drink to"
+    theirs, cache = bridge.run_with_cache(text)
+    mine, ours = lm.run_with_cache(text)
+    assert mine.shape == theirs.shape and float((mine - theirs.detach()).abs().max()) <= 1e-4
+    assert ours["pattern", 0].shape == cache["pattern", 0].shape
+    assert abs(float(lm(text, "loss")) - float(bridge(text, return_type="loss"))) <= 1e-4
+    assert isinstance(lm, gpt2viz.LanguageModel)

@@ -43,6 +43,8 @@ looked at again before it breaks silently.
 
 from __future__ import annotations
 
+import codecs
+import functools
 import hashlib
 import inspect
 import time
@@ -109,6 +111,7 @@ TEXTUAL_PRIVATE: dict[tuple[type, str], str] = {
 }
 if linux_driver is not None:
     TEXTUAL_PRIVATE[linux_driver.LinuxDriver, "run_input_thread"] = "d796af6d69db337d"
+    TEXTUAL_PRIVATE[linux_driver.LinuxDriver, "_run_input_thread"] = "d2ef22cc2c97a9eb"
 
 
 # Textual's own code for what this module replaces on Textual's classes (for the fingerprint).
@@ -545,3 +548,27 @@ class PasteKeepingParser(XTermParser):
 
 if linux_driver is not None:
     linux_driver.XTermParser = PasteKeepingParser  # type: ignore[misc]  # the class run_input_thread makes
+
+
+# -- the key reader: bytes that are not UTF-8, and its own failures ----------------------------------
+def _lenient_decoder(encoding: str) -> Callable[[], codecs.IncrementalDecoder]:
+    """`codecs.getincrementaldecoder` for Textual's key reader, whose decoder then replaces a byte
+    that is not UTF-8 with U+FFFD (a Latin-1 terminal's é, xterm's 8-bit Meta keys, a paste of
+    such bytes): Textual's strict one raised UnicodeDecodeError in the key thread, which ended the
+    app with a traceback and exit status 0."""
+    return functools.partial(codecs.getincrementaldecoder(encoding), errors="replace")
+
+
+def _run_input_thread(self) -> None:
+    """Textual's key thread, whose own failure ends the app through its crash path (one line, the
+    traceback in the log, exit status 1) instead of Textual's panic (a traceback, exit status 0)."""
+    try:
+        self.run_input_thread()
+    except Exception as error:
+        self._app.call_later(self._app._handle_exception, error)
+
+
+if linux_driver is not None:
+    linux_driver.getincrementaldecoder = _lenient_decoder  # what run_input_thread makes its decoder with
+    _REPLACED[linux_driver.LinuxDriver, "_run_input_thread"] = linux_driver.LinuxDriver._run_input_thread
+    linux_driver.LinuxDriver._run_input_thread = _run_input_thread  # type: ignore[method-assign]

@@ -88,7 +88,7 @@ class Gpt2VizApp(CompatApp):
                 tooltip=N_("The guided lessons: choose one, or go on where you left it")),
         Binding("q", "quit", N_("quit"), id="quit", tooltip=N_("Leave gpt2viz")),
         # Textual only hints at ctrl+q on ctrl+c; people expect ctrl+c to leave a terminal app.
-        Binding("ctrl+c", "quit", N_("quit"), id="quit-ctrl-c", show=False, priority=True, tooltip=N_("Leave gpt2viz")),
+        Binding("ctrl+c", "interrupt", N_("quit"), id="quit-ctrl-c", show=False, priority=True, tooltip=N_("Leave gpt2viz")),
     ]
 
     def __init__(self, lm=None, trace: Trace | None = None, options: RunOptions | None = None) -> None:
@@ -259,6 +259,14 @@ class Gpt2VizApp(CompatApp):
         self.exit_code = 1
 
     # -- actions ---------------------------------------------------------------------------
+    def action_interrupt(self) -> None:
+        """ctrl+c: leaves as q does; while the loading screen is up, it is an interruption, as
+        Ctrl-C before the app took the terminal is: one line, exit status 130 (README)."""
+        if isinstance(self.screen, LoadingScreen) and not self.session.downloading:
+            self.farewell = _("interrupted; nothing was written")
+            self.exit_code = 130
+        self.action_quit()
+
     def action_quit(self) -> None:
         """Leaves at once, from any screen; leaving during a download is cancelling it."""
         if self.session.downloading:

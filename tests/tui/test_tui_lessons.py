@@ -646,3 +646,26 @@ async def test_a_verdict_is_worked_out_again_for_a_new_pass(tiny_lm):
         await pilot.pause()
         assert run.guesses[number].answer == 0
         assert say("lesson.guess.off", guess="10", answer="0") in lesson_text(app)
+
+
+@run_async
+async def test_a_word_typed_into_a_guess_stays_in_the_field():
+    """Once something is typed, n and p are the field's letters (refused) and no letter reaches the
+    step-through: a crash walk typed 1e999, enter, then 'nan' (which turned the page and showed all
+    heads) and 'inf' with enter (the lesson menu opened and lesson 000 replaced 001). From an empty
+    field n still turns the page."""
+    app = make_app(trace=load(TINY_TRACE), options=RunOptions(lesson="001"))
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        await started(app, pilot)
+        lesson = app.session.lesson
+        while lesson.current.predict is None:
+            await pilot.press("n")
+        page, step = lesson.page, app.screen
+        field = step.query_one("#lesson-guess")
+        await pilot.press(*"1e999", "enter", *"nan", *"inf", "enter")
+        await pilot.pause()
+        assert app.session.lesson is lesson and lesson.page == page and app.screen is step
+        assert field.has_focus and field.value == "1e999i"
+        assert not any("All heads" in str(n.message) for n in app._notifications)
+        await pilot.press("ctrl+u", "n")
+        assert lesson.page == page + 1

@@ -9,12 +9,11 @@ import math
 
 from textual import events
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import Input, Rule, Static
 
-from ...i18n import N_, _, say
+from ...i18n import _, say
 from ...i18n.layout import wrap_wide
 from ..formatting import UNKNOWN, count, num
 from ..lesson_facts import MEASURED, lesson_facts
@@ -24,13 +23,13 @@ from .safe_input import FieldInput
 
 
 class GuessInput(FieldInput):
-    """The field for a guess: a number and its unit only (85k, 1.2 MiB, 4.5%, 3万), so n and p,
-    which no guess holds, turn the lesson's pages even while typing."""
+    """The field for a guess: a number and its unit only (85k, 1.2 MiB, 4.5%, 3万). From an empty
+    field, n and p (which no guess holds) turn the lesson's pages and the page's own key does what
+    the page says; once something is typed, every letter stays the field's, taken or refused, so
+    that a word typed there ('nan', 'inf', 'nine') never turns a page and runs the step-through's
+    keys with the letters after it (a crash walk: 'inf' and enter opened the lesson menu and
+    switched lessons)."""
 
-    BINDINGS = [
-        Binding("n", "screen.lesson_next", N_("next page"), show=False, priority=True),
-        Binding("p", "screen.lesson_previous", N_("previous page"), show=False, priority=True),
-    ]
     # A minus too, so that a negative guess is refused with a reason rather than changed unseen.
     GUESS_CHARACTERS = r"[0-9.,，\s_eE+\-%kKmMgGbBiI万亿]*"
 
@@ -40,7 +39,7 @@ class GuessInput(FieldInput):
     page_key: str | None = None
 
     def on_key(self, event: events.Key) -> None:
-        if self.page_key is not None and not self.value and event.key == self.page_key:
+        if not self.value and event.key in ("n", "p", self.page_key):
             event.prevent_default()  # not typed (Input's own handler is its base class's)
             event.stop()
             self.screen.set_focus(None)

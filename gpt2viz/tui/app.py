@@ -22,6 +22,7 @@ from textual.app import SystemCommand
 from textual.binding import Binding
 from textual.command import CommandPalette
 from textual.message import Message
+from textual.notifications import Notification, Notify
 from textual.screen import Screen
 from textual.theme import ThemeProvider
 from textual.timer import Timer
@@ -99,6 +100,7 @@ class Gpt2VizApp(CompatApp):
         self.error: str | None = None
         self.exit_code = 0
         self.farewell: str | None = None  # a line to say on leaving that is no error (a cancelled download)
+        self._replaceable: dict[str, Notification] = {}  # notify(replaces=key): the last one of each key
         self._steps: StepScreen | None = None  # the step-through of the session's trace (pushed here)
         self._loading: LoadingScreen | None = None  # the loading screen of a run under way (pushed here)
         self._rerun_notice: Timer | None = None  # "Running the pass again…", due if the pass takes a moment
@@ -243,11 +245,23 @@ class Gpt2VizApp(CompatApp):
         if self.session.verify() is not None:
             self.notify(_("Checking against transformers…"), timeout=3)
 
-    def notify(self, message: str, *, title: str = "", severity="information", timeout=None, markup: bool = True) -> None:
+    def notify(self, message: str, *, title: str = "", severity="information", timeout=None, markup: bool = True,
+               replaces: str | None = None) -> None:
         """Textual's notification (every screen's and widget's comes here), its text shown by
         gpt2viz.text_safety's rule and never read as markup: messages quote paths, prompts, model
-        names and errors, which may hold anything. (`markup` is taken and ignored.)"""
-        super().notify(safe_text(str(message)), title=safe_line(str(title)), severity=severity, timeout=timeout, markup=False)
+        names and errors, which may hold anything. (`markup` is taken and ignored.) It takes the
+        place of one on show with the same words, and, with `replaces`, of the last one given
+        that key: a key held down stacked ten of them over half the screen (a crash walk, '.')."""
+        text, heading = safe_text(str(message)), safe_line(str(title))
+        previous = self._replaceable.get(replaces) if replaces is not None else None
+        for shown in list(self._notifications):
+            if shown is previous or (shown.message, shown.title) == (text, heading):
+                self._unnotify(shown, refresh=False)
+        notification = Notification(text, heading, severity, self.NOTIFICATION_TIMEOUT if timeout is None else timeout,
+                                    markup=False)
+        if replaces is not None:
+            self._replaceable[replaces] = notification
+        self.post_message(Notify(notification))
 
     # -- an error nobody expected -------------------------------------------------------------
     def crash_line(self, error: Exception) -> None:

@@ -84,6 +84,9 @@ TEXTUAL_PRIVATE: dict[tuple[type, str], str] = {
     (App, "_handle_exception"): "baea2e7f88e7ac52",
     (App, "_exit"): "252ebc810445207d",
     (App, "_fatal_error"): "2474616cec7fa94d",
+    (App, "notify"): "21f91a87f4eb9653",  # its body is gpt2viz's App.notify's (which may replace one on show)
+    (App, "_unnotify"): "0ca739607455a3aa",
+    (App, "_notifications"): "252ebc810445207d",
     (App, "_close_messages_no_wait"): "f5db7e8fd40afc56",
     (CommandPalette, "_start_no_matches_countdown"): "0bc07d1794718e89",
     (CommandPalette, "_stop_no_matches_countdown"): "ab26b55062318399",

@@ -397,3 +397,21 @@ async def test_a_palette_command_for_a_screen_that_has_left(bundled, errors_log,
             assert app.screen is generation
             app.call_later(partial(app.run_action, "apply", settings))  # a key's action, late
             await replay(app, pilot, "settle", errors_log)
+
+
+@run_async
+async def test_a_key_held_down_leaves_one_notification_not_a_stack():
+    """Holding '.' away from the attention stages stacked ten 'Head N of 8 will be shown'
+    notifications over half the screen (a crash walk): each takes the last one's place; a
+    message said again (a held 'a' before any block) shows once."""
+    app = make_app(trace=load(GENERATION_TRACE.with_name("tiny-trace.json")))
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await started(app, pilot)
+        assert app.screen.stage.layer is None  # the model's files: no block, no attention
+        await pilot.press(*["full_stop"] * 10)
+        await pilot.pause()
+        heads = [n for n in app._notifications if "will be shown at the attention stages" in n.message]
+        assert len(heads) == 1 and heads[0].message.startswith(f"Head {10 % app.screen.n_head} of ")
+        await pilot.press(*["a"] * 5)
+        await pilot.pause()
+        assert sum("All heads: go to a block first" in n.message for n in app._notifications) == 1

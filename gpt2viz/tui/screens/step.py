@@ -193,9 +193,9 @@ class StepScreen(AppScreen[None]):
         if self.stage.is_attention:
             self._draw(new_stage=False)
         else:
-            self.notify(
+            self.app.notify(
                 _("Head {head} of {n_head} will be shown at the attention stages.").format(head=self.head, n_head=count(self.n_head)),
-                timeout=2,
+                timeout=2, replaces="head",
             )
 
     def load_trace(self, trace: Trace, changes: list[dict] | None = None) -> None:

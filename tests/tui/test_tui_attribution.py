@@ -277,6 +277,9 @@ async def test_prompts_of_different_lengths_or_the_same_answer_are_refused(bundl
         message = str(screen.query_one("#patch-message", Static).render())
         assert message == "The corrupted prompt has 6 tokens and the clean one 5 tokens: patching needs the same number of tokens."
         assert screen.patch is None and runs == []  # nothing ran
+        screen.query_one(Input).value = "The meaning of death is"  # typed to the right length: the refusal goes
+        await pilot.pause()
+        assert screen.refusal is None and not screen.query_one("#patch-message", Static).display and runs == []
         await patch(pilot, screen, "The meaning of death is")  # the tiny model answers ' not' to both
         message = str(screen.query_one("#patch-message", Static).render())
         assert message.startswith("Both prompts make the model predict '␣not': there is no difference to restore.")

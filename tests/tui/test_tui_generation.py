@@ -311,6 +311,11 @@ async def test_settings_form_checks_values_inline(ckpts):
         form.apply()
         await pilot.pause()
         assert "temperature must be > 0 to sample" in screen_text(app)
+        # Mended as typed, a field's message goes at once (it stayed until the next apply).
+        form.query_one("#new-tokens").value = "34"
+        await pilot.pause()
+        assert not form.query_one("#new-tokens-error").display and "got 4097" not in screen_text(app)
+        assert form.query_one("#temperature-error").display  # not mended: still said
         await pilot.press("escape")
         await pilot.pause()
         assert app.screen is screen and screen.gen.settings.max_new_tokens == 4

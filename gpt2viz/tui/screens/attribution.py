@@ -330,22 +330,35 @@ class AttributionScreen(AppScreen[None]):
         if not self.running:
             self.action_patch()
 
-    def action_patch(self) -> None:
-        """Checks the corrupted prompt here (tokenizing is cheap) and patches in a worker."""
-        text = self.query_one(Input).value
+    def on_input_changed(self, event: Input.Changed) -> None:
+        """A refusal on show is checked again as the corrupted prompt is typed: it goes once the
+        prompt would run (a crash walk read 'The corrupted prompt has 2 tokens' under a prompt of
+        the right length, until enter)."""
+        if self.refusal is not None and not self.running and self._refusal_of(event.value)[1] is None:
+            self.refusal = None
+            self._draw_patch()
+            self._status()
+
+    def _refusal_of(self, text: str) -> tuple[list[int], Callable[[], str] | None]:
+        """The corrupted prompt's ids, and why patching cannot run on them (None: it can)."""
         corrupted = self.lm.encode_prompt(text) if text.strip() else []
         clean = self.ids
         if not corrupted:
-            self._refuse(lambda: _("Type a corrupted prompt first: the clean prompt with a word changed."))
-        elif len(corrupted) != len(clean):
-            self._refuse(
-                lambda: _(
-                    "The corrupted prompt has {corrupted} and the clean one {clean}: patching needs the same "
-                    "number of tokens."
-                ).format(corrupted=tokens_text(len(corrupted)), clean=tokens_text(len(clean)))
-            )
-        elif corrupted == clean:
-            self._refuse(lambda: _("The corrupted prompt is the clean one: change a word the answer depends on."))
+            return corrupted, lambda: _("Type a corrupted prompt first: the clean prompt with a word changed.")
+        if len(corrupted) != len(clean):
+            return corrupted, lambda: _(
+                "The corrupted prompt has {corrupted} and the clean one {clean}: patching needs the same "
+                "number of tokens."
+            ).format(corrupted=tokens_text(len(corrupted)), clean=tokens_text(len(clean)))
+        if corrupted == clean:
+            return corrupted, lambda: _("The corrupted prompt is the clean one: change a word the answer depends on.")
+        return corrupted, None
+
+    def action_patch(self) -> None:
+        """Checks the corrupted prompt here (tokenizing is cheap) and patches in a worker."""
+        corrupted, refusal = self._refusal_of(self.query_one(Input).value)
+        if refusal is not None:
+            self._refuse(refusal)
         else:
             self.refusal, self.patch, self.stopped = None, None, False
             self.running, self.progress = True, None
@@ -355,7 +368,7 @@ class AttributionScreen(AppScreen[None]):
             self._draw_patch()
             self._status()
             self.session.patch(
-                self, clean, corrupted, on_progress=self._progressed, on_result=self._patched, on_error=self._failed,
+                self, self.ids, corrupted, on_progress=self._progressed, on_result=self._patched, on_error=self._failed,
                 ablations=self.ablations,
             )
 

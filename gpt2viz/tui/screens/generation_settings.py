@@ -291,6 +291,13 @@ class SettingsScreen(AppModal[GenerationSettings | None]):
             first = next(name for name in ("new-tokens", *SAMPLING_FIELDS) if name in errors)
             self.query_one(f"#{first}", Input).focus()
 
+    def on_input_changed(self, event: Input.Changed) -> None:
+        """Once the form has said what is wrong, each change checks it again, so a mended field's
+        message goes as it is mended (a crash walk read 'an integer from 1 to 4,096 is needed'
+        under a field holding 34)."""
+        if any(error.display for error in self.query(".settings-error")):
+            self._check()
+
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
         self.apply()

@@ -55,7 +55,7 @@ from .session import (
     Verified,
 )
 from .textual_compat import CompatApp
-from .widgets.room_notice import MIN_HEIGHT, MIN_WIDTH
+from .widgets.room_notice import MIN_HEIGHT, MIN_WIDTH, RoomNotice
 
 
 @dataclass(eq=False)
@@ -115,9 +115,25 @@ class Gpt2VizApp(CompatApp):
 
     # -- what is typed as a screen opens (screens/base.py, rule 7) --------------------------------
     async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, (events.Key, events.Paste)) and not event.is_forwarded and self._room_notice_shown():
+            # Nothing of the screen is on show but the notice: a key would change what the learner
+            # cannot see (a crash walk held left at 20 x 8 and came back 30 stages earlier). The
+            # notice's own keys leave.
+            if isinstance(event, events.Key) and event.key in ("q", "ctrl+q"):
+                self.action_quit()
+            elif isinstance(event, events.Key) and event.key == "ctrl+c":
+                self.action_interrupt()
+            return
         if isinstance(event, events.Key) and not event.is_forwarded and self.screen_stack:
             event.typed_on = self.screen  # type: ignore[attr-defined]  # the screen on top when it was typed
         await super().on_event(event)
+
+    def _room_notice_shown(self) -> bool:
+        """Whether the screen on top shows only its RoomNotice: the terminal is smaller than it needs."""
+        if not self.screen_stack:
+            return False
+        screen = self.screen
+        return (screen.has_class("-too-narrow") or screen.has_class("-too-short")) and bool(screen.query(RoomNotice))
 
     def on_key(self, event: events.Key) -> None:
         # A key typed right after the one that opened a screen went to the screen on top before

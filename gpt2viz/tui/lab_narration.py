@@ -116,8 +116,8 @@ def context_text(
         parts = [busy_sentence(result, sweep), busy_table(sweep, rows)]
         if not sweep.complete:
             parts.append(say("lab.context.partial", done=count(len(p)), last=p[-1]))
-        if next_run:
-            parts.append(next_run)
+        if next_run:  # first: where the learner looks as the length key is pressed
+            parts.insert(0, next_run)
         parts.append(machine_text(result))
         return "\n\n".join(parts)
     parts = [
@@ -152,8 +152,6 @@ def context_text(
             ))
     else:
         parts.append(say("lab.context.partial", done=count(len(p)), last=p[-1]))
-    if next_run:
-        parts.append(next_run)
     busy = busy_sentence(result, sweep)
     if busy:
         parts.insert(1, busy)
@@ -162,6 +160,8 @@ def context_text(
         costs = result.costs
         what = say("lab.what.cached", position=p[mid])
         parts.append(bound_sentence(result, what, costs.bytes_read(1, p[mid]), costs.flops(1, p[mid]), cached[mid]))
+    if next_run:  # first: where the learner looks as the length key is pressed (below, it went unseen)
+        parts.insert(0, next_run)
     parts.append(machine_text(result))
     return "\n\n".join(parts)
 

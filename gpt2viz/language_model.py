@@ -38,6 +38,7 @@ from .model.tokenizer import Tokenizer, checked_ids
 from .model.training_tokens import read as read_training_tokens
 from .model.weights import load_weights, record_use
 from .next_token_loss import TOO_SHORT, next_token_loss
+from .tl_config import TLConfig, tl_config
 from . import tl_weights
 
 
@@ -103,6 +104,12 @@ class LanguageModel:
     def config(self) -> GPT2Config | LlamaConfig:
         """The model's hyperparameters (config.json)."""
         return self.model.config
+
+    @property
+    def cfg(self) -> TLConfig:
+        """The settings under TransformerLens's names (`lm.cfg.n_layers`, `d_model`, `n_heads`,
+        `d_head`, `d_vocab`, `act_fn`, ...: gpt2viz.tl_config); `config` has the checkpoint's."""
+        return tl_config(self)
 
     @property
     def name(self) -> str:

@@ -83,3 +83,22 @@ def test_the_logit_lens_and_direct_attribution_with_w_u_give_the_logits(bundled,
     assert abs(float(attributed[0] - (logits[0, -1, a] - logits[0, -1, b]))) <= 1e-4
     assert torch.allclose((parts @ (lm.W_U[:, a] - lm.W_U[:, b])).sum(0),
                           cache.logit_attrs(cache.decompose_resid(layer=-1, pos_slice=-1), a, b, pos_slice=-1).sum(0), atol=1e-4)
+
+
+@pytest.mark.parametrize("model", ["tiny", "llama"])
+def test_cfg_gives_transformer_lens_s_names_for_the_settings(bundled, llama_lm, model):
+    """`lm.cfg` (TL's `model.cfg`, in nearly every notebook) was an AttributeError: TL's names for
+    lm.config's numbers, agreeing with the weights' shapes."""
+    lm = bundled if model == "tiny" else llama_lm
+    cfg, config = lm.cfg, lm.config
+    assert (cfg.n_layers, cfg.d_model, cfg.n_heads, cfg.d_head, cfg.d_mlp, cfg.d_vocab, cfg.n_ctx) == (
+        config.n_layer, config.n_embd, config.n_head, config.head_dim, config.d_mlp, config.vocab_size, config.n_ctx)
+    assert lm.W_Q.shape == (cfg.n_layers, cfg.n_heads, cfg.d_model, cfg.d_head)
+    assert lm.W_in.shape == (cfg.n_layers, cfg.d_model, cfg.d_mlp) and lm.W_U.shape == (cfg.d_model, cfg.d_vocab)
+    assert cfg.default_prepend_bos and cfg.dtype == torch.float32 and cfg.device == "cpu"
+    if model == "tiny":
+        assert (cfg.act_fn, cfg.normalization_type, cfg.positional_embedding_type) == ("gelu_new", "LNPre", "standard")
+        assert cfg.n_key_value_heads is None and not cfg.gated_mlp
+    else:
+        assert (cfg.act_fn, cfg.normalization_type, cfg.positional_embedding_type) == ("silu", "RMSPre", "rotary")
+        assert cfg.n_key_value_heads == config.n_kv_head and lm.W_K.shape[1] == cfg.n_key_value_heads and cfg.gated_mlp

@@ -330,3 +330,20 @@ def test_a_text_is_read_with_transformer_lens_s_beginning_of_text(ckpts):
     assert ours["pattern", 0].shape == cache["pattern", 0].shape
     assert abs(float(lm(text, "loss")) - float(bridge(text, return_type="loss"))) <= 1e-4
     assert isinstance(lm, gpt2viz.LanguageModel)
+
+
+def test_cfg_names_the_settings_as_transformer_lens_s_cfg(ckpts):
+    """lm.cfg's fields equal those of TL's Bridge cfg on the same checkpoint; normalization_type is
+    HookedTransformer's after fold_ln, LNPre (the Bridge 4.3 keeps saying LN with the gains folded)."""
+    from transformer_lens.model_bridge import TransformerBridge
+
+    path = str(ckpts.path("odd-heads"))
+    bridge = TransformerBridge.boot_transformers(path, device="cpu")
+    bridge.enable_compatibility_mode(disable_warnings=True, fold_ln=True, center_writing_weights=False,
+                                     center_unembed=False, fold_value_biases=False)
+    mine, theirs = ckpts.lm("odd-heads").cfg, bridge.cfg
+    assert mine.normalization_type == "LNPre" and theirs.normalization_type in ("LN", "LNPre")
+    for name in ("n_layers", "d_model", "n_heads", "d_head", "d_mlp", "d_vocab", "d_vocab_out", "n_ctx", "act_fn",
+                 "positional_embedding_type", "gated_mlp", "eps", "default_prepend_bos",
+                 "attn_only", "parallel_attn_mlp"):
+        assert getattr(mine, name) == getattr(theirs, name), (name, getattr(mine, name), getattr(theirs, name))

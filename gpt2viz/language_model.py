@@ -410,6 +410,10 @@ class LanguageModel:
         should_stop: Callable[[], bool] | None = ...,
         *,
         prepend_bos: bool = ...,
+        do_sample: bool | None = ...,
+        stop_at_eos: bool = ...,
+        use_past_kv_cache: bool | None = ...,
+        verbose: bool = ...,
     ) -> GenerationResult: ...
 
     @overload
@@ -426,6 +430,10 @@ class LanguageModel:
         should_stop: Callable[[], bool] | None = ...,
         *,
         prepend_bos: bool = ...,
+        do_sample: bool | None = ...,
+        stop_at_eos: bool = ...,
+        use_past_kv_cache: bool | None = ...,
+        verbose: bool = ...,
     ) -> list[GenerationResult]: ...
 
     def generate(
@@ -441,23 +449,39 @@ class LanguageModel:
         should_stop: Callable[[], bool] | None = None,
         *,
         prepend_bos: bool = False,
+        do_sample: bool | None = None,
+        stop_at_eos: bool = True,
+        use_past_kv_cache: bool | None = None,
+        verbose: bool = False,
     ) -> GenerationResult | list[GenerationResult]:
         """Continues `prompt` (text or ids); see `gpt2viz.generate.generate`. A list of prompts
         (texts or id lists) gives a list of results, one per prompt, decoded together through one
         cache (`generate_prompts`; row r samples with seed + r). `prepend_bos` as for
-        `encode_prompt`."""
+        `encode_prompt`. TransformerLens's keywords are taken too, so that TL's calls run:
+        `do_sample=False` is greedy, `do_sample=True` samples (at temperature 1.0, TL's, unless
+        `temperature` says another); `use_past_kv_cache` is `use_cache`; `stop_at_eos=False` goes
+        on past `stop_id`; `verbose` is ignored (no progress bar). Greedy stays the default here,
+        and a result is a GenerationResult (`.text`, `.token_ids`), not TL's string."""
+        del verbose
+        if use_past_kv_cache is not None:
+            use_cache = use_past_kv_cache
+        if do_sample is False:
+            temperature = 0.0
+        elif do_sample and temperature == 0.0:
+            temperature = 1.0
+        stop = self.stop_id if stop_at_eos else None
         if isinstance(prompt, list) and prompt and all(isinstance(p, (str, list)) for p in prompt):
             if not use_cache:
                 raise InputError("use_cache", N_("{setting}: a list of prompts is decoded through the KV cache"))
             return self.generate_prompts(prompt, max_new_tokens, temperature, top_k, top_p, seed, on_step,
-                                         should_stop, prepend_bos=prepend_bos).rows
+                                         should_stop, prepend_bos=prepend_bos, stop_at_eos=stop_at_eos).rows
         return generate(
             self.model,
             self.encode_prompt(prompt, prepend_bos=prepend_bos),
             max_new_tokens,
             use_cache=use_cache,
             settings=SamplingSettings(temperature, top_k, top_p, seed),
-            eos_id=self.stop_id,
+            eos_id=stop,
             on_step=on_step,
             should_stop=should_stop,
         )
@@ -501,10 +525,11 @@ class LanguageModel:
         should_stop: Callable[[], bool] | None = None,
         *,
         prepend_bos: bool = False,
+        stop_at_eos: bool = True,
     ) -> BatchResult:
         """Continues each of `prompts` (texts or ids, any lengths) together, padded on the left
         with an attention mask, row r sampling with seed + r; see `gpt2viz.batch.generate_prompts`.
-        `prepend_bos` as for `encode_prompt`."""
+        `prepend_bos` as for `encode_prompt`; `stop_at_eos=False` goes on past `stop_id`."""
         if not isinstance(prompts, (list, tuple)):
             raise SettingError(
                 "prompts", N_("{setting} must be a list of texts or id lists, got {type}"), type=type(prompts).__name__
@@ -514,7 +539,7 @@ class LanguageModel:
             [self.encode_prompt(p, prepend_bos=prepend_bos) for p in prompts],
             max_new_tokens,
             settings=SamplingSettings(temperature, top_k, top_p, seed),
-            eos_id=self.stop_id,
+            eos_id=self.stop_id if stop_at_eos else None,
             on_step=on_step,
             should_stop=should_stop,
             pad_id=self.pad_id,  # as `pad` pads (no position attends to it)

@@ -240,3 +240,24 @@ def test_what_a_pass_returns_may_be_edited_and_used_in_a_graph(tiny_lm):
     positions = ids.size(1)
     cache["pos_embed"] += 1
     assert torch.equal(tiny_lm.run_with_cache(ids)[1]["pos_embed"][0], tiny_lm.W_pos[:positions])
+
+
+def test_generate_takes_transformer_lens_s_keywords(tiny_lm):
+    """TL's generate calls pass verbose=False, do_sample=..., use_past_kv_cache and stop_at_eos;
+    each was a TypeError (a TL-user walk: 'nearly every TL generate call')."""
+    greedy = tiny_lm.generate("Hello", 5)
+    plain = tiny_lm.generate("Hello", max_new_tokens=5, verbose=False, do_sample=False, use_past_kv_cache=False)
+    assert plain.token_ids == greedy.token_ids and not plain.used_cache
+    sampled = tiny_lm.generate("Hello", 5, do_sample=True, seed=3)
+    assert sampled.token_ids == tiny_lm.generate("Hello", 5, temperature=1.0, seed=3).token_ids
+    assert sampled.settings.temperature == 1.0
+    eos = tiny_lm.stop_id
+
+    def end_now(logits, hook):
+        logits[..., eos] = 1e4
+
+    with tiny_lm.hooks(fwd_hooks=[("unembed.hook_out", end_now)]):
+        assert tiny_lm.generate("Hello", 4).token_ids == [eos]
+        assert tiny_lm.generate("Hello", 4, stop_at_eos=False).token_ids == [eos] * 4
+        rows = tiny_lm.generate(["Hello", "Hi there"], 3, stop_at_eos=False)
+        assert [r.token_ids for r in rows] == [[eos] * 3, [eos] * 3]

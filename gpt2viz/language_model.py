@@ -371,8 +371,11 @@ class LanguageModel:
         return self._ids_tensor(self.encode_prompt(text, prepend_bos=prepend_bos))
 
     def to_string(self, tokens: torch.Tensor | list[int] | list[list[int]]) -> str | list[str]:
-        """The text of ids `[T]` (a list of ids too), or of each row of `[B, T]` (a list of lists)."""
+        """The text of ids `[T]` (a list of ids too, or one id: a 0-d tensor, as TL takes it), or of
+        each row of `[B, T]` (a list of lists)."""
         rows = tokens.tolist() if isinstance(tokens, torch.Tensor) else tokens
+        if isinstance(tokens, torch.Tensor) and tokens.dim() == 0:
+            rows = [rows]
         if isinstance(rows, list) and rows and all(isinstance(row, list) for row in rows):
             return [self.tokenizer.decode(row, "tokens") for row in rows]
         if not isinstance(rows, list) or any(isinstance(i, list) for i in rows):
@@ -380,10 +383,19 @@ class LanguageModel:
                              value=_shown(tokens))
         return self.tokenizer.decode(rows, "tokens")
 
-    def to_str_tokens(self, text: str | torch.Tensor | list[int], prepend_bos: bool = True) -> list[str]:
+    @overload
+    def to_str_tokens(self, text: str | torch.Tensor | list[int], prepend_bos: bool = ...) -> list[str]: ...
+
+    @overload
+    def to_str_tokens(self, text: list[str], prepend_bos: bool = ...) -> list[list[str]]: ...
+
+    def to_str_tokens(self, text: str | torch.Tensor | list[int] | list[str], prepend_bos: bool = True) -> list[str] | list[list[str]]:
         """Each token of a text (`bos_id` first by default) or of ids, as its own text
-        (' capital'), as TransformerLens's `to_str_tokens`. Half a character reads U+FFFD."""
-        ids = self.encode_prompt(text, prepend_bos=prepend_bos)
+        (' capital'), as TransformerLens's `to_str_tokens`; of several texts, a list each (unpadded).
+        Half a character reads U+FFFD."""
+        if isinstance(text, list) and text and all(isinstance(t, str) for t in text):
+            return [self.to_str_tokens(t, prepend_bos=prepend_bos) for t in text]
+        ids = self.encode_prompt(text, prepend_bos=prepend_bos)  # type: ignore[arg-type]  # not texts, here
         return [self.tokenizer.decode([i]) for i in ids]
 
     def to_single_token(self, text: str) -> int:

@@ -27,6 +27,9 @@ def test_tokens_as_transformer_lens_gives_them(lm):
     assert lm.to_str_tokens(torch.tensor(ids)) == ["The", " capital"]
     assert lm.to_string(torch.tensor(ids)) == "The capital"
     assert lm.to_string(torch.tensor([ids, ids])) == ["The capital", "The capital"]
+    # Several texts, each its own list (unpadded), and one id as a 0-d tensor, as TL's take them.
+    assert lm.to_str_tokens(["The capital", "Hi"]) == [["<|endoftext|>", "The", " capital"], ["<|endoftext|>", "Hi"]]
+    assert lm.to_string(torch.tensor(ids[0])) == "The"
     assert lm.to_single_token(" Paris") == lm.encode_prompt(" Paris")[0]
     with pytest.raises(InputError, match=r"text must be a text of one token, got ' Parisian dog' \(3 tokens\)"):
         lm.to_single_token(" Parisian dog")

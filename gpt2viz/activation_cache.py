@@ -405,7 +405,12 @@ class ActivationCache(dict):
             scale = self["ln_final.hook_scale"]
         else:
             scale = self["scale", layer, "ln2" if mlp_input else "ln1"]
-        return centred / _positions(scale, pos_slice)  # scale [B, T, 1]
+        normed = centred / _positions(scale, pos_slice)  # scale [B, T, 1]
+        if normed.shape != stack.shape:  # the stack's positions are not the scale's: broadcasting would make a grid
+            raise InputError("stack", N_("{setting} {shape} does not fit this cache's scale at pos_slice {value}: "
+                                         "give apply_ln_to_stack the pos_slice the stack was made with"),
+                             shape=list(stack.shape), value=shown(pos_slice))
+        return normed
 
     def logit_attrs(
         self, stack: torch.Tensor, tokens: Any, incorrect_tokens: Any = None, pos_slice: Any = None

@@ -22,7 +22,7 @@ from textual.app import SystemCommand
 from textual.binding import Binding
 from textual.command import CommandPalette
 from textual.message import Message
-from textual.notifications import Notification, Notify
+from textual.notifications import Notify
 from textual.screen import Screen
 from textual.theme import ThemeProvider
 from textual.timer import Timer
@@ -54,7 +54,7 @@ from .session import (
     TraceRecorded,
     Verified,
 )
-from .textual_compat import CompatApp
+from .textual_compat import CompatApp, KeyedNotification
 from .widgets.room_notice import MIN_HEIGHT, MIN_WIDTH, RoomNotice
 
 
@@ -100,7 +100,6 @@ class Gpt2VizApp(CompatApp):
         self.error: str | None = None
         self.exit_code = 0
         self.farewell: str | None = None  # a line to say on leaving that is no error (a cancelled download)
-        self._replaceable: dict[str, Notification] = {}  # notify(replaces=key): the last one of each key
         self._steps: StepScreen | None = None  # the step-through of the session's trace (pushed here)
         self._loading: LoadingScreen | None = None  # the loading screen of a run under way (pushed here)
         self._rerun_notice: Timer | None = None  # "Running the pass again…", due if the pass takes a moment
@@ -265,18 +264,13 @@ class Gpt2VizApp(CompatApp):
                replaces: str | None = None) -> None:
         """Textual's notification (every screen's and widget's comes here), its text shown by
         gpt2viz.text_safety's rule and never read as markup: messages quote paths, prompts, model
-        names and errors, which may hold anything. (`markup` is taken and ignored.) It takes the
-        place of one on show with the same words, and, with `replaces`, of the last one given
-        that key: a key held down stacked ten of them over half the screen (a crash walk, '.')."""
-        text, heading = safe_text(str(message)), safe_line(str(title))
-        previous = self._replaceable.get(replaces) if replaces is not None else None
-        for shown in list(self._notifications):
-            if shown is previous or (shown.message, shown.title) == (text, heading):
-                self._unnotify(shown, refresh=False)
-        notification = Notification(text, heading, severity, self.NOTIFICATION_TIMEOUT if timeout is None else timeout,
-                                    markup=False)
-        if replaces is not None:
-            self._replaceable[replaces] = notification
+        names and errors, which may hold anything. (`markup` is taken and ignored.) As it is
+        shown it takes the place of one on show with the same words, and, with `replaces`, of
+        the last one given that key (textual_compat.CompatApp._on_notify): a key held down
+        stacked ten of them over half the screen (a crash walk, '.')."""
+        notification = KeyedNotification(safe_text(str(message)), safe_line(str(title)), severity,
+                                         self.NOTIFICATION_TIMEOUT if timeout is None else timeout, markup=False,
+                                         replaces=replaces)
         self.post_message(Notify(notification))
 
     # -- an error nobody expected -------------------------------------------------------------

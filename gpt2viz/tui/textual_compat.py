@@ -44,6 +44,7 @@ looked at again before it breaks silently.
 from __future__ import annotations
 
 import codecs
+from dataclasses import dataclass
 import functools
 import hashlib
 import inspect
@@ -67,6 +68,7 @@ from textual.strip import Strip
 from textual.timer import Timer
 from textual.widgets import Input, OptionList
 from textual.widgets.option_list import Option
+from textual.notifications import Notification, Notify
 from textual._styles_cache import StylesCache
 from textual._xterm_parser import BRACKETED_PASTE_END, BRACKETED_PASTE_START, XTermParser
 from textual._parser import Parser
@@ -84,7 +86,7 @@ TEXTUAL_PRIVATE: dict[tuple[type, str], str] = {
     (App, "_handle_exception"): "baea2e7f88e7ac52",
     (App, "_exit"): "252ebc810445207d",
     (App, "_fatal_error"): "2474616cec7fa94d",
-    (App, "notify"): "21f91a87f4eb9653",  # its body is gpt2viz's App.notify's (which may replace one on show)
+    (App, "_on_notify"): "65e0eaed1e22eff4",
     (App, "_unnotify"): "0ca739607455a3aa",
     (App, "_notifications"): "252ebc810445207d",
     (App, "_close_messages_no_wait"): "f5db7e8fd40afc56",
@@ -153,6 +155,13 @@ _SCREEN_PENDING = (
 )
 
 
+@dataclass
+class KeyedNotification(Notification):
+    """A notification that takes the place of the last one given the same `replaces` key."""
+
+    replaces: str | None = None
+
+
 class CompatApp(App):
     """An App whose unexpected errors end it with one line (`crash_line`), never a traceback."""
 
@@ -169,6 +178,19 @@ class CompatApp(App):
         """Ends the app without Textual's traceback on the terminal: the crash line says it."""
         self.bell()
         self._close_messages_no_wait()
+
+    def _on_notify(self, event: Notify) -> None:
+        """Runs before Textual's own (which adds the notification): a notification takes the place
+        of one on show with the same words, or of one given the same `replaces` key
+        (KeyedNotification), as it is shown, so that several asked for in one burst (a key held
+        down) replace each other too."""
+        new = event.notification
+        key = getattr(new, "replaces", None)
+        for shown in list(self._notifications):
+            if (shown.message, shown.title) == (new.message, new.title) or (
+                key is not None and getattr(shown, "replaces", None) == key
+            ):
+                self._unnotify(shown, refresh=False)
 
     @property
     def leaving(self) -> bool:

@@ -395,6 +395,9 @@ def on_tab(tab: str):
         screen = await open_attribution(pilot)
         if tab == "patch":
             await patch(pilot, screen, CORRUPTED)
+            # The box has the focus again: its cursor steady, not caught on or off by the blink's
+            # timer (the 80 x 24 snapshot failed once in a busy suite over that one cell).
+            screen.query_one(Input).cursor_blink = False
         await pilot.pause()
         await pilot.app.workers.wait_for_complete()
         await pilot.wait_for_scheduled_animations()

@@ -415,3 +415,7 @@ async def test_a_key_held_down_leaves_one_notification_not_a_stack():
         await pilot.press(*["a"] * 5)
         await pilot.pause()
         assert sum("All heads: go to a block first" in n.message for n in app._notifications) == 1
+        for _ in range(7):  # asked for in one burst, before any is shown (keys piled up on a busy app)
+            app.screen.action_next_head()
+        await pilot.pause()
+        assert sum("will be shown at the attention stages" in n.message for n in app._notifications) == 1

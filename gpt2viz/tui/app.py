@@ -55,7 +55,7 @@ from .session import (
     Verified,
 )
 from .textual_compat import CompatApp, KeyedNotification
-from .widgets.room_notice import MIN_HEIGHT, MIN_WIDTH, RoomNotice
+from .widgets.room_notice import MIN_HEIGHT, MIN_WIDTH
 
 
 @dataclass(eq=False)
@@ -128,11 +128,12 @@ class Gpt2VizApp(CompatApp):
         await super().on_event(event)
 
     def _room_notice_shown(self) -> bool:
-        """Whether the screen on top shows only its RoomNotice: the terminal is smaller than it needs."""
+        """Whether the terminal is smaller than the screen on top needs: app.tcss then hides its
+        widgets, showing its RoomNotice (every screen of the app's has one; Textual's palette goes blank)."""
         if not self.screen_stack:
             return False
         screen = self.screen
-        return (screen.has_class("-too-narrow") or screen.has_class("-too-short")) and bool(screen.query(RoomNotice))
+        return screen.has_class("-too-narrow") or screen.has_class("-too-short")
 
     def on_key(self, event: events.Key) -> None:
         # A key typed right after the one that opened a screen went to the screen on top before

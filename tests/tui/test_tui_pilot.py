@@ -236,8 +236,15 @@ async def test_too_small_a_terminal_says_how_much_room_it_needs(tiny_trace):
         await pilot.resize_terminal(80, 24)
         await pilot.pause()
         assert "Tokenize" in screen_text(app)
+        # A screen over it (the help) says so too, and takes no key unseen (it went blank).
+        await pilot.press("question_mark")
+        await pilot.pause()
+        help_screen = app.screen
         await pilot.resize_terminal(70, 20)
         await pilot.pause()
+        assert "at least 80 × 24" in screen_text(app)
+        await pilot.press("escape", "right")
+        assert app.screen is help_screen and screen.index == start
         await pilot.press("q")
     assert app.return_code == 0
 

@@ -36,6 +36,7 @@ from textual.await_complete import AwaitComplete
 from textual.screen import ModalScreen, Screen
 
 from ..textual_compat import binding_table
+from ..widgets.room_notice import RoomNotice
 
 if TYPE_CHECKING:
     from textual.widgets import Input
@@ -168,6 +169,11 @@ class AppModal(Lifecycle, ModalScreen[R], Generic[R]):
         super().__init__()
         if session is not None:
             self.session = session
+
+    def on_mount(self) -> None:
+        # Shown (app.tcss) in place of the screen's widgets when the terminal is too small, as on
+        # the full screens: a modal went blank there, and took keys unseen.
+        self.mount(RoomNotice(id="room-notice"))
 
     def on_unmount(self) -> None:
         self._detach()

@@ -258,6 +258,16 @@ class PassInfo:
     real: Any = None  # [batch, new positions] bool tensor, True at a real token; None: all real
 
 
+def fwd_pairs(fwd_hooks: object) -> list[tuple[Any, Callable]]:
+    """TransformerLens's `fwd_hooks` as a list of `(names, fn)` pairs; anything else is an
+    InputError naming `fwd_hooks`."""
+    pairs = list(fwd_hooks) if isinstance(fwd_hooks, (list, tuple)) else None
+    if pairs is None or not all(isinstance(p, (list, tuple)) and len(p) == 2 and callable(p[1]) for p in pairs):
+        raise InputError("fwd_hooks", N_("{setting} must be a list of (hook name, function) pairs, got {value}"),
+                         value=shown(fwd_hooks))
+    return [(names, fn) for names, fn in pairs]
+
+
 class Hooks:
     """The hook points of one model and their subscribers."""
 
@@ -270,7 +280,7 @@ class Hooks:
         self._scoped: dict[int, list[_Subscription]] = {}  # thread id -> its own (subscribe)
         self._by_name: dict[tuple[int, str], tuple[HookFn, ...]] = {}
         self._lock = threading.Lock()  # subscriptions change from several threads
-        self.tl_added: list[_Subscription] = []  # TransformerLens's add_hook's, until reset_hooks
+        self._tl_added: list[_Subscription] = []  # TransformerLens's add_hook's, until reset_hooks
 
     def bind(self, names: list[str] | tuple[str, ...], **sizes: int) -> None:
         """Tells the hooks their model's hook points and sizes: a subscription that matches none
@@ -313,12 +323,12 @@ class Hooks:
         """TransformerLens's `add_hook`: `fn(activation, hook)` at the hook points `names` names
         (a name, a pattern or a filter function), in every thread's passes, until `reset_tl`."""
         for pattern in self.matching(names, "name"):
-            self.tl_added.append(self.add(pattern, fn, tl_style=True))
+            self._tl_added.append(self.add(pattern, fn, tl_style=True))
 
     def reset_tl(self) -> None:
         """Removes what `add_tl` added (subscriptions made with `add` stay)."""
-        while self.tl_added:
-            self.remove(self.tl_added.pop())
+        while self._tl_added:
+            self.remove(self._tl_added.pop())
 
     @contextmanager
     def __call__(
@@ -327,25 +337,27 @@ class Hooks:
         """TransformerLens's `model.hooks(...)`: `with lm.hooks(fwd_hooks=[(name, fn)]): ...` runs
         the block's passes, in every thread, with TL-style `fn(activation, hook)` at those hook
         points (a name, a pattern or a filter function each), removed at its end (kept until
-        `reset_hooks` with `reset_hooks_end=False`). Backward hooks are not taken."""
+        `reset_hooks` with `reset_hooks_end=False`). Backward hooks are not taken; `clear_contexts`
+        is taken and does nothing (gpt2viz's hook points keep no context)."""
         if bwd_hooks:
             raise InputError("bwd_hooks", N_("{setting}: gpt2viz takes forward hooks only (torch.autograd.grad on "
                                              "activations kept with run_with_cache(grad=True) gives their gradients)"))
-        pairs = list(fwd_hooks) if isinstance(fwd_hooks, (list, tuple)) else None
-        if pairs is None or not all(isinstance(p, (list, tuple)) and len(p) == 2 and callable(p[1]) for p in pairs):
-            raise InputError("fwd_hooks", N_("{setting} must be a list of (hook name, function) pairs, got {value}"),
-                             value=shown(fwd_hooks))
         added: list[_Subscription] = []
-        try:
-            for names, fn in pairs:
+        try:  # every pair checked and added before the block runs, or none left behind
+            for names, fn in fwd_pairs(fwd_hooks):
                 added.extend(self.add(pattern, fn, tl_style=True) for pattern in self.matching(names, "fwd_hooks"))
+        except BaseException:
+            for sub in added:
+                self.remove(sub)
+            raise
+        try:
             yield self
         finally:
             for sub in added:
                 if reset_hooks_end:
                     self.remove(sub)
                 else:
-                    self.tl_added.append(sub)
+                    self._tl_added.append(sub)
 
     def remove(self, sub: _Subscription) -> None:
         """Detaches a subscription made with `add`; removing twice is harmless."""

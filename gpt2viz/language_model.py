@@ -24,7 +24,7 @@ from .input_files import shown as _shown
 from .kernels.choice import Choice, choose_kernels
 from .kernels.formats import FormatChoice, apply_precision, give_back_freed_heap, unread_bytes, weight_bytes
 from .generate import GenerationResult, SamplingSettings, generate
-from .hooks import HookPoint, Hooks, TLHookFn
+from .hooks import HookPoint, Hooks, TLHookFn, fwd_pairs
 from .model.config import GPT2Config, model_type, read_config
 from .model.files import ModelFiles
 from .model.gpt2 import GPT2
@@ -48,7 +48,8 @@ def _tl_weight(name: str) -> Any:
     def get(self: LanguageModel) -> torch.Tensor:
         return tl_weights.weight(self.float32_twin().model, name)
 
-    get.__doc__ = f"TransformerLens's `{name}` (gpt2viz.tl_weights), the checkpoint's float32 numbers."
+    get.__doc__ = (f"TransformerLens's `{name}` (gpt2viz.tl_weights): made from the checkpoint's float32 numbers, "
+                   "the norms' gains and biases folded in where it reads a norm's output.")
     return property(get)
 
 
@@ -318,10 +319,7 @@ class LanguageModel:
         asks for, as for `run_with_cache` ('loss': the hooked pass's). `prompt` as for
         `run_with_cache`; only this thread's pass is hooked; `grad=True` runs it with autograd."""
         _check_return_type(return_type)
-        pairs = list(fwd_hooks) if isinstance(fwd_hooks, (list, tuple)) else None
-        if pairs is None or not all(isinstance(p, (list, tuple)) and len(p) == 2 and callable(p[1]) for p in pairs):
-            raise InputError("fwd_hooks", N_("{setting} must be a list of (hook name, function) pairs, got {value}"),
-                             value=_shown(fwd_hooks))
+        pairs = fwd_pairs(fwd_hooks)
         ids, attention_mask = self._batch(prompt, attention_mask, prepend_bos)
         self.hooks.new_sequence()
         with ExitStack() as stack:
@@ -414,7 +412,7 @@ class LanguageModel:
         prompt: str | list[int],
         max_new_tokens: int,
         use_cache: bool = ...,
-        temperature: float = ...,
+        temperature: float | None = ...,
         top_k: int | None = ...,
         top_p: float | None = ...,
         seed: int | None = ...,
@@ -434,7 +432,7 @@ class LanguageModel:
         prompt: list[str] | list[list[int]],
         max_new_tokens: int,
         use_cache: bool = ...,
-        temperature: float = ...,
+        temperature: float | None = ...,
         top_k: int | None = ...,
         top_p: float | None = ...,
         seed: int | None = ...,
@@ -453,7 +451,7 @@ class LanguageModel:
         prompt: str | list[int] | list[str] | list[list[int]],
         max_new_tokens: int,
         use_cache: bool = True,
-        temperature: float = 0.0,
+        temperature: float | None = None,
         top_k: int | None = None,
         top_p: float | None = None,
         seed: int | None = None,
@@ -469,22 +467,23 @@ class LanguageModel:
         """Continues `prompt` (text or ids); see `gpt2viz.generate.generate`. A list of prompts
         (texts or id lists) gives a list of results, one per prompt, decoded together through one
         cache (`generate_prompts`; row r samples with seed + r). `prepend_bos` as for
-        `encode_prompt`. TransformerLens's keywords are taken too, so that TL's calls run:
-        `do_sample=False` is greedy, `do_sample=True` samples (at temperature 1.0, TL's, unless
-        `temperature` says another); `use_past_kv_cache` is `use_cache`; `stop_at_eos=False` goes
+        `encode_prompt`. `temperature` None (not given) is greedy. TransformerLens's keywords are
+        taken too, so that TL's calls run: `do_sample=False` is greedy, `do_sample=True` samples
+        (at temperature 1.0, TL's, unless `temperature` says another; 0 stays greedy, as TL's); `use_past_kv_cache` is `use_cache`; `stop_at_eos=False` goes
         on past `stop_id`; `verbose` is ignored (no progress bar). Greedy stays the default here,
         and a result is a GenerationResult (`.text`, `.token_ids`), not TL's string."""
         del verbose
         if use_past_kv_cache is not None:
             use_cache = use_past_kv_cache
-        if do_sample is False:
+        if temperature is None:  # not given: greedy, or TL's 1.0 where do_sample asks to sample
+            temperature = 1.0 if do_sample else 0.0
+        elif do_sample is False:
             temperature = 0.0
-        elif do_sample and temperature == 0.0:
-            temperature = 1.0
         stop = self.stop_id if stop_at_eos else None
         if isinstance(prompt, list) and prompt and all(isinstance(p, (str, list)) for p in prompt):
             if not use_cache:
-                raise InputError("use_cache", N_("{setting}: a list of prompts is decoded through the KV cache"))
+                raise InputError("use_cache" if use_past_kv_cache is None else "use_past_kv_cache",
+                                 N_("{setting}: a list of prompts is decoded through the KV cache"))
             return self.generate_prompts(prompt, max_new_tokens, temperature, top_k, top_p, seed, on_step,
                                          should_stop, prepend_bos=prepend_bos, stop_at_eos=stop_at_eos).rows
         return generate(

@@ -37,7 +37,8 @@ def is_hidden(ch: str) -> bool:
 def escaped(ch: str) -> str:
     """The visible form of one character: `\\x1b`, `\\u202e`, `\\U000e0041`. A surrogate from
     U+DC80 to U+DCFF is how Python holds a byte of a file name or an argument that is not UTF-8
-    (os.fsdecode's surrogateescape): shown as that byte, `\\x9b`, as the name has it."""
+    (os.fsdecode's surrogateescape): shown as that byte, `\\x9b`, as the name has it (so a lone
+    U+DC9B and the C1 character U+009B read alike: both are hidden, either way)."""
     n = ord(ch)
     if 0xDC80 <= n <= 0xDCFF:
         n -= 0xDC00

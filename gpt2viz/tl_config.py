@@ -17,9 +17,6 @@ import torch
 
 __all__ = ["TLConfig", "tl_config"]
 
-_TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16, "int8": torch.int8}
-
-
 @dataclass(frozen=True)
 class TLConfig:
     """A model's settings as TransformerLens's `HookedTransformerConfig` names them (the fields TL
@@ -48,7 +45,7 @@ class TLConfig:
     default_prepend_bos: bool  # True: run_with_cache and to_tokens start a text with bos_id
     tokenizer_prepends_bos: bool  # False: the tokenizer itself adds nothing
     device: str
-    dtype: torch.dtype  # the weights' number format (an int8 model: torch.int8)
+    dtype: torch.dtype  # of the activations (an int8 model computes in float32), as TL code makes its tensors
 
 
 def tl_config(lm: Any) -> TLConfig:
@@ -79,5 +76,5 @@ def tl_config(lm: Any) -> TLConfig:
         default_prepend_bos=True,
         tokenizer_prepends_bos=False,
         device=str(lm.model.device),
-        dtype=_TORCH_DTYPES.get(lm.precision, torch.float32),
+        dtype=lm.model.dtype,
     )

@@ -8,9 +8,12 @@ d_mlp]`, `W_out` `[layers, d_mlp, d_model]`, the biases `b_Q` ... `[layers, head
 `b_in`, `b_out`, and `W_E` `[vocab, d_model]`, `W_pos` `[positions, d_model]` (GPT-2's), `W_U`
 `[d_model, vocab]`, `b_U`.
 
-Each LayerNorm's gain γ and bias β are folded into the weights that read its output, as TL does
-by default (`fold_ln=True`; the residual stream's writers and the unembedding not centred, no
-value biases folded): `W_Q`, `W_K`, `W_V` take ln1's γ on their input rows and `b_Q`... gain
+Each LayerNorm's gain γ and bias β are folded into the weights that read its output, as TL's
+`fold_ln=True` does, and nothing more: TL's other default processing (centring the residual
+stream's writers and the unembedding, folding the value biases into b_O) is not applied, so
+these equal TL's with `center_writing_weights=False, center_unembed=False,
+fold_value_biases=False`, not `HookedTransformer.from_pretrained`'s defaults (whose logits are
+shifted by a constant per position; differences of logits agree): `W_Q`, `W_K`, `W_V` take ln1's γ on their input rows and `b_Q`... gain
 `β @ W`; `W_in` (and `W_gate`) ln2's; `W_U` the final norm's, `b_U` its `β @ W_U` (neither family
 has an LM head bias of its own). As TL's, a LayerNorm's readers are then centred over their
 input rows (the norm's output has mean 0 there, so that part read nothing). That is the
@@ -54,11 +57,27 @@ def weight(model: Any, name: str) -> torch.Tensor:
             raise NoSuchWeight(name, N_("{setting}: a LLaMA-family model has no position table (it rotates queries and keys by position)"))
         raise NoSuchWeight(name, N_("{setting}: a LLaMA-family model's products have no biases"))
     with torch.no_grad():
+        if name not in _READS_NORM:  # a view of the checkpoint's own tensor: nothing to make
+            return parts[name](model.state_dict(), model.config)
+        # Made once and kept on the model until a parameter or the kept tensor itself is changed in
+        # place (torch's version counters say so): a notebook's `lm.W_U[:, token]` in a loop made
+        # three copies of gpt2-small's 154 MB unembedding at each access.
+        stamp = tuple(p._version for p in model.parameters())
+        kept = vars(model).setdefault("_tl_folded", {})
+        hit = kept.get(name)
+        if hit is not None and hit[0] == stamp and hit[1]._version == hit[2]:
+            return hit[1]
+        value = _folded(model, name, parts)
+        kept[name] = (stamp, value, value._version)
+        return value
+
+
+def _folded(model: Any, name: str, parts: dict) -> torch.Tensor:
+    """Weight `name`, which reads a norm's output, with the norm's γ and β folded in."""
+    with torch.no_grad():
         sd, config = model.state_dict(), model.config
         raw = parts[name](sd, config)
-        norm = _READS_NORM.get(name)
-        if norm is None:
-            return raw
+        norm = _READS_NORM[name]
         if name.startswith("W_"):  # γ on the rows of the input (d_model) axis
             gain = _norm_part(sd, config, norm, "weight")
             folded = raw * (gain.unsqueeze(-1) if name == "W_U" else _along_input(gain, raw))

@@ -223,6 +223,17 @@ def test_transformer_lens_s_forward_call_and_hooks_context(tiny_lm):
     with pytest.raises(InputError, match="bwd_hooks: gpt2viz takes forward hooks only"):
         with tiny_lm.hooks(bwd_hooks=[("hook_embed", lambda a, hook: None)]):
             pass
+    # An error inside the block, or in a later pair before it runs, leaves no hook behind.
+    seen.clear()
+    with pytest.raises(RuntimeError):
+        with tiny_lm.hooks(fwd_hooks=[("hook_embed", lambda a, hook: seen.append(hook.name))]):
+            raise RuntimeError("inside")
+    with pytest.raises(HookNameError):
+        with tiny_lm.hooks(fwd_hooks=[("hook_embed", lambda a, hook: seen.append(hook.name)),
+                                      (lambda name: "xyz" in name, lambda a, hook: None)], reset_hooks_end=False):
+            pass
+    tiny_lm(ids)
+    assert seen == [] and not tiny_lm.hooks.active
 
 
 def test_what_a_pass_returns_may_be_edited_and_used_in_a_graph(tiny_lm):
@@ -251,6 +262,7 @@ def test_generate_takes_transformer_lens_s_keywords(tiny_lm):
     sampled = tiny_lm.generate("Hello", 5, do_sample=True, seed=3)
     assert sampled.token_ids == tiny_lm.generate("Hello", 5, temperature=1.0, seed=3).token_ids
     assert sampled.settings.temperature == 1.0
+    assert tiny_lm.generate("Hello", 5, do_sample=True, temperature=0.0).token_ids == greedy.token_ids  # TL: greedy
     eos = tiny_lm.stop_id
 
     def end_now(logits, hook):

@@ -56,7 +56,7 @@ def test_a_llama_model_s_weights_recompute_the_pass(llama_lm):
             getattr(lm, name)
 
 
-def test_another_number_format_gives_the_checkpoint_s_float32_weights(ckpts):
+def test_another_number_format_gives_the_float32_twin_s_weights(ckpts):
     import gpt2viz
 
     low = gpt2viz.load_model(str(ckpts.path("odd-heads")), dtype="int8")
@@ -64,6 +64,7 @@ def test_another_number_format_gives_the_checkpoint_s_float32_weights(ckpts):
     for name in ("W_Q", "b_V", "W_O", "W_out", "W_U", "W_E"):
         assert torch.equal(getattr(low, name), getattr(exact, name)), name
         assert getattr(low, name).dtype == torch.float32
+    assert low.cfg.dtype == torch.float32  # what it computes in (a review read torch.int8 there)
 
 
 @pytest.mark.parametrize("model", ["tiny", "llama"])
@@ -102,3 +103,30 @@ def test_cfg_gives_transformer_lens_s_names_for_the_settings(bundled, llama_lm, 
     else:
         assert (cfg.act_fn, cfg.normalization_type, cfg.positional_embedding_type) == ("silu", "RMSPre", "rotary")
         assert cfg.n_key_value_heads == config.n_kv_head and lm.W_K.shape[1] == cfg.n_key_value_heads and cfg.gated_mlp
+
+
+def test_a_layernorm_s_readers_are_centred_and_an_rmsnorm_s_are_not(bundled, llama_lm):
+    """As TL's fold_ln: a LayerNorm's output has mean 0 over d_model, so its readers' mean over
+    their input rows reads nothing and is taken away; an RMSNorm does not centre, so its are kept."""
+    for name in ("W_Q", "W_K", "W_V", "W_in"):
+        assert float(getattr(bundled, name).mean(-2).abs().max()) < 1e-6, name
+    assert float(bundled.W_U.mean(0).abs().max()) < 1e-6
+    assert float(llama_lm.W_Q.mean(-2).abs().max()) > 1e-3 and float(llama_lm.W_U.mean(0).abs().max()) > 1e-3
+    assert bundled.cfg.dtype == torch.float32
+
+
+def test_a_folded_weight_is_made_once_and_again_after_an_edit():
+    """Made once and kept (gpt2-small's W_U was three 154 MB copies at each access), made again
+    once a parameter, or the kept tensor itself, is changed in place."""
+    import gpt2viz
+
+    lm = gpt2viz.load_model("tiny")  # its own: this test edits a parameter
+    first = lm.W_U
+    assert lm.W_U is first and lm.b_Q is lm.b_Q
+    first[0, 0] += 1  # an edit of what was handed out is not what the model holds
+    again = lm.W_U
+    assert again is not first and float((again - first).abs().max()) == 1.0
+    with torch.no_grad():
+        lm.model.ln_f.weight[0] += 1
+    changed = lm.W_U
+    assert changed is not again and not torch.equal(changed, again)

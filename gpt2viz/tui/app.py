@@ -285,9 +285,11 @@ class Gpt2VizApp(CompatApp):
 
     # -- actions ---------------------------------------------------------------------------
     def action_interrupt(self) -> None:
-        """ctrl+c: leaves as q does; while the loading screen is up, it is an interruption, as
-        Ctrl-C before the app took the terminal is: one line, exit status 130 (README)."""
-        if isinstance(self.screen, LoadingScreen) and not self.session.downloading:
+        """ctrl+c: leaves as q does; while the first loading screen is up (before any model was
+        shown), it is an interruption, as Ctrl-C before the app took the terminal is: one line,
+        exit status 130 (README). Past it, a loading screen of a new prompt or number format
+        included, it is the quit key (status 0)."""
+        if isinstance(self.screen, LoadingScreen) and self._steps is None and not self.session.downloading:
             self.farewell = _("interrupted; nothing was written")
             self.exit_code = 130
         self.action_quit()

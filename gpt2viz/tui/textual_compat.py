@@ -589,6 +589,8 @@ def _run_input_thread(self) -> None:
     traceback in the log, exit status 1) instead of Textual's panic (a traceback, exit status 0)."""
     try:
         self.run_input_thread()
+    except OSError:  # the terminal went away (EIO after a hang-up): the app ends, as after SIGHUP
+        self._app.call_later(self._app.exit)
     except Exception as error:
         self._app.call_later(self._app._handle_exception, error)
 

@@ -316,6 +316,9 @@ async def test_settings_form_checks_values_inline(ckpts):
         await pilot.pause()
         assert not form.query_one("#new-tokens-error").display and "got 4097" not in screen_text(app)
         assert form.query_one("#temperature-error").display  # not mended: still said
+        form.query_one("#sampling").value = False  # greedy: the sampling fields' messages go
+        await pilot.pause()
+        assert not form.query_one("#temperature-error").display
         await pilot.press("escape")
         await pilot.pause()
         assert app.screen is screen and screen.gen.settings.max_new_tokens == 4

@@ -210,6 +210,19 @@ async def test_q_or_ctrl_c_during_loading_exits_cleanly(ckpts, key):
 
 
 @run_async
+async def test_ctrl_c_on_a_later_loading_screen_is_the_quit_key(tiny_trace):
+    """Past the first loading screen, one of a new prompt or number format included, ctrl+c quits
+    as q does (README), exit status 0."""
+    app = make_app(trace=tiny_trace)
+    async with app.run_test(size=SIZE) as pilot:
+        await step_screen(app, pilot)
+        await app.push_screen(LoadingScreen(app.session, "tiny", "Hello", can_cancel=True))
+        await pilot.pause()
+        await pilot.press("ctrl+c")
+    assert app.return_code == 0 and app.farewell is None
+
+
+@run_async
 async def test_a_load_error_is_shown_and_sets_the_exit_code(tmp_path):
     app = make_app(options=parse_args(["--model", str(tmp_path / "missing")]))
     async with app.run_test(size=SIZE) as pilot:

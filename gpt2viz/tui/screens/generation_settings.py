@@ -232,8 +232,7 @@ class SettingsScreen(AppModal[GenerationSettings | None]):
         self.query_one("#apply", Button).label = _("Generate")
         self.query_one("#cancel", Button).label = _("Cancel")
         self._draw_keys()
-        if any(error.display for error in self.query(".settings-error")):
-            self._check()  # the messages on show, said again
+        self._check_again()  # the messages on show, said again
 
     def _draw_keys(self) -> None:
         """The form's keys under it, in lines that break only between two keys."""
@@ -263,6 +262,7 @@ class SettingsScreen(AppModal[GenerationSettings | None]):
         self._show_switch_hint(name, event.value)
         if name == "sampling":
             self._enable_sampling(event.value)
+        self._check_again()  # greedy: the sampling fields' messages no longer apply
 
     def values(self) -> dict[str, str]:
         """The texts of the form's fields."""
@@ -292,9 +292,12 @@ class SettingsScreen(AppModal[GenerationSettings | None]):
             self.query_one(f"#{first}", Input).focus()
 
     def on_input_changed(self, event: Input.Changed) -> None:
-        """Once the form has said what is wrong, each change checks it again, so a mended field's
-        message goes as it is mended (a crash walk read 'an integer from 1 to 4,096 is needed'
-        under a field holding 34)."""
+        self._check_again()
+
+    def _check_again(self) -> None:
+        """Once the form has said what is wrong, each change (a field typed in, a switch flipped,
+        the language) checks it again, so a mended field's message goes as it is mended (a crash
+        walk read 'an integer from 1 to 4,096 is needed' under a field holding 34)."""
         if any(error.display for error in self.query(".settings-error")):
             self._check()
 

@@ -406,6 +406,40 @@ class LanguageModel:
                              value=_shown(text), count=len(ids))
         return ids[0]
 
+    def to_single_str_token(self, token: int) -> str:
+        """The text of one token id (' Paris' for 6342), as TransformerLens's."""
+        return self.tokenizer.decode([self.check_token_id(token, "token")])
+
+    def get_token_position(self, single_token: str | int, input: str | torch.Tensor, mode: str = "first",
+                           prepend_bos: bool = True) -> int:
+        """Where `single_token` (a one-token text or an id) stands in `input` (a text, read as
+        `to_tokens` reads it, or ids `[T]` / `[1, T]`): its first place, or its last with
+        `mode='last'`, as TransformerLens's `get_token_position`. Absent, an InputError."""
+        if mode not in ("first", "last"):
+            raise InputError("mode", N_("{setting} must be 'first' or 'last', got {value}"), value=_shown(mode))
+        token = self.to_single_token(single_token) if isinstance(single_token, str) else \
+            self.check_token_id(single_token, "single_token")
+        ids = self.encode_prompt(input, prepend_bos=prepend_bos)
+        places = [i for i, t in enumerate(ids) if t == token]
+        if not places:
+            raise InputError("single_token", N_("{setting} {value} is not among the input's tokens"),
+                             value=_shown(self.tokenizer.decode([token])))
+        return places[0] if mode == "first" else places[-1]
+
+    def tokens_to_residual_directions(self, tokens: str | int | torch.Tensor) -> torch.Tensor:
+        """The unembedding's direction of each token, `W_U[:, token]` moved to the last axis: `[C]`
+        for one (a one-token text or an id), `[..., C]` for a tensor of ids, as TransformerLens's;
+        the final norm's gain is folded in (`W_U`), so a stream normed by the cache's
+        `apply_ln_to_stack` times it is that token's logit, less `b_U[token]`."""
+        if isinstance(tokens, str):
+            ids: Any = self.to_single_token(tokens)
+        elif isinstance(tokens, torch.Tensor) and tokens.dim() > 0:
+            ids = tokens.to(torch.long)
+            checked_ids(ids.reshape(-1).tolist(), self.config.vocab_size, "tokens")
+        else:
+            ids = self.check_token_id(tokens, "tokens")
+        return self.W_U[:, ids].movedim(0, -1)
+
     @overload
     def generate(
         self,

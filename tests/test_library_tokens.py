@@ -92,3 +92,21 @@ def test_a_model_with_more_rows_than_its_tokenizer_has_ids_decodes_them(tmp_path
     with lm.hooks.subscribe("unembed.hook_out", favour_a_padding_row):
         trace = trace_prompt(lm, "Hello", generate_tokens=2)
     assert trace.generation["ids"] == [50270, 50270]
+
+
+def test_token_positions_and_residual_directions_as_transformer_lens_gives_them(lm):
+    text = "When Mary and John went to the store, John gave a drink to"
+    labels = lm.to_str_tokens(text)
+    first, last = lm.get_token_position(" John", text), lm.get_token_position(" John", text, mode="last")
+    assert labels[first] == labels[last] == " John" and first < last and labels.count(" John") == 2
+    assert lm.get_token_position(lm.to_single_token(" John"), lm.to_tokens(text)) == first
+    assert lm.to_single_str_token(lm.to_single_token(" Mary")) == " Mary"
+    with pytest.raises(InputError, match="single_token ' Paris' is not among the input's tokens"):
+        lm.get_token_position(" Paris", text)
+    mary = lm.tokens_to_residual_directions(" Mary")
+    assert mary.shape == (lm.config.n_embd,) and torch.equal(mary, lm.W_U[:, lm.to_single_token(" Mary")])
+    assert lm.tokens_to_residual_directions(torch.tensor([[1, 2], [3, 4]])).shape == (2, 2, lm.config.n_embd)
+    logits, cache = lm.run_with_cache(text)
+    normed = cache.apply_ln_to_stack(cache.accumulated_resid(layer=-1, pos_slice=-1), pos_slice=-1)[-1]
+    token = lm.to_single_token(" Mary")
+    assert abs(float(normed[0] @ mary + lm.b_U[token] - logits[0, -1, token])) < 1e-4

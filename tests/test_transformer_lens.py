@@ -347,3 +347,22 @@ def test_cfg_names_the_settings_as_transformer_lens_s_cfg(ckpts):
                  "positional_embedding_type", "gated_mlp", "eps", "default_prepend_bos",
                  "attn_only", "parallel_attn_mlp"):
         assert getattr(mine, name) == getattr(theirs, name), (name, getattr(mine, name), getattr(theirs, name))
+
+
+def test_token_positions_and_directions_equal_transformer_lens_s():
+    from pathlib import Path
+
+    from transformer_lens.model_bridge import TransformerBridge
+
+    import gpt2viz
+
+    path = str(Path(__file__).parent.parent / "assets" / "tiny")
+    bridge = TransformerBridge.boot_transformers(path, device="cpu")
+    bridge.enable_compatibility_mode(disable_warnings=True, fold_ln=True, center_writing_weights=False,
+                                     center_unembed=False, fold_value_biases=False)
+    lm = gpt2viz.load_model(path)
+    text = "When Mary and John went to the store, John gave a drink to"
+    for mode in ("first", "last"):
+        assert lm.get_token_position(" John", text, mode=mode) == bridge.get_token_position(" John", text, mode=mode)
+    mine, theirs = lm.tokens_to_residual_directions(" Mary"), bridge.tokens_to_residual_directions(" Mary").detach()
+    assert mine.shape == theirs.shape and float((mine - theirs).abs().max()) <= 1e-5

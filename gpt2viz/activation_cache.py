@@ -163,7 +163,12 @@ class ActivationCache(dict):
         return self[key] if key in self else default
 
     def to(self, device: str | torch.device) -> ActivationCache:
-        """Every activation moved to `device`, in place; returns the cache (TL's `to`)."""
+        """Every activation moved to `device`, in place; returns the cache (TL's `to`). A dtype is
+        refused: the analyses multiply the activations by the model's weights, which stay as they are."""
+        if isinstance(device, torch.dtype):
+            raise InputError("device", N_("{setting} must be a device such as 'cpu', got the dtype {value}: the "
+                                          "analyses multiply by the model's weights, which keep theirs"),
+                             value=str(device).removeprefix("torch."))
         for name, value in self.items():
             dict.__setitem__(self, name, value.to(device))
         return self

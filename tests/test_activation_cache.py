@@ -233,6 +233,7 @@ def test_layer_arguments_are_transformer_lens_s(run):
     (lambda c: c.stack_neuron_results(layer=7), "layer must be a block from 0 to 2, or -1 or None"),
     (lambda c: c.get_neuron_results(0, neuron_slice=10**6), "neuron_slice must be an index, a slice or a list of indices of 256, got 1000000"),
     (lambda c: c.decompose_resid(pos_slice=99), "pos_slice must be an index, a slice or a list of indices of 5, got 99"),
+    (lambda c: c.to(torch.float64), "device must be a device such as 'cpu', got the dtype float64"),
     # A stack made at one position normed at all of them broadcast into a grid (TL raises).
     (lambda c: c.apply_ln_to_stack(c.decompose_resid(pos_slice=-1)),
      r"stack \[6, 1, 64\] does not fit this cache's scale at pos_slice None: give apply_ln_to_stack the pos_slice"),

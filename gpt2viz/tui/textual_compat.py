@@ -385,6 +385,19 @@ class CompatInput(Input):
         """How `value` is drawn: as many characters as it has."""
         return value
 
+    async def on_key(self, event: events.Key) -> None:
+        """A key the field binds itself (backspace, ←, home, ctrl+a, ctrl+k, enter, ...) runs here,
+        in the order the keys came. Textual runs such a binding only once its key has bubbled up to
+        the app, after the printable keys typed behind it went in: a crash walk's ctrl+a ctrl+k 7 8
+        in one read of the terminal left the field empty, and ' abc' ← ← X gave ' abcX'."""
+        for binding in binding_table(self).get(event.key, ()):
+            if binding.priority:  # the app ran those before the key reached the field
+                continue
+            event.prevent_default()
+            event.stop()
+            await self.run_action(binding.action)
+            return
+
     @property
     def _value(self) -> Text:
         if self.password:

@@ -154,3 +154,28 @@ async def test_a_number_pasted_with_its_line_break_goes_into_a_settings_field(ti
         app.post_message(events.Paste("64\r"))
         await pilot.pause()
         assert field.value == "64"
+
+
+@run_async
+async def test_keys_read_together_edit_the_prompt_in_their_order(tiny_lm):
+    """Keys that arrive in one read of the terminal (a fast typist, a slow SSH link) edit in the
+    order they came: Textual ran the field's own bindings (←, backspace, ctrl+a, ctrl+k) only after
+    the printable keys behind them went in (a crash walk: ' abc' ← ← X gave ' abcX')."""
+    app = make_app(lm=tiny_lm)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await started(app, pilot)
+        await pilot.press("e")
+        await started(app, pilot, PromptScreen)
+        field = app.screen.query_one("#prompt-input")
+        field.value = " abc"
+        field.cursor_position = 4
+        await pilot.pause()
+        for key, character in (("left", None), ("left", None), ("X", "X"), ("backspace", None), ("backspace", None),
+                               ("y", "y"), ("ctrl+e", None), ("z", "z")):
+            app.post_message(events.Key(key, character))  # all queued before any is handled
+        await pilot.pause()
+        assert field.value == " ybcz"
+        for key, character in (("ctrl+a", None), ("ctrl+k", None), ("7", "7"), ("8", "8")):
+            app.post_message(events.Key(key, character))
+        await pilot.pause()
+        assert field.value == "78" and isinstance(app.screen, PromptScreen)

@@ -5,7 +5,7 @@ TEXT = {
     # The panel around a page.
     "lesson.header": "Lesson {lesson} · {title} · page {page} of {pages}",
     "lesson.keys": "n next page · p previous page",
-    "lesson.keys_guess": "type your guess and press Enter · n next page · p previous page",
+    "lesson.keys_guess": "type a guess, press Enter · from an empty field: n next · p back",
     "lesson.done": "✓ Done. n: next page.",
     "lesson.skipped": "Skipped (n moved on before it was done).",
     "lesson.finished": "This was the last page of the lesson. p goes back; i opens the lesson menu.",

@@ -3,7 +3,7 @@
 TEXT = {
     "lesson.header": "第 {lesson} 课 · {title} · 第 {page} 页，共 {pages} 页",
     "lesson.keys": "n 下一页 · p 上一页",
-    "lesson.keys_guess": "输入你的猜测并按回车 · n 下一页 · p 上一页",
+    "lesson.keys_guess": "输入猜测并按回车 · 输入框为空时 n 下一页 · p 上一页",
     "lesson.done": "✓ 完成。n：下一页。",
     "lesson.skipped": "已跳过（还没完成就按了 n）。",
     "lesson.finished": "这是本课最后一页。p 返回上一页；i 打开课程菜单。",

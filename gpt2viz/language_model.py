@@ -276,11 +276,11 @@ class LanguageModel:
             # is in the graph.
             if not isinstance(activation, torch.Tensor):
                 return None
-            cache[hook.name] = activation if grad else ordinary_copy(activation)
+            cache[hook.name] = activation if grad else activation.detach().clone()
             return activation if grad else None
 
         with self.hooks.subscribe(patterns, keep, tl_style=True):
-            logits, _ = self.model(ids, attention_mask=attention_mask, grad=grad)
+            logits, _ = self.model(ids, attention_mask=attention_mask, grad=grad, inference=False)  # ordinary tensors out
         if remove_batch_dim:
             cache.remove_batch_dim()
         return _returned(logits, ids, attention_mask, return_type, loss_per_token), cache
@@ -325,7 +325,7 @@ class LanguageModel:
         with ExitStack() as stack:
             for name, fn in pairs:
                 stack.enter_context(self.hooks.subscribe(self.hooks.matching(name, "fwd_hooks"), fn, tl_style=True))
-            logits, _ = self.model(ids, attention_mask=attention_mask, grad=grad)
+            logits, _ = self.model(ids, attention_mask=attention_mask, grad=grad, inference=False)  # ordinary tensors out
         return _returned(logits, ids, attention_mask, return_type, loss_per_token)
 
     def _batch(
@@ -600,20 +600,9 @@ def _check_return_type(return_type: object) -> None:
                          value=_shown(return_type))
 
 
-def ordinary_copy(tensor: torch.Tensor) -> torch.Tensor:
-    """A copy of `tensor` that is an ordinary tensor, also inside a pass without gradients (run in
-    inference mode): TransformerLens's users edit what a pass returns in place
-    (`cache["z", 0][:, :, 1] = 0`) and use it in a graph later (a probe trained on cached
-    activations), which an inference tensor allows neither."""
-    with torch.inference_mode(False):
-        return tensor.detach().clone()
-
-
 def _returned(logits: torch.Tensor, ids: torch.Tensor, attention_mask: torch.Tensor | None, return_type: str | None,
               per_token: bool) -> Any:
     """What `return_type` asks of a pass: its logits, its next-token loss, both, or nothing."""
-    if logits.is_inference():
-        logits = ordinary_copy(logits)
     if return_type == "logits":
         return logits
     if return_type is None:

@@ -54,6 +54,7 @@ class GPT2(nn.Module):
         last_only: bool = False,
         attention_mask: torch.Tensor | None = None,
         grad: bool = False,
+        inference: bool = True,
     ) -> tuple[torch.Tensor, KVCache | None]:
         """Logits `[B, T, vocab]` for the new ids `[B, T]` (`[B, 1, vocab]` with `last_only`).
 
@@ -61,9 +62,10 @@ class GPT2(nn.Module):
         runs it with autograd, the token and position embeddings made leaves that require a
         gradient (the weights stay constants): every activation after them, as the hooks see it,
         has a `grad_fn`, so `torch.autograd.grad(metric, activation)` works (attribution
-        patching, saliency). Such a pass takes no cache, and float32 weights only."""
+        patching, saliency). Such a pass takes no cache, and float32 weights only. `inference=False`
+        runs a pass without gradients under no_grad: its tensors are ordinary ones (layers.run_pass)."""
         return run_pass(lambda with_grad: self._forward(input_ids, cache, last_only, attention_mask, with_grad),
-                        grad, cache, self.precision)
+                        grad, cache, self.precision, inference)
 
     def _forward(
         self, input_ids: torch.Tensor, cache: KVCache | None, last_only: bool, attention_mask: torch.Tensor | None,

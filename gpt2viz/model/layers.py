@@ -309,12 +309,14 @@ class Block(PreNormBlock):
         self.name_parts(layer, hooks, self.ln_1, self.attn, self.ln_2, self.mlp)
 
 
-def run_pass(run, grad: bool, cache, precision: str):
+def run_pass(run, grad: bool, cache, precision: str, inference: bool = True):
     """`run(grad)` of a model's forward: in inference mode (nothing recorded for gradients), or,
-    with `grad`, with autograd, which takes no KV cache and float32 weights only. GPT2 and Llama
-    share it."""
+    with `grad`, with autograd, which takes no KV cache and float32 weights only. `inference=False`:
+    without gradients still, but under no_grad, so that what it returns is an ordinary tensor (the
+    library's TransformerLens-style passes: their users edit it in place or use it in a graph).
+    GPT2 and Llama share it."""
     if not grad:
-        with torch.inference_mode():
+        with torch.inference_mode() if inference else torch.no_grad():
             return run(False)
     if cache is not None:
         raise InputError("grad", N_("{setting}: a pass with gradients runs without a KV cache"))

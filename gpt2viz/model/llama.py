@@ -426,10 +426,11 @@ class Llama(nn.Module):
         last_only: bool = False,
         attention_mask: torch.Tensor | None = None,
         grad: bool = False,
+        inference: bool = True,
     ) -> tuple[torch.Tensor, KVCache | None]:
         """Logits `[B, T, vocab]` for the new ids `[B, T]` (`[B, 1, vocab]` with `last_only`).
 
-        As GPT2.forward: inference mode unless `grad=True` (autograd from the token embeddings,
+        As GPT2.forward (`inference` too): inference mode unless `grad=True` (autograd from the token embeddings,
         no cache). `attention_mask` `[B, cache.length + T]` (True or 1 for a real token) lets rows of
         different lengths share a batch, as in GPT2.forward: no position attends to a padding
         key, and each row's positions, which choose the rotation, count its real tokens only."""
@@ -441,7 +442,7 @@ class Llama(nn.Module):
             if bool(real.all()):
                 real = None  # nothing padded: the plain causal pass
         return run_pass(lambda with_grad: self._forward(input_ids, cache, last_only, with_grad, real), grad, cache,
-                        self.precision)
+                        self.precision, inference)
 
     def _forward(self, input_ids: torch.Tensor, cache: KVCache | None, last_only: bool, grad: bool,
                  real: torch.Tensor | None = None) -> tuple[torch.Tensor, KVCache | None]:

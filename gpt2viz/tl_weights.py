@@ -22,7 +22,7 @@ and divided by its scale, before γ and β, so `cache["normalized", l, "ln1"] @ 
 is the queries, and `cache.accumulated_resid(apply_ln=True) @ W_U + b_U` the logits (a LLaMA-family
 model's RMSNorm has only γ, and no bias is added). gpt2viz stores the checkpoint's own numbers
 (GPT-2's c_attn holds Q, K and V side by side; `lm.model.state_dict()` has them as they are);
-these are made from them at each access. A model in another number format gives its float32
+a folded weight is made from them on first access and kept until a parameter changes. A model in another number format gives its float32
 twin's (`lm.float32_twin`), which is what its weights stand for.
 """
 
@@ -73,29 +73,29 @@ def weight(model: Any, name: str) -> torch.Tensor:
 
 
 def _folded(model: Any, name: str, parts: dict) -> torch.Tensor:
-    """Weight `name`, which reads a norm's output, with the norm's γ and β folded in."""
-    with torch.no_grad():
-        sd, config = model.state_dict(), model.config
-        raw = parts[name](sd, config)
-        norm = _READS_NORM[name]
-        if name.startswith("W_"):  # γ on the rows of the input (d_model) axis
-            gain = _norm_part(sd, config, norm, "weight")
-            folded = raw * (gain.unsqueeze(-1) if name == "W_U" else _along_input(gain, raw))
-            if config.architecture == "llama":
-                return folded
-            # A LayerNorm's output has mean 0 over d_model: the weight's mean over its input rows
-            # reads nothing, and TL takes it away (fold_ln's centring of the reading weights).
-            return folded - folded.mean(dim=-2, keepdim=True)
-        # A bias: its own (zeros for the LM head) plus the norm's β through the raw weight.
-        shift = _norm_part(sd, config, norm, "bias")
-        weight_name = "W" + name[1:]
-        if shift is None:  # an RMSNorm has no β
-            return raw
-        raw_weight = parts[weight_name](sd, config)
-        if name == "b_U":
-            return raw + shift @ raw_weight
-        # [layers, C] through [layers, (heads,) C, out] -> [layers, (heads,) out]
-        return raw + torch.einsum("lc,l...co->l...o", shift, raw_weight)
+    """Weight `name`, which reads a norm's output, with the norm's γ and β folded in (called under
+    `weight`'s no_grad)."""
+    sd, config = model.state_dict(), model.config
+    raw = parts[name](sd, config)
+    norm = _READS_NORM[name]
+    if name.startswith("W_"):  # γ on the rows of the input (d_model) axis
+        gain = _norm_part(sd, config, norm, "weight")
+        folded = raw * (gain.unsqueeze(-1) if name == "W_U" else _along_input(gain, raw))
+        if config.architecture == "llama":
+            return folded
+        # A LayerNorm's output has mean 0 over d_model: the weight's mean over its input rows
+        # reads nothing, and TL takes it away (fold_ln's centring of the reading weights).
+        return folded - folded.mean(dim=-2, keepdim=True)
+    # A bias: its own (zeros for the LM head) plus the norm's β through the raw weight.
+    shift = _norm_part(sd, config, norm, "bias")
+    weight_name = "W" + name[1:]
+    if shift is None:  # an RMSNorm has no β
+        return raw
+    raw_weight = parts[weight_name](sd, config)
+    if name == "b_U":
+        return raw + shift @ raw_weight
+    # [layers, C] through [layers, (heads,) C, out] -> [layers, (heads,) out]
+    return raw + torch.einsum("lc,l...co->l...o", shift, raw_weight)
 
 
 # The weights that read a norm's output, and which norm: ln1 (attention), ln2 (MLP), the final one.

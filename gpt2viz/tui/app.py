@@ -54,7 +54,7 @@ from .session import (
     TraceRecorded,
     Verified,
 )
-from .textual_compat import CompatApp, KeyedNotification
+from .textual_compat import CompatApp, KeyedNotification, binding_table
 from .widgets.room_notice import MIN_HEIGHT, MIN_WIDTH
 
 
@@ -114,20 +114,21 @@ class Gpt2VizApp(CompatApp):
 
     # -- what is typed as a screen opens (screens/base.py, rule 7) --------------------------------
     async def on_event(self, event: events.Event) -> None:
-        if isinstance(event, (events.Key, events.Paste)) and not event.is_forwarded and self._room_notice_shown():
+        if isinstance(event, (events.Key, events.Paste)) and not event.is_forwarded and self._too_small():
             # Nothing of the screen is on show but the notice: a key would change what the learner
             # cannot see (a crash walk held left at 20 x 8 and came back 30 stages earlier). The
-            # notice's own keys leave.
-            if isinstance(event, events.Key) and event.key in ("q", "ctrl+q"):
-                self.action_quit()
-            elif isinstance(event, events.Key) and event.key == "ctrl+c":
-                self.action_interrupt()
+            # app's own keys that leave (q, ctrl+c) still do, as the notice says.
+            if isinstance(event, events.Key):
+                for binding in binding_table(self).get(event.key, ()):
+                    if binding.action in ("quit", "interrupt"):
+                        await self.run_action(binding.action)
+                        break
             return
         if isinstance(event, events.Key) and not event.is_forwarded and self.screen_stack:
             event.typed_on = self.screen  # type: ignore[attr-defined]  # the screen on top when it was typed
         await super().on_event(event)
 
-    def _room_notice_shown(self) -> bool:
+    def _too_small(self) -> bool:
         """Whether the terminal is smaller than the screen on top needs: app.tcss then hides its
         widgets, showing its RoomNotice (every screen of the app's has one; Textual's palette goes blank)."""
         if not self.screen_stack:

@@ -98,6 +98,14 @@ def test_the_terminal_driver_makes_this_parser():
     assert linux_driver.XTermParser is PasteKeepingParser
 
 
+async def prompt_field(app, pilot):
+    """The prompt editor's field, the editor opened from the step-through."""
+    await started(app, pilot)
+    await pilot.press("e")
+    await started(app, pilot, PromptScreen)
+    return app.screen.query_one("#prompt-input")
+
+
 @run_async
 async def test_a_pasted_text_goes_into_the_prompt_whole_with_its_marks(tiny_lm):
     """Textual's Input keeps a paste's first line only; the prompt keeps all of it, ESC shown as ␛
@@ -105,10 +113,7 @@ async def test_a_pasted_text_goes_into_the_prompt_whole_with_its_marks(tiny_lm):
     run by it."""
     app = make_app(lm=tiny_lm)
     async with app.run_test(size=(100, 30)) as pilot:
-        await started(app, pilot)
-        await pilot.press("e")
-        await started(app, pilot, PromptScreen)
-        field = app.screen.query_one("#prompt-input")
+        field = await prompt_field(app, pilot)
         field.select_all()  # the field's text chosen: the paste replaces it
         app.post_message(events.Paste("one \x1b[31mred\x1b[0m\rq two\r\nthree"))  # as terminals send line breaks
         await pilot.pause()
@@ -163,10 +168,7 @@ async def test_keys_read_together_edit_the_prompt_in_their_order(tiny_lm):
     the printable keys behind them went in (a crash walk: ' abc' ← ← X gave ' abcX')."""
     app = make_app(lm=tiny_lm)
     async with app.run_test(size=(100, 30)) as pilot:
-        await started(app, pilot)
-        await pilot.press("e")
-        await started(app, pilot, PromptScreen)
-        field = app.screen.query_one("#prompt-input")
+        field = await prompt_field(app, pilot)
         field.value = " abc"
         field.cursor_position = 4
         await pilot.pause()

@@ -44,7 +44,6 @@ from ..formatting import parts_off, quote
 from ..language import key_name
 from ..widgets.contribution_grid import ContributionGrid, GridData
 from ..widgets.heatmap import Heatmap, HeatmapData
-from ..widgets.room_notice import RoomNotice
 from ..session import PatchRun, SameAnswer
 from ..widgets.safe_input import FieldInput
 from ..widgets.strip_widget import Prose
@@ -233,7 +232,6 @@ class AttributionScreen(AppScreen[None]):
         with Container(id="attr-status"):
             yield Static(id="attr-status-text", markup=False)
             yield ProgressBar(id="attr-progress", show_eta=False)
-        yield RoomNotice(id="room-notice")
         yield AppFooter()
 
     def on_mount(self) -> None:

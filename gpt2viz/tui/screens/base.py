@@ -123,6 +123,11 @@ class Lifecycle:
             return
         await super().on_event(event)  # type: ignore[misc]
 
+    def on_mount(self) -> None:
+        # Shown (app.tcss) in place of the screen's widgets when the terminal is too small: every
+        # screen, full or over another (a modal went blank there, and took keys unseen).
+        self.mount(RoomNotice(id="room-notice"))  # type: ignore[attr-defined]
+
     takes_typing = False  # rule 7: whether the screen has a text field, `typing_target()`
 
     def typing_target(self) -> "Input":
@@ -169,11 +174,6 @@ class AppModal(Lifecycle, ModalScreen[R], Generic[R]):
         super().__init__()
         if session is not None:
             self.session = session
-
-    def on_mount(self) -> None:
-        # Shown (app.tcss) in place of the screen's widgets when the terminal is too small, as on
-        # the full screens: a modal went blank there, and took keys unseen.
-        self.mount(RoomNotice(id="room-notice"))
 
     def on_unmount(self) -> None:
         self._detach()

@@ -26,7 +26,6 @@ from ..lab_narration import batch_text, context_text, precision_text
 from ..formatting import num
 from ..language import key_name
 from ..widgets.lesson_panel import LessonNote
-from ..widgets.room_notice import RoomNotice
 from ..widgets.strip_widget import Prose
 from ..widgets.top_bar import TopBar
 from ..widgets.footer import AppFooter
@@ -169,7 +168,6 @@ class CostLabScreen(AppScreen[None]):
         with Container(id="lab-status"):
             yield Static(id="lab-status-text")
             yield ProgressBar(id="lab-progress", show_eta=False)
-        yield RoomNotice(id="room-notice")
         yield LessonNote("cost_lab", id="lesson-note")
         yield AppFooter()
 

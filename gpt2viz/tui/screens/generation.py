@@ -33,7 +33,7 @@ from ..widgets.generation_panels import (
     TextPanel,
     ViewState,
 )
-from ..widgets.room_notice import MIN_WIDTH, RoomNotice
+from ..widgets.room_notice import MIN_WIDTH
 from ..widgets.top_bar import TopBar
 from ..widgets.footer import AppFooter
 from .base import AppScreen
@@ -166,7 +166,6 @@ class GenerationScreen(AppScreen[None]):
             yield ChoicePanel(id="choice-panel")
             yield CostPanel(id="cost-panel")
             yield KVPanel(id="kv-panel")
-        yield RoomNotice(id="room-notice")
         yield LessonNote("generation", id="lesson-note")
         yield AppFooter()
 

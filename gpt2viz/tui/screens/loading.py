@@ -15,7 +15,6 @@ from ...i18n import N_, _
 from ...text_safety import safe_line, safe_text
 from ..formatting import clip, fit
 from ..language import key_name
-from ..widgets.room_notice import RoomNotice
 from ..widgets.footer import AppFooter
 from .base import AppScreen
 
@@ -52,7 +51,6 @@ class LoadingScreen(AppScreen[None]):
             yield Static(id="download-text")
             yield LoadingIndicator(id="loading-indicator")
             yield Static(id="loading-error")
-        yield RoomNotice(id="room-notice")
         yield AppFooter()
 
     def _what(self) -> Content:

@@ -21,7 +21,6 @@ from ..lesson_run import read_guess, read_number, stage_key
 from ..widgets.before_after import BeforeAfter
 from ..widgets.lesson_panel import LessonPanel
 from ..widgets.pipeline_nav import PipelineNavigator
-from ..widgets.room_notice import RoomNotice
 from ..widgets.side_panel import SidePanel
 from ..widgets.stage_view import StageView
 from ..widgets.top_bar import TopBar
@@ -126,7 +125,6 @@ class StepScreen(AppScreen[None]):
             yield PipelineNavigator(id="navigator")
             yield StageView(id="stage-view")
             yield SidePanel(id="side-panel")
-        yield RoomNotice(id="room-notice")
         yield LessonPanel(id="lesson-panel")
         yield AppFooter()
 

@@ -39,6 +39,9 @@ looked at again before it breaks silently.
 - `StylesCache.get_inner_outer` is cached without the cache it belongs to: Textual 8.2.8 caches
   it per instance with `lru_cache`, so the last 1,024 widgets' style caches, and every line they
   drew, outlive the widgets (opening and closing 200 step screens held ~100 MB).
+- A number and its unit stay on one line when text wraps ("6.1 KiB", "47.6 GB/s", "18.5 ms/token"):
+  Rich's word splitter (`rich._wrap.words`, which Textual's text wrapping uses too) broke at any
+  space, so a line could end in "6.1" with "KiB" on the next.
 """
 
 from __future__ import annotations
@@ -48,10 +51,12 @@ from dataclasses import dataclass
 import functools
 import hashlib
 import inspect
+import re
 import time
 from functools import lru_cache
 from typing import Callable
 
+from rich import _wrap as rich_wrap
 from rich.align import Align
 from rich.cells import cell_len, get_character_cell_size
 from rich.text import Text
@@ -113,6 +118,7 @@ TEXTUAL_PRIVATE: dict[tuple[type, str], str] = {
     (XTermParser, "parse"): "a5834ad1def86544",
     (Parser, "feed"): "390106cde019dd29",
     (Parser, "tick"): "44606084ad3bf7c1",
+    (rich_wrap, "words"): "8399129bee547c3c",
 }
 if linux_driver is not None:
     TEXTUAL_PRIVATE[linux_driver.LinuxDriver, "run_input_thread"] = "d796af6d69db337d"
@@ -139,7 +145,7 @@ def fingerprint(owner: type, name: str) -> str:
 def changed_parts() -> list[str]:
     """The private parts whose code is no longer the code the overrides were written against."""
     return [
-        f"{owner.__qualname__}.{name}"
+        f"{getattr(owner, '__qualname__', owner.__name__)}.{name}"
         for (owner, name), expected in TEXTUAL_PRIVATE.items()
         if fingerprint(owner, name) != expected
     ]
@@ -612,3 +618,14 @@ if linux_driver is not None:
     linux_driver.getincrementaldecoder = _lenient_decoder  # what run_input_thread makes its decoder with
     _REPLACED[linux_driver.LinuxDriver, "_run_input_thread"] = linux_driver.LinuxDriver._run_input_thread
     linux_driver.LinuxDriver._run_input_thread = _run_input_thread  # type: ignore[method-assign]
+
+
+# -- a number kept with its unit at a line break -------------------------------------------------
+# A unit after a number and one space, followed by the end, a space or closing punctuation.
+_UNIT = r"(?:[KMGT]i?B|B|[mµn]?s|G?FLOPs?|[GT]FLOP|nats|bits?)(?:/[A-Za-z]+)?"
+_CLOSING = r"\s)\]}},.;:!?，。；：、）"
+# Rich's `_wrap.re_word` (a word and the spaces around it, where `divide_line` may break), with
+# "6.1 KiB", "(18.5 ms)" and "47.6 GB/s" each one word: Textual's and Rich's text wrapping broke
+# at any space, and a line ending in "6.1" with "KiB" on the next misreads.
+_WORD_KEEPING_UNITS = re.compile(rf"\s*(?:\S*\d {_UNIT}(?![^{_CLOSING}])\S*|\S+)\s*")
+rich_wrap.re_word = _WORD_KEEPING_UNITS  # read by rich._wrap.words, which divide_line calls

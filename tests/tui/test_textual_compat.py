@@ -119,3 +119,22 @@ def test_call_when_drawn_waits_for_the_paint_that_a_layout_asks_for():
     assert painted == grown, "called back before the panel's new height was painted"
     painted, grown = seen["call_after_refresh"]
     assert painted != grown, "Textual's own callback came after the second paint: this test shows nothing"
+
+
+def test_a_number_stays_with_its_unit_at_a_line_break():
+    from rich.console import Console
+    from rich.text import Text
+    from textual.content import Content
+
+    sentence = "The cache holds 6.1 KiB (360 KiB in all), read at 47.6 GB/s in 18.5 ms/token, 2 tokens."
+    for width in range(12, 40):
+        lines = [line.plain.strip() for line in Content(sentence).wrap(width)]
+        assert "".join(lines).replace(" ", "") == sentence.replace(" ", "")
+        for unit in ("KiB", "KiB", "GB/s", "ms/token"):
+            assert not any(line.startswith(unit) for line in lines), (width, lines)
+        rich_lines = Text(sentence).wrap(Console(width=width), width)
+        assert not any(line.plain.startswith(("KiB", "GB/s", "ms/token")) for line in rich_lines)
+    # A unit only where one is: "2 tokens" and "x 3" still break as words do.
+    assert [line.plain.strip() for line in Content("aaaa 2 tokens").wrap(6)] == ["aaaa 2", "tokens"]
+    # A word longer than the line is still folded, its unit with it.
+    assert [line.plain.strip() for line in Content("12345 KiB").wrap(5)] == ["12345", "KiB"]

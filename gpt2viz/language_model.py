@@ -40,6 +40,7 @@ from .model.weights import load_weights, record_use
 from .next_token_loss import TOO_SHORT, next_token_loss
 from .tl_config import TLConfig, tl_config
 from . import tl_weights
+from .factored_matrix import FactoredMatrix
 
 
 def _tl_weight(name: str) -> Any:
@@ -168,6 +169,30 @@ class LanguageModel:
     W_out = _tl_weight("W_out")
     b_in = _tl_weight("b_in")
     b_out = _tl_weight("b_out")
+
+    @property
+    def W_E_pos(self) -> torch.Tensor:
+        """`[W_E; W_pos]` `[vocab + positions, d_model]`: every input a GPT-2 block's stream starts
+        from, as TransformerLens's (a LLaMA-family model has no W_pos)."""
+        return torch.cat([self.W_E, self.W_pos])
+
+    def _per_query_head(self, kv: torch.Tensor) -> torch.Tensor:
+        """A key or value weight with one entry per query head (a LLaMA-family model's
+        key/value head repeated for each query head that reads it)."""
+        return kv.repeat_interleave(self.config.n_head // self.config.n_kv_head, dim=1)
+
+    @property
+    def QK(self) -> FactoredMatrix:
+        """Each head's QK circuit `W_Q @ W_Kᵀ` `[layers, heads, d_model, d_model]`, factored
+        (gpt2viz.factored_matrix): `x @ QK[l, h].AB @ y` is the attention score before the
+        scale and the softmax (without biases and, for a LLaMA-family model, the rotation)."""
+        return FactoredMatrix(self.W_Q, self._per_query_head(self.W_K).mT)
+
+    @property
+    def OV(self) -> FactoredMatrix:
+        """Each head's OV circuit `W_V @ W_O` `[layers, heads, d_model, d_model]`, factored: what
+        a head writes to the stream for the normalized stream it attends to (without biases)."""
+        return FactoredMatrix(self._per_query_head(self.W_V), self.W_O)
 
     def encode_prompt(self, prompt: str | list[int], *, prepend_bos: bool = False) -> list[int]:
         """Token ids of a prompt given as text or as ids (ids are checked: integers in the

@@ -130,3 +130,45 @@ def test_a_folded_weight_is_made_once_and_again_after_an_edit():
         lm.model.ln_f.weight[0] += 1
     changed = lm.W_U
     assert changed is not again and not torch.equal(changed, again)
+
+
+def test_qk_and_ov_are_each_head_s_circuits_factored(bundled, llama_lm):
+    """lm.QK / lm.OV, as TL circuit code reads them: the product is W_Q W_Kᵀ (W_V W_O), the scores
+    and the head's writes recomputed through them; SVD, eigenvalues and norm agree with the whole
+    matrix's; indexing leaves the product factored. A LLaMA-family model's key/value heads are
+    repeated for the query heads that read them."""
+    lm = bundled
+    _logits, cache = lm.run_with_cache(PROMPT, prepend_bos=False)
+    layer, head = 1, 3
+    qk, ov = lm.QK[layer, head], lm.OV[layer, head]
+    assert lm.QK.shape == lm.OV.shape == (lm.config.n_layer, lm.config.n_head, lm.config.n_embd, lm.config.n_embd)
+    assert qk.mdim == ov.mdim == lm.config.n_embd // lm.config.n_head
+    assert _near(qk.AB, lm.W_Q[layer, head] @ lm.W_K[layer, head].T)
+    x = cache["normalized", layer, "ln1"][0]
+    # Scores without the biases: (x W_Q)(x W_K)ᵀ, through the factored matrix from both sides.
+    q, k = x @ lm.W_Q[layer, head], x @ lm.W_K[layer, head]
+    assert _near((x @ qk @ x.T).AB, q @ k.T)
+    assert _near((x @ ov).AB, (x @ lm.W_V[layer, head]) @ lm.W_O[layer, head])
+    M = ov.AB
+    U, S, V = ov.svd()
+    assert _near(U @ torch.diag(S) @ V.mT, M)
+    assert torch.allclose(S, torch.linalg.svdvals(M)[: ov.mdim], rtol=1e-4, atol=1e-6)
+    assert torch.allclose(ov.norm(), torch.linalg.norm(M), rtol=1e-5)
+    top = lambda values: sorted(values.abs().tolist())[-5:]  # noqa: E731
+    assert top(ov.eigenvalues) == pytest.approx(top(torch.linalg.eigvals(M)), rel=1e-3)
+    assert _near(ov.T.AB, M.T) and _near(ov.make_even().AB, M)
+    assert _near((2 * ov).AB, 2 * M) and _near(ov.get_corner(4), M[:4, :4])
+    assert _near(ov[5:9, -1].AB, M[5:9, -1:]) and _near(lm.OV[:, head, 2].AB, lm.OV.AB[:, head, 2:3])
+    assert _near(lm.OV[..., 0:2, :].AB, lm.OV.AB[..., 0:2, :])
+    assert _near(ov @ torch.ones(lm.config.n_embd), M @ torch.ones(lm.config.n_embd))
+    with pytest.raises(IndexError, match="no new axis"):
+        lm.OV[None]
+    # GQA: query head h reads key/value head h // group.
+    group = llama_lm.config.n_head // llama_lm.config.n_kv_head
+    assert group > 1
+    for h in range(llama_lm.config.n_head):
+        assert _near(llama_lm.QK[0, h].AB, llama_lm.W_Q[0, h] @ llama_lm.W_K[0, h // group].T)
+        assert _near(llama_lm.OV[1, h].AB, llama_lm.W_V[1, h // group] @ llama_lm.W_O[1, h])
+    assert lm.W_E_pos.shape == (lm.config.vocab_size + lm.config.n_ctx, lm.config.n_embd)
+    with pytest.raises(AttributeError, match="W_pos"):
+        llama_lm.W_E_pos

@@ -197,6 +197,22 @@ def test_the_weights_equal_transformer_lens_s(tmp_path):
             mine, tl = getattr(lm, name), getattr(bridge, name).detach()
             assert mine.shape == tl.shape, (path.name, name)
             assert float((mine - tl).abs().max()) <= 1e-5 * max(1.0, float(tl.abs().max())), (path.name, name)
+        # The factored circuits (GQA's key/value heads repeated per query head, as TL's) and what
+        # circuit code reads from them: the factors, singular values, norms, eigenvalues.
+        with torch.no_grad():
+            for name in ("QK", "OV"):
+                mine, tl = getattr(lm, name), getattr(bridge, name)
+                assert mine.shape == tl.shape and mine.mdim == tl.mdim, (path.name, name)
+                for part in ("A", "B"):
+                    a, b = getattr(mine, part), getattr(tl, part)
+                    assert float((a - b).abs().max()) <= 1e-5 * max(1.0, float(b.abs().max())), (path.name, name, part)
+                one, theirs = mine[1, 2], tl[1, 2]
+                assert torch.allclose(one.S, theirs.S, rtol=1e-4, atol=1e-6), (path.name, name)
+                assert torch.allclose(one.norm(), theirs.norm(), rtol=1e-5), (path.name, name)
+                top = lambda values: sorted(values.abs().tolist())[-5:]  # noqa: E731
+                assert top(one.eigenvalues) == pytest.approx(top(theirs.eigenvalues), rel=1e-3)
+                assert torch.allclose(one[3:7, -1].AB, theirs[3:7, -1].AB, atol=1e-6)
+                assert torch.allclose(mine[:, 2, 5].AB, tl[:, 2, 5].AB, atol=1e-6)
 
 
 def test_the_logit_lens_equals_transformer_lens_s_with_the_layernorm_folded(caches):

@@ -263,6 +263,7 @@ class LanguageModel:
         return_type: str | None = "logits",
         loss_per_token: bool = False,
         remove_batch_dim: bool = False,
+        stop_at_layer: int | None = None,
     ) -> tuple[Any, ActivationCache]:
         """One forward pass that keeps the activations, as TransformerLens's `run_with_cache`:
         returns `(logits [B, T, vocab], cache)`, `cache` mapping each hook name that fired to a
@@ -281,7 +282,10 @@ class LanguageModel:
         `return_type` as TL's: 'logits', 'loss' (`next_token_loss`: the mean cross-entropy of each
         next token, `[B, T - 1]` with `loss_per_token`), 'both' (logits, loss) or None.
         `remove_batch_dim`: the cache's activations without their batch axis, as TL's (one text
-        only; the logits keep theirs)."""
+        only; the logits keep theirs). `stop_at_layer=k`: the pass ends before block k and returns
+        the residual stream there `[B, T, d_model]` (blocks[:k], as TL's: a negative k counts
+        from the end, k = n_layer stops before the final norm) in place of what `return_type` asks
+        for; hooks after that point do not run."""
         _check_return_type(return_type)
         ids, attention_mask = self._batch(prompt, attention_mask, prepend_bos)
         if remove_batch_dim and ids.size(0) != 1:
@@ -304,11 +308,10 @@ class LanguageModel:
             cache[hook.name] = activation if grad else activation.detach().clone()
             return activation if grad else None
 
-        with self.hooks.subscribe(patterns, keep, tl_style=True):
-            logits, _ = self.model(ids, attention_mask=attention_mask, grad=grad, inference=False)  # ordinary tensors out
+        out, stopped = self._tl_pass(ids, attention_mask, grad, [(patterns, keep)], stop_at_layer)
         if remove_batch_dim:
             cache.remove_batch_dim()
-        return _returned(logits, ids, attention_mask, return_type, loss_per_token), cache
+        return (out if stopped else _returned(out, ids, attention_mask, return_type, loss_per_token)), cache
 
     def __call__(
         self,
@@ -319,11 +322,12 @@ class LanguageModel:
         attention_mask: torch.Tensor | None = None,
         prepend_bos: bool = True,
         grad: bool = False,
+        stop_at_layer: int | None = None,
     ) -> Any:
         """TransformerLens's `model(input)`: one forward pass, its logits `[B, T, vocab]` or what
         `return_type` asks for; `run_with_hooks` without hooks (its arguments)."""
         return self.run_with_hooks(input, (), attention_mask=attention_mask, prepend_bos=prepend_bos, grad=grad,
-                                   return_type=return_type, loss_per_token=loss_per_token)
+                                   return_type=return_type, loss_per_token=loss_per_token, stop_at_layer=stop_at_layer)
 
     def run_with_hooks(
         self,
@@ -335,6 +339,7 @@ class LanguageModel:
         grad: bool = False,
         return_type: str | None = "logits",
         loss_per_token: bool = False,
+        stop_at_layer: int | None = None,
     ) -> Any:
         """One forward pass with TransformerLens-style hooks, as TL's `run_with_hooks`: each of
         `fwd_hooks` is `(name, fn)`, `name` a hook name, an fnmatch pattern or a function of the
@@ -342,16 +347,50 @@ class LanguageModel:
         with `hook_q/k/v/z` in TL's layout `[batch, position, head, head_dim]`; a tensor it
         returns replaces the activation. Returns the logits `[B, T, vocab]`, or what `return_type`
         asks for, as for `run_with_cache` ('loss': the hooked pass's). `prompt` as for
-        `run_with_cache`; only this thread's pass is hooked; `grad=True` runs it with autograd."""
+        `run_with_cache`; only this thread's pass is hooked; `grad=True` runs it with autograd;
+        `stop_at_layer` as for `run_with_cache`."""
         _check_return_type(return_type)
         pairs = fwd_pairs(fwd_hooks)
         ids, attention_mask = self._batch(prompt, attention_mask, prepend_bos)
         self.hooks.new_sequence()
+        hooked = [(self.hooks.matching(name, "fwd_hooks"), fn) for name, fn in pairs]
+        out, stopped = self._tl_pass(ids, attention_mask, grad, hooked, stop_at_layer)
+        return out if stopped else _returned(out, ids, attention_mask, return_type, loss_per_token)
+
+    def _tl_pass(
+        self, ids: torch.Tensor, attention_mask: torch.Tensor | None, grad: bool,
+        hooked: list[tuple[Any, TLHookFn]], stop_at_layer: int | None,
+    ) -> tuple[torch.Tensor, bool]:
+        """The pass of TransformerLens's methods, `hooked` (patterns, TL-style hook) subscribed for
+        it: `(logits, False)`, or `(residual stream, True)` where `stop_at_layer` ended it."""
+        where = self._stop_point(stop_at_layer)
+
+        def stop(_name: str, stream: Any) -> None:
+            raise _Stopped(stream)
+
         with ExitStack() as stack:
-            for name, fn in pairs:
-                stack.enter_context(self.hooks.subscribe(self.hooks.matching(name, "fwd_hooks"), fn, tl_style=True))
-            logits, _ = self.model(ids, attention_mask=attention_mask, grad=grad, inference=False)  # ordinary tensors out
-        return _returned(logits, ids, attention_mask, return_type, loss_per_token)
+            if where is not None and where.endswith("resid_pre"):  # before any hook there, as TL's
+                stack.enter_context(self.hooks.subscribe(where, stop))
+            for patterns, fn in hooked:
+                stack.enter_context(self.hooks.subscribe(patterns, fn, tl_style=True))
+            if where is not None and where.endswith("resid_post"):  # after the hooks there
+                stack.enter_context(self.hooks.subscribe(where, stop))
+            try:
+                logits, _ = self.model(ids, attention_mask=attention_mask, grad=grad, inference=False)  # ordinary tensors out
+            except _Stopped as stopped:
+                return stopped.stream, True
+        return logits, False
+
+    def _stop_point(self, stop_at_layer: int | None) -> str | None:
+        """The hook where a pass of `stop_at_layer` blocks (TL's `blocks[:stop_at_layer]`) ends."""
+        if stop_at_layer is None:
+            return None
+        n = self.config.n_layer
+        if isinstance(stop_at_layer, bool) or not isinstance(stop_at_layer, int) or not -n <= stop_at_layer <= n:
+            raise InputError("stop_at_layer", N_("{setting} must be a number of blocks from {low} to {high}, got {value}"),
+                             value=_shown(stop_at_layer), low=-n, high=n)
+        blocks = stop_at_layer if stop_at_layer >= 0 else n + stop_at_layer
+        return "blocks.0.hook_resid_pre" if blocks == 0 else f"blocks.{blocks - 1}.hook_resid_post"
 
     def _batch(
         self, prompt, attention_mask: torch.Tensor | None, prepend_bos: bool
@@ -614,6 +653,14 @@ class LanguageModel:
             should_stop=should_stop,
             pad_id=self.pad_id,  # as `pad` pads (no position attends to it)
         )
+
+
+class _Stopped(Exception):
+    """Ends a pass where `stop_at_layer` asks, carrying the residual stream there."""
+
+    def __init__(self, stream: torch.Tensor):
+        super().__init__()
+        self.stream = stream
 
 
 RETURN_TYPES = ("logits", "loss", "both", None)  # what run_with_cache and run_with_hooks return, as TL's

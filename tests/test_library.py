@@ -236,6 +236,36 @@ def test_transformer_lens_s_forward_call_and_hooks_context(tiny_lm):
     assert seen == [] and not tiny_lm.hooks.active
 
 
+def test_stop_at_layer_returns_the_stream_before_that_block_as_transformer_lens_does(tiny_lm):
+    """TL's `stop_at_layer=k` runs blocks[:k] and returns the residual stream there (negative k
+    from the end, n_layer before the final norm); hooks at that point run (resid_post of the last
+    block run), later ones do not; the cache holds what ran. A k outside -n..n names the argument."""
+    lm, n = tiny_lm, tiny_lm.config.n_layer
+    ids = lm.to_tokens("When Mary and John went")
+    streams: dict[str, torch.Tensor] = {}
+
+    def record(activation, hook):
+        streams[hook.name] = activation.clone()
+
+    lm.run_with_hooks(ids, [(lambda name: "hook_resid_p" in name, record)])
+    for k in (0, 1, n, -1, -n):
+        blocks = k if k >= 0 else n + k
+        expected = streams["blocks.0.hook_resid_pre"] if blocks == 0 else streams[f"blocks.{blocks - 1}.hook_resid_post"]
+        assert torch.allclose(lm(ids, stop_at_layer=k), expected, atol=1e-5), k
+    later: list[str] = []
+    stream = lm.run_with_hooks(ids, [("blocks.0.hook_resid_post", lambda a, hook: a * 2),
+                                     ("blocks.1.hook_resid_pre", lambda a, hook: later.append(hook.name))],
+                               stop_at_layer=1)
+    assert torch.allclose(stream, 2 * streams["blocks.0.hook_resid_post"], atol=1e-5) and later == []
+    stream, cache = lm.run_with_cache(ids, stop_at_layer=1)
+    assert torch.equal(stream, cache["resid_post", 0])
+    assert "blocks.1.hook_resid_pre" not in cache and "ln_final.hook_normalized" not in cache
+    for bad in (n + 1, -n - 1, 1.5, True):
+        with pytest.raises(InputError, match=f"stop_at_layer must be a number of blocks from -{n} to {n}"):
+            lm(ids, stop_at_layer=bad)
+    assert not lm.hooks.active
+
+
 def test_what_a_pass_returns_may_be_edited_and_used_in_a_graph(tiny_lm):
     """The logits and the cache are ordinary tensors, as TL's: edited in place (zeroing a head's
     z), and multiplied with a tensor that requires a gradient (a probe on cached activations);

@@ -382,3 +382,15 @@ def test_token_positions_and_directions_equal_transformer_lens_s():
         assert lm.get_token_position(" John", text, mode=mode) == bridge.get_token_position(" John", text, mode=mode)
     mine, theirs = lm.tokens_to_residual_directions(" Mary"), bridge.tokens_to_residual_directions(" Mary").detach()
     assert mine.shape == theirs.shape and float((mine - theirs).abs().max()) <= 1e-5
+
+
+def test_stop_at_layer_equals_transformer_lens_s(ckpts):
+    lm = ckpts.lm("odd-heads")
+    bridge = plain_bridge(str(ckpts.path("odd-heads")))
+    ids = torch.tensor([lm.tokenizer.encode(PROMPT)])
+    # (stop_at_layer=n_layer: HookedTransformer returns the stream before the final norm, as
+    # gpt2viz does; the Bridge of TL 4.3 runs the whole pass and returns the logits.)
+    with torch.no_grad():
+        for k in (0, 1, -1):
+            theirs = bridge(ids, stop_at_layer=k)
+            assert float((lm(ids, stop_at_layer=k) - theirs).abs().max()) <= TOL, k

@@ -422,12 +422,12 @@ class LanguageModel:
         """Removes every hook `add_hook` added (those added with `hooks.add` stay)."""
         self.hooks.reset_tl()
 
-    def to_tokens(self, text: str | list[str], prepend_bos: bool = True) -> torch.Tensor:
-        """Ids `[1, T]` of a text, or `[B, T]` of several (padded on the right with `pad_id`), as
-        TransformerLens's `to_tokens` gives them: with `bos_id` first by default (<|endoftext|>
-        for GPT-2)."""
+    def to_tokens(self, text: str | list[str], prepend_bos: bool = True, padding_side: str = "right") -> torch.Tensor:
+        """Ids `[1, T]` of a text, or `[B, T]` of several (padded with `pad_id` on `padding_side`,
+        'right' or 'left'), as TransformerLens's `to_tokens` gives them: with `bos_id` first by
+        default (<|endoftext|> for GPT-2)."""
         if isinstance(text, list):
-            return self.pad(text, side="right", prepend_bos=prepend_bos)[0]
+            return self.pad(text, side=padding_side, prepend_bos=prepend_bos)[0]
         if not isinstance(text, str):
             raise InputError("text", N_("{setting} must be a text or a list of texts, got {value}"), value=_shown(text))
         return self._ids_tensor(self.encode_prompt(text, prepend_bos=prepend_bos))

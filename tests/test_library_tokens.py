@@ -23,6 +23,9 @@ def test_tokens_as_transformer_lens_gives_them(lm):
     assert lm.to_tokens("The capital", prepend_bos=False).tolist() == [ids]
     two = lm.to_tokens(["The capital", "Hi"])
     assert two.shape == (2, len(ids) + 1) and two[1].tolist()[:2] == [eos, *lm.encode_prompt("Hi")]
+    left = lm.to_tokens(["The capital", "Hi"], padding_side="left")  # TL's keyword
+    assert left[0].tolist() == two[0].tolist() and left[1].tolist()[-2:] == [eos, *lm.encode_prompt("Hi")]
+    assert left[1, 0] == lm.pad_id
     assert lm.to_str_tokens("The capital") == ["<|endoftext|>", "The", " capital"]
     assert lm.to_str_tokens(torch.tensor(ids)) == ["The", " capital"]
     assert lm.to_string(torch.tensor(ids)) == "The capital"

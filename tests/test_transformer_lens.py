@@ -295,6 +295,8 @@ def test_a_llama_model_s_tokens_start_and_pad_as_transformer_lens_s(tmp_path):
     lm = gpt2viz.load_model(str(tmp_path))
     for text in (" Hello", [" Hello", " Hello there you"]):
         assert lm.to_tokens(text).tolist() == bridge.to_tokens(text).tolist()
+        for side in ("left", "right"):
+            assert lm.to_tokens(text, padding_side=side).tolist() == bridge.to_tokens(text, padding_side=side).tolist()
     assert lm.to_tokens(" Hello")[0, 0] == 0 and lm.to_tokens([" Hi", " Hi there"])[0, -1] == 1
     assert lm.to_str_tokens(" Hello") == bridge.to_str_tokens(" Hello")
 

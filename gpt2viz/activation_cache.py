@@ -520,6 +520,19 @@ def _final_norm(model):
     return model.model.norm if model.config.architecture == "llama" else model.ln_f
 
 
+def through_final_norm(model, rows: torch.Tensor) -> torch.Tensor:
+    """Vectors added to the residual stream `[..., C]` as the final norm passes them on to the LM
+    head, its division by the stream's scale aside (one number per position, the same for every
+    token's logit): a LayerNorm centres them over their C numbers and multiplies by its γ (its β
+    is the same whatever is added), an RMSNorm multiplies by its γ. A direction written to the
+    stream raises the logits of `lm_head(through_final_norm(model, rows))`, not of
+    `lm_head(rows)`."""
+    gain = _final_norm(model).weight.to(rows.dtype)
+    if model.config.architecture == "llama":
+        return rows * gain
+    return (rows - rows.mean(dim=-1, keepdim=True)) * gain
+
+
 def unembedding_rows(model, ids: torch.Tensor) -> torch.Tensor:
     """The LM head's rows of `ids` `[..., C]`: the token table's where the head is tied to it
     (GPT-2, in every number format), else the head's own weight."""

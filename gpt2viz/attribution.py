@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .activation_cache import attention_out_product, head_results
+from .activation_cache import attention_out_product, head_results, through_final_norm
 from .hooks import hook_name
 
 from typing import TYPE_CHECKING
@@ -95,13 +95,8 @@ def direct_logit_attribution(lm: LanguageModel, ids: list[int], token_id: int | 
 
     scale = seen["ln_final.hook_scale"].float()  # of this pass, frozen: sqrt(var + eps), LLaMA's sqrt(mean(x²) + eps)
     direction = lm_head_row(model, token_id)  # (C,)
-    if llama:  # an RMSNorm: nothing subtracted, no β
-        normalised = stacked / scale * model.model.norm.weight.float()
-        ln_bias = 0.0
-    else:
-        ln = model.ln_f
-        normalised = (stacked - stacked.mean(dim=-1, keepdim=True)) / scale * ln.weight.float()
-        ln_bias = float(ln.bias.float() @ direction)
+    normalised = through_final_norm(model, stacked) / scale
+    ln_bias = 0.0 if llama else float(model.ln_f.bias.float() @ direction)  # an RMSNorm has no β
     terms = (normalised @ direction).tolist()
 
     n_layer, n_head = config.n_layer, config.n_head

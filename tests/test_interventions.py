@@ -401,7 +401,8 @@ def test_ablate_on_the_command_line_is_recorded_and_replays(tmp_path, capsys):
 
 def test_the_mlp_stage_records_each_top_neuron_as_a_key_value_memory(tiny_lm):
     """pre: the key's match (c_fc row · input + bias); value: GELU of it; promotes: the tokens
-    its c_proj row, scaled by the value, raises most through the tied unembedding."""
+    its c_proj row, scaled by the value, raises most through ln_f (centred, times γ: the stream's
+    scale aside, as direct logit attribution takes it) and the tied unembedding."""
     from gpt2viz.trace import trace_prompt
 
     trace = trace_prompt(tiny_lm, PROMPT)
@@ -417,7 +418,8 @@ def test_the_mlp_stage_records_each_top_neuron_as_a_key_value_memory(tiny_lm):
         pre = float(seen["pre"][0, -1, n])
         assert neuron["pre"] == pytest.approx(pre, abs=1e-4)
         assert neuron["value"] == pytest.approx(float(torch.nn.functional.gelu(torch.tensor(pre), approximate="tanh")), abs=1e-4)
-        writes = neuron["value"] * (mlp.c_proj.weight[n] @ wte.T)
+        row = mlp.c_proj.weight[n]
+        writes = neuron["value"] * (((row - row.mean()) * tiny_lm.model.ln_f.weight) @ wte.T)
         assert [t["id"] for t in neuron["promotes"]] == torch.topk(writes, 3).indices.tolist()
 
 

@@ -431,7 +431,7 @@ def mlp_activity(post: torch.Tensor, pre: torch.Tensor, writes, display, trained
     last position read as a key-value memory: `pre`, the key's match (the neuron's pre-GELU value:
     its row of c_fc's weight dotted with the input, plus bias), `value`, what GELU lets through,
     and `promotes`, the tokens its value vector (its row of c_proj's weight, scaled by `value`)
-    raises most through the unembedding, each marked `"trained": false` when the model's training
+    raises most through the final norm and the unembedding (`writes`), each marked `"trained": false` when the model's training
     text never held it (`trained_on`, the ids it held, where known). `writes(indices)` gives those
     vectors' logits `[k, V]`, worked out only when the event is read (`Later`). `by_magnitude`: the
     neurons largest in size whatever their sign (SwiGLU's silu(gate) x up may be far below 0;

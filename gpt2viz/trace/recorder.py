@@ -16,6 +16,7 @@ from ..generate import STOP_CANCELLED, STOP_CONTEXT, SamplingSettings, SampleEve
 from ..hooks import layer_of
 from ..i18n import N_, count
 from ..interventions import Ablation, applied
+from ..activation_cache import through_final_norm
 from ..kernels.cpu import this_cpu
 from ..language_model import LanguageModel
 from ..model.weights import FLOAT_DTYPES
@@ -190,17 +191,18 @@ class Recorder:
         return {"histogram": ev.Later(lambda: ev.pre_activation_histogram(last, position))}
 
     def _on_hook_post(self, name, post):
-        c_proj, lm_head = self._mlp_out_product(layer_of(name)), self.lm.model.lm_head
+        model = self.lm.model
+        c_proj = self._mlp_out_product(layer_of(name))
 
         @torch.inference_mode()
         def writes(indices: list[int]) -> torch.Tensor:
             # Neuron n's value vector is its row of c_proj's weight (LLaMA: down_proj's): the
             # product of a one-hot input, less the bias (so any number format's product works),
-            # read through the LM head.
+            # read through the final norm's γ (a LayerNorm's centring too) and the LM head.
             one_hot = torch.zeros(len(indices), post.size(-1), dtype=post.dtype, device=post.device)
             one_hot[range(len(indices)), indices] = 1
             rows = c_proj(one_hot) - c_proj(torch.zeros_like(one_hot[:1]))
-            return lm_head(rows)
+            return model.lm_head(through_final_norm(model, rows))
 
         # SwiGLU's neurons may write as much below 0 as above: the strongest by size (LLaMA).
         return ev.mlp_activity(post, self._mlp_pre, writes, self._display, self.lm.training_tokens, by_magnitude=self._llama)

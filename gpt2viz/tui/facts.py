@@ -313,6 +313,11 @@ def final_choice(trace: Trace) -> tuple[int | None, str, float | None]:
     return lens.get("final_id"), token_label(lens.get("final_token", "?")), None
 
 
+def lens_earliest_top(trace: Trace) -> int | None:
+    """The first block after which the final choice is the lens's top token, kept or not."""
+    return next((entry["layer"] for entry in lens_event(trace).get("layers") or [] if entry.get("final_rank") == 1), None)
+
+
 def lens_first_top(trace: Trace) -> int | None:
     """The first block after which the final choice is the lens's top token and stays there."""
     first = None

@@ -200,6 +200,7 @@ def _facts(trace: Trace) -> dict[str, str]:
         "step_macs": count(step_macs(f)),
         "step_weight_bytes": nbytes(f.step_weight_bytes),
         "macs_per_byte": num(answers["macs_per_byte"]),  # as the verdict writes the answer: 0.425
+        "bytes_per_mac": num(1 / answers["macs_per_byte"], 3),  # a weight's bytes, on average: 2.35
         "value_bytes_now": count(f.value_bytes),
         "batch": count(BATCH),
         "embedded_bytes": nbytes(int(answers["embedded_bytes"])),

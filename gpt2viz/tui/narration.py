@@ -30,6 +30,7 @@ from .facts import (
     layer_norm_event,
     layer_norm_name,
     lens_event,
+    lens_earliest_top,
     lens_first_top,
     shape_of,
     token_text,
@@ -517,10 +518,14 @@ def _logit_lens(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key
             "vocab": count(f.vocab),
             "p": percent(layers[0]["final_prob"]),
         }
+        earliest = lens_earliest_top(trace)
+        # Top from block `first` on; a top place held earlier and lost again (an ablation's run,
+        # often) is said too, so that the table's earlier #1 rows do not contradict the sentence.
+        again = "_regained" if earliest is not None and first is not None and earliest < first else ""
         if first is not None and first == f.n_layer - 1:  # "from the last block on" is only at the end
-            paragraphs.append(say("stage.logit_lens.rank_top_last", **facts, first=first))
+            paragraphs.append(say(f"stage.logit_lens.rank_top_last{again}", **facts, first=first, earliest=earliest))
         elif first is not None:
-            paragraphs.append(say("stage.logit_lens.rank_top", **facts, first=first))
+            paragraphs.append(say(f"stage.logit_lens.rank_top{again}", **facts, first=first, earliest=earliest))
         else:
             paragraphs.append(say("stage.logit_lens.rank", **facts))
     table = ("W_head" if f.params.lm_head else "embed_tokens") if f.llama else "wte"

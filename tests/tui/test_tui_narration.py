@@ -210,10 +210,46 @@ def test_a_final_choice_that_wins_only_at_the_last_block_is_not_said_to_win_from
     last = RunFacts.of(tiny_trace).n_layer - 1
     stage = Stage("logit_lens")
     monkeypatch.setattr(narration, "lens_first_top", lambda trace: last)
+    monkeypatch.setattr(narration, "lens_earliest_top", lambda trace: last)
     text = narrate(tiny_trace, stage, generate_key="g").text
     assert f"becomes the top token only after the last block, {last}." in text and " on." not in text
     monkeypatch.setattr(narration, "lens_first_top", lambda trace: 2)
+    monkeypatch.setattr(narration, "lens_earliest_top", lambda trace: 2)
     assert "is the top token from block 2 on." in narrate(tiny_trace, stage, generate_key="g").text
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_top_place_held_and_lost_before_the_end_is_said(bundled, lang):
+    """With the MLPs switched off a learner saw the final choice #1 after blocks 2 and 4 and the
+    sentence say it became the top token only after the last block (a learner walk, lesson 004)."""
+    from gpt2viz.i18n import set_language
+
+    def said(trace) -> str:
+        set_language(lang)
+        try:
+            return narrate(trace, Stage("logit_lens"), generate_key="g").text
+        finally:
+            set_language("en")
+
+    from gpt2viz.trace import trace_prompt
+
+    trace = trace_prompt(bundled, "The meaning of life is")  # 7 blocks
+    layers = trace.event("logit_lens")["layers"]
+    last = len(layers) - 1
+    ranks = [21, 3, 1, 2, 1, 5, 1][: last] + [1]
+    for entry, rank in zip(layers, ranks):
+        entry["final_rank"] = rank
+    text = said(trace)
+    if lang == "en":
+        assert f"is the top token first after block 2, loses that place, and has it again only after the last block, {last}." in text
+        assert "becomes the top token only after" not in text
+    else:
+        assert f"在第 2 层之后第一次排到第一，随后又失去第一名，直到最后一层（第 {last} 层）之后才重新排第一" in text
+    for entry, rank in zip(layers, [21, 1, 4, 1, 1, 1, 1][: last] + [1]):
+        entry["final_rank"] = rank
+    text = said(trace)
+    assert ("is the top token first after block 1, loses that place, and holds it from block 3 on." in text
+            if lang == "en" else "在第 1 层之后第一次排到第一，随后又失去第一名，从第 3 层起才一直排第一" in text)
 
 
 def test_formatting_helpers():

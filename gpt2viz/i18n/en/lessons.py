@@ -187,7 +187,7 @@ TEXT = {
         "[{n_embd_dim}, {three_n_embd_dim}] weight, {n_embd} multiply-adds per output number, and cuts the result "
         "into queries, keys and values: {n_head} heads of {head_dim}."
     ),
-    "lesson.001.matmul.question": "Guess: how many multiply-adds does c_attn take on this pass?",
+    "lesson.001.matmul.question": "Guess: how many multiply-adds does block 0's c_attn take on this pass?",
     "lesson.001.matmul.why": (
         "{T_positions} × {n_embd} inputs × {three_n_embd} outputs = {qkv_macs} multiply-adds, for one "
         "of the four matrices of one block."
@@ -226,8 +226,9 @@ TEXT = {
     ),
     "lesson.001.memory_wall.question": "Guess: how many multiply-adds per byte of weights does a decode step do?",
     "lesson.001.memory_wall.why": (
-        "{step_macs} ÷ {step_weight_bytes} = {macs_per_byte} a byte. A CPU core can do many multiply-adds "
-        "while memory delivers a byte: a large model's decoding waits for memory (the memory wall)."
+        "{step_macs} ÷ {step_weight_bytes} = {macs_per_byte} a byte ({bytes_per_mac} B a weight: "
+        "float32's 4, less in Model files' smaller copies). A core multiplies far faster than memory "
+        "delivers: decoding waits for memory (the memory wall)."
     ),
     "lesson.001.measure": (
         "The cost lab measures what this lesson reasoned out, on this machine: how the time of a "
@@ -331,7 +332,7 @@ TEXT = {
         "lesson follows your prompt through {model} the same way: text to ids, ids to vectors, "
         "{n_layer} blocks of attention and MLP writing into one residual stream, the LM head, and the "
         "cost of every new token. A model that learned geography (GPT-2 small, from the hub) puts "
-        "'␣Paris' first after that prompt, far ahead of the rest; the bundled tiny model learned "
+        "'␣Paris' first after \"The capital of France is\", far ahead of the rest; the bundled tiny model learned "
         "only Shakespeare, so on it these pages show the mechanism with its own numbers, not the "
         "knowledge."
     ),

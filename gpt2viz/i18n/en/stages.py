@@ -345,6 +345,14 @@ TEXT = {
         "The final choice {token} ranks {rank} of {vocab} after block 0 (p = {p}) and becomes the top "
         "token only after the last block, {first}."
     ),
+    "stage.logit_lens.rank_top_regained": (
+        "The final choice {token} ranks {rank} of {vocab} after block 0 (p = {p}), is the top token "
+        "first after block {earliest}, loses that place, and holds it from block {first} on."
+    ),
+    "stage.logit_lens.rank_top_last_regained": (
+        "The final choice {token} ranks {rank} of {vocab} after block 0 (p = {p}), is the top token "
+        "first after block {earliest}, loses that place, and has it again only after the last block, {first}."
+    ),
     "stage.logit_lens.formula": "lens_l = softmax(ln_f(x after block l)[{last}] @ wteᵀ)    l = 0 … {last_layer}",
     "stage.logit_lens.flow": "x after each block, last position {x} → ln_f, @ wteᵀ → {shape}",
     # -- next token -----------------------------------------------------------------------------

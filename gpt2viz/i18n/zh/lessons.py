@@ -66,7 +66,7 @@ TEXT = {
     ),
     "lesson.000.block_guess": (
         "每一层有一个注意力部分（c_attn：宽度到 3 × 宽度，c_proj：宽度到宽度）和一个 MLP"
-        "（c_fc：宽度到 {d_mlp}，c_proj：再变回来），每个都带偏置，还有两个 LayerNorm（各有一个增益和一个偏置）。"
+        "（c_fc：宽度到 {d_mlp}，c_proj：再变回来），每个都带偏置，还有两个 LayerNorm（各有一个缩放 γ 和一个偏置 β）。"
         "宽度是 {n_embd}。"
     ),
     "lesson.000.block_guess.question": "猜一猜：一层有多少个参数？",
@@ -83,7 +83,7 @@ TEXT = {
         "自己那一行（{n_ctx} 行）：输入就是 {T_vectors}，每个有 {n_embd} 个数。从这里开始，模型只往这些向量上做加法：这就是残差流。"
     ),
     "lesson.000.layer_norm": (
-        "每一层先把每个位置的向量归一化（ln_1：均值 0、方差 1，再乘上学到的增益、加上偏置），在归一化后的副本上计算，"
+        "每一层先把每个位置的向量归一化（ln_1：均值 0、方差 1，再乘上学到的缩放 γ、加上偏置 β），在归一化后的副本上计算，"
         "再把结果加回残差流。GPT-2 在每个部分之前归一化（Pre-Norm），所以残差流本身从不被缩放。"
     ),
     "lesson.000.attention": (
@@ -147,7 +147,7 @@ TEXT = {
     "lesson.001.tensors": (
         "张量就是带形状的一块数字。你的提示词现在是 {T_token_ids}，一个形状为 [1, {T_dim}] 的张量："
         "一条序列（batch 维）上的 {T_positions}。从这里开始每个阶段都是输入张量、输出张量；"
-        "每个阶段说明下面那行形状会一路跟着它们。"
+        "每个阶段的说明下面有一行形状，一路记下这些张量的形状。"
     ),
     "lesson.001.lookup": (
         "第一个运算不做任何乘法：每个 id 取出 wte 中自己的那一行，每个位置取出 wpe 中自己的那一行，"
@@ -155,20 +155,20 @@ TEXT = {
     ),
     "lesson.001.layer_norm": (
         "LayerNorm 是第一个真正做计算的算子：对每个位置，减去它 {n_embd} 个数的均值，"
-        "除以它们的方差加上一个很小的 ε 之后的平方根，然后乘以学到的增益、加上学到的偏置。每个位置各自归一化。"
+        "除以它们的方差加上一个很小的 ε 之后的平方根，然后乘以学到的缩放 γ、加上学到的偏置 β。每个位置各自归一化。"
     ),
     "lesson.001.matmul": (
         "重活是矩阵乘法。c_attn 把 [{T_dim}, {n_embd_dim}] 的输入乘以 [{n_embd_dim}, {three_n_embd_dim}] 的权重，"
-        "每个输出数 {n_embd} 次乘加，再把结果切成 query、key 和 value：{n_head} 个头，每个 {head_dim} 维。"
+        "每个输出数 {n_embd} 次乘加，再把结果切成查询 Q、键 K 和值 V：{n_head} 个头，每个 {head_dim} 维。"
     ),
-    "lesson.001.matmul.question": "猜一猜：这次前向传播中 c_attn 要做多少次乘加？",
+    "lesson.001.matmul.question": "猜一猜：这次前向传播中，第 0 层的 c_attn 要做多少次乘加？",
     "lesson.001.matmul.why": (
         "{T_positions} × {n_embd} 个输入 × {three_n_embd} 个输出 = {qkv_macs} 次乘加，"
         "这还只是一层四个矩阵中的一个。"
     ),
     "lesson.001.softmax": (
         "softmax 把一行分数变成加起来等于 1 的权重：减去这一行的最大值，取 exp，再除以总和。"
-        "这里每个 query 的一行就是一次 softmax，范围是掩码允许它看到的位置；分数事先除以了 √{head_dim}。"
+        "这里每个查询的一行就是一次 softmax，范围是掩码允许它看到的位置；分数事先除以了 √{head_dim}。"
     ),
     "lesson.001.gelu": (
         "MLP 先把每个位置拓宽到 {d_mlp} 个数（c_fc），用 GELU 弯折（x 很大时接近 x，x 很负时接近 0，"
@@ -196,11 +196,12 @@ TEXT = {
     ),
     "lesson.001.memory_wall.question": "猜一猜：一个 decode 步中，每读一个字节的权重要做多少次乘加？",
     "lesson.001.memory_wall.why": (
-        "{step_macs} ÷ {step_weight_bytes} = 每字节 {macs_per_byte} 次。内存送来一个字节的时间里，"
+        "{step_macs} ÷ {step_weight_bytes} = 每字节 {macs_per_byte} 次：每个权重一次乘加，这里一个权重平均占 "
+        "{bytes_per_mac} B（float32 是 4 B，模型文件阶段列出的更小副本会少一些）。内存送来一个字节的时间里，"
         "一个 CPU 核心能做许多次乘加：大模型的解码是在等内存（内存墙）。"
     ),
     "lesson.001.measure": (
-        "成本实验室在这台机器上实测这一课推理出来的东西：解码一步的时间怎样随上下文增长（有 KV cache 和没有），"
+        "成本实验室在这台机器上实测这一课算出的结论：解码一步的时间怎样随上下文增长（有 KV cache 和没有），"
         "以及各种数值格式（bfloat16、float16、int8，大多数权重占的字节更少）和 float32 相比如何。"
         "它还会说出这里的一步是在等内存，还是在等每一步都要做的固定开销（Python、调度每个运算）：小模型等后者的时间可能比读字节还多。"
     ),
@@ -215,9 +216,9 @@ TEXT = {
         "这一课在 {model} 对 {T_tokens} 的这次运行里逐一找到它们。"
     ),
     "lesson.003.scores": (
-        "这一步为每个位置算出 query、key 和 value。下一步是分数：每个位置的 query 和每个位置的 key 相乘，"
+        "这一步为每个位置算出查询 Q、键 K 和值 V。下一步是分数：每个位置的查询和每个位置的键相乘，"
         "再除以头维度（{head_dim}）的平方根。"
-        "一个头得到一张 {T} × {T} 的表，共 {n_scores}：每个位置的 query 对每个位置的 key。"
+        "一个头得到一张 {T} × {T} 的表，共 {n_scores}：每个位置的查询对每个位置的键。"
     ),
     "lesson.003.mask_guess": (
         "在 softmax 之前，因果掩码把每个更靠后位置的分数设为负无穷：第 i 行只保留位置 0 到 i。"
@@ -230,7 +231,7 @@ TEXT = {
     ),
     "lesson.003.masked": "“分数”阶段展示这张表，被掩码的格子都做了标记，并给出它们的数目。",
     "lesson.003.pattern": (
-        "softmax 之后，被掩码的格子正好是 0，每一行的和仍然是 1：注意力模式的右上三角是空的。"
+        "softmax 之后，被掩码的格子正好是 0，每一行的和仍然是 1：注意力权重的右上三角是空的。"
         "每一层的每个注意力头都有同样的空三角。"
     ),
     "lesson.003.pre_norm": (
@@ -255,14 +256,14 @@ TEXT = {
     ),
     "lesson.003.recompute_guess.why": (
         "{T} + ({T} + 1) + … + ({T} + {more_minus_1}) = {naive_positions} 个位置。有 KV cache 时，提示词只算一次，"
-        "每个新 token 也只算一次：{cached_positions} 个，少了 {cache_saving} 倍。"
+        "每个新 token 也只算一次：{cached_positions} 个，只有前者的 1/{cache_saving}。"
     ),
     "lesson.003.kv_keeps": (
-        "缓存之所以可行，靠的正是掩码：一个位置的 key 和 value 只取决于它自己和它之前的位置，"
+        "缓存之所以可行，靠的正是掩码：一个位置的键和值只取决于它自己和它之前的位置，"
         "后来的 token 永远不会改变它们。每一层为每个位置保存自己的 K 和 V。"
     ),
     "lesson.003.position_guess": (
-        "每一层为每个位置保存它的 key 和 value：{n_head} 个头，每个头 {head_dim} 个数，每个数 {value_bytes} 字节（{compute_dtype}）。"
+        "每一层为每个位置保存它的键 K 和值 V：{n_head} 个头，每个头 {head_dim} 个数，每个数 {value_bytes} 字节（{compute_dtype}）。"
     ),
     "lesson.003.position_guess.question": "猜一猜：缓存在多少个位置之后超过 1 MiB（1,048,576 B）？",
     "lesson.003.position_guess.why": (
@@ -285,8 +286,8 @@ TEXT = {
     "lesson.004.intro": (
         "教程 004 追踪 \"The capital of France is\" 穿过 GPT-2 small，直到得出 '␣Paris'。本课用同样的方式，"
         "让你的提示词穿过 {model}：文本变成 id，id 变成向量，{n_layer} 层注意力和 MLP 写入同一条残差流，"
-        "然后是 LM head，以及每个新 token 的代价。学过地理的模型（从 Hugging Face Hub 下载的 GPT-2 small）"
-        "在这个提示词后把 '␣Paris' 排在第一，远远领先其余的；内置的 tiny 模型只学过莎士比亚，所以在它上面，"
+        "然后是 LM head，以及每个新 token 的代价。学到了地理知识的模型（从 Hugging Face Hub 下载的 GPT-2 small）"
+        "在 \"The capital of France is\" 之后把 '␣Paris' 排在第一，远远领先其余的；内置的 tiny 模型只学过莎士比亚，所以在它上面，"
         "这些页面用它自己的数字展示机制，而不是知识。"
     ),
     "lesson.004.tokens": (
@@ -305,13 +306,13 @@ TEXT = {
         "“嵌入”阶段逐行展示这个张量：它就是残差流，之后每一层都会读取它并往上加。"
     ),
     "lesson.004.routing": (
-        "注意力就是路由：每个位置的 query 与它自己以及之前每个位置的 key 比较，得分除以 √{head_dim}，"
+        "注意力就是路由：每个位置的查询与它自己以及之前每个位置的键比较，得分除以 √{head_dim}，"
         "未来的位置被掩码，softmax 把每一行变成权重。最后一行就是最后一个 token 读取什么、从哪里读取；"
         "在教程的 \"The capital of France is\" 里，'is' 就是这样汇集 'capital' 和 'France' 的。"
         "每个头都有自己的路由方式。"
     ),
     "lesson.004.heads": (
-        "一层有 {n_head} 个头，每个头 {head_dim} 个数：每个头都有自己的 query、key、value 投影，"
+        "一层有 {n_head} 个头，每个头 {head_dim} 个数：每个头都有自己的查询、键、值投影，"
         "大小为 {n_embd} × {head_dim}；{n_head} 个头的输出并排拼回 {n_embd} 个数，再由 c_proj 混合。"
     ),
     "lesson.004.memory": (
@@ -353,7 +354,7 @@ TEXT = {
         "一次接一次，前一次没结束，后一次就不能开始。"
     ),
     "lesson.004.cache": (
-        "KV cache 保存每一层的 key 和 value，所以新 token 只需算出自己的，其余的直接读取：这里每个 token "
+        "KV cache 保存每一层的键和值（K 和 V），所以新 token 只需算出自己的，其余的直接读取：这里每个 token "
         "{kv_per_position}，提示词占 {kv_now}，用内存换掉之前每个位置的重复计算。"
     ),
     "lesson.004.intensity": (
@@ -378,7 +379,7 @@ TEXT = {
     "lesson.001.generate.look": "每个 token 一选出就会显示，成本面板给每一步计时，KV 面板每个 token 增长 {kv_per_position}。",
     "lesson.001.measure.look": (
         "按 r 运行当前显示的实验：“上下文长度”标签页测量在每个位置上生成一个新 token 的耗时，"
-        "用 KV cache 和不用各一次；按 3 看数字格式。"
+        "用 KV cache 和不用各一次；按 3 看数值格式。"
     ),
     "lesson.004.autoregressive.look": "文本每次前向传播增长一个 token，每次都有自己的耗时，KV 面板每个 token 增长 {kv_per_position}。",
     "lesson.004.batching.look": "按 2 打开“批大小”标签页，再按 r：一个逐渐变大的批次的一步，与单个序列的一步比较。",

@@ -271,7 +271,7 @@ TEXT = {
         "一共 {total} 个。"
     ),
     "stage.lm_head.last": (
-        "只有最后一个位置预测接下来是什么。位置 p 的 logits 是对第 p+1 个 token 的猜测，而对 {last} "
+        "只有最后一个位置预测接下来是什么。位置 p 的 logits 是对位置 p+1 上那个 token 的猜测，而对 {last} "
         "之前的每个 p，这个 token 已经在提示词里了。softmax 把最后一行变成概率（先减去最大的 logit，"
         "这样不会溢出）。"
     ),
@@ -306,6 +306,14 @@ TEXT = {
     "stage.logit_lens.rank_top_last": (
         "最终选出的 {token} 在第 0 层之后排第 {rank} 名（共 {vocab} 个，p = {p}），"
         "直到最后一层（第 {first} 层）之后才成为排名第一的 token。"
+    ),
+    "stage.logit_lens.rank_top_regained": (
+        "最终选出的 {token} 在第 0 层之后排第 {rank} 名（共 {vocab} 个，p = {p}），"
+        "在第 {earliest} 层之后第一次排到第一，随后又失去第一名，从第 {first} 层起才一直排第一。"
+    ),
+    "stage.logit_lens.rank_top_last_regained": (
+        "最终选出的 {token} 在第 0 层之后排第 {rank} 名（共 {vocab} 个，p = {p}），"
+        "在第 {earliest} 层之后第一次排到第一，随后又失去第一名，直到最后一层（第 {first} 层）之后才重新排第一。"
     ),
     "stage.logit_lens.formula": "lens_l = softmax(ln_f(第 l 层之后的 x)[{last}] @ wteᵀ)    l = 0 … {last_layer}",
     "stage.logit_lens.flow": "每层之后的 x，最后一个位置 {x} → ln_f, @ wteᵀ → {shape}",

@@ -231,7 +231,7 @@ class Gpt2VizApp(CompatApp):
 
     def action_lessons(self) -> None:
         if self._steps is not None and not isinstance(self.screen, LessonMenu):
-            self.push_screen(LessonMenu(), self._lesson_chosen)
+            self.push_screen(LessonMenu(opens=self._steps.trace.architecture == "gpt2"), self._lesson_chosen)
 
     def _lesson_chosen(self, choice: str | None) -> None:
         if choice == NEVER:

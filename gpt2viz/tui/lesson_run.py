@@ -186,6 +186,13 @@ class LessonRun:
         _write_state(state)
 
 
+def forget_progress(lesson_id: str) -> None:
+    """Lesson `lesson_id` opens at its first page again, nothing in it done or skipped."""
+    state = _read_state()
+    if state.pop(lesson_id, None) is not None:
+        _write_state(state)
+
+
 def menu_at_start() -> bool:
     """Whether the lesson menu opens as the app starts: until a lesson is chosen from it or the
     learner asks it never to (not now: it opens again next time)."""

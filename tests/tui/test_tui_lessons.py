@@ -358,6 +358,33 @@ async def test_a_first_start_offers_the_lessons_until_one_is_chosen(tmp_path, mo
 
 
 @run_async
+async def test_r_in_the_menu_starts_a_lesson_over(tmp_path, monkeypatch):
+    """A finished lesson reopened at its last page, with no way back but p pressed 17 times (a
+    learner walk): r in the menu opens the highlighted lesson at page 1, its progress forgotten;
+    another lesson's progress is kept."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "fresh"))
+    from gpt2viz.tui.lesson_run import LessonRun
+    from gpt2viz.tui.screens.lesson_menu import LessonMenu
+    from tui_helpers import GENERATION_TRACE
+
+    for lesson_id, page in ((LESSON_IDS[0], 5), (LESSON_IDS[1], 3)):
+        run = LessonRun.start(load_lesson(lesson_id))
+        run.page, run.done = page, {1}
+        run.save()
+    app = make_app(trace=load(GENERATION_TRACE))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: isinstance(app.screen, LessonMenu) or app.session.lesson is not None or app.screen.__class__.__name__ == "StepScreen")
+        await pilot.press("i")
+        await until(pilot, lambda: isinstance(app.screen, LessonMenu))
+        await pilot.press("r")
+        await until(pilot, lambda: app.session.lesson is not None)
+        run = app.session.lesson
+        assert run.lesson.id == LESSON_IDS[0] and run.page == 0 and not run.done
+    assert LessonRun.start(load_lesson(LESSON_IDS[0])).page == 0
+    assert LessonRun.start(load_lesson(LESSON_IDS[1])).page == 3  # the other lesson's is kept
+
+
+@run_async
 async def test_never_keeps_the_menu_closed_at_start_and_i_opens_it_from_any_screen(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "fresh"))
     from gpt2viz.tui.lesson_run import menu_at_start

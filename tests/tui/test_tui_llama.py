@@ -124,8 +124,9 @@ async def test_the_attribution_screen_shows_no_bias_column_for_a_llama_model(lla
 @run_async
 async def test_what_runs_only_on_gpt2_models_says_so(llama_lm, tmp_path, monkeypatch):
     """On a first start (an empty state directory) the lesson menu, which offers only GPT-2's
-    lessons, stays shut; a lesson chosen from it with i is refused, and that refusal does not count
-    as the choice that stops the menu opening at start (a learner walk saw both)."""
+    lessons, stays shut; opened with i it says why its lessons cannot open here and they cannot be
+    chosen (an engineer's walk: listed, then refused), nor started over; the menu still does not
+    count as the choice that stops it opening at start (a learner walk saw both)."""
     from gpt2viz.tui.lesson_run import menu_at_start
     from gpt2viz.tui.screens.lesson_menu import LessonMenu
 
@@ -139,10 +140,12 @@ async def test_what_runs_only_on_gpt2_models_says_so(llama_lm, tmp_path, monkeyp
         await pilot.press("i")
         await pilot.pause()
         assert isinstance(app.screen, LessonMenu)
-        await pilot.press("enter")  # lesson 000
+        assert "The lessons tell GPT-2's story" in screen_text(app)
+        options = app.screen.query_one("#lesson-menu-list")
+        assert all(options.get_option_at_index(i).disabled for i in range(4))
+        await pilot.press("up", "up", "r", "enter")  # no lesson highlighted, none started over
         await pilot.pause()
-        assert app.session.lesson is None and menu_at_start()
-        assert any("The lessons tell GPT-2's story" in str(n.message) for n in app._notifications)
+        assert app.screen is screen and app.session.lesson is None and menu_at_start()
         screen.go_to(index_of(screen.stages, "next_token"))
         await pilot.press("m")
         await pilot.pause()

@@ -1,7 +1,9 @@
 """The lesson menu: every lesson with how far the learner got; Enter opens one where it was left.
 
 It opens with the `i` key from every screen, and by itself as the app starts until the learner
-chooses a lesson from it or asks it not to (tui/lesson_run.py keeps that); Escape is "not now".
+chooses a lesson from it or asks it not to (tui/lesson_run.py keeps that); Escape is "not now";
+`r` opens the highlighted lesson at its first page, its progress forgotten. On a model that is
+not GPT-2 the lessons are listed but cannot be opened, and the menu says why.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from textual.widgets.option_list import Option
 from ...i18n import N_
 from ...i18n.templates import say
 from ...lessons import LESSON_IDS, load_lesson
-from ..lesson_run import Progress, progress
+from ..lesson_run import Progress, forget_progress, progress
 from .base import AppModal
 
 NEVER = "never"  # the menu's answer: do not open at start again
@@ -38,15 +40,19 @@ class LessonMenu(AppModal[str | None]):
     VERTICAL_BREAKPOINTS = [(0, "-short"), (30, "-tall")]
     BINDINGS = [
         Binding("escape", "cancel", N_("not now"), id="cancel-lesson-menu", tooltip=N_("Close the menu; no lesson")),
+        Binding("r", "start_over", N_("from the start"), id="lesson-menu-start-over",
+                tooltip=N_("Open the highlighted lesson at its first page, what was done in it forgotten")),
         Binding("q", "app.quit", N_("quit"), id="lesson-menu-quit", show=False, tooltip=N_("Leave gpt2viz")),
         # A modal screen hides the app's keys: the language switch, again, for a list of words.
         Binding("L", "app.switch_language", N_("中文"), id="lesson-menu-switch-language", show=False,
                 tooltip=N_("Show the app in Chinese (again: back to English)")),
     ]
 
-    def __init__(self, at_start: bool = False) -> None:
+    def __init__(self, at_start: bool = False, *, opens: bool = True) -> None:
+        """`opens`: whether a lesson can open on this run's model (the lessons are GPT-2's)."""
         super().__init__()
         self.at_start = at_start
+        self.opens = opens
         self.choices: list[str | None] = []
 
     def compose(self) -> ComposeResult:
@@ -61,8 +67,8 @@ class LessonMenu(AppModal[str | None]):
 
     def redraw_language(self) -> None:
         self.query_one("#lesson-menu-title", Static).update(Content.styled(say("lesson.menu.title"), "bold"))
-        self.query_one("#lesson-menu-intro", Static).update(
-            say("lesson.menu.intro_start" if self.at_start else "lesson.menu.intro"))
+        intro = "lesson.menu.intro_start" if self.at_start else "lesson.menu.intro"
+        self.query_one("#lesson-menu-intro", Static).update(say(intro if self.opens else "lesson.gpt2_only"))
         options = self.query_one(OptionList)
         highlighted = options.highlighted
         items: list[Option] = []
@@ -70,7 +76,7 @@ class LessonMenu(AppModal[str | None]):
         for lesson_id in LESSON_IDS:
             lesson = load_lesson(lesson_id)
             items.append(Option(Content(say("lesson.menu.item", lesson=lesson_id, title=say(lesson.title),
-                                            progress=progress_line(progress(lesson))))))
+                                            progress=progress_line(progress(lesson)))), disabled=not self.opens))
             self.choices.append(lesson_id)
         items.append(Option(Content(say("lesson.menu.not_now"))))
         self.choices.append(None)
@@ -79,10 +85,30 @@ class LessonMenu(AppModal[str | None]):
             self.choices.append(NEVER)
         options.clear_options()
         options.add_options(items)
-        options.highlighted = highlighted if highlighted is not None else 0
+        first = 0 if self.opens else len(LESSON_IDS)  # "Not now": the lessons cannot be chosen
+        options.highlighted = highlighted if highlighted is not None else first
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         self.close(self.choices[event.option_index])
 
     def action_cancel(self) -> None:
         self.close(None)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "start_over":  # only where a lesson is highlighted and can open
+            return self.opens and self._highlighted_lesson() is not None
+        return True
+
+    def on_option_list_option_highlighted(self, _event: OptionList.OptionHighlighted) -> None:
+        self.refresh_bindings()
+
+    def action_start_over(self) -> None:
+        lesson_id = self._highlighted_lesson()
+        if self.opens and lesson_id is not None:
+            forget_progress(lesson_id)
+            self.close(lesson_id)
+
+    def _highlighted_lesson(self) -> str | None:
+        index = self.query_one(OptionList).highlighted
+        choice = self.choices[index] if index is not None and index < len(self.choices) else None
+        return choice if choice in LESSON_IDS else None

@@ -91,8 +91,8 @@ class WeightsError(ModelSourceError):
 
 
 class ArchitectureError(Gpt2VizError):
-    """A model that this part of gpt2viz does not show yet: the trace, the step-through and the
-    JSON record GPT-2 models; a LLaMA-family model (SmolLM2) works through the library."""
+    """A model that this part of gpt2viz does not cover (a LLaMA-family model that differs from
+    transformers' LlamaForCausalLM in its weights' names, found by the check against it)."""
 
 
 class GenerationError(Gpt2VizError):

@@ -11,14 +11,13 @@ import operator
 from collections.abc import Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable, overload
 
 import torch
 
 from .activation_cache import ActivationCache, refuse_several_texts
 from .batch import BatchResult, generate_batch, generate_prompts
-from .errors import Gpt2VizError, InputError, SettingError, TokenIdError
+from .errors import InputError, SettingError, TokenIdError
 from .i18n import N_
 from .input_files import shown as _shown
 from .kernels.choice import Choice, choose_kernels
@@ -32,7 +31,6 @@ from .model.gguf import read_header as read_gguf_header
 from .model.llama import Llama, LlamaConfig, load_llama, load_llama_gguf
 from .model.placement import parse_device
 from .model.precision import Precision, parse_precision
-from .model import package_index
 from .model.sources import DownloadProgress, ResolvedSource, resolve
 from .model.tokenizer import Tokenizer, checked_ids
 from .model.training_tokens import read as read_training_tokens
@@ -569,7 +567,8 @@ class LanguageModel:
         taken too, so that TL's calls run: `do_sample=False` is greedy, `do_sample=True` samples
         (at temperature 1.0, TL's, unless `temperature` says another; 0 stays greedy, as TL's); `use_past_kv_cache` is `use_cache`; `stop_at_eos=False` goes
         on past `stop_id`; `verbose` is ignored (no progress bar). Greedy stays the default here,
-        and a result is a GenerationResult (`.text`, `.token_ids`), not TL's string."""
+        and a result is a GenerationResult (the new ids in `.token_ids`: `to_string` gives their
+        text), not TL's string."""
         del verbose
         if use_past_kv_cache is not None:
             use_cache = use_past_kv_cache
@@ -725,20 +724,6 @@ def load_model(
         model, tokenizer, resolved, weights.stored_dtype, weights.file_bytes, notices, n_params, weight_bytes(model), files,
         training_tokens=trained_on, kernels=kernels, format_kernels=format_kernels,
     )
-
-
-def is_llama_source(source: str | None) -> bool:
-    """Whether `source` names a LLaMA-family model before anything is fetched: 'smollm2', a
-    .gguf file, or a local directory whose config.json says so (a hub id cannot tell yet)."""
-    if source is None:
-        return False
-    if source == package_index.NAME or source.lower().endswith(".gguf"):
-        return True
-    try:
-        config = Path(source).expanduser() / "config.json"
-        return config.is_file() and model_type(config) == "llama"
-    except (OSError, RuntimeError, Gpt2VizError):  # not readable as a directory: load_model says why
-        return False
 
 
 def is_llama(resolved: ResolvedSource) -> bool:

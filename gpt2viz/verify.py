@@ -1,9 +1,12 @@
-"""Parity, checked on the user's own checkpoint: gpt2viz's GPT-2 against transformers'.
+"""Parity, checked on the user's own checkpoint: gpt2viz's model against transformers'.
 
-The same safetensors run through `transformers.GPT2LMHeadModel` (only when transformers is
-installed: gpt2viz never needs it to run), both in float32 on the CPU: the largest logit
-difference over every position, how many positions agree on their top token, and whether 20
-greedy tokens come out the same.
+The same safetensors run through `transformers.GPT2LMHeadModel` (a LLaMA-family model's through
+`LlamaForCausalLM`; only when transformers is installed: gpt2viz never needs it to run), both in
+float32 on the CPU: the largest logit difference over every position, how many positions agree
+on their top token, and whether 20 greedy tokens come out the same. A `.gguf` file (`smollm2`)
+is given to transformers as the weights gpt2viz read from it (transformers' own GGUF reader needs
+the gguf and accelerate packages): that checks the forward pass, not the file's reading, which
+tests/test_gguf.py checks against files written as llama.cpp writes them.
 """
 
 from __future__ import annotations
@@ -32,38 +35,54 @@ class Verification:
     top1_agree: int  # positions whose top token is the same
     ours: list[int]  # greedy continuation ids
     theirs: list[int]
+    read_by_transformers: bool = True  # False: transformers ran on the weights gpt2viz read (a GGUF file)
 
     @property
     def ok(self) -> bool:
         return self.max_abs_diff <= BOUND and self.ours == self.theirs
 
 
-def reference_model(path):
-    """transformers' GPT-2 on the checkpoint at `path`, float32, CPU, eval mode."""
+def reference_model(lm):
+    """transformers' model of `lm`'s checkpoint, float32, CPU, eval mode: `(version, model, read)`,
+    `read` False where transformers runs on the weights gpt2viz read (a GGUF file)."""
     try:
         import transformers
-        from transformers import GPT2LMHeadModel
     except ImportError:
         raise VerifyUnavailable(
             _("checking against transformers needs it installed: pip install transformers")
         ) from None
     transformers.utils.logging.set_verbosity_error()
     transformers.utils.logging.disable_progress_bar()  # its "Loading weights" bar, on stderr
-    return transformers.__version__, GPT2LMHeadModel.from_pretrained(str(path), dtype=torch.float32).eval()
+    path = str(lm.source.path)
+    if isinstance(lm.config, GPT2Config):
+        return transformers.__version__, transformers.GPT2LMHeadModel.from_pretrained(path, dtype=torch.float32).eval(), True
+    if lm.source.kind != "gguf":
+        return transformers.__version__, transformers.LlamaForCausalLM.from_pretrained(path, dtype=torch.float32).eval(), True
+    return transformers.__version__, _llama_of(transformers, lm.float32_twin().model), False
 
 
-def not_verifiable(model: str) -> ArchitectureError:
-    """The comparison is GPT-2's so far: a LLaMA-family model is refused in one sentence."""
-    return ArchitectureError(_("{model} is a LLaMA-family model: the comparison with transformers covers "
-                               "GPT-2 models so far").format(model=model))
+def _llama_of(transformers, ours) -> torch.nn.Module:
+    """transformers' LlamaForCausalLM with the weights of gpt2viz's `Llama` (the names are the same)."""
+    c = ours.config
+    config = transformers.LlamaConfig(
+        vocab_size=c.vocab_size, hidden_size=c.n_embd, intermediate_size=c.d_mlp, num_hidden_layers=c.n_layer,
+        num_attention_heads=c.n_head, num_key_value_heads=c.n_kv_head, max_position_embeddings=c.n_ctx,
+        rms_norm_eps=c.rms_norm_eps, rope_theta=c.rope_theta, tie_word_embeddings=c.tie_word_embeddings,
+        bos_token_id=c.bos_token_id, eos_token_id=c.eos_token_id, pad_token_id=c.pad_token_id)
+    model = transformers.LlamaForCausalLM(config)
+    weights = {name: tensor.float() for name, tensor in ours.state_dict().items()}
+    missing, _unexpected = model.load_state_dict(weights, strict=False)
+    missing = [name for name in missing if not (c.tie_word_embeddings and name == "lm_head.weight")]
+    if missing:  # a name that differs: say so rather than compare against a model half made
+        raise ArchitectureError(_("transformers' LLaMA model has weights gpt2viz's does not: {names}").format(
+            names=", ".join(missing[:3])))
+    return model.eval()
 
 
 @torch.inference_mode()
 def verify(lm, ids: list[int], n_tokens: int = GREEDY_TOKENS) -> Verification:
-    """Compares `lm`'s checkpoint, in float32, with transformers' model of it over `ids` (GPT-2's)."""
-    if not isinstance(lm.config, GPT2Config):
-        raise not_verifiable(lm.name)
-    version, hf = reference_model(lm.source.path)
+    """Compares `lm`'s checkpoint, in float32, with transformers' model of it over `ids`."""
+    version, hf, read = reference_model(lm)
     ours_lm = lm.float32_twin()
     ours_logits, _cache = ours_lm.model(torch.tensor([ids]).to(ours_lm.model.device))
     theirs_logits = hf(torch.tensor([ids])).logits
@@ -71,9 +90,10 @@ def verify(lm, ids: list[int], n_tokens: int = GREEDY_TOKENS) -> Verification:
     diff = float((ours_logits - theirs_logits).abs().max())
     top1 = int((ours_logits.argmax(-1) == theirs_logits.argmax(-1)).sum())
     n = min(n_tokens, ours_lm.config.n_ctx - len(ids))
-    ours = ours_lm.generate(ids, n).token_ids if n > 0 else []
+    # Both go on past an end-of-text token, so that each makes all n (transformers is told min_new_tokens).
+    ours = ours_lm.generate(ids, n, stop_at_eos=False).token_ids if n > 0 else []
     theirs = []
     if n > 0:
         out = hf.generate(torch.tensor([ids]), max_new_tokens=n, min_new_tokens=n, do_sample=False, pad_token_id=0)
         theirs = out[0, len(ids):].tolist()
-    return Verification(version, len(ids), diff, top1, ours, theirs)
+    return Verification(version, len(ids), diff, top1, ours, theirs, read)

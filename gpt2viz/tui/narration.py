@@ -300,6 +300,9 @@ def _reduced_note(event: dict, T: int) -> list[str]:
     return [say("stage.reduced", positions=count(T), rows=count(rows), cols=count(cols))]
 
 
+EVEN_SPREAD = 1.5  # a last row whose largest weight is at most this many times 1/positions is "spread evenly"
+
+
 def _pattern(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key: str):
     i, T = stage.layer, f.T
     ev = attention_event(trace, i, "pattern")
@@ -309,10 +312,14 @@ def _pattern(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key: s
     row = last_row(trace, i, head, "pattern")
     j = argmax(row)
     if j is not None:
+        seen = sum(1 for w in row if w is not None)
+        # A row within EVEN_SPREAD of uniform has no favourite: "puts 20.7% on position 1" beside
+        # 0.20 / 0.21 / 0.20 / 0.20 / 0.19 read as a preference (a learner walk).
+        even = seen > 1 and row[j] <= EVEN_SPREAD / seen
         paragraphs.append(
             say(
-                "stage.pattern.last", token=quote(token_text(trace, f.L - 1)), head=head, share=percent(row[j]),
-                position=j, key=quote(token_text(trace, j)),
+                "stage.pattern.last_even" if even else "stage.pattern.last", token=quote(token_text(trace, f.L - 1)),
+                head=head, share=percent(row[j]), position=j, key=quote(token_text(trace, j)), positions=count(seen),
             )
         )
     paragraphs += _reduced_note(ev, T)

@@ -442,3 +442,24 @@ def test_a_layernorm_under_a_small_variance_says_why_its_std_is_not_1(ckpts):
     assert "not 1: ε = 1e-05 is added to the variance" in text and "e-0" not in text.replace("1e-05", "")
     trained = trace_prompt(gpt2viz.load_model("tiny"), "The meaning of life is")  # the bundled model: a large variance
     assert "not 1: ε" not in narrate(trained, Stage("ln1", 0), generate_key="g").text
+
+
+def test_an_evenly_spread_last_row_is_not_said_to_favour_a_position(tiny_trace):
+    """'It puts 20.7% of its weight on position 1' beside 0.20 / 0.21 / 0.20 / 0.20 / 0.19 read as a
+    preference (a learner walk): within 1.5x of an even share the row is said to be spread."""
+    import copy
+
+    from gpt2viz.tui.facts import attention_event
+
+    trace = copy.deepcopy(tiny_trace)
+    heads = attention_event(trace, 0, "pattern")["heads"]
+    n = len(heads[0][-1])
+    heads[0][-1] = [1 / n] * n
+    heads[0][-1][1] += 0.01
+    heads[0][-1][0] -= 0.01
+    text = narrate(trace, Stage("pattern", 0), head=0, generate_key="g").text
+    assert f"spreads its weight about evenly over the {n} positions it sees (the most, " in text
+    heads[0][-1] = [0.0] * n
+    heads[0][-1][1] = 1.0
+    text = narrate(trace, Stage("pattern", 0), head=0, generate_key="g").text
+    assert "puts 100.0% of its weight on position 1" in text

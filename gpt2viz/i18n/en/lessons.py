@@ -387,7 +387,8 @@ TEXT = {
     "lesson.004.residual": (
         "Neither attention nor the MLP replaces the vector: each computes a change and adds it to the "
         "residual stream, which runs from the embedding to the LM head. Every block reads the stream "
-        "and writes into it; nothing is forgotten on the way."
+        "and adds to it; nothing is overwritten, though a later update may point against what is there "
+        "and shorten it."
     ),
     "lesson.004.layers": (
         "The logit lens reads the stream after each block as if it were the last: the prediction "

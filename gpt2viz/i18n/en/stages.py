@@ -198,6 +198,11 @@ TEXT = {
         "The last row belongs to {token}, the position that predicts the next token. In head {head} it "
         "puts {share} of its weight on position {position} ({key})."
     ),
+    "stage.pattern.last_even": (
+        "The last row belongs to {token}, the position that predicts the next token. In head {head} it "
+        "spreads its weight about evenly over the {positions} positions it sees (the most, {share}, on "
+        "position {position}, {key})."
+    ),
     # -- all heads ------------------------------------------------------------------------------
     "stage.heads.intro": (
         "The {H} heads of block {layer} side by side, each its own attention pattern (brighter: more "

@@ -367,8 +367,8 @@ class ResidualBars(Picture):
         rows += wrapped(
             Content.styled(
                 _(
-                    "Lengths are L2 norms over the hidden dimensions. x + update is shorter than |x| + |update| "
-                    "unless the two point the same way."
+                    "Lengths are L2 norms over the hidden dimensions. x + update is never longer than |x| + |update|, "
+                    "and shorter unless the two point the same way or the update is 0."
                 ),
                 ".picture--dim",
             ),

@@ -83,6 +83,11 @@ def test_the_numbers_of_the_cache_count_key_value_heads_and_the_map_sets_gpt2_sm
     assert rows["KV cache a token"] == (f"{count(small.kv_bytes_per_position(4))} B in float32",
                                         f"{count(kv['bytes_per_position'])} B in float32")
     assert rows["attention heads"] == ("12 query, 12 key/value", "8 query, 2 key/value")
+    assert rows["head size"] == ("64", count(f.head_dim))
+    tied = f.config.tie_word_embeddings
+    assert rows["LM head"][0] == "the token table itself (tied)"
+    assert rows["LM head"][1] == ("the token table itself (tied)" if tied else
+                                  f"a matrix of its own, {count(f.vocab)} × {count(f.n_embd)}")
 
 
 def test_the_attribution_of_a_llama_model_splits_its_logit_exactly(llama_lm):

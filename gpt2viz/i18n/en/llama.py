@@ -85,8 +85,9 @@ TEXT = {
     ),
     "llama.qkv.groups": (
         "The query is cut into {H} heads of {D} numbers, the key and the value into only {KVH}: each "
-        "key/value head serves {group} query heads (grouped-query attention), and query head h reads "
-        "key/value head h ÷ {group}, rounded down."
+        "key/value head serves {group} query heads (grouped-query attention; GPT-2 gives every query head "
+        "a key/value head of its own), and query head h reads key/value head h ÷ {group}, rounded down. "
+        "The KV cache keeps only the {KVH}: {group} times less than one a query head."
     ),
     "llama.qkv.groups_none": (
         "Query, key and value are each cut into {H} heads of {D} numbers: every query head has keys and "

@@ -168,12 +168,16 @@ def comparison_rows(f: RunFacts) -> list[tuple[str, str, str]]:
          _("RMSNorm: over the root mean square, a weight")),
         (_("attention heads"), _("{q} query, {kv} key/value").format(q=g.n_head, kv=g.n_head),
          _("{q} query, {kv} key/value").format(q=c.n_head, kv=c.n_kv_head)),
+        (_("head size"), count(g.head_dim), count(c.head_dim)),
         (_("KV cache a token"), _("{bytes} B in float32").format(bytes=count(kv_gpt2)),
          _("{bytes} B in float32").format(bytes=count(kv_ours))),
         (_("MLP"), _("c_fc → GELU → c_proj, {n} wide").format(n=count(g.d_mlp)),
          _("silu(gate) × up → down, {n} wide").format(n=count(c.d_mlp))),
         (_("biases"), _("in every product and norm"), _("none")),
         (_("vocabulary"), count(g.vocab_size), count(c.vocab_size)),
+        (_("LM head"), _("the token table itself (tied)"),
+         _("the token table itself (tied)") if c.tie_word_embeddings
+         else _("a matrix of its own, {rows} × {cols}").format(rows=count(c.vocab_size), cols=count(c.n_embd))),
     ]
 
 

@@ -28,6 +28,8 @@ class DownloadDisplay:
         self.bar = None
 
     def report(self, progress: DownloadProgress) -> None:
+        if progress.total == 0:  # the file's place is being asked for (the package index): no bytes yet
+            return
         if self.started is None:
             self.started = time.perf_counter()
             self.earlier = progress.done

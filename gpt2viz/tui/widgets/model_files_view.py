@@ -52,7 +52,8 @@ class ModelFilesPicture(Picture):
         elif (trace.model.get("source") or {}).get("kind") in ("gguf", "package"):  # no config.json: the file's header
             title = _("the model's settings, as gpt2viz read them from the GGUF file's header")
         elif RunFacts.of(trace).llama:
-            title = _("the model's config, as gpt2viz read it (the file's own keys are not in this trace)")
+            title = _("the model's config, as gpt2viz read it (gpt2viz does not record a LLaMA-family model's config.json, "
+                      "tensors and tokenizer file yet)")
         else:
             title = _("the trace's config (config.json itself was not recorded)")
         rows = wrapped(Content.styled(title, ".picture--header"), room)

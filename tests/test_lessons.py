@@ -244,3 +244,19 @@ def test_a_one_token_prompt_is_counted_in_the_singular(tiny_trace, tiny_lm, lang
     else:
         assert any("切成了 1 个 token：" in t for t in texts)
     assert lesson_facts(tiny_trace)["T_tokens"] == ("5 tokens" if language == "en" else "5 个 token")
+
+
+def test_a_prompt_cut_into_pieces_of_characters_is_told_so(bundled):
+    """A Chinese prompt comes as pieces of UTF-8 bytes (\\xe6\\xb3 ...): the tokenize page says so
+    and counts them, where "the model never sees letters" explained nothing (a learner walk)."""
+    from gpt2viz.i18n.templates import say
+    from gpt2viz.trace import trace_prompt
+    from gpt2viz.tui.lesson_facts import lesson_facts, page_text
+
+    chinese = lesson_facts(trace_prompt(bundled, "法国的首都是"))
+    assert chinese["byte_pieces"] == "9"  # 11 tokens: 的 and 是 whole, the other four characters in pieces
+    assert page_text("lesson.000.tokenize", chinese) == "lesson.000.tokenize.byte_pieces"
+    assert "9 of them here" in say(page_text("lesson.000.tokenize", chinese), **chinese)
+    english = lesson_facts(trace_prompt(bundled, "The capital of France is"))
+    assert english["byte_pieces"] == "0" and page_text("lesson.000.tokenize", english) == "lesson.000.tokenize"
+    assert page_text("lesson.001.matmul", chinese) == "lesson.001.matmul"  # pages without the form keep theirs

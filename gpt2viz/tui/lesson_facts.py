@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 from ..cpu_share import disturbed
 from ..i18n import ngettext
+from ..i18n.language import DEFAULT
+from ..i18n.templates import table
 from ..text_safety import token_label
 from ..trace import Trace
 from .facts import RunFacts, final_choice, hook_event, token_text
@@ -165,6 +167,8 @@ def _facts(trace: Trace) -> dict[str, str]:
         "three_n_embd_dim": str(3 * f.n_embd),
         "vocab_dim": str(f.vocab),
         "tokens": tokens,
+        # Tokens that are pieces of a character's UTF-8 bytes (shown \xe6\xb3): most Chinese characters.
+        "byte_pieces": count(sum("\\x" in token_text(trace, i) for i in range(f.T))),
         "first_token": f"'{shown[0]}'" if shown else "",
         "scores": count(f.T * f.T),
         "logits": count(int(answers["logits"])),
@@ -237,3 +241,10 @@ def measured(result) -> Measured:
     busy = sweep.others_cpu if disturbed(sweep) else None
     return Measured({"batch_step_ratio": ratio}, facts, busy)
 
+
+def page_text(key: str, facts: dict[str, str]) -> str:
+    """The template of a page's text: its `.byte_pieces` form, where it has one, for a prompt cut
+    into pieces of characters (a Chinese prompt: "the model never sees letters" explained nothing
+    of the \\x pieces on screen)."""
+    variant = f"{key}.byte_pieces"
+    return variant if facts.get("byte_pieces", "0") != "0" and variant in table(DEFAULT) else key

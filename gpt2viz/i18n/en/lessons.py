@@ -89,6 +89,12 @@ TEXT = {
         "{vocab}; common words are one token, rare ones several pieces. The model never sees letters, "
         "only these ids."
     ),
+    "lesson.000.tokenize.byte_pieces": (
+        "The tokenizer cut your prompt into {T_tokens}: {tokens}. Each is an id in a vocabulary of "
+        "{vocab}. It works on bytes: a character it never learned whole, as most Chinese characters, "
+        "comes as pieces of its UTF-8 bytes (shown \\xe6 …), {byte_pieces} of them here. The model never "
+        "sees letters or characters, only these ids."
+    ),
     "lesson.000.embed": (
         "Each id picks its row of the token table wte ({vocab} rows of {n_embd} numbers), and each "
         "position adds its row of wpe ({n_ctx} rows): the input is {T_vectors} of {n_embd} numbers. "

@@ -78,6 +78,11 @@ TEXT = {
         "分词器把你的提示词切成了 {T_tokens}：{tokens}。每个 token 是词表（{vocab} 个）里的一个 id；"
         "常见的词是一个 token，少见的词会被切成几段。模型看不到字母，只看到这些 id。"
     ),
+    "lesson.000.tokenize.byte_pieces": (
+        "分词器把你的提示词切成了 {T_tokens}：{tokens}。每个 token 是词表（{vocab} 个）里的一个 id。"
+        "它按字节工作：没有整体学过的字符（大多数汉字都是）会被切成它的 UTF-8 字节片段（显示为 \\xe6 …），"
+        "这里有 {byte_pieces} 个这样的片段。模型看不到字母或汉字，只看到这些 id。"
+    ),
     "lesson.000.embed": (
         "每个 id 取出词嵌入表 wte 里自己那一行（{vocab} 行，每行 {n_embd} 个数），每个位置再加上 wpe 里"
         "自己那一行（{n_ctx} 行）：输入就是 {T_vectors}，每个有 {n_embd} 个数。从这里开始，模型只往这些向量上做加法：这就是残差流。"

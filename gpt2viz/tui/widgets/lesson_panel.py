@@ -16,7 +16,7 @@ from textual.widgets import Input, Rule, Static
 from ...i18n import _, say
 from ...i18n.layout import wrap_wide
 from ..formatting import UNKNOWN, count, num
-from ..lesson_facts import MEASURED, lesson_facts
+from ..lesson_facts import MEASURED, lesson_facts, page_text
 from ..lesson_run import LessonRun
 from .laid import Laid
 from .safe_input import FieldInput
@@ -105,7 +105,7 @@ class LessonPanel(Vertical):
         lesson = run.lesson
         lines = [
             say("lesson.header", lesson=lesson.id, title=say(lesson.title), page=run.page + 1, pages=len(lesson.pages)),
-            say(page.text, **facts),
+            say(page_text(page.text, facts), **facts),
         ]
         if page.predict is not None:
             lines.append(say(page.predict.question, **facts))

@@ -63,8 +63,17 @@ def tiny_trace():
     return load(TINY_TRACE)
 
 
+@pytest.fixture(scope="module")
+def recorded(bundled):
+    """A trace recorded now (the committed one predates what later traces hold: the sampling cuts)."""
+    from gpt2viz.trace import trace_prompt
+
+    return trace_prompt(bundled, "The meaning of life is")
+
+
 @pytest.mark.parametrize("lesson_id", LESSON_IDS)
-def test_every_lesson_file_holds_together(lesson_id, tiny_trace):
+def test_every_lesson_file_holds_together(lesson_id, recorded):
+    tiny_trace = recorded
     lesson = load_lesson(lesson_id)
     assert 10 <= len(lesson.pages) <= 25
     lab = measured(FAKE_LAB)  # what the cost lab adds once it has run
@@ -260,3 +269,21 @@ def test_a_prompt_cut_into_pieces_of_characters_is_told_so(bundled):
     english = lesson_facts(trace_prompt(bundled, "The capital of France is"))
     assert english["byte_pieces"] == "0" and page_text("lesson.000.tokenize", english) == "lesson.000.tokenize"
     assert page_text("lesson.001.matmul", chinese) == "lesson.001.matmul"  # pages without the form keep theirs
+
+
+def test_the_nucleus_page_s_answer_is_the_distribution_s(recorded, tiny_trace):
+    """Top-p 0.9's nucleus as generate draws from it: the most likely tokens, in order, until their
+    probability reaches 0.9 (worked out here from the model's own logits); top-k's mass likewise.
+    A trace from before the sampling cuts were recorded gives no answer and says '?'."""
+    import torch
+
+    import gpt2viz
+
+    lm = gpt2viz.load_model("tiny")
+    logits, _ = lm.model(torch.tensor([lm.encode_prompt("The meaning of life is")]))
+    probs = torch.softmax(logits[0, -1].double(), -1).sort(descending=True).values
+    before = probs.cumsum(0) - probs
+    assert lesson_answers(recorded)["nucleus_90"] == int((before < 0.9).sum())
+    facts = lesson_facts(recorded)
+    assert facts["top_k_50_mass"] == f"{100 * float(probs[:50].sum()):.1f}%"
+    assert "nucleus_90" not in lesson_answers(tiny_trace) and lesson_facts(tiny_trace)["nucleus_90"] == "?"

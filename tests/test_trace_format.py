@@ -395,7 +395,7 @@ def test_load_judges_a_file_as_validate_judges_its_document(dumps_by_name, tmp_p
 FIELD_SECTIONS = re.sub(r"```.*?```", "", DOC.split("## Reading a trace", 1)[0], flags=re.S)
 # Backticked names in those sections that are not fields: code and tensor names, placeholders,
 # index letters, a command's argument.
-NOT_FIELDS = {"PATH", "PROMOTED_TOKENS", "n", "null", "L3", "L3H5"}
+NOT_FIELDS = {"PATH", "PROMOTED_TOKENS", "n", "l", "null", "L3", "L3H5"}  # n, l: indices the text names
 # Values of fields that no dump here holds (the others are found in the dumps: stage names, kinds).
 UNSEEN_VALUES = {"eos", "hub_unreachable", "non_finite_weights", "tensor", "F64", "Unigram", "WordLevel"}
 

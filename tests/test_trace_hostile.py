@@ -165,6 +165,10 @@ NUMBERS = [
     (lambda d: d.update(interventions=["L99"]), "interventions[0]", "blocks 0 to 6", False),
     (lambda d: d.update(notices=[{"code": "prompt_cut", "params": {"tokens": 1e300, "n_ctx": 256}}]),
      "notices[0].params.tokens", "got 1e+300", False),
+    # The sampling cuts' reach: a nucleus larger than the vocabulary, nuclei that shrink as p grows.
+    (lambda d: _logits(d)["sampling"]["top_p"][1].update(tokens=10**6), "(unembed.hook_out).sampling.top_p[1].tokens",
+     "from 1 to 50257", False),
+    (lambda d: _logits(d)["sampling"]["top_p"].reverse(), "(unembed.hook_out).sampling.top_p", "must not decrease", False),
 ]
 
 

@@ -12,7 +12,7 @@ from ..model.config import LIMITS
 from .document import MAX_GRID, MAX_MAGNITUDE, MAX_TOPK
 from .events import LAYER_NORM_STATS, LOGIT_LENS, RMS_NORM_STATS, ROTARY_PAIRS
 from .field_checks import (
-    BIG_INT, MAX_BLOCKS, MAX_HEADS, MAX_ID, MAX_POSITIONS, SIZES, STAGES, SUMS, Sizes, _bool, _dict, _equal, _fail,
+    BIG_INT, ORDER, MAX_BLOCKS, MAX_HEADS, MAX_ID, MAX_POSITIONS, SIZES, STAGES, SUMS, Sizes, _bool, _dict, _equal, _fail,
     _fields, _get, _id, _ids, _increasing, _int, _ints, _length, _list, _most_likely_first, _null, _num, _numbers,
     _probabilities, _shape, _shown, _str, _within,
 )
@@ -63,7 +63,7 @@ _KINDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "hook_pre": (("shape",), ("histogram",)),
     "hook_pre_linear": (("shape",), ()),
     "hook_post": (("shape", "frac_active", "top_neurons"), ()),
-    "hook_out": (("shape", "positions"), ()),
+    "hook_out": (("shape", "positions"), ("sampling",)),
     "kv_cache": (("length", "capacity", "bytes_per_position", "total_bytes", "allocated_bytes", "layers"), ()),
     LOGIT_LENS: (("shape", "final_id", "final_token", "layers"), ()),
 }
@@ -174,6 +174,8 @@ def _check_event(event: dict, stage: str, field: str, s: Sizes) -> None:
         for t, entry in enumerate(positions):
             _check_topk(entry, f"{field}.positions[{t}]", s, kind="logits")
         _length(positions, f"{field}.positions", s.T, rule)
+        if "sampling" in event:
+            _check_sampling(event["sampling"], f"{field}.sampling", s)
     elif stage == "kv_cache":
         _check_kv_cache(event, field, s, length=s.L, event=True)
     elif stage == LOGIT_LENS:
@@ -199,6 +201,29 @@ def _check_rotation(rotation: object, field: str, s: Sizes) -> None:
     for i, index in enumerate(indices):
         _within(index, f"{field}.pairs[{i}].pair", 0, s.head_dim // 2 - 1)
     _increasing(indices, f"{field}.pairs[].pair")
+
+
+def _check_sampling(value: object, field: str, s: Sizes) -> None:
+    """What the sampling cuts keep of the next token's distribution: nucleus sizes (1 to the
+    vocabulary, growing with p) and top-k masses (0 to 1, growing with k)."""
+    reach = _fields(value, field, ("top_p", "top_k"))
+    nuclei = _list(reach["top_p"], f"{field}.top_p", 8)
+    sizes = []
+    for i, entry in enumerate(nuclei):
+        where = f"{field}.top_p[{i}]"
+        entry = _fields(entry, where, ("p", "tokens"))
+        _num(entry["p"], f"{where}.p", 1e-9, 1.0)
+        sizes.append(_int(entry["tokens"], f"{where}.tokens", 1, BIG_INT))
+        _within(sizes[-1], f"{where}.tokens", 1, s.vocab)
+    masses = []
+    for i, entry in enumerate(_list(reach["top_k"], f"{field}.top_k", 8)):
+        where = f"{field}.top_k[{i}]"
+        entry = _fields(entry, where, ("k", "mass"))
+        _int(entry["k"], f"{where}.k", 1, BIG_INT)
+        masses.append(_num(entry["mass"], f"{where}.mass", 0.0, 1.0 + 1e-4))
+    for name, values in (("top_p", sizes), ("top_k", masses)):
+        if any(b < a for a, b in zip(values, values[1:])):
+            _fail(f"{field}.{name}", _("{field} must not decrease").format(field=f"{field}.{name}"), ORDER)
 
 
 def _check_maps(event: dict, field: str, s: Sizes, pattern: bool) -> None:

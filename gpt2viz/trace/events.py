@@ -380,6 +380,26 @@ def top_tokens(logits: torch.Tensor, k: int, display) -> dict:
     return top_tokens_rows(logits.unsqueeze(0), k, display)[0]
 
 
+TOP_P = (0.5, 0.9, 0.95)  # the nucleus sizes a trace records for the next token
+TOP_K = (10, 50)  # the top-k cuts whose probability mass it records
+
+
+def sampling_reach(logits: torch.Tensor) -> dict:
+    """What the usual sampling cuts keep of one position's next-token distribution (temperature
+    1): `top_p`, how many tokens the nucleus of each mass in TOP_P holds (generate.next_token_probs,
+    the distribution sampling draws from), and `top_k`, the probability mass of the k most likely
+    tokens for each k in TOP_K."""
+    from ..generate import SamplingSettings, next_token_probs
+
+    probs = next_token_probs(logits, SamplingSettings(temperature=1.0))
+    top = probs.sort(descending=True).values
+    return {
+        "top_p": [{"p": p, "tokens": int((next_token_probs(logits, SamplingSettings(temperature=1.0, top_p=p)) > 0).sum())}
+                  for p in TOP_P],
+        "top_k": [{"k": k, "mass": rnd(float(top[:k].sum()))} for k in TOP_K],
+    }
+
+
 def top_tokens_rows(logits: torch.Tensor, k: int, display, final_id: int | None = None) -> list[dict]:
     """`top_tokens` of every row of `[N, V]` logits. With `final_id` (the logit lens), each row also
     tells that token's rank (1 = most likely) and probability."""

@@ -211,7 +211,10 @@ class Recorder:
     def _on_hook_out(self, name, logits):
         # The closures hold what they need, not the Recorder: no reference cycles to collect.
         topk, display = self.topk, self._display
-        return {"positions": ev.Later(lambda: ev.top_tokens_rows(logits[0], topk, display))}
+        event = {"positions": ev.Later(lambda: ev.top_tokens_rows(logits[0], topk, display))}
+        if bool(torch.isfinite(logits[0, -1]).all()):  # no distribution to cut from NaN scores
+            event["sampling"] = ev.Later(lambda: ev.sampling_reach(logits[0, -1]))  # the next token's
+        return event
 
     def _on_kv_cache(self, name, cache):
         return ev.kv_cache_summary(cache)

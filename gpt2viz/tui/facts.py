@@ -177,6 +177,16 @@ def hook_event(trace: Trace, name: str, layer: int | None = None) -> dict:
     return trace.event(hook_name(name, layer)) or {}
 
 
+def sampling_reach(trace: Trace) -> tuple[dict[float, int], dict[int, float]] | None:
+    """What the usual sampling cuts keep of the next token's distribution (trace/events.py
+    `sampling_reach`): nucleus sizes by top_p, probability mass by top_k; None in a trace written
+    before it was recorded."""
+    reach = hook_event(trace, "unembed.hook_out").get("sampling")
+    if not reach:
+        return None
+    return {e["p"]: e["tokens"] for e in reach["top_p"]}, {e["k"]: e["mass"] for e in reach["top_k"]}
+
+
 def lens_event(trace: Trace) -> dict:
     """The logit-lens event, or {}."""
     return trace.event(LOGIT_LENS) or {}

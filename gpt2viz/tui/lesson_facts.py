@@ -20,7 +20,7 @@ from ..i18n.language import DEFAULT
 from ..i18n.templates import table
 from ..text_safety import token_label
 from ..trace import Trace
-from .facts import RunFacts, final_choice, hook_event, token_text
+from .facts import RunFacts, final_choice, hook_event, sampling_reach, token_text
 from .file_facts import FileFacts
 from .formatting import count, nbytes, num, percent
 
@@ -122,6 +122,8 @@ def _answers(trace: Trace) -> dict[str, float]:
         "mlp_share_percent": 100 * f.params.mlp / f.params.block,
         # The prompt's pass: every weight read once for T positions (the LM head scores them all).
         "prefill_macs_per_byte": f.T * step_macs(f) / f.step_weight_bytes,
+        # The next token's nucleus at top-p 0.9 (trace/events.py sampling_reach; not in older traces).
+        **({"nucleus_90": float(reach[0][0.9])} if (reach := sampling_reach(trace)) and 0.9 in reach[0] else {}),
     }
 
 
@@ -210,6 +212,7 @@ def _facts(trace: Trace) -> dict[str, str]:
         "embedded_bytes": nbytes(int(answers["embedded_bytes"])),
         "prefill_macs": count(f.T * step_macs(f)),
         "prefill_macs_per_byte": num(answers["prefill_macs_per_byte"], 3),
+        **_reach_facts(trace),
     }
 
 
@@ -240,6 +243,16 @@ def measured(result) -> Measured:
     }
     busy = sweep.others_cpu if disturbed(sweep) else None
     return Measured({"batch_step_ratio": ratio}, facts, busy)
+
+
+def _reach_facts(trace: Trace) -> dict[str, str]:
+    """The sampling cuts' reach, for the nucleus page ('?' for a trace from before it was kept)."""
+    reach = sampling_reach(trace)
+    nucleus, mass = reach if reach is not None else ({}, {})
+    shown = {"nucleus_50": nucleus.get(0.5), "nucleus_90": nucleus.get(0.9), "nucleus_95": nucleus.get(0.95)}
+    facts = {name: count(n) if n is not None else "?" for name, n in shown.items()}
+    facts.update({f"top_k_{k}_mass": percent(mass[k]) if k in mass else "?" for k in (10, 50)})
+    return facts
 
 
 def page_text(key: str, facts: dict[str, str]) -> str:

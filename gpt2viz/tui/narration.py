@@ -32,6 +32,7 @@ from .facts import (
     lens_event,
     lens_earliest_top,
     lens_first_top,
+    sampling_reach,
     shape_of,
     token_text,
     value_at,
@@ -571,6 +572,10 @@ def _next_token(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key
         )
         rerun = sentences(rerun, size)
     paragraphs = [choice, *_untrained_paragraph(trace, f), rerun]
+    reach = sampling_reach(trace) if chosen is None else None  # the prompt pass's distribution
+    if reach is not None and 0.9 in reach[0] and 0.5 in reach[0] and 50 in reach[1]:
+        paragraphs.append(say("stage.next_token.reach", p90=count(reach[0][0.9]), p50=count(reach[0][0.5]),
+                              k50=percent(reach[1][50])))
     if not sampled and chosen is None and run_sampling:
         # The argmax above is this pass's; the run's generation draws from p instead (issue 36's walk).
         paragraphs.append(say("stage.next_token.run_samples", sampling=run_sampling, token=quote(top), key=generate_key))

@@ -221,6 +221,16 @@ TEXT = {
     ),
     "lesson.001.temperature.question": "Guess: at temperature {temperature}, how many times as likely is the first as the second?",
     "lesson.001.temperature.why": "p₁ / p₂ = exp({logit_gap} / {temperature}) = {temperature_ratio}: below 1, a temperature stretches the gaps.",
+    "lesson.001.nucleus": (
+        "Two more cuts keep sampling off the long tail. Top-k draws from the k most likely tokens: here "
+        "the top 10 hold {top_k_10_mass}, the top 50 {top_k_50_mass}. Top-p (the nucleus) takes the most "
+        "likely until their probability reaches p, however many that is."
+    ),
+    "lesson.001.nucleus.question": "Guess: how many tokens does top-p 0.9 keep for this prompt's next token?",
+    "lesson.001.nucleus.why": (
+        "{nucleus_90} (0.5: {nucleus_50}; 0.95: {nucleus_95}): a sure model's nucleus is a few tokens, "
+        "an unsure one's thousands; top-p follows the distribution, top-k does not."
+    ),
     "lesson.001.generate": (
         "Generating is the pass again and again: the chosen token joins the input and the model "
         "predicts the one after it. With the KV cache each step computes only the new position. The "

@@ -399,6 +399,11 @@ TEXT = {
         "token from these probabilities after the settings, so its first token need not be {token}. Press "
         "{key} for the generation view."
     ),
+    "stage.next_token.reach": (
+        "How wide this distribution is, in the cuts sampling uses (at temperature 1): top-p 0.9, the most "
+        "likely tokens until their probability reaches 90%, keeps {p90} tokens (top-p 0.5: {p50}); top-k 50 "
+        "keeps {k50} of the probability."
+    ),
     "stage.next_token.sample": (
         "Sampling with a temperature instead of the argmax gives other continuations. Press {key} for the "
         "generation view."

@@ -191,6 +191,16 @@ TEXT = {
     ),
     "lesson.001.temperature.question": "猜一猜：温度为 {temperature} 时，第一位的可能性是第二位的多少倍？",
     "lesson.001.temperature.why": "p₁ / p₂ = exp({logit_gap} / {temperature}) = {temperature_ratio}：温度低于 1 会拉大差距。",
+    "lesson.001.nucleus": (
+        "还有两种截断让采样避开一长串不太可能的 token。top-k 只从最可能的 k 个里抽：这里前 10 个占了 "
+        "{top_k_10_mass} 的概率，前 50 个占 {top_k_50_mass}。top-p（核采样）按可能性从高到低取 token，"
+        "直到概率加起来达到 p，不管需要多少个。"
+    ),
+    "lesson.001.nucleus.question": "猜一猜：对这个提示词的下一个 token，top-p 0.9 会保留多少个 token？",
+    "lesson.001.nucleus.why": (
+        "{nucleus_90} 个（top-p 0.5：{nucleus_50} 个；0.95：{nucleus_95} 个）。有把握的模型，核里只有几个 token；"
+        "没把握的模型，核里有成千上万个：top-p 随分布而变，top-k 不会。"
+    ),
     "lesson.001.generate": (
         "生成就是一遍又一遍地做前向传播：选中的 token 加入输入，模型再预测它后面的那个。"
         "有了 KV cache，每一步只计算新的位置。生成视图会逐个显示 token，并给每一步计时。"

@@ -353,6 +353,10 @@ TEXT = {
         "这是本次前向传播中概率最高的 token。本次运行的生成是采样的（{sampling}）：每个 token 都按设置调整后的"
         "这些概率抽取，所以生成的第一个 token 不一定是 {token}。按 {key} 打开生成视图。"
     ),
+    "stage.next_token.reach": (
+        "用采样常用的截断来看这个分布有多宽（温度为 1）：top-p 0.9，即按可能性从高到低取 token，"
+        "直到概率加起来达到 90%，会保留 {p90} 个 token（top-p 0.5：{p50} 个）；top-k 50 保留了 {k50} 的概率。"
+    ),
     "stage.next_token.sample": "用带温度的采样代替 argmax，会得到别的续写。按 {key} 打开生成视图。",
     "stage.next_token.formula": "下一个 token = argmax(p) = {id}",
     "stage.next_token.flow": "ids，形状 {ids} + 下一个 → ids，形状 {more}",

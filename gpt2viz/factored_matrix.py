@@ -13,6 +13,7 @@ code runs on it; tests/test_transformer_lens.py compares the two. Not given: TL'
 
 from __future__ import annotations
 
+import operator
 from functools import cached_property
 
 import torch
@@ -23,6 +24,20 @@ __all__ = ["FactoredMatrix"]
 def _for_linalg(x: torch.Tensor) -> torch.Tensor:
     """16-bit numbers in float32: torch's SVD and eigenvalue solvers have no 16-bit kernels."""
     return x.float() if x.dtype in (torch.bfloat16, torch.float16) else x
+
+
+def _kept(item):
+    """A row or column index given as one number (an int, a 0-d tensor, a NumPy integer) as a slice
+    of one, so that its dimension stays; anything else as it is."""
+    if isinstance(item, bool) or isinstance(item, slice) or item is Ellipsis:
+        return item
+    if isinstance(item, torch.Tensor) and item.dim() != 0:
+        return item
+    try:
+        i = operator.index(item)
+    except TypeError:
+        return item
+    return slice(i, i + 1 if i != -1 else None)
 
 
 class FactoredMatrix:
@@ -174,8 +189,7 @@ class FactoredMatrix:
             raise IndexError(f"{len(index)} indices for a FactoredMatrix of {self.ndim} dimensions {tuple(self.shape)}")
         # A row or column given as one number keeps its dimension (of size 1), so the result is
         # still a matrix, as TL's.
-        kept = tuple(slice(i, i + 1 if i != -1 else None) if isinstance(i, int) and n >= leading else i
-                     for n, i in enumerate(index))
+        kept = tuple(_kept(i) if n >= leading else i for n, i in enumerate(index))
         head = kept[:leading]
         A, B = self.A[head], self.B[head]
         if len(kept) > leading:

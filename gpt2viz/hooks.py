@@ -240,6 +240,7 @@ _tl = tl_style  # the methods' parameter of that name hides the function inside 
 class _Subscription:
     pattern: str
     fn: HookFn
+    first: bool = False  # called before every other subscriber, the model's own included
 
     def __post_init__(self) -> None:
         # Compiled once: a new subscription makes every hook name be matched again.
@@ -368,15 +369,17 @@ class Hooks:
 
     @contextmanager
     def subscribe(
-        self, patterns: str | list[str] | tuple[str, ...], fn: HookFn, *, tl_style: bool = False
+        self, patterns: str | list[str] | tuple[str, ...], fn: HookFn, *, tl_style: bool = False, first: bool = False
     ) -> Iterator[None]:
         """Subscribes `fn` to the passes this thread runs during a `with` block; it is detached
-        even on error. `tl_style`: `fn(activation, hook)` with TransformerLens's layouts."""
+        even on error. `tl_style`: `fn(activation, hook)` with TransformerLens's layouts. `first`:
+        `fn` is called before every other subscriber of those hooks, those of `add` included (a
+        pass that stops there: `stop_at_layer`)."""
         if isinstance(patterns, str):
             patterns = [patterns]
         if tl_style:
             fn = _tl(fn)
-        subs = self._checked([_Subscription(p, fn) for p in patterns])
+        subs = self._checked([_Subscription(p, fn, first) for p in patterns])
         thread = threading.get_ident()
         with self._lock:
             self._scoped.setdefault(thread, []).extend(subs)
@@ -433,7 +436,8 @@ class Hooks:
         found = self._by_name.get(key)
         if found is None:
             with self._lock:
-                subs = self._subs + self._scoped.get(key[0], [])
+                scoped = self._scoped.get(key[0], [])
+                subs = [sub for sub in scoped if sub.first] + self._subs + [sub for sub in scoped if not sub.first]
                 found = tuple(sub.fn for sub in subs if sub.matches(name))
                 self._by_name[key] = found
         return found

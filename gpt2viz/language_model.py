@@ -368,7 +368,7 @@ class LanguageModel:
 
         with ExitStack() as stack:
             if where is not None and where.endswith("resid_pre"):  # before any hook there, as TL's
-                stack.enter_context(self.hooks.subscribe(where, stop))
+                stack.enter_context(self.hooks.subscribe(where, stop, first=True))
             for patterns, fn in hooked:
                 stack.enter_context(self.hooks.subscribe(patterns, fn, tl_style=True))
             if where is not None and where.endswith("resid_post"):  # after the hooks there

@@ -11,6 +11,7 @@ tests/test_gguf.py checks against files written as llama.cpp writes them.
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 
 import torch
@@ -42,9 +43,10 @@ class Verification:
         return self.max_abs_diff <= BOUND and self.ours == self.theirs
 
 
-def reference_model(lm):
+def reference_model(lm, twin):
     """transformers' model of `lm`'s checkpoint, float32, CPU, eval mode: `(version, model, read)`,
-    `read` False where transformers runs on the weights gpt2viz read (a GGUF file)."""
+    `read` False where transformers runs on the weights gpt2viz read (a GGUF file: `twin`, lm in
+    float32, holds them)."""
     try:
         import transformers
     except ImportError:
@@ -56,9 +58,9 @@ def reference_model(lm):
     path = str(lm.source.path)
     if isinstance(lm.config, GPT2Config):
         return transformers.__version__, transformers.GPT2LMHeadModel.from_pretrained(path, dtype=torch.float32).eval(), True
-    if lm.source.kind != "gguf":
+    if not lm.source.path.is_file():  # a checkpoint directory; a file is a GGUF one (a .gguf, smollm2)
         return transformers.__version__, transformers.LlamaForCausalLM.from_pretrained(path, dtype=torch.float32).eval(), True
-    return transformers.__version__, _llama_of(transformers, lm.float32_twin().model), False
+    return transformers.__version__, _llama_of(transformers, twin.model), False
 
 
 def _llama_of(transformers, ours) -> torch.nn.Module:
@@ -82,18 +84,29 @@ def _llama_of(transformers, ours) -> torch.nn.Module:
 @torch.inference_mode()
 def verify(lm, ids: list[int], n_tokens: int = GREEDY_TOKENS) -> Verification:
     """Compares `lm`'s checkpoint, in float32, with transformers' model of it over `ids`."""
-    version, hf, read = reference_model(lm)
     ours_lm = lm.float32_twin()
+    version, hf, read = reference_model(lm, ours_lm)
     ours_logits, _cache = ours_lm.model(torch.tensor([ids]).to(ours_lm.model.device))
     theirs_logits = hf(torch.tensor([ids])).logits
     ours_logits = ours_logits.cpu()
     diff = float((ours_logits - theirs_logits).abs().max())
     top1 = int((ours_logits.argmax(-1) == theirs_logits.argmax(-1)).sum())
     n = min(n_tokens, ours_lm.config.n_ctx - len(ids))
-    # Both go on past an end-of-text token, so that each makes all n (transformers is told min_new_tokens).
+    # Both go on past an end-of-text token, so that each makes all n: ours told so, theirs a greedy
+    # loop over the model's own cache (generate's min_new_tokens would forbid that token instead).
     ours = ours_lm.generate(ids, n, stop_at_eos=False).token_ids if n > 0 else []
-    theirs = []
-    if n > 0:
-        out = hf.generate(torch.tensor([ids]), max_new_tokens=n, min_new_tokens=n, do_sample=False, pad_token_id=0)
-        theirs = out[0, len(ids):].tolist()
-    return Verification(version, len(ids), diff, top1, ours, theirs, read)
+    return Verification(version, len(ids), diff, top1, ours, _greedy(hf, ids, n), read)
+
+
+def _greedy(hf, ids: list[int], n: int) -> list[int]:
+    """transformers' model's `n` greedy tokens after `ids`, through its KV cache, none stopping it."""
+    # transformers 5 calls the cache `cache`; 4.x `past_key_values`.
+    keyword = "cache" if "cache" in inspect.signature(hf.forward).parameters else "past_key_values"
+    chosen: list[int] = []
+    out = hf(torch.tensor([ids]), use_cache=True)
+    while len(chosen) < n:
+        chosen.append(int(out.logits[0, -1].argmax()))
+        if len(chosen) < n:
+            cache = getattr(out, "cache", None) or out.past_key_values
+            out = hf(torch.tensor([chosen[-1:]]), use_cache=True, **{keyword: cache})
+    return chosen

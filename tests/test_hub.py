@@ -205,7 +205,7 @@ def test_a_stopped_download_goes_on_in_the_next_run(tmp_path, tiny_repo, stop):
     reports = [json.loads(line) for line in second.stdout.splitlines()]
     total = len(weights) + len(tiny_repo.files["tokenizer.json"])
     assert reports[0] == {"file": "model.safetensors", "file_done": kept, "file_total": len(weights), "done": kept,
-                          "total": total, "files": 2}
+                          "total": total, "files": 2, "locating": False}
     assert reports[-1]["done"] == total
     assert (blobs(home) / etag(weights)).read_bytes() == weights and not partial.exists()
     third = run(["--model", "org/tiny", "--json", str(tmp_path / "t.json")], free_port_url(), home)  # hub gone

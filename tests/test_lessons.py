@@ -17,7 +17,7 @@ import pytest
 from gpt2viz.i18n.templates import table
 from gpt2viz.lessons import LESSON_IDS, LessonError, load_lesson
 from gpt2viz.trace import load
-from gpt2viz.tui.lesson_facts import MEASURED, lesson_answers, lesson_facts, measured
+from gpt2viz.tui.lesson_facts import MEASURED, lesson_answers, lesson_facts, measured, page_text
 from gpt2viz.tui.lesson_run import LessonRun, read_guess, stage_key, state_path
 from gpt2viz.tui.screens.step import StepScreen
 from gpt2viz.tui.stages import build_stages, index_by_key
@@ -71,9 +71,14 @@ def recorded(bundled):
     return trace_prompt(bundled, "The meaning of life is")
 
 
+# Answers a trace holds only since it was written with them (the sampling cuts: 2026-12-06).
+LATER_ANSWERS = {"nucleus_90"}
+
+
 @pytest.mark.parametrize("lesson_id", LESSON_IDS)
-def test_every_lesson_file_holds_together(lesson_id, recorded):
-    tiny_trace = recorded
+@pytest.mark.parametrize("which", ["recorded", "committed"])
+def test_every_lesson_file_holds_together(lesson_id, which, recorded, tiny_trace):
+    tiny_trace = recorded if which == "recorded" else tiny_trace  # the committed one is older
     lesson = load_lesson(lesson_id)
     assert 10 <= len(lesson.pages) <= 25
     lab = measured(FAKE_LAB)  # what the cost lab adds once it has run
@@ -96,12 +101,14 @@ def test_every_lesson_file_holds_together(lesson_id, recorded):
             assert page.look is not None, (where, "say what to look at on that screen")
         else:
             assert page.press is None and page.do is None, where
-        for key in templates_of(page) + [lesson.title]:
+        shown = page_text(page.text, facts)  # the form of the page this trace shows
+        assert "?" not in english[shown].format_map(facts), (where, shown)  # no number left unknown
+        for key in templates_of(page) + [lesson.title] + [shown]:
             assert key in english and key in chinese, (where, key)
             assert placeholders(english[key]) == placeholders(chinese[key]), (where, key)
             assert placeholders(english[key]) <= set(facts), (where, key, placeholders(english[key]) - set(facts))
             english[key].format_map(facts), chinese[key].format_map(facts)
-        if page.predict is not None:
+        if page.predict is not None and (which == "recorded" or page.predict.answer not in LATER_ANSWERS):
             assert page.predict.answer in answers and 0 < page.predict.tolerance < 1, where
             if page.predict.answer in MEASURED:  # the page sends the learner to where it is measured
                 assert page.until_screen == "cost_lab" and page.look is not None, where

@@ -257,6 +257,9 @@ def test_stop_at_layer_returns_the_stream_before_that_block_as_transformer_lens_
                                      ("blocks.1.hook_resid_pre", lambda a, hook: later.append(hook.name))],
                                stop_at_layer=1)
     assert torch.allclose(stream, 2 * streams["blocks.0.hook_resid_post"], atol=1e-5) and later == []
+    # A hook added for every pass at blocks.0.hook_resid_pre does not run either (a review: it did).
+    with lm.hooks(fwd_hooks=[("blocks.0.hook_resid_pre", lambda a, hook: a * 0)]):
+        assert torch.allclose(lm(ids, stop_at_layer=0), streams["blocks.0.hook_resid_pre"], atol=1e-5)
     stream, cache = lm.run_with_cache(ids, stop_at_layer=1)
     assert torch.equal(stream, cache["resid_post", 0])
     assert "blocks.1.hook_resid_pre" not in cache and "ln_final.hook_normalized" not in cache

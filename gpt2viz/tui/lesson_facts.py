@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from ..cpu_share import disturbed
 from ..i18n import ngettext
 from ..i18n.language import DEFAULT
-from ..i18n.templates import table
+from ..i18n.templates import placeholders, table
 from ..text_safety import token_label
 from ..trace import Trace
-from .facts import RunFacts, final_choice, hook_event, sampling_reach, token_text
+from .facts import RunFacts, cuts_reach, final_choice, hook_event, token_text
 from .file_facts import FileFacts
 from .formatting import count, nbytes, num, percent
 
@@ -123,7 +123,7 @@ def _answers(trace: Trace) -> dict[str, float]:
         # The prompt's pass: every weight read once for T positions (the LM head scores them all).
         "prefill_macs_per_byte": f.T * step_macs(f) / f.step_weight_bytes,
         # The next token's nucleus at top-p 0.9 (trace/events.py sampling_reach; not in older traces).
-        **({"nucleus_90": float(reach[0][0.9])} if (reach := sampling_reach(trace)) and 0.9 in reach[0] else {}),
+        **({"nucleus_90": float(reach[0][0.9])} if (reach := cuts_reach(trace)) and 0.9 in reach[0] else {}),
     }
 
 
@@ -247,7 +247,7 @@ def measured(result) -> Measured:
 
 def _reach_facts(trace: Trace) -> dict[str, str]:
     """The sampling cuts' reach, for the nucleus page ('?' for a trace from before it was kept)."""
-    reach = sampling_reach(trace)
+    reach = cuts_reach(trace)
     nucleus, mass = reach if reach is not None else ({}, {})
     shown = {"nucleus_50": nucleus.get(0.5), "nucleus_90": nucleus.get(0.9), "nucleus_95": nucleus.get(0.95)}
     facts = {name: count(n) if n is not None else "?" for name, n in shown.items()}
@@ -256,8 +256,14 @@ def _reach_facts(trace: Trace) -> dict[str, str]:
 
 
 def page_text(key: str, facts: dict[str, str]) -> str:
-    """The template of a page's text: its `.byte_pieces` form, where it has one, for a prompt cut
-    into pieces of characters (a Chinese prompt: "the model never sees letters" explained nothing
-    of the \\x pieces on screen)."""
-    variant = f"{key}.byte_pieces"
-    return variant if facts.get("byte_pieces", "0") != "0" and variant in table(DEFAULT) else key
+    """The template of a page's text, or of its other form where it has one: `.unrecorded` when a
+    number it quotes is not in this trace ('?': a trace written before gpt2viz kept it),
+    `.byte_pieces` for a prompt cut into pieces of characters (a Chinese prompt: "the model never
+    sees letters" explained nothing of the \\x pieces on screen)."""
+    templates = table(DEFAULT)
+    unknown = {name for name, value in facts.items() if value == "?"}
+    if f"{key}.unrecorded" in templates and placeholders(templates[key]) & unknown:
+        return f"{key}.unrecorded"
+    if f"{key}.byte_pieces" in templates and facts.get("byte_pieces", "0") != "0":
+        return f"{key}.byte_pieces"
+    return key

@@ -23,6 +23,7 @@ from .facts import (
     StepChoice,
     argmax,
     attention_event,
+    cuts_reach,
     final_choice,
     hook_event,
     last_position,
@@ -32,7 +33,6 @@ from .facts import (
     lens_event,
     lens_earliest_top,
     lens_first_top,
-    sampling_reach,
     shape_of,
     token_text,
     value_at,
@@ -301,7 +301,7 @@ def _reduced_note(event: dict, T: int) -> list[str]:
     return [say("stage.reduced", positions=count(T), rows=count(rows), cols=count(cols))]
 
 
-EVEN_SPREAD = 1.5  # a last row whose largest weight is at most this many times 1/positions is "spread evenly"
+EVEN_SPREAD = 1.5  # a last row whose weights are all within this factor of 1/positions is "spread evenly"
 
 
 def _pattern(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key: str):
@@ -313,10 +313,12 @@ def _pattern(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key: s
     row = last_row(trace, i, head, "pattern")
     j = argmax(row)
     if j is not None:
-        seen = sum(1 for w in row if w is not None)
-        # A row within EVEN_SPREAD of uniform has no favourite: "puts 20.7% on position 1" beside
-        # 0.20 / 0.21 / 0.20 / 0.20 / 0.19 read as a preference (a learner walk).
-        even = seen > 1 and row[j] <= EVEN_SPREAD / seen
+        weights = [w for w in row if w is not None]
+        seen = len(weights)
+        # A row within EVEN_SPREAD of uniform, its largest and its smallest weight, has no favourite:
+        # "puts 20.7% on position 1" beside 0.20 / 0.21 / 0.20 / 0.20 / 0.19 read as a preference (a
+        # learner walk); 0.5 / 0.5 / 0 is not even (a review).
+        even = seen > 1 and max(weights) <= EVEN_SPREAD / seen and min(weights) >= 1 / (EVEN_SPREAD * seen)
         paragraphs.append(
             say(
                 "stage.pattern.last_even" if even else "stage.pattern.last", token=quote(token_text(trace, f.L - 1)),
@@ -572,7 +574,7 @@ def _next_token(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key
         )
         rerun = sentences(rerun, size)
     paragraphs = [choice, *_untrained_paragraph(trace, f), rerun]
-    reach = sampling_reach(trace) if chosen is None else None  # the prompt pass's distribution
+    reach = cuts_reach(trace) if chosen is None else None  # the prompt pass's distribution
     if reach is not None and 0.9 in reach[0] and 0.5 in reach[0] and 50 in reach[1]:
         paragraphs.append(say("stage.next_token.reach", p90=count(reach[0][0.9]), p50=count(reach[0][0.5]),
                               k50=percent(reach[1][50])))

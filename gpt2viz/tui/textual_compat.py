@@ -143,12 +143,14 @@ def fingerprint(owner: type, name: str) -> str:
 
 
 def changed_parts() -> list[str]:
-    """The private parts whose code is no longer the code the overrides were written against."""
-    return [
+    """The private parts whose code is no longer the code the overrides were written against (and
+    Rich's word pattern, a value, not code)."""
+    changed = [
         f"{getattr(owner, '__qualname__', owner.__name__)}.{name}"
         for (owner, name), expected in TEXTUAL_PRIVATE.items()
         if fingerprint(owner, name) != expected
     ]
+    return changed + ([] if _RICH_WORD.pattern == RICH_RE_WORD else ["rich._wrap.re_word"])
 
 
 # -- the crash path -----------------------------------------------------------------------------------
@@ -628,4 +630,6 @@ _CLOSING = r"\s)\]}},.;:!?，。；：、）"
 # "6.1 KiB", "(18.5 ms)" and "47.6 GB/s" each one word: Textual's and Rich's text wrapping broke
 # at any space, and a line ending in "6.1" with "KiB" on the next misreads.
 _WORD_KEEPING_UNITS = re.compile(rf"\s*(?:\S*\d {_UNIT}(?![^{_CLOSING}])\S*|\S+)\s*")
+RICH_RE_WORD = r"\s*\S+\s*"  # the pattern it replaces, at the pinned version (changed_parts checks it)
+_RICH_WORD = rich_wrap.re_word
 rich_wrap.re_word = _WORD_KEEPING_UNITS  # read by rich._wrap.words, which divide_line calls

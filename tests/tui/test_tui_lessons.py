@@ -16,7 +16,7 @@ from gpt2viz.options import RunOptions
 from gpt2viz.trace import load
 from gpt2viz.tui.app import make_app
 from gpt2viz.tui.formatting import num
-from gpt2viz.tui.lesson_facts import lesson_answers, lesson_facts
+from gpt2viz.tui.lesson_facts import lesson_answers, lesson_facts, page_text
 from gpt2viz.tui.widgets.lesson_panel import LessonPanel, _number
 from helpers import state_home
 
@@ -50,7 +50,7 @@ async def walk(app, pilot, lesson_id: str, trace) -> None:
         assert run.page == number
         index, head = run.target(trace)
         assert (screen.index, screen.head) == (index, head), (lesson_id, number)
-        assert say(page.text, **facts) in lesson_text(app)
+        assert say(page_text(page.text, facts), **facts) in lesson_text(app)
         here = (app.size.width, app.size.height)
         fits(app, here)  # nothing of the page is cut off
         if page.until_off and not app.session.live:  # a replay switches nothing off: says so, n goes on
@@ -102,7 +102,7 @@ async def walk(app, pilot, lesson_id: str, trace) -> None:
                        tolerance=f"{page.predict.tolerance:.0%}") in lesson_text(app)
             fits(app, here)  # the verdict and its reasons fit too
         # The sizes a page states are those the stage it shows states.
-        template = say(page.text, **{name: "{" + name + "}" for name in facts})
+        template = say(page_text(page.text, facts), **{name: "{" + name + "}" for name in facts})
         for name in ("n_params", "T", "n_layer", "vocab"):
             if "{" + name + "}" in template and page.show in ("model_files", "tokenize"):
                 assert facts[name] in stage_text(app), (lesson_id, number, name)

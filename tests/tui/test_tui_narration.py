@@ -465,15 +465,20 @@ def test_an_evenly_spread_last_row_is_not_said_to_favour_a_position(tiny_trace):
     heads[0][-1][1] = 1.0
     text = narrate(trace, Stage("pattern", 0), head=0, generate_key="g").text
     assert "puts 100.0% of its weight on position 1" in text
+    # Two positions shared, the rest left out: not even, though no weight passes 1.5 x 1/n (a review).
+    heads[0][-1] = [1 / (n - 1)] * (n - 1) + [0.0]
+    assert max(heads[0][-1]) <= 1.5 / n
+    text = narrate(trace, Stage("pattern", 0), head=0, generate_key="g").text
+    assert "evenly" not in text and f"puts {100 / (n - 1):.1f}% of its weight on position 0" in text
 
 
 def test_the_next_token_says_how_wide_its_distribution_is(bundled):
     """The sampling cuts' reach, as the trace recorded it: top-p 0.9's nucleus and top-k 50's mass."""
     from gpt2viz.trace import trace_prompt
-    from gpt2viz.tui.facts import sampling_reach
+    from gpt2viz.tui.facts import cuts_reach
 
     trace = trace_prompt(bundled, "The meaning of life is")
-    nucleus, mass = sampling_reach(trace)
+    nucleus, mass = cuts_reach(trace)
     text = narrate(trace, Stage("next_token"), generate_key="g").text
     assert f"keeps {count(nucleus[0.9])} tokens (top-p 0.5: {count(nucleus[0.5])}); top-k 50 keeps {percent(mass[50])}" in text
     assert nucleus[0.5] < nucleus[0.9] < nucleus[0.95]

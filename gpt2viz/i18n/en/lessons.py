@@ -171,6 +171,12 @@ TEXT = {
         "numbers: {n_params} here, stored as {stored} ({file_bytes}) and held as {dtype} ({param_bytes}). "
         "The largest tensor is wte, {vocab} rows of {n_embd}."
     ),
+    "lesson.001.safetensors.unrecorded": (
+        "model.safetensors begins with a JSON header naming each tensor's number type, shape and byte "
+        "offsets; the bytes follow, back to back. Loading is reading that header and taking the bytes as "
+        "numbers: {n_params} here, held as {dtype} ({param_bytes}; the file's format is not in this older "
+        "trace). The largest tensor is wte, {vocab} rows of {n_embd}."
+    ),
     "lesson.001.wte_guess.question": "Guess: how many bytes does wte take in float32, 4 bytes a number?",
     "lesson.001.wte_guess.why": "{vocab} × {n_embd} = {wte_params} numbers, × 4 bytes = {wte_float32_bytes}.",
     "lesson.001.tensors": (
@@ -225,6 +231,11 @@ TEXT = {
         "Two more cuts keep sampling off the long tail. Top-k draws from the k most likely tokens: here "
         "the top 10 hold {top_k_10_mass}, the top 50 {top_k_50_mass}. Top-p (the nucleus) takes the most "
         "likely until their probability reaches p, however many that is."
+    ),
+    "lesson.001.nucleus.unrecorded": (
+        "Two more cuts keep sampling off the long tail. Top-k draws from the k most likely tokens; top-p "
+        "(the nucleus) takes the most likely until their probability reaches p, however many that is. "
+        "This trace was written before gpt2viz kept what they keep: a run with --model shows it."
     ),
     "lesson.001.nucleus.question": "Guess: how many tokens does top-p 0.9 keep for this prompt's next token?",
     "lesson.001.nucleus.why": (

@@ -147,6 +147,12 @@ TEXT = {
         "载入后以 {dtype} 保存（{param_bytes}）。"
         "最大的张量是 wte，{vocab} 行，每行 {n_embd} 个数。"
     ),
+    "lesson.001.safetensors.unrecorded": (
+        "model.safetensors 开头是一段 JSON 头，写明每个张量的数值类型、形状和字节位置，后面紧接着就是这些字节。"
+        "加载就是读这段头，再把字节当作数字：这里共 {n_params} 个，载入后以 {dtype} 保存（{param_bytes}；"
+        "这份较早的 trace 没有记录文件里的格式）。"
+        "最大的张量是 wte，{vocab} 行，每行 {n_embd} 个数。"
+    ),
     "lesson.001.wte_guess.question": "猜一猜：按 float32（每个数 4 字节）算，wte 占多少字节？",
     "lesson.001.wte_guess.why": "{vocab} × {n_embd} = {wte_params} 个数，× 4 字节 = {wte_float32_bytes}。",
     "lesson.001.tensors": (
@@ -195,6 +201,11 @@ TEXT = {
         "还有两种截断让采样避开一长串不太可能的 token。top-k 只从最可能的 k 个里抽：这里前 10 个占了 "
         "{top_k_10_mass} 的概率，前 50 个占 {top_k_50_mass}。top-p（核采样）按可能性从高到低取 token，"
         "直到概率加起来达到 p，不管需要多少个。"
+    ),
+    "lesson.001.nucleus.unrecorded": (
+        "还有两种截断让采样避开一长串不太可能的 token。top-k 只从最可能的 k 个里抽；top-p（核采样）按可能性"
+        "从高到低取 token，直到概率加起来达到 p，不管需要多少个。这份 trace 写于 gpt2viz 记录它们保留多少之前："
+        "用 --model 运行一次就能看到。"
     ),
     "lesson.001.nucleus.question": "猜一猜：对这个提示词的下一个 token，top-p 0.9 会保留多少个 token？",
     "lesson.001.nucleus.why": (

@@ -82,7 +82,7 @@ class LoadingScreen(AppScreen[None]):
     def download(self, progress) -> None:
         """Shows how far a hub download has come: the file, the bytes of all files, rate and time left."""
         bar = self.query_one("#download-progress", ProgressBar)
-        if progress.total == 0:  # where the file is, not known yet (the package index is asked)
+        if progress.locating:  # where the file is, not known yet (the package index is asked)
             bar.display = True
             bar.update(total=None)
             self.query_one("#download-text", Static).update(

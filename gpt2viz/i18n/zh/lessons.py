@@ -150,7 +150,7 @@ TEXT = {
     "lesson.001.safetensors.unrecorded": (
         "model.safetensors 开头是一段 JSON 头，写明每个张量的数值类型、形状和字节位置，后面紧接着就是这些字节。"
         "加载就是读这段头，再把字节当作数字：这里共 {n_params} 个，载入后以 {dtype} 保存（{param_bytes}；"
-        "这份较早的 trace 没有记录文件里的格式）。"
+        "这份较早的 trace 里没有文件的存储格式）。"
         "最大的张量是 wte，{vocab} 行，每行 {n_embd} 个数。"
     ),
     "lesson.001.wte_guess.question": "猜一猜：按 float32（每个数 4 字节）算，wte 占多少字节？",

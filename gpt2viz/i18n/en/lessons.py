@@ -28,7 +28,8 @@ TEXT = {
     "lesson.menu.intro": (
         "Each lesson tells one of the tutorials' stories on this run: its pages move the screens to "
         "what they talk about, quote this run's numbers and ask you to guess some before the app "
-        "shows them. n and p turn the pages; a lesson goes on where you left it."
+        "shows them. n and p turn the pages; a lesson goes on where you left it, and r here starts the "
+        "highlighted one over."
     ),
     "lesson.menu.intro_start": (
         "New here? A lesson walks you through the app on this run: its pages move the screens to what "

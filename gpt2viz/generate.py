@@ -87,16 +87,21 @@ def next_token_probs(logits: torch.Tensor, settings: SamplingSettings) -> torch.
     probs = torch.softmax(logits, dim=-1)
     if not settings.greedy and settings.top_p is not None and settings.top_p < 1:
         sorted_probs, order = probs.sort(descending=True)
-        mass_before = sorted_probs.cumsum(0) - sorted_probs
-        # Nucleus: the most likely tokens, in order, until their mass reaches top_p. Softmax and
-        # cumsum rounding can leave a mass that reaches top_p (0.5 + 0.3 vs 0.8) a hair below
-        # it; the 1e-9 tolerance keeps such a boundary token out, as the definition says.
-        outside = mass_before >= settings.top_p - 1e-9
-        outside[0] = False  # the most likely token is always in the nucleus, however small top_p
+        outside = outside_nucleus(sorted_probs, settings.top_p)
         probs = probs.clone()
         probs[order[outside]] = 0.0
         probs = probs / probs.sum()
     return probs
+
+
+def outside_nucleus(sorted_probs: torch.Tensor, top_p: float) -> torch.Tensor:
+    """Which of the probabilities `sorted_probs` (most likely first) fall outside the nucleus of
+    mass `top_p`: the most likely tokens, in order, until their mass reaches top_p. Softmax and
+    cumsum rounding can leave a mass that reaches top_p (0.5 + 0.3 vs 0.8) a hair below it; the
+    1e-9 tolerance keeps such a boundary token out, as the definition says."""
+    outside = sorted_probs.cumsum(0) - sorted_probs >= top_p - 1e-9
+    outside[0] = False  # the most likely token is always in the nucleus, however small top_p
+    return outside
 
 
 def choose_token(

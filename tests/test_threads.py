@@ -80,3 +80,29 @@ def test_gpt2viz_threads_fixes_the_count(monkeypatch):
         assert ThreadPolicy().apply() == 1 == torch.get_num_threads()
     finally:
         torch.set_num_threads(before)
+
+
+def test_a_headless_trace_runs_on_the_cpus_other_processes_leave_free(monkeypatch, tmp_path):
+    # A --json trace on two CPUs that another process kept half busy took ~10x a step's time on
+    # two threads (the TUI lowered its count; the CLI did not): the trace and its cost lab now run
+    # on the threads the policy sets, as the TUI's jobs do.
+    import gpt2viz.trace
+    from gpt2viz import cli, cost_lab
+
+    monkeypatch.delenv("GPT2VIZ_THREADS", raising=False)
+    before = torch.get_num_threads()
+    ticks = iter(CpuTicks(170 * n, 200 * n, 0) for n in range(1000))  # others use 85 % throughout
+    monkeypatch.setattr(threads, "cpu_ticks", lambda: next(ticks))
+    monkeypatch.setattr(threads, "available_cpus", lambda: 2)
+    monkeypatch.setattr(threads.os, "cpu_count", lambda: 2)
+    seen = []
+    record = gpt2viz.trace.trace_prompt
+    monkeypatch.setattr(gpt2viz.trace, "trace_prompt", lambda *a, **k: seen.append(torch.get_num_threads()) or record(*a, **k))
+    for name in ("context_sweep", "batch_sweep", "precision_sweep"):
+        monkeypatch.setattr(cost_lab, name, lambda *a, name=name, **k: seen.append((name, torch.get_num_threads())))
+    try:
+        torch.set_num_threads(2)
+        assert cli.main(["--model", "tiny", "--json", str(tmp_path / "t.json"), "--cost-lab", "Hi"]) == 0
+    finally:
+        torch.set_num_threads(before)
+    assert seen == [1, ("context_sweep", 1), ("batch_sweep", 1), ("precision_sweep", 1)]

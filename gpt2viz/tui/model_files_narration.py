@@ -85,14 +85,16 @@ def files_bytes(files: tuple[StoredFile, ...]) -> int:
     return sum(f.bytes for f in files)
 
 
-def model_files_words(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key: str):
-    """The Model files stage's paragraphs, formula and shape flow."""
+def model_files_words(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key: str, replay: bool = False):
+    """The Model files stage's paragraphs, formula and shape flow (`replay`: of a saved trace,
+    whose recording run loaded the files)."""
     facts = FileFacts.of(trace)
     source = trace.model.get("source") or {}
     directory = clip(str(source.get("path") or trace.model.get("name") or "?"), DIRECTORY_CELLS)
     w, t = facts.weights, facts.tokenizer
     if facts.recorded:
-        paragraphs = [say("stage.model_files.lead", directory=directory, weights=file_names(w.files), tokenizer=file_names(t.files))]
+        lead = "stage.model_files.lead_replay" if replay else "stage.model_files.lead"
+        paragraphs = [say(lead, directory=directory, weights=file_names(w.files), tokenizer=file_names(t.files))]
     else:
         paragraphs = [say("stage.model_files.lead_unrecorded", directory=directory), say("stage.model_files.unrecorded")]
     paragraphs.append(
@@ -200,7 +202,10 @@ def _kernel_name(kernel: str) -> str:
 
 
 def _micro(us: float | None) -> str:
-    return "?" if us is None else num(us, 3)
+    """Microseconds: whole ones with thousands separated from 100 up ('1,518'), else 3 digits ('8.1')."""
+    if us is None:
+        return "?"
+    return count(round(us)) if us >= 99.5 else num(us, 3)
 
 
 def _device(trace: Trace) -> str:
@@ -210,7 +215,8 @@ def _device(trace: Trace) -> str:
 
 def _weights(trace: Trace, f: RunFacts, w: WeightFacts) -> str:
     """What the safetensors file holds, and how the model came to hold it."""
-    header = sum(s.header_bytes or 0 for s in w.files)
+    # A safetensors file opens with 8 bytes that give its JSON header's length, then the header.
+    header = sum(max(0, (s.header_bytes or 0) - 8) for s in w.files)
     what = say(
         plural("stage.model_files.weights", len(w.files)), n=count(len(w.files)), files=file_names(w.files),
         header=nbytes(header), tensors=ngettext("{n} tensor", "{n} tensors", w.count).format(n=count(w.count)),

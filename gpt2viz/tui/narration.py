@@ -64,16 +64,20 @@ def _root(n: int) -> str:
 
 
 def narrate(
-    trace: Trace, stage: Stage, head: int = 0, *, generate_key: str, chosen: StepChoice | None = None, run_sampling: str = ""
+    trace: Trace, stage: Stage, head: int = 0, *, generate_key: str, chosen: StepChoice | None = None, run_sampling: str = "",
+    replay: bool = False,
 ) -> Narration:
     """The title, explanation, formula and shape flow of `stage` in this run. `generate_key` is
     the key that opens the generation view, as bound now, which the last stage names. `chosen`:
     what the generation step whose pass this is chose (a sampled step may differ from the argmax).
     `run_sampling`: how this run's generation view samples, in short ('T 0.8 · seed 1'; '' when it
-    takes the argmax), which the prompt's own pass names at its last stage."""
+    takes the argmax), which the prompt's own pass names at its last stage. `replay`: the trace was
+    read from a file, and the Model files stage says that its run loaded them, not this one."""
     facts = RunFacts.of(trace)
     if stage.kind == "next_token":
         text, formula, flow = _next_token(trace, stage, facts, head, generate_key, chosen, run_sampling)
+    elif stage.kind == "model_files" and not facts.llama:
+        text, formula, flow = model_files_words(trace, stage, facts, head, generate_key, replay=replay)
     else:
         writer = LLAMA_WRITERS.get(stage.kind) if facts.llama else None
         text, formula, flow = (writer or _WRITERS[stage.kind])(trace, stage, facts, head, generate_key)

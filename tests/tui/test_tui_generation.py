@@ -403,6 +403,22 @@ async def test_stops_at_the_context_limit(ckpts):
 
 
 @run_async
+async def test_home_and_end_go_to_the_first_and_the_latest_step(ckpts):
+    # A learner at step 39 once needed 39 presses of the left arrow to reach step 0.
+    app = live_app(ckpts, "--generate", "6")
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_generation(app, pilot)
+        await finished(pilot, screen)
+        assert screen.state.index == 5 and screen.selected is None
+        await pilot.press("home")
+        await wait_for(pilot, lambda: screen.state.index == 0, what="step 0")
+        await pilot.press("right")
+        assert screen.state.index == 1
+        await pilot.press("end")
+        await wait_for(pilot, lambda: screen.selected is None and screen.state.index == 5, what="the latest step")
+
+
+@run_async
 async def test_enter_opens_a_steps_forward_pass_and_escape_comes_back(ckpts):
     app = live_app(ckpts, "--generate", "6")
     async with app.run_test(size=SIZE) as pilot:

@@ -80,6 +80,9 @@ async def test_the_walk_starts_at_the_model_files_with_what_safetensors_reports(
         # F16 converted into float32; F32 used as read, and the stage says why it is read, not mapped.
         in_place = 0 if which == "bundled" else parameters
         assert f"read into memory: {in_place} of {parameters} used as read" in flat
+        # The header is the JSON the file's first 8 bytes give the length of (8,480 B for tiny's, not 8,488).
+        json_bytes = int.from_bytes((path / "model.safetensors").read_bytes()[:8], "little")
+        assert f"then the header, {count(json_bytes)} B" in flat
         assert ("cannot pull the weights from under it" in flat) is (which != "bundled")
         width = app.screen.query_one(ModelFilesPicture).size.width
         assert all(cell_len(line) <= width for line in picture_lines(app, ModelFilesPicture))
@@ -98,6 +101,17 @@ async def test_an_older_trace_shows_its_config_and_says_the_files_were_not_recor
             assert said in text and "n_ctx" in text and "128" in text
             assert "h.0 …" not in text and "wte.weight" not in text  # no tensor table
             assert "config.json · model.safetensors · " in text  # the map still names the files
+
+
+def test_a_replay_says_its_files_were_loaded_by_the_run_that_recorded_it(bundled_trace):
+    for language, live, replayed in (("en", "Before the model reads a single token", "When this trace was recorded"),
+                                     ("zh", "在模型读入第一个 token 之前，gpt2viz 先从", "录制这份 trace 时")):
+        set_language(language)
+        here = narrate(bundled_trace, Stage("model_files"), generate_key="g").text
+        saved = narrate(bundled_trace, Stage("model_files"), generate_key="g", replay=True).text
+        assert live in here and replayed not in here
+        assert replayed in saved and live not in saved
+        assert here.split("\n\n")[1:] == saved.split("\n\n")[1:]  # the same facts after the lead
 
 
 # Stage kind -> the words of the map's highlighted rows (English).
@@ -310,6 +324,10 @@ def test_the_kernels_this_machine_chose_are_said_in_both_languages():
     assert ("• attn.c_attn (112 × 336): the weight's rows in two halves, a partial sum on each core, then added: "
             "40.2 µs against 120 µs as one product (one row).") in english
     assert english.count("Partial sums add each output's terms in another order") == 1  # said once, not per line
+    # Thousands separated, as every other number (a learner read '1518 µs against 14317 µs').
+    doc["model"]["kernels"]["products"][1].update(plain_us=14317.2, split_us=1518.4)
+    english = narrate(Trace.from_dict(doc), Stage("model_files"), generate_key="g").text
+    assert "one product, 14,317 µs against 1,518 µs in two halves" in english
     set_language("zh")
     chinese = narrate(shown, Stage("model_files"), generate_key="g").text
     assert "各算一个部分和，再相加：40.2 微秒" in chinese and chinese.count("部分和相加的顺序") == 1

@@ -7,6 +7,11 @@ TEXT = {
         "config.json gives the sizes, {weights} holds the weights as named tensors, and {tokenizer} turns "
         "text into token ids and back."
     ),
+    "stage.model_files.lead_replay": (
+        "When this trace was recorded, before the model read a single token, gpt2viz loaded three kinds of "
+        "files from {directory}: config.json gives the sizes, {weights} holds the weights as named tensors, "
+        "and {tokenizer} turns text into token ids and back. What follows is what that run found in them."
+    ),
     "stage.model_files.lead_unrecorded": (
         "Before the model reads a single token, gpt2viz loads three kinds of files from {directory}: "
         "config.json gives the sizes, model.safetensors holds the weights as named tensors, and the "
@@ -20,12 +25,14 @@ TEXT = {
     ),
     # One of these two, by the number ({n}) of safetensors files.
     "stage.model_files.weights.one": (
-        "{files} starts with a JSON header of {header} that names each tensor with its dtype and shape; "
+        "{files} starts with 8 bytes giving the length of a JSON header, then the header, {header}, that "
+        "names each tensor with its dtype and shape; "
         "then come their numbers, one tensor after another: {tensors}, {data} in all, this model's "
         "{n_params} parameters."
     ),
     "stage.model_files.weights.other": (
-        "The {n} files {files} each start with a JSON header, {header} together, that names each tensor "
+        "The {n} files {files} each start with 8 bytes giving the length of a JSON header, then the header "
+        "({header} together), that names each tensor "
         "with its dtype and shape; then come their numbers, one tensor after another: {tensors}, {data} "
         "in all, this model's {n_params} parameters."
     ),

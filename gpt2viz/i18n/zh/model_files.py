@@ -6,6 +6,11 @@ TEXT = {
         "在模型读入第一个 token 之前，gpt2viz 先从 {directory} 加载三类文件：config.json 给出各项尺寸，"
         "{weights} 以命名张量的形式存放权重，{tokenizer} 负责把文本转成 token id，也把 id 解码回文本。"
     ),
+    "stage.model_files.lead_replay": (
+        "录制这份 trace 时，在模型读入第一个 token 之前，gpt2viz 从 {directory} 加载了三类文件：config.json "
+        "给出各项尺寸，{weights} 以命名张量的形式存放权重，{tokenizer} 负责把文本转成 token id，也把 id 解码回文本。"
+        "下面是那次运行在这些文件里看到的内容。"
+    ),
     "stage.model_files.lead_unrecorded": (
         "在模型读入第一个 token 之前，gpt2viz 先从 {directory} 加载三类文件：config.json 给出各项尺寸，"
         "model.safetensors 以命名张量的形式存放权重，分词器负责把文本转成 token id，也把 id 解码回文本。"
@@ -17,11 +22,11 @@ TEXT = {
     ),
     # 按 safetensors 文件数（{n}）选用其一。
     "stage.model_files.weights.one": (
-        "{files} 开头是一段 {header} 的 JSON 文件头，写明每个张量的名字、数值类型和形状；后面是它们的数值，"
+        "{files} 开头的 8 个字节给出 JSON 文件头的长度，接着是这段 {header} 的文件头，写明每个张量的名字、数值类型和形状；后面是它们的数值，"
         "一个张量接一个张量：{tensors}，共 {data}，也就是这个模型的 {n_params} 个参数。"
     ),
     "stage.model_files.weights.other": (
-        "这 {n} 个文件 {files} 各自以一段 JSON 文件头开头（合计 {header}），写明每个张量的名字、数值类型"
+        "这 {n} 个文件 {files} 各自以 8 个字节的长度开头，接着是 JSON 文件头（合计 {header}），写明每个张量的名字、数值类型"
         "和形状；后面是它们的数值，一个张量接一个张量：{tensors}，共 {data}，也就是这个模型的 "
         "{n_params} 个参数。"
     ),

@@ -23,7 +23,7 @@ from ...cpu_share import disturbed
 from ...i18n import N_, _, say
 from ...trace import Trace
 from ..lab_narration import batch_text, context_text, precision_text
-from ..formatting import num
+from ..formatting import count, num
 from ..language import key_name
 from ..widgets.lesson_panel import LessonNote
 from ..widgets.strip_widget import Prose
@@ -92,6 +92,18 @@ MIN_PLOT = (12, 4)  # cells a plot needs to draw its axes and one point
 # (one is dropped) and a label can stand a quarter of the axis from its value (a learner read
 # "2.61" beside a 2.05 ms bar at 80 x 24). The bottom and top rows are the limits exactly.
 FEW_ROWS = 16
+
+
+def position_ticks(first: int, last: int, most: int = 5) -> list[int]:
+    """At most `most` whole positions from `first` to `last`, both ends among them, evenly spaced
+    by a round step (1, 2 or 5 times a power of ten) where the range allows."""
+    if last <= first:
+        return [first]
+    span = last - first
+    step = next(m * 10**e for e in range(len(str(span)) + 1) for m in (1, 2, 5) if span / (m * 10**e) <= most - 1)
+    inner = list(range((first // step + 1) * step, last, step))
+    ticks = [first] + [t for t in inner if t - first >= step / 2 and last - t >= step / 2] + [last]
+    return ticks
 
 
 class LabPlot(PlotextPlot):
@@ -334,6 +346,8 @@ class CostLabScreen(AppScreen[None]):
                 if sweep.crossover is not None and sweep.crossover != sweep.positions[0] and not disturbed(sweep):
                     plt.vline(sweep.crossover)
                 plot.y_range(max(sweep.naive_ms + sweep.cached_ms) * 1.05)
+                ticks = position_ticks(sweep.positions[0], sweep.positions[-1])
+                plt.xticks(ticks, [count(t) for t in ticks])  # positions are whole (plotext's own read 67.5)
                 plt.xlabel(plot_text(_("position")))
         elif name == "batch":
             sweep = result.batch if result else None

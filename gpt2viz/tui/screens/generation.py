@@ -97,6 +97,8 @@ class GenerationScreen(AppScreen[None]):
         Binding("left,h", "previous_step", N_("step"), id="previous-step", tooltip=N_("Show the previous step's choice"),
                 group=STEP),
         Binding("right,l", "next_step", N_("step"), id="next-step", tooltip=N_("Show the next step's choice"), group=STEP),
+        Binding("home", "first_step", N_("first step"), id="first-step", tooltip=N_("Show the first step's choice"), show=False),
+        Binding("end", "last_step", N_("latest step"), id="latest-step", tooltip=N_("Back to the latest step"), show=False),
         Binding("enter", "open_step", N_("open"), id="open-step",
                 tooltip=N_("Open the forward pass of the step on show in the step-through")),
         Binding("s", "settings", N_("settings"), id="generation-settings",
@@ -402,6 +404,18 @@ class GenerationScreen(AppScreen[None]):
                 self.app.bell()
             return
         self._select(current + 1)
+
+    def action_first_step(self) -> None:
+        if not self.gen.steps or self.state.index == 0:
+            self.app.bell()
+            return
+        self._select(0)
+
+    def action_last_step(self) -> None:
+        if self.selected is None:  # already following the latest
+            self.app.bell()
+            return
+        self._select(None)
 
     def action_open_step(self) -> None:
         from .step import StepScreen

@@ -249,7 +249,7 @@ class StepScreen(AppScreen[None]):
         if not self._mounted:
             return
         self.query_one(StageView).draw(self.trace, self.stages, self.index, self.head, new_stage, chosen=self.chosen,
-                                       run_sampling=self._run_sampling())
+                                       run_sampling=self._run_sampling(), replay=self.replay is not None)
         # Before -> after, where the prediction is read: the next token and the logit lens.
         shows_prediction = self.stage.kind in ("next_token", "logit_lens") and self.is_main
         self.query_one(BeforeAfter).draw(self.trace.interventions, self.changes if shows_prediction else None)

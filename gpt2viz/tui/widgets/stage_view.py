@@ -222,13 +222,14 @@ class StageView(VerticalScroll):
 
     def draw(
         self, trace: Trace, stages: list[Stage], index: int, head: int, new_stage: bool = True, chosen: StepChoice | None = None,
-        run_sampling: str = "",
+        run_sampling: str = "", replay: bool = False,
     ) -> None:
         """Shows stage `index` (with `head` selected); back to the top when the stage changed.
         `chosen`: what the generation step whose pass this is chose (facts.StepChoice);
-        `run_sampling`: how the run's generation samples (narrate's)."""
+        `run_sampling`: how the run's generation samples; `replay`: a saved trace, no model (narrate's)."""
         stage = stages[index]
-        words = narrate(trace, stage, head, generate_key=key_name(self, "generate"), chosen=chosen, run_sampling=run_sampling)
+        words = narrate(trace, stage, head, generate_key=key_name(self, "generate"), chosen=chosen, run_sampling=run_sampling,
+                        replay=replay)
         # The narration quotes the trace (a prompt, token texts, a replay's fields): every line of
         # it shown by gpt2viz.text_safety's rule, as the Prose below does.
         self.query_one("#stage-title", Laid).show(Content(safe_line(words.title)))

@@ -221,14 +221,21 @@ class HookPoint:
 def tl_style(fn: TLHookFn) -> HookFn:
     """`fn(activation, hook)`, as TransformerLens calls a hook function, made a subscriber: the
     per-head values of TL_POSITION_FIRST reach it as `[batch, position, head, head_dim]` (a
-    transposed view, no copy), and a tensor it returns in that layout is turned back."""
+    transposed view, no copy), and a tensor it returns in that layout is turned back. Where
+    gradients are recorded, it gets a tensor of its own in that layout, which the pass goes on
+    with: a gradient hook on it (`z.register_hook(...)`) then fires, as on TL's own tensor."""
 
     def call(name: str, value: Any) -> Any:
         turned = name.endswith(TL_POSITION_FIRST) and hasattr(value, "transpose")
-        out = fn(value.transpose(1, 2) if turned else value, HookPoint(name))
-        if turned and hasattr(out, "transpose"):
-            out = out.transpose(1, 2)
-        return out
+        if not turned:
+            return fn(value, HookPoint(name))
+        given = value.transpose(1, 2)
+        if getattr(value, "requires_grad", False) and _grad_enabled():
+            given = given.contiguous()
+            out = fn(given, HookPoint(name))
+            return (given if out is None else out).transpose(1, 2)
+        out = fn(given, HookPoint(name))
+        return out.transpose(1, 2) if hasattr(out, "transpose") else out
 
     return call
 
@@ -423,8 +430,17 @@ class Hooks:
 
     def fire(self, name: str, value: Any) -> Any:
         """Hands `value` to the subscribers of `name` and returns the value the pass goes on with:
-        the last replacement a subscriber returned, else `value`. Callers check `active` first."""
-        for fn in self._listeners(name):
+        the last replacement a subscriber returned, else `value`. Callers check `active` first.
+
+        Where gradients are being recorded, a tensor is handed over as a copy, which the pass then
+        goes on with: TransformerLens's hooks edit activations in place (`z[:, :, 3] = 0`), and the
+        pass's own tensor may be a view of another (q, k and v of c_attn's output) or one that
+        autograd keeps for the backward pass (the attention pattern, z), where an edit in place
+        breaks the backward pass. Without gradients, nothing is copied."""
+        listeners = self._listeners(name)
+        if listeners and getattr(value, "requires_grad", False) and _grad_enabled():
+            value = value.clone()
+        for fn in listeners:
             replacement = fn(name, value)
             if replacement is not None and name not in STEP_HOOKS:
                 _check_replacement(name, value, replacement)
@@ -445,3 +461,11 @@ class Hooks:
     def _changed(self) -> None:  # under the lock
         self._by_name = {}  # a new dict: a reader holding the old one finishes with it
         self.active = bool(self._subs) or bool(self._scoped)
+
+
+def _grad_enabled() -> bool:
+    """Whether torch records gradients now (torch imported here only when a tensor that needs them
+    reaches a hook: this module loads without it)."""
+    import torch
+
+    return torch.is_grad_enabled()

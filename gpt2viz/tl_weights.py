@@ -22,7 +22,7 @@ and divided by its scale, before γ and β, so `cache["normalized", l, "ln1"] @ 
 is the queries, and `cache.accumulated_resid(apply_ln=True) @ W_U + b_U` the logits (a LLaMA-family
 model's RMSNorm has only γ, and no bias is added). gpt2viz stores the checkpoint's own numbers
 (GPT-2's c_attn holds Q, K and V side by side; `lm.model.state_dict()` has them as they are);
-a folded weight is made from them on first access and kept until a parameter changes. A model in another number format gives its float32
+a folded weight is made from them on first access and kept until a parameter changes or is replaced. A model in another number format gives its float32
 twin's (`lm.float32_twin`), which is what its weights stand for.
 """
 
@@ -60,9 +60,10 @@ def weight(model: Any, name: str) -> torch.Tensor:
         if name not in _READS_NORM:  # a view of the checkpoint's own tensor: nothing to make
             return parts[name](model.state_dict(), model.config)
         # Made once and kept on the model until a parameter or the kept tensor itself is changed in
-        # place (torch's version counters say so): a notebook's `lm.W_U[:, token]` in a loop made
-        # three copies of gpt2-small's 154 MB unembedding at each access.
-        stamp = tuple(p._version for p in model.parameters())
+        # place (torch's version counters say so) or replaced (a new Parameter, or `.data = ...`: a
+        # new tensor or storage): a notebook's `lm.W_U[:, token]` in a loop made three copies of
+        # gpt2-small's 154 MB unembedding at each access.
+        stamp = tuple((id(p), p.data_ptr(), p._version) for p in model.parameters())
         kept = vars(model).setdefault("_tl_folded", {})
         hit = kept.get(name)
         if hit is not None and hit[0] == stamp and hit[1]._version == hit[2]:

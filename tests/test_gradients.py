@@ -79,3 +79,29 @@ def test_gradients_reach_a_per_head_activation_kept_in_tl_s_layout(tiny_lm):
     assert z.shape[2] == tiny_lm.config.n_head
     (grad,) = torch.autograd.grad(logits[0, -1].max(), z)
     assert float(grad[0, -1].abs().sum()) > 0 and float(grad[0, :, 0].abs().sum()) > 0
+
+
+@pytest.mark.parametrize("name, edit", [
+    ("blocks.1.attn.hook_z", lambda z: z[:, :, 3].zero_()),  # [batch, pos, head, d_head]: head 3
+    ("blocks.1.attn.hook_q", lambda q: q[:, :, 3].zero_()),
+    ("blocks.1.attn.hook_pattern", lambda p: p[:, 3].zero_()),  # [batch, head, query, key]
+    ("hook_embed", lambda x: x[:, 2].zero_()),
+])
+def test_a_hook_that_edits_in_place_runs_with_gradients_as_without(tiny_lm, name, edit):
+    # TransformerLens's ablations edit in place; with grad=True such an edit once broke the
+    # backward pass (a view of c_attn's output, or a tensor autograd keeps for the backward pass).
+    tokens = tiny_lm.to_tokens("The king hath sent for thee")
+
+    def hook(value, hook):
+        edit(value)
+
+    plain = float(tiny_lm(tokens, return_type="loss"))
+    without = float(tiny_lm.run_with_hooks(tokens, return_type="loss", fwd_hooks=[(name, hook)]))
+    loss = tiny_lm.run_with_hooks(tokens, return_type="loss", grad=True, fwd_hooks=[(name, hook)])
+    grads = []
+    kept = tiny_lm.run_with_hooks(tokens, return_type="loss", grad=True,
+                                  fwd_hooks=[(name, lambda value, hook: value.register_hook(grads.append) and None)])
+    kept.backward()
+    loss.backward()
+    assert float(loss) == pytest.approx(without, abs=1e-5) and without != plain  # the edit took effect
+    assert len(grads) == 1 and float(grads[0].abs().sum()) > 0  # a gradient hook on the activation fires

@@ -130,6 +130,15 @@ def test_a_folded_weight_is_made_once_and_again_after_an_edit():
         lm.model.ln_f.weight[0] += 1
     changed = lm.W_U
     assert changed is not again and not torch.equal(changed, again)
+    # Replaced rather than edited (an engineer's walk: the W_U read 11.3 away from the logits'):
+    # a new Parameter, and a new tensor given through `.data`.
+    tokens = lm.to_tokens("The king hath sent for thee")
+    lm.model.ln_f.weight = torch.nn.Parameter(lm.model.ln_f.weight.detach() * 2)
+    logits, cache = lm.run_with_cache(tokens)
+    assert float((cache.accumulated_resid(apply_ln=True)[-1] @ lm.W_U + lm.b_U - logits).abs().max()) < 1e-4
+    before = lm.W_Q
+    lm.model.h[1].attn.c_attn.weight.data = lm.model.h[1].attn.c_attn.weight.data * 1.5
+    assert not torch.equal(lm.W_Q[1], before[1]) and torch.equal(lm.W_Q[0], before[0])
 
 
 def test_qk_and_ov_are_each_head_s_circuits_factored(bundled, llama_lm):

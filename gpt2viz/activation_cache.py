@@ -37,6 +37,7 @@ cache of one text, as TL's; the methods then return no batch axis either.
 from __future__ import annotations
 
 import operator
+import re
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -61,6 +62,7 @@ ATTENTION_NAMES = ("k", "v", "q", "z", "rot_k", "rot_q", "result", "pattern", "a
 MLP_NAMES = ("pre", "post", "mid", "pre_linear")
 LAYER_TYPES = {"a": "attn", "m": "mlp", "b": "", "block": "", "blocks": "", "attention": "attn"}
 MODES = ("all", "attn", "mlp")
+SHORT_NAME = re.compile(r"([a-z_]+?)(\d+)([a-z]\w*)?")  # TL's 'k6a': a name, a layer, a layer type
 
 
 def act_name(name: str, layer: int | None = None, layer_type: str | None = None) -> str:
@@ -68,9 +70,14 @@ def act_name(name: str, layer: int | None = None, layer_type: str | None = None)
     `utils.get_act_name` makes it: ('pattern', 1) is 'blocks.1.attn.hook_pattern' (also
     ('attn', 1)), ('resid_pre', 0) 'blocks.0.hook_resid_pre', ('scale', 2, 'ln2')
     'blocks.2.ln2.hook_scale' (ln1 when no layer type is given), ('scale', None)
-    'ln_final.hook_scale', ('embed', None) 'hook_embed'. A full name is itself."""
+    'ln_final.hook_scale', ('embed', None) 'hook_embed'. A full name is itself. As TL's, a name
+    may carry its layer and layer type: 'k6a' is ('k', 6, 'a'): 'blocks.6.attn.hook_k',
+    'scale4ln1' 'blocks.4.ln1.hook_scale', 'resid_pre2' 'blocks.2.hook_resid_pre'."""
     if "." in name or name.startswith("hook_"):
         return name
+    packed = SHORT_NAME.fullmatch(name) if layer is None and layer_type is None else None
+    if packed is not None:
+        name, layer, layer_type = packed.group(1), int(packed.group(2)), packed.group(3) or None
     name = ALIASES.get(name, name)
     if name in ("scale", "normalized"):
         if layer is None:

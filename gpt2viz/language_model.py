@@ -566,7 +566,8 @@ class LanguageModel:
         `encode_prompt`. `temperature` None (not given) is greedy. TransformerLens's keywords are
         taken too, so that TL's calls run: `do_sample=False` is greedy, `do_sample=True` samples
         (at temperature 1.0, TL's, unless `temperature` says another; 0 stays greedy, as TL's); `use_past_kv_cache` is `use_cache`; `stop_at_eos=False` goes
-        on past `stop_id`; `verbose` is ignored (no progress bar). Greedy stays the default here,
+        on past `stop_id`; `verbose` is ignored (no progress bar); sampling with no `seed` takes one
+        from torch's global random state, as TL's does (`torch.manual_seed` repeats it). Greedy stays the default here,
         and a result is a GenerationResult (the new ids in `.token_ids`: `to_string` gives their
         text), not TL's string."""
         del verbose
@@ -577,6 +578,10 @@ class LanguageModel:
         elif do_sample is False:
             temperature = 0.0
         stop = self.stop_id if stop_at_eos else None
+        if seed is None and temperature:
+            # As TL's sampling, which draws from torch's global random state: `torch.manual_seed(n)`
+            # before the call makes it repeat. The seed drawn is the result's, to repeat it by.
+            seed = int(torch.randint(0, 2**62, (1,)))
         if isinstance(prompt, list) and prompt and all(isinstance(p, (str, list)) for p in prompt):
             if not use_cache:
                 raise InputError("use_cache" if use_past_kv_cache is None else "use_past_kv_cache",

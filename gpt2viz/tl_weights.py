@@ -18,8 +18,8 @@ shifted by a constant per position; differences of logits agree): `W_Q`, `W_K`, 
 has an LM head bias of its own). As TL's, a LayerNorm's readers are then centred over their
 input rows (the norm's output has mean 0 there, so that part read nothing). That is the
 convention gpt2viz's hooks and ActivationCache follow: `hook_normalized` is the stream centred
-and divided by its scale, before γ and β, so `cache["normalized", l, "ln1"] @ W_Q[l] + b_Q[l]`
-is the queries, and `cache.accumulated_resid(apply_ln=True) @ W_U + b_U` the logits (a LLaMA-family
+and divided by its scale, before γ and β, so `einsum("btc,hcd->bthd", cache["normalized", l,
+"ln1"], W_Q[l]) + b_Q[l]` is the queries, and `cache.accumulated_resid(apply_ln=True) @ W_U + b_U` the logits (a LLaMA-family
 model's RMSNorm has only γ, and no bias is added). gpt2viz stores the checkpoint's own numbers
 (GPT-2's c_attn holds Q, K and V side by side; `lm.model.state_dict()` has them as they are);
 a folded weight is made from them on first access and kept until a parameter changes or is replaced. A model in another number format gives its float32

@@ -25,6 +25,12 @@ def test_transformer_lens_s_short_names_index_the_cache(run):
     _lm, _logits, cache = run
     assert act_name("pattern", 1) == "blocks.1.attn.hook_pattern" and act_name("post", 0) == "blocks.0.mlp.hook_post"
     assert act_name("scale", None) == "ln_final.hook_scale" and act_name("scale", 1, "ln2") == "blocks.1.ln2.hook_scale"
+    # TL's packed form: a name, its layer and layer type in one ('k6a' was taken for 'hook_k6a').
+    assert [act_name(n) for n in ("k6a", "pattern3", "scale4ln1", "post3m", "normalized2ln2", "q0")] == [
+        "blocks.6.attn.hook_k", "blocks.3.attn.hook_pattern", "blocks.4.ln1.hook_scale", "blocks.3.mlp.hook_post",
+        "blocks.2.ln2.hook_normalized", "blocks.0.attn.hook_q"]
+    assert act_name("resid_pre1") == "blocks.1.hook_resid_pre" and act_name("embed") == "hook_embed"
+    assert cache["z1a"] is cache["blocks.1.attn.hook_z"]
     for short, layer, full in (("pattern", 1, "blocks.1.attn.hook_pattern"), ("z", 0, "blocks.0.attn.hook_z"),
                                ("resid_pre", 1, "blocks.1.hook_resid_pre"), ("mlp_out", 0, "blocks.0.hook_mlp_out"),
                                ("embed", None, "hook_embed")):

@@ -296,6 +296,15 @@ def test_generate_takes_transformer_lens_s_keywords(tiny_lm):
     assert sampled.token_ids == tiny_lm.generate("Hello", 5, temperature=1.0, seed=3).token_ids
     assert sampled.settings.temperature == 1.0
     assert tiny_lm.generate("Hello", 5, do_sample=True, temperature=0.0).token_ids == greedy.token_ids  # TL: greedy
+    # With no seed, sampling draws its seed from torch's global state, as TL's: manual_seed repeats it.
+    torch.manual_seed(0)
+    first = tiny_lm.generate("Hello", 8, do_sample=True)
+    torch.manual_seed(0)
+    again = tiny_lm.generate("Hello", 8, do_sample=True)
+    assert again.token_ids == first.token_ids and again.settings.seed == first.settings.seed is not None
+    assert tiny_lm.generate("Hello", 8, temperature=1.0, seed=first.settings.seed).token_ids == first.token_ids
+    torch.manual_seed(1)
+    assert tiny_lm.generate("Hello", 8, do_sample=True).settings.seed != first.settings.seed
     eos = tiny_lm.stop_id
 
     def end_now(logits, hook):

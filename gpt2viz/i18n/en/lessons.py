@@ -491,7 +491,8 @@ TEXT = {
         "(tiny works offline) to compare it."
     ),
     "lesson.guess.busy": (
-        "The cost lab measured this while other processes used {share} of the CPUs, so its times are "
-        "not this machine's own: run it again when the machine is quiet to compare your guess, {guess}."
+        "The cost lab measured this while other processes used {share} of the CPUs, so the answer "
+        "below is partly their doing, not this machine's own: run it again when the machine is quiet "
+        "to be sure."
     ),
 }

@@ -92,8 +92,9 @@ class LessonPanel(Vertical):
         """Draws `run`'s current page (hides the panel when there is no lesson). `unavailable`: the
         screens (gpt2viz.lessons.SCREENS) that cannot open here (a replay with no generation), and
         "what_if" where nothing can be switched off (a replay).
-        `answers` may lack what the cost lab has not measured yet: a guess at it waits, and one
-        measured while other processes took `busy_share` of the CPUs is not compared. `edited`:
+        `answers` may lack what the cost lab has not measured yet: a guess at it waits; one
+        measured while other processes took `busy_share` of the CPUs is compared under a warning
+        (a learner on a busy machine once never got an answer). `edited`:
         the parts switched off in the pass on show and the key that switches them on again (the
         page's numbers are then that pass's, and the page says so)."""
         self.set_class(run is not None, "-on")
@@ -116,10 +117,9 @@ class LessonPanel(Vertical):
             if made is not None and (made.answer is None or measured is None):
                 key = "lesson.guess.pending_replay" if replay else "lesson.guess.pending"
                 lines.append(say(key, guess=_number(made.value, page.predict.unit)))
-            elif made is not None and busy_share is not None:
-                lines.append(say("lesson.guess.busy", guess=_number(made.value, page.predict.unit),
-                                 share=f"{busy_share:.0%}"))
             elif made is not None:
+                if busy_share is not None:  # compared all the same, and said under what it was measured
+                    lines.append(say("lesson.guess.busy", share=f"{busy_share:.0%}"))
                 lines.append(self._verdict(made, page.predict, answers))
                 lines.append(say(page.predict.why, **facts))
             if measured is None and page.do is not None and not replay:  # how to measure it

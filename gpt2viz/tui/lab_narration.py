@@ -243,6 +243,7 @@ def precision_text(
     base = rows.get("float32")
     busy = busy_sentence(result, sweep)
     parts = [busy] if busy else []
+    parts.append(say("lab.precision.lead", context=count(sweep.context)))  # which step (the generation view's reads less)
     # A float32 step reads nearly all its weights (all but the position table's other rows) unless
     # its LM head multiplies by a float16 copy of the token table (kernels/fbgemm_float16.py's held
     # head): then the bytes a step reads differ from run to run with the kernel chosen, and say why.

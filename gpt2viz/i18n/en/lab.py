@@ -99,6 +99,10 @@ TEXT = {
         "is no other number format to compare here: the experiment runs on GPT-2 models (the bundled one, "
         "or any from the hub)."
     ),
+    "lab.precision.lead": (
+        "Each row is one cached decode step with {context} positions already in the KV cache: what it "
+        "reads is its weights and those positions' keys and values."
+    ),
     "lab.precision.row": "{format}: {ms} ms a token, reading {read} a step, {gb_s} GB/s effective.",
     "lab.precision.row_ratio": (
         "{format}: {ms} ms a token ({ratio}× float32), reading {read} a step, {gb_s} GB/s effective."

@@ -91,6 +91,9 @@ TEXT = {
         "SmolLM2 的文件存的是 4 位的块）。LLaMA 系列模型目前只能以 float32 加载，所以这里没有别的数值格式可比："
         "这个实验在 GPT-2 模型上运行（自带的模型，或 Hugging Face hub 上的任何一个）。"
     ),
+    "lab.precision.lead": (
+        "每一行都是一次带缓存的 decode 步，KV cache 里已有 {context} 个位置：它读取的是权重，以及这些位置的键和值。"
+    ),
     "lab.precision.row": "{format}：每个 token {ms} ms，每步读取 {read}，有效带宽 {gb_s} GB/s。",
     "lab.precision.row_ratio": "{format}：每个 token {ms} ms（float32 的 {ratio} 倍），每步读取 {read}，有效带宽 {gb_s} GB/s。",
     "lab.precision.head_copy": (

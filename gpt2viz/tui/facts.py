@@ -10,6 +10,7 @@ from __future__ import annotations
 import weakref
 from dataclasses import dataclass
 
+from ..generate import SamplingSettings
 from ..hooks import hook_name
 from ..i18n import _
 from ..kernels.choice import FLOAT16_HELD
@@ -25,13 +26,14 @@ from .stages import Stage
 @dataclass(frozen=True)
 class StepChoice:
     """What a generation step chose, shown with that step's forward pass: the token (id, text as
-    generated), its probability after the sampling settings, and those settings in short ('T 0.8 ·
-    top-k 40 · seed 1'; '' for a greedy step, whose choice is the pass's own argmax)."""
+    generated), its probability after the sampling settings, and those settings (None for a greedy
+    step, whose choice is the pass's own argmax), written in the language on show when drawn
+    (tui/generation.py's `decoding_label`)."""
 
     id: int
     text: str
     prob: float | None
-    sampling: str = ""
+    sampling: SamplingSettings | None = None
 
 
 @dataclass(frozen=True)

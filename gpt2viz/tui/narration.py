@@ -18,6 +18,7 @@ from ..trace import Trace
 from ..trace.events import LAYER_NORM_STATS
 from ..trace.notices import notice_text
 from .block_narration import activity_paragraphs, cache_paragraph
+from .generation import decoding_label
 from .facts import (
     RunFacts,
     StepChoice,
@@ -553,13 +554,13 @@ def _next_token(trace: Trace, stage: Stage, f: RunFacts, head: int, generate_key
                 run_sampling: str = ""):
     top_id, top, top_prob = final_choice(trace)
     kv = hook_event(trace, "kv_cache")
-    sampled = chosen is not None and bool(chosen.sampling)
+    sampled = chosen is not None and chosen.sampling is not None
     token_id = chosen.id if sampled else top_id
     if sampled:
         token = token_label(chosen.text)
         choice = say(
             "stage.next_token.sampled_top" if chosen.id == top_id else "stage.next_token.sampled",
-            sampling=chosen.sampling, token=quote(token), id=chosen.id, p=percent(chosen.prob), top=quote(top),
+            sampling=decoding_label(chosen.sampling, short=True), token=quote(token), id=chosen.id, p=percent(chosen.prob), top=quote(top),
             top_p=percent(top_prob), total=count(f.L + 1),
         )
     elif top_prob is not None:

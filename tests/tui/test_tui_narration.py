@@ -382,9 +382,19 @@ def test_the_prompt_s_pass_says_the_run_samples_when_it_does():
     # narrate itself: a generation step's pass (chosen) never gets the run's sentence.
     from gpt2viz.tui.facts import StepChoice
 
-    chosen = StepChoice(1, "x", 0.5, "")
+    chosen = StepChoice(1, "x", 0.5, None)
     assert "This run's generation samples" not in narrate(trace, Stage("next_token"), generate_key="g", chosen=chosen,
                                                           run_sampling="T 0.8 · seed 1").text
+    # A sampled step's settings are written in the language on show when drawn: a learner switched to
+    # Chinese read "seed 7" there beside "种子 7" on the prompt's pass.
+    from gpt2viz.generate import SamplingSettings
+    from gpt2viz.i18n import set_language
+
+    sampled = StepChoice(1, "x", 0.5, SamplingSettings(0.5, 5, None, 7))
+    for language, seed in (("en", "T 0.5 · top-k 5 · seed 7"), ("zh", "T 0.5 · top-k 5 · 种子 7")):
+        set_language(language)
+        assert seed in narrate(trace, Stage("next_token"), generate_key="g", chosen=sampled).text
+    set_language("en")
 
 
 def test_an_mlp_switched_off_says_its_neurons_still_fire_but_write_nothing(tiny_lm):

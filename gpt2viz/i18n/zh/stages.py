@@ -180,7 +180,7 @@ TEXT = {
     ),
     "stage.pattern.last_even": (
         "最后一行属于 {token}，也就是预测下一个 token 的那个位置。在头 {head} 里，它把权重大致平均地分给"
-        "它能看到的 {positions} 个位置（最多的是位置 {position}（{key}），{share}）。"
+        "它能看到的 {positions} 个位置；最多的是位置 {position}（{key}），占 {share}。"
     ),
     # -- 所有注意力头 -------------------------------------------------------------------------------
     "stage.heads.intro": (

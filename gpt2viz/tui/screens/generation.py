@@ -20,7 +20,7 @@ from textual.containers import Container
 from ...generate import STOP_CANCELLED, new_generator
 from ...i18n import N_, _, count, ngettext
 from ...trace import Trace
-from ..generation import Comparison, Generation, GenerationSettings, decoding_label
+from ..generation import Comparison, Generation, GenerationSettings
 from ..facts import RunFacts, StepChoice
 from ..language import key_name
 from ..widgets.latency_chart import LatencyChart
@@ -427,7 +427,7 @@ class GenerationScreen(AppScreen[None]):
         step = self.gen.steps[index]
         sampling = self.gen.settings.sampling
         chosen = StepChoice(
-            step["id"], step["text"], step.get("chosen_prob"), "" if sampling.greedy else decoding_label(sampling, short=True)
+            step["id"], step["text"], step.get("chosen_prob"), None if sampling.greedy else sampling
         )
         # Step 0: the prompt's own pass, already recorded; recorded again where the generation's
         # cache was another size than that pass's (its KV panel and the step's gave two sizes).

@@ -14,6 +14,7 @@ from ...text_safety import token_label
 from ...trace import Trace
 from ..formatting import clip, count, fit, num, num_in, percent, quote, shape, shown_positions
 from ...trace.events import LAYER_NORM_STATS, RMS_NORM_STATS
+from ..generation import decoding_label
 from ..facts import RunFacts, StepChoice, allocated_positions, final_choice, untrained, hook_event, layer_norm_event, lens_event, lens_first_top, shape_of
 from ..stages import Stage
 from ..styled_text import styled
@@ -618,7 +619,7 @@ class NextTokenView(Picture):
 
     def build(self, trace: Trace, stage: Stage, head: int) -> Content:
         token_id, token, prob = final_choice(trace)
-        chosen = self.chosen if self.chosen is not None and self.chosen.sampling else None
+        chosen = self.chosen if self.chosen is not None and self.chosen.sampling is not None else None
         if chosen is not None:
             token_id, token, prob = chosen.id, token_label(chosen.text), chosen.prob
         text = trace.context + trace.tokens
@@ -637,7 +638,7 @@ class NextTokenView(Picture):
             )
         )
         if chosen is not None:
-            rows += wrapped(Content.styled(chosen.sampling, ".picture--dim"), self.room)
+            rows += wrapped(Content.styled(decoding_label(chosen.sampling, short=True), ".picture--dim"), self.room)
         last = (hook_event(trace, "unembed.hook_out").get("positions") or [{}])[-1]
         if last.get("ids"):
             rows.append(Content(""))

@@ -397,8 +397,9 @@ class LanguageModel:
         if isinstance(prompt, torch.Tensor) and prompt.dim() == 2:
             return prompt, attention_mask
         if isinstance(prompt, list) and prompt and all(isinstance(p, str) for p in prompt):
-            return self.pad(prompt, side="right", prepend_bos=prepend_bos)
-        ids = self.encode_prompt(prompt, prepend_bos=prepend_bos)
+            return self.pad([self._tl_ids(p, prepend_bos) for p in prompt], side="right")
+        # A text is cut to the context, as TL's tokenizer cuts it; ids are taken as given.
+        ids = self._tl_ids(prompt, prepend_bos) if isinstance(prompt, str) else self.encode_prompt(prompt, prepend_bos=prepend_bos)
         if not ids and isinstance(prompt, str):
             raise InputError("prompt", N_("{setting} has no tokens (prepend_bos=True starts a text with <|endoftext|>)"))
         if not ids:
@@ -420,15 +421,27 @@ class LanguageModel:
         """Removes every hook `add_hook` added (those added with `hooks.add` stay)."""
         self.hooks.reset_tl()
 
-    def to_tokens(self, text: str | list[str], prepend_bos: bool = True, padding_side: str = "right") -> torch.Tensor:
+    def to_tokens(self, text: str | list[str], prepend_bos: bool = True, padding_side: str = "right",
+                  move_to_device: bool = True, truncate: bool = True) -> torch.Tensor:
         """Ids `[1, T]` of a text, or `[B, T]` of several (padded with `pad_id` on `padding_side`,
         'right' or 'left'), as TransformerLens's `to_tokens` gives them: with `bos_id` first by
-        default (<|endoftext|> for GPT-2)."""
-        if isinstance(text, list):
-            return self.pad(text, side=padding_side, prepend_bos=prepend_bos)[0]
-        if not isinstance(text, str):
+        default (<|endoftext|> for GPT-2), each text cut to the model's context (`n_ctx` ids) unless
+        `truncate=False`, on the model's device (on the CPU with `move_to_device=False`)."""
+        if isinstance(text, list) and text and all(isinstance(t, str) for t in text):
+            rows = [self._tl_ids(t, prepend_bos, truncate) for t in text]
+            ids = self.pad(rows, side=padding_side)[0]
+        elif isinstance(text, str):
+            ids = self._ids_tensor(self._tl_ids(text, prepend_bos, truncate))
+        else:
             raise InputError("text", N_("{setting} must be a text or a list of texts, got {value}"), value=_shown(text))
-        return self._ids_tensor(self.encode_prompt(text, prepend_bos=prepend_bos))
+        return ids if move_to_device else ids.cpu()
+
+    def _tl_ids(self, text: str, prepend_bos: bool, truncate: bool = True) -> list[int]:
+        """A text's ids as TransformerLens's methods take it: `bos_id` first unless `prepend_bos`
+        is False, and no more than the context holds unless `truncate` is False (TL's tokenizer
+        cuts at n_ctx)."""
+        ids = self.encode_prompt(text, prepend_bos=prepend_bos)
+        return ids[: self.config.n_ctx] if truncate else ids
 
     def to_string(self, tokens: torch.Tensor | list[int] | list[list[int]]) -> str | list[str]:
         """The text of ids `[T]` (a list of ids too, or one id: a 0-d tensor, as TL takes it), or of
@@ -506,7 +519,7 @@ class LanguageModel:
     def generate(
         self,
         prompt: str | list[int],
-        max_new_tokens: int,
+        max_new_tokens: int = ...,
         use_cache: bool = ...,
         temperature: float | None = ...,
         top_k: int | None = ...,
@@ -520,13 +533,15 @@ class LanguageModel:
         stop_at_eos: bool = ...,
         use_past_kv_cache: bool | None = ...,
         verbose: bool = ...,
+        return_type: None = ...,
+        eos_token_id: int | None = ...,
     ) -> GenerationResult: ...
 
     @overload
     def generate(
         self,
         prompt: list[str] | list[list[int]],
-        max_new_tokens: int,
+        max_new_tokens: int = ...,
         use_cache: bool = ...,
         temperature: float | None = ...,
         top_k: int | None = ...,
@@ -540,12 +555,36 @@ class LanguageModel:
         stop_at_eos: bool = ...,
         use_past_kv_cache: bool | None = ...,
         verbose: bool = ...,
+        return_type: None = ...,
+        eos_token_id: int | None = ...,
     ) -> list[GenerationResult]: ...
+
+    @overload
+    def generate(
+        self,
+        prompt: str | list[int] | list[str] | list[list[int]] | torch.Tensor,
+        max_new_tokens: int = ...,
+        use_cache: bool = ...,
+        temperature: float | None = ...,
+        top_k: int | None = ...,
+        top_p: float | None = ...,
+        seed: int | None = ...,
+        on_step: Callable | None = ...,
+        should_stop: Callable[[], bool] | None = ...,
+        *,
+        prepend_bos: bool = ...,
+        do_sample: bool | None = ...,
+        stop_at_eos: bool = ...,
+        use_past_kv_cache: bool | None = ...,
+        verbose: bool = ...,
+        return_type: str,
+        eos_token_id: int | None = ...,
+    ) -> str | list[str] | torch.Tensor: ...
 
     def generate(
         self,
-        prompt: str | list[int] | list[str] | list[list[int]],
-        max_new_tokens: int,
+        prompt: str | list[int] | list[str] | list[list[int]] | torch.Tensor,
+        max_new_tokens: int = 10,
         use_cache: bool = True,
         temperature: float | None = None,
         top_k: int | None = None,
@@ -559,7 +598,9 @@ class LanguageModel:
         stop_at_eos: bool = True,
         use_past_kv_cache: bool | None = None,
         verbose: bool = False,
-    ) -> GenerationResult | list[GenerationResult]:
+        return_type: str | None = None,
+        eos_token_id: int | None = None,
+    ) -> GenerationResult | list[GenerationResult] | str | list[str] | torch.Tensor:
         """Continues `prompt` (text or ids); see `gpt2viz.generate.generate`. A list of prompts
         (texts or id lists) gives a list of results, one per prompt, decoded together through one
         cache (`generate_prompts`; row r samples with seed + r). `prepend_bos` as for
@@ -569,15 +610,29 @@ class LanguageModel:
         on past `stop_id`; `verbose` is ignored (no progress bar); sampling with no `seed` takes one
         from torch's global random state, as TL's does (`torch.manual_seed` repeats it). Greedy stays the default here,
         and a result is a GenerationResult (the new ids in `.token_ids`: `to_string` gives their
-        text), not TL's string."""
+        text), not TL's string, unless `return_type` asks for TL's: "str" the text of the prompt's ids
+        and the new ones (special tokens left out), "tokens" those ids `[B, T + new]` (rows that
+        stopped early padded with `stop_id`), "input" the one of the two the prompt was (a text, or
+        ids). `max_new_tokens` is 10 unless given, as TL's; `eos_token_id` stops at that id instead of
+        `stop_id`; a `[B, T]` tensor is B prompts of ids."""
         del verbose
+        if return_type not in (None, "str", "tokens", "input"):
+            raise InputError("return_type", N_("{setting} must be 'str', 'tokens', 'input' or None, got {value}"),
+                             value=_shown(return_type))
+        if isinstance(prompt, torch.Tensor) and prompt.dim() == 2 and prompt.size(0) > 1:
+            prompt = prompt.tolist()  # B prompts of ids, one a row
+        if return_type is not None:
+            results = self.generate(prompt, max_new_tokens, use_cache, temperature, top_k, top_p, seed, on_step,
+                                    should_stop, prepend_bos=prepend_bos, do_sample=do_sample, stop_at_eos=stop_at_eos,
+                                    use_past_kv_cache=use_past_kv_cache, eos_token_id=eos_token_id)
+            return self._tl_generation(prompt, results, return_type, prepend_bos)
         if use_past_kv_cache is not None:
             use_cache = use_past_kv_cache
         if temperature is None:  # not given: greedy, or TL's 1.0 where do_sample asks to sample
             temperature = 1.0 if do_sample else 0.0
         elif do_sample is False:
             temperature = 0.0
-        stop = self.stop_id if stop_at_eos else None
+        stop = (self.stop_id if eos_token_id is None else self.check_token_id(eos_token_id, "eos_token_id")) if stop_at_eos else None
         if seed is None and temperature:
             # As TL's sampling, which draws from torch's global random state: `torch.manual_seed(n)`
             # before the call makes it repeat. The seed drawn is the result's, to repeat it by.
@@ -587,7 +642,8 @@ class LanguageModel:
                 raise InputError("use_cache" if use_past_kv_cache is None else "use_past_kv_cache",
                                  N_("{setting}: a list of prompts is decoded through the KV cache"))
             return self.generate_prompts(prompt, max_new_tokens, temperature, top_k, top_p, seed, on_step,
-                                         should_stop, prepend_bos=prepend_bos, stop_at_eos=stop_at_eos).rows
+                                         should_stop, prepend_bos=prepend_bos, stop_at_eos=stop_at_eos,
+                                         eos_token_id=eos_token_id).rows
         return generate(
             self.model,
             self.encode_prompt(prompt, prepend_bos=prepend_bos),
@@ -598,6 +654,24 @@ class LanguageModel:
             on_step=on_step,
             should_stop=should_stop,
         )
+
+    def _tl_generation(self, prompt: Any, results: GenerationResult | list[GenerationResult], return_type: str,
+                       prepend_bos: bool) -> str | list[str] | torch.Tensor:
+        """A generation as TransformerLens's `generate(return_type=...)` returns it: the prompt's
+        ids and the new ones, as text ("str", special tokens left out) or ids ("tokens", rows that
+        stopped early padded with `stop_id`); "input": text for a text (or texts), else ids."""
+        several = isinstance(results, list)
+        prompts = prompt if several else [prompt]
+        rows = [self.encode_prompt(p, prepend_bos=prepend_bos) + list(r.token_ids)
+                for p, r in zip(prompts, results if several else [results])]
+        if return_type == "input":
+            return_type = "str" if all(isinstance(p, str) for p in prompts) else "tokens"
+        if return_type == "str":
+            texts = [self.tokenizer.decode(row, "tokens", skip_special_tokens=True) for row in rows]
+            return texts if several else texts[0]
+        width = max(map(len, rows))
+        padded = [row + [self.stop_id] * (width - len(row)) for row in rows]
+        return torch.tensor(padded, device=self.model.device)
 
     def generate_batch(
         self,
@@ -639,10 +713,12 @@ class LanguageModel:
         *,
         prepend_bos: bool = False,
         stop_at_eos: bool = True,
+        eos_token_id: int | None = None,
     ) -> BatchResult:
         """Continues each of `prompts` (texts or ids, any lengths) together, padded on the left
         with an attention mask, row r sampling with seed + r; see `gpt2viz.batch.generate_prompts`.
-        `prepend_bos` as for `encode_prompt`; `stop_at_eos=False` goes on past `stop_id`."""
+        `prepend_bos` as for `encode_prompt`; `stop_at_eos=False` goes on past `stop_id`
+        (`eos_token_id`, where given, stops instead)."""
         if not isinstance(prompts, (list, tuple)):
             raise SettingError(
                 "prompts", N_("{setting} must be a list of texts or id lists, got {type}"), type=type(prompts).__name__
@@ -652,7 +728,8 @@ class LanguageModel:
             [self.encode_prompt(p, prepend_bos=prepend_bos) for p in prompts],
             max_new_tokens,
             settings=SamplingSettings(temperature, top_k, top_p, seed),
-            eos_id=self.stop_id if stop_at_eos else None,
+            eos_id=(self.stop_id if eos_token_id is None else self.check_token_id(eos_token_id, "eos_token_id"))
+            if stop_at_eos else None,
             on_step=on_step,
             should_stop=should_stop,
             pad_id=self.pad_id,  # as `pad` pads (no position attends to it)

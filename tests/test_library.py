@@ -310,6 +310,23 @@ def test_generate_takes_transformer_lens_s_keywords(tiny_lm):
     def end_now(logits, hook):
         logits[..., eos] = 1e4
 
+    # TL's return types: the prompt and the new tokens, as text or as ids; TL's default length, 10.
+    prompt = "The king hath sent"
+    result = tiny_lm.generate(prompt, 8, prepend_bos=True)
+    ids = [tiny_lm.bos_id, *tiny_lm.encode_prompt(prompt), *result.token_ids]
+    assert tiny_lm.generate(prompt, 8, prepend_bos=True, return_type="tokens").tolist() == [ids]
+    text = tiny_lm.generate(prompt, 8, prepend_bos=True, return_type="str")
+    assert text == prompt + tiny_lm.to_string(result.token_ids)  # <|endoftext|> left out, as TL's
+    assert tiny_lm.generate(prompt, 8, prepend_bos=True, return_type="input") == text
+    assert tiny_lm.generate(tiny_lm.to_tokens(prompt), 8, return_type="input").tolist() == [ids]
+    assert len(tiny_lm.generate(prompt).token_ids) == 10
+    two = tiny_lm.generate(torch.tensor([ids[:3], ids[1:4]]), 3, return_type="tokens")
+    assert two.shape == (2, 6) and two[:, :3].tolist() == [ids[:3], ids[1:4]]
+    with pytest.raises(InputError, match="return_type must be 'str', 'tokens', 'input' or None, got 'text'"):
+        tiny_lm.generate(prompt, 2, return_type="text")
+    # eos_token_id: that id ends the text instead of <|endoftext|>.
+    first = result.token_ids[0]
+    assert tiny_lm.generate(prompt, 8, prepend_bos=True, eos_token_id=first).token_ids == [first]
     with tiny_lm.hooks(fwd_hooks=[("unembed.hook_out", end_now)]):
         assert tiny_lm.generate("Hello", 4).token_ids == [eos]
         assert tiny_lm.generate("Hello", 4, stop_at_eos=False).token_ids == [eos] * 4

@@ -38,6 +38,20 @@ def test_tokens_as_transformer_lens_gives_them(lm):
         lm.to_single_token(" Parisian dog")
 
 
+def test_a_text_past_the_context_is_cut_to_it_as_transformer_lens_cuts_it(lm):
+    # TL's tokenizer cuts at n_ctx (truncate=True): `lm("Hi " * 300)` ran there and failed here.
+    n_ctx, long = lm.config.n_ctx, "Hi " * 300
+    whole = lm.encode_prompt(long, prepend_bos=True)
+    assert len(whole) > n_ctx
+    assert lm.to_tokens(long).tolist() == [whole[:n_ctx]]
+    assert lm.to_tokens(long, truncate=False).shape == (1, len(whole))
+    left = lm.to_tokens([long, "Hi"], padding_side="left")
+    assert left.shape == (2, n_ctx) and left[0].tolist() == whole[:n_ctx] and left[1, -1] == lm.encode_prompt("Hi")[0]
+    assert lm(long).shape == (1, n_ctx, lm.config.vocab_size)
+    assert torch.equal(lm(long), lm(lm.to_tokens(long)))
+    assert lm.to_tokens("Hi", move_to_device=False).device.type == "cpu"
+
+
 def test_reset_hooks_removes_what_add_hook_added(lm):
     seen = []
     kept = lm.hooks.add("blocks.0.hook_resid_pre", lambda name, value: seen.append("add"))

@@ -156,10 +156,11 @@ class Tokenizer:
                 _("{path}: the tokenizer cannot encode this text ({error})").format(path=self.source, error=_first_line(err))
             ) from None
 
-    def decode(self, ids: list[int], setting: str = "ids") -> str:
+    def decode(self, ids: list[int], setting: str = "ids", *, skip_special_tokens: bool = False) -> str:
         """The text of a list of ids (incomplete UTF-8 at the edges becomes U+FFFD); an id
-        outside the vocabulary is a TokenIdError naming the argument `setting`."""
-        return self._tk.decode(self._checked_ids(ids, setting), skip_special_tokens=False)
+        outside the vocabulary is a TokenIdError naming the argument `setting`. Special tokens
+        (<|endoftext|>) are written out unless `skip_special_tokens`."""
+        return self._tk.decode(self._checked_ids(ids, setting), skip_special_tokens=skip_special_tokens)
 
     def encode_batch(self, texts: list[str]) -> list[list[int]]:
         """Token ids of each text (lists of different lengths: pad them with an attention mask,

@@ -240,6 +240,30 @@ def tl_style(fn: TLHookFn) -> HookFn:
     return call
 
 
+def tl_backward(fn: TLHookFn) -> HookFn:
+    """`fn(gradient, hook)`, TransformerLens's backward hook, made a subscriber: at the forward
+    pass it hooks the gradient of the activation (the copy `Hooks.fire` hands over where gradients
+    are recorded, which the pass goes on with), and the backward pass calls it with that gradient,
+    in TL's layout for TL_POSITION_FIRST; a tensor it returns replaces the gradient. In a pass
+    without gradients there is nothing to hook (the methods that take backward hooks ask for
+    grad=True)."""
+
+    def call(name: str, value: Any) -> None:
+        if not (getattr(value, "requires_grad", False) and _grad_enabled()):
+            return None
+        turned = name.endswith(TL_POSITION_FIRST)
+        point = HookPoint(name)
+
+        def on_gradient(grad: Any) -> Any:
+            out = fn(grad.transpose(1, 2) if turned else grad, point)
+            return out.transpose(1, 2) if turned and hasattr(out, "transpose") else out
+
+        value.register_hook(on_gradient)
+        return None
+
+    return call
+
+
 _tl = tl_style  # the methods' parameter of that name hides the function inside them
 
 
@@ -266,12 +290,12 @@ class PassInfo:
     real: Any = None  # [batch, new positions] bool tensor, True at a real token; None: all real
 
 
-def fwd_pairs(fwd_hooks: object) -> list[tuple[Any, Callable]]:
-    """TransformerLens's `fwd_hooks` as a list of `(names, fn)` pairs; anything else is an
-    InputError naming `fwd_hooks`."""
+def fwd_pairs(fwd_hooks: object, setting: str = "fwd_hooks") -> list[tuple[Any, Callable]]:
+    """TransformerLens's `fwd_hooks` (or `bwd_hooks`) as a list of `(names, fn)` pairs; anything
+    else is an InputError naming `setting`."""
     pairs = list(fwd_hooks) if isinstance(fwd_hooks, (list, tuple)) else None
     if pairs is None or not all(isinstance(p, (list, tuple)) and len(p) == 2 and callable(p[1]) for p in pairs):
-        raise InputError("fwd_hooks", N_("{setting} must be a list of (hook name, function) pairs, got {value}"),
+        raise InputError(setting, N_("{setting} must be a list of (hook name, function) pairs, got {value}"),
                          value=shown(fwd_hooks))
     return [(names, fn) for names, fn in pairs]
 
@@ -289,6 +313,7 @@ class Hooks:
         self._by_name: dict[tuple[int, str], tuple[HookFn, ...]] = {}
         self._lock = threading.Lock()  # subscriptions change from several threads
         self._tl_added: list[_Subscription] = []  # TransformerLens's add_hook's, until reset_hooks
+        self._tl_permanent: list[_Subscription] = []  # add_hook(is_permanent=True)'s
 
     def bind(self, names: list[str] | tuple[str, ...], **sizes: int) -> None:
         """Tells the hooks their model's hook points and sizes: a subscription that matches none
@@ -303,13 +328,19 @@ class Hooks:
                 raise HookNameError(sub.pattern, self.names)
         return subs
 
-    def add(self, pattern: str, fn: HookFn, *, tl_style: bool = False) -> _Subscription:
+    def add(self, pattern: str, fn: HookFn, *, tl_style: bool = False, backward: bool = False,
+            prepend: bool = False) -> _Subscription:
         """Subscribes `fn(name, value)` to every hook whose name matches `pattern` (fnmatch), in
         the passes of every thread, until `remove`. `tl_style`: `fn(activation, hook)` with
-        TransformerLens's layouts instead (the module's doc)."""
-        (sub,) = self._checked([_Subscription(pattern, _tl(fn) if tl_style else fn)])
+        TransformerLens's layouts instead (the module's doc); `backward`: `fn(gradient, hook)`, a
+        TL backward hook (`tl_backward`); `prepend`: called before the subscribers added earlier."""
+        wrapped = tl_backward(fn) if backward else _tl(fn) if tl_style else fn
+        (sub,) = self._checked([_Subscription(pattern, wrapped)])
         with self._lock:
-            self._subs.append(sub)
+            if prepend:
+                self._subs.insert(0, sub)
+            else:
+                self._subs.append(sub)
             self._changed()
         return sub
 
@@ -327,16 +358,23 @@ class Hooks:
         raise InputError(setting, N_("{setting} must be a hook name or pattern, a list of them, or a function, got {value}"),
                          value=shown(names))
 
-    def add_tl(self, names: object, fn: Callable) -> None:
-        """TransformerLens's `add_hook`: `fn(activation, hook)` at the hook points `names` names
-        (a name, a pattern or a filter function), in every thread's passes, until `reset_tl`."""
+    def add_tl(self, names: object, fn: Callable, *, backward: bool = False, permanent: bool = False,
+               prepend: bool = False) -> None:
+        """TransformerLens's `add_hook`: `fn(activation, hook)` (or, `backward`, `fn(gradient,
+        hook)`) at the hook points `names` names (a name, a pattern or a filter function), in every
+        thread's passes, until `reset_tl` (one `permanent` until `reset_tl(including_permanent=True)`);
+        `prepend`: before the hooks added earlier."""
         for pattern in self.matching(names, "name"):
-            self._tl_added.append(self.add(pattern, fn, tl_style=True))
+            sub = self.add(pattern, fn, tl_style=True, backward=backward, prepend=prepend)
+            (self._tl_permanent if permanent else self._tl_added).append(sub)
 
-    def reset_tl(self) -> None:
-        """Removes what `add_tl` added (subscriptions made with `add` stay)."""
+    def reset_tl(self, including_permanent: bool = False) -> None:
+        """Removes what `add_tl` added, the permanent ones too where asked (subscriptions made
+        with `add` stay)."""
         while self._tl_added:
             self.remove(self._tl_added.pop())
+        while including_permanent and self._tl_permanent:
+            self.remove(self._tl_permanent.pop())
 
     @contextmanager
     def __call__(
@@ -344,16 +382,17 @@ class Hooks:
     ) -> Iterator[Hooks]:
         """TransformerLens's `model.hooks(...)`: `with lm.hooks(fwd_hooks=[(name, fn)]): ...` runs
         the block's passes, in every thread, with TL-style `fn(activation, hook)` at those hook
-        points (a name, a pattern or a filter function each), removed at its end (kept until
-        `reset_hooks` with `reset_hooks_end=False`). Backward hooks are not taken; `clear_contexts`
-        is taken and does nothing (gpt2viz's hook points keep no context)."""
-        if bwd_hooks:
-            raise InputError("bwd_hooks", N_("{setting}: gpt2viz takes forward hooks only (torch.autograd.grad on "
-                                             "activations kept with run_with_cache(grad=True) gives their gradients)"))
+        points (a name, a pattern or a filter function each), and `bwd_hooks` `fn(gradient, hook)`
+        on the gradients of the passes run with grad=True (`tl_backward`), removed at its end (kept
+        until `reset_hooks` with `reset_hooks_end=False`; a backward hook already attached to a
+        pass's activation fires at that pass's backward even after). `clear_contexts` is taken and
+        does nothing (gpt2viz's hook points keep no context)."""
         added: list[_Subscription] = []
         try:  # every pair checked and added before the block runs, or none left behind
             for names, fn in fwd_pairs(fwd_hooks):
                 added.extend(self.add(pattern, fn, tl_style=True) for pattern in self.matching(names, "fwd_hooks"))
+            for names, fn in fwd_pairs(bwd_hooks, "bwd_hooks"):
+                added.extend(self.add(pattern, fn, backward=True) for pattern in self.matching(names, "bwd_hooks"))
         except BaseException:
             for sub in added:
                 self.remove(sub)
@@ -376,15 +415,19 @@ class Hooks:
 
     @contextmanager
     def subscribe(
-        self, patterns: str | list[str] | tuple[str, ...], fn: HookFn, *, tl_style: bool = False, first: bool = False
+        self, patterns: str | list[str] | tuple[str, ...], fn: HookFn, *, tl_style: bool = False, first: bool = False,
+        backward: bool = False,
     ) -> Iterator[None]:
         """Subscribes `fn` to the passes this thread runs during a `with` block; it is detached
-        even on error. `tl_style`: `fn(activation, hook)` with TransformerLens's layouts. `first`:
+        even on error. `tl_style`: `fn(activation, hook)` with TransformerLens's layouts;
+        `backward`: `fn(gradient, hook)`, a TL backward hook (`tl_backward`). `first`:
         `fn` is called before every other subscriber of those hooks, those of `add` included (a
         pass that stops there: `stop_at_layer`)."""
         if isinstance(patterns, str):
             patterns = [patterns]
-        if tl_style:
+        if backward:
+            fn = tl_backward(fn)
+        elif tl_style:
             fn = _tl(fn)
         subs = self._checked([_Subscription(p, fn, first) for p in patterns])
         thread = threading.get_ident()

@@ -306,7 +306,7 @@ class LanguageModel:
             cache[hook.name] = activation if grad else activation.detach().clone()
             return activation if grad else None
 
-        out, stopped = self._tl_pass(ids, attention_mask, grad, [(patterns, keep)], stop_at_layer)
+        out, stopped = self._tl_pass(ids, attention_mask, grad, [(patterns, keep, False)], stop_at_layer)
         if remove_batch_dim:
             cache.remove_batch_dim()
         return (out if stopped else _returned(out, ids, attention_mask, return_type, loss_per_token)), cache
@@ -331,6 +331,9 @@ class LanguageModel:
         self,
         prompt: str | list[int] | list[str] | torch.Tensor,
         fwd_hooks: Sequence[tuple[str | Callable[[str], bool], TLHookFn]] = (),
+        bwd_hooks: Sequence[tuple[str | Callable[[str], bool], TLHookFn]] = (),
+        reset_hooks_end: bool = True,
+        clear_contexts: bool = False,
         *,
         attention_mask: torch.Tensor | None = None,
         prepend_bos: bool = True,
@@ -346,21 +349,30 @@ class LanguageModel:
         returns replaces the activation. Returns the logits `[B, T, vocab]`, or what `return_type`
         asks for, as for `run_with_cache` ('loss': the hooked pass's). `prompt` as for
         `run_with_cache`; only this thread's pass is hooked; `grad=True` runs it with autograd;
-        `stop_at_layer` as for `run_with_cache`."""
+        `stop_at_layer` as for `run_with_cache`. `bwd_hooks`, pairs as `fwd_hooks`, are TL's
+        backward hooks `fn(gradient, hook)`, called by the backward pass of the result (so they need
+        `grad=True`): they are attached to this pass's activations, so they fire whenever its
+        backward runs. `reset_hooks_end` and `clear_contexts` are taken as TL's and change nothing
+        (the hooks are this pass's; gpt2viz's hook points keep no context)."""
+        del reset_hooks_end, clear_contexts
         _check_return_type(return_type)
         pairs = fwd_pairs(fwd_hooks)
+        backward = fwd_pairs(bwd_hooks, "bwd_hooks")
+        if backward and not grad:
+            raise InputError("bwd_hooks", N_("{setting} are called by the backward pass: run with grad=True"))
         ids, attention_mask = self._batch(prompt, attention_mask, prepend_bos)
         self.hooks.new_sequence()
-        hooked = [(self.hooks.matching(name, "fwd_hooks"), fn) for name, fn in pairs]
+        hooked = [(self.hooks.matching(name, "fwd_hooks"), fn, False) for name, fn in pairs]
+        hooked += [(self.hooks.matching(name, "bwd_hooks"), fn, True) for name, fn in backward]
         out, stopped = self._tl_pass(ids, attention_mask, grad, hooked, stop_at_layer)
         return out if stopped else _returned(out, ids, attention_mask, return_type, loss_per_token)
 
     def _tl_pass(
         self, ids: torch.Tensor, attention_mask: torch.Tensor | None, grad: bool,
-        hooked: list[tuple[Any, TLHookFn]], stop_at_layer: int | None,
+        hooked: list[tuple[Any, TLHookFn, bool]], stop_at_layer: int | None,
     ) -> tuple[torch.Tensor, bool]:
-        """The pass of TransformerLens's methods, `hooked` (patterns, TL-style hook) subscribed for
-        it: `(logits, False)`, or `(residual stream, True)` where `stop_at_layer` ended it."""
+        """The pass of TransformerLens's methods, `hooked` (patterns, TL-style hook, whether it is a
+        backward hook) subscribed for it: `(logits, False)`, or `(residual stream, True)` where `stop_at_layer` ended it."""
         where = self._stop_point(stop_at_layer)
 
         def stop(_name: str, stream: Any) -> None:
@@ -369,8 +381,8 @@ class LanguageModel:
         with ExitStack() as stack:
             if where is not None and where.endswith("resid_pre"):  # before any hook there, as TL's
                 stack.enter_context(self.hooks.subscribe(where, stop, first=True))
-            for patterns, fn in hooked:
-                stack.enter_context(self.hooks.subscribe(patterns, fn, tl_style=True))
+            for patterns, fn, backward in hooked:
+                stack.enter_context(self.hooks.subscribe(patterns, fn, tl_style=True, backward=backward))
             if where is not None and where.endswith("resid_post"):  # after the hooks there
                 stack.enter_context(self.hooks.subscribe(where, stop))
             try:
@@ -411,15 +423,26 @@ class LanguageModel:
         return torch.tensor([ids], dtype=torch.long, device=self.model.device)
 
     # -- TransformerLens's hooks and tokens ----------------------------------------------------
-    def add_hook(self, name: str | Callable[[str], bool], hook: TLHookFn) -> None:
+    def add_hook(self, name: str | Callable[[str], bool], hook: TLHookFn, dir: str = "fwd", is_permanent: bool = False,
+                 level: int | None = None, prepend: bool = False) -> None:
         """Adds TransformerLens-style `hook(activation, hook_point)` at the hook points `name`
         names (a name, an fnmatch pattern or a function of the name), for every pass of every
-        thread until `reset_hooks`, as TL's `add_hook`."""
-        self.hooks.add_tl(name, hook)
+        thread until `reset_hooks`, as TL's `add_hook`: `dir="bwd"` a backward hook
+        `hook(gradient, hook_point)` (passes with grad=True), `is_permanent` kept by `reset_hooks()`
+        until `reset_hooks(including_permanent=True)`, `prepend` before the hooks added earlier;
+        `level` (TL's contexts) changes nothing."""
+        del level
+        if dir not in ("fwd", "bwd"):
+            raise InputError("dir", N_("{setting} must be 'fwd' or 'bwd', got {value}"), value=_shown(dir))
+        self.hooks.add_tl(name, hook, backward=dir == "bwd", permanent=is_permanent, prepend=prepend)
 
-    def reset_hooks(self) -> None:
-        """Removes every hook `add_hook` added (those added with `hooks.add` stay)."""
-        self.hooks.reset_tl()
+    def reset_hooks(self, clear_contexts: bool = True, direction: str = "both", including_permanent: bool = False,
+                    level: int | None = None) -> None:
+        """Removes every hook `add_hook` added, its permanent ones too with `including_permanent`
+        (those added with `hooks.add` stay), as TL's; `clear_contexts`, `direction` and `level`
+        are taken and change nothing."""
+        del clear_contexts, direction, level
+        self.hooks.reset_tl(including_permanent=including_permanent)
 
     def to_tokens(self, text: str | list[str], prepend_bos: bool = True, padding_side: str = "right",
                   move_to_device: bool = True, truncate: bool = True) -> torch.Tensor:

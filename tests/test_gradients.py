@@ -105,3 +105,36 @@ def test_a_hook_that_edits_in_place_runs_with_gradients_as_without(tiny_lm, name
     loss.backward()
     assert float(loss) == pytest.approx(without, abs=1e-5) and without != plain  # the edit took effect
     assert len(grads) == 1 and float(grads[0].abs().sum()) > 0  # a gradient hook on the activation fires
+
+
+def test_backward_hooks_get_the_gradients_autograd_gives(tiny_lm):
+    # TL's backward hooks (bwd_hooks, add_hook(..., "bwd")) were refused: their gradients, in TL's
+    # layouts, are what torch.autograd.grad gives of the activations kept with run_with_cache.
+    tokens = tiny_lm.to_tokens("The king hath sent for thee")
+    names = ["blocks.1.hook_resid_pre", "blocks.1.attn.hook_z", "blocks.0.attn.hook_pattern", "blocks.0.mlp.hook_post"]
+    got = {}
+
+    def save(grad, hook):
+        got[hook.name] = grad.detach().clone()
+
+    tiny_lm.run_with_hooks(tokens, return_type="loss", grad=True, bwd_hooks=[(n, save) for n in names]).backward()
+    logits, cache = tiny_lm.run_with_cache(tokens, names, grad=True)
+    loss = torch.nn.functional.cross_entropy(logits[0, :-1], tokens[0, 1:])
+    wanted = torch.autograd.grad(loss, [cache[n] for n in names])
+    for name, grad in zip(names, wanted):
+        assert got[name].shape == grad.shape and torch.allclose(got[name], grad, atol=1e-6), name
+    # add_hook's: kept until reset_hooks; a permanent one until reset_hooks(including_permanent=True).
+    calls = []
+    tiny_lm.add_hook("blocks.1.hook_resid_pre", lambda grad, hook: calls.append("bwd"), dir="bwd")
+    tiny_lm.add_hook("blocks.1.hook_resid_pre", lambda x, hook: calls.append("kept"), is_permanent=True)
+    tiny_lm.run_with_hooks(tokens, return_type="loss", grad=True).backward()
+    assert sorted(calls) == ["bwd", "kept"]
+    tiny_lm.reset_hooks()
+    tiny_lm(tokens)
+    assert sorted(calls) == ["bwd", "kept", "kept"]
+    tiny_lm.reset_hooks(including_permanent=True)
+    tiny_lm(tokens)
+    assert len(calls) == 3
+    # A backward hook in a pass without gradients has nothing to hook: said, not ignored.
+    with pytest.raises(InputError, match="bwd_hooks are called by the backward pass: run with grad=True"):
+        tiny_lm.run_with_hooks(tokens, bwd_hooks=[(names[0], save)])

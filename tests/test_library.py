@@ -220,9 +220,11 @@ def test_transformer_lens_s_forward_call_and_hooks_context(tiny_lm):
     assert seen.count("blocks.0.hook_resid_pre") == 1
     with pytest.raises(HookNameError, match="the filter <lambda> accepts none of the model's hook names"):
         tiny_lm.run_with_hooks(ids, [(lambda name: "xyz" in name, lambda a, hook: None)])
-    with pytest.raises(InputError, match="bwd_hooks: gpt2viz takes forward hooks only"):
-        with tiny_lm.hooks(bwd_hooks=[("hook_embed", lambda a, hook: None)]):
+    with pytest.raises(InputError, match="bwd_hooks must be a list of"):  # checked as fwd_hooks are
+        with tiny_lm.hooks(bwd_hooks=[("hook_embed", "not a function")]):
             pass
+    with pytest.raises(InputError, match="dir must be 'fwd' or 'bwd', got 'back'"):
+        tiny_lm.add_hook("hook_embed", lambda a, hook: None, dir="back")
     # An error inside the block, or in a later pair before it runs, leaves no hook behind.
     seen.clear()
     with pytest.raises(RuntimeError):

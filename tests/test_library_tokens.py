@@ -70,7 +70,7 @@ def test_reset_hooks_removes_what_add_hook_added(lm):
 @pytest.mark.parametrize("call, error, message", [
     (lambda lm: lm.run_with_cache(torch.arange(6).reshape(1, 2, 3)), InputError,
      r"prompt: a tensor of ids must be \[positions\] or \[1, positions\], got a tensor of shape \[1, 2, 3\] \(int64\)"),
-    (lambda lm: lm.generate(torch.tensor([[464, 3139], [1, 2]]), 3), InputError, r"got a tensor of shape \[2, 2\]"),
+    (lambda lm: lm.generate(torch.zeros(2, 2, 2, dtype=torch.long), 3), InputError, r"got a tensor of shape \[2, 2, 2\]"),
     (lambda lm: lm.run_with_cache("", prepend_bos=False), InputError, r"prompt has no tokens \(prepend_bos=True starts a text with <\|endoftext\|>\)"),
     (lambda lm: lm.run_with_hooks("Hi", ("blocks.0.hook_resid_pre", lambda a, h: None)), InputError,
      r"fwd_hooks must be a list of \(hook name, function\) pairs"),

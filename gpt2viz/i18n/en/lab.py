@@ -80,11 +80,11 @@ TEXT = {
         "which shape holds."
     ),
     "lab.batch.intensity": (
-        "Arithmetic intensity (FLOPs per byte read) grows with B: {one_i} at B = 1, {big_i} at B = {big}. At "
+        "Arithmetic intensity (FLOPs per byte read; a multiply-add is 2 FLOPs) grows with B: {one_i} at B = 1, {big_i} at B = {big}. At "
         "this machine's measured rates a step turns from memory- to compute-bound near {ridge} FLOPs per byte."
     ),
     "lab.batch.intensity_only": (
-        "Arithmetic intensity (FLOPs per byte read) grows with B: {one_i} at B = 1, {big_i} at B = {big}."
+        "Arithmetic intensity (FLOPs per byte read; a multiply-add is 2 FLOPs) grows with B: {one_i} at B = 1, {big_i} at B = {big}."
     ),
     "lab.batch.skipped": "B = {sizes} skipped: their KV caches would take more than a quarter of the free memory.",
     # -- number formats

@@ -380,7 +380,7 @@ TEXT = {
         "it is also the most probable token of this pass (p = {top_p}). Appended to the text it makes "
         "{total} tokens."
     ),
-    "stage.next_token.formula_sampled": "next ~ p after the settings = {id}",
+    "stage.next_token.formula_sampled": "next ~ p′ (p after the settings); this draw: {id}",
     "stage.next_token.rerun": (
         "To write one more token the model runs again. Without a cache it would recompute all {total} "
         "positions; with the KV cache only the new token goes through the blocks, and each layer reads the "

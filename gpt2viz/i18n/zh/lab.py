@@ -75,10 +75,10 @@ TEXT = {
         "而 B = {later} 只用了 {later_ratio} 倍。这么短的一步很容易受干扰；再运行一次，看看哪种形状站得住。"
     ),
     "lab.batch.intensity": (
-        "算术强度（每读一个字节做的 FLOP 数）随 B 增长：B = 1 时是 {one_i}，B = {big} 时是 {big_i}。"
+        "算术强度（每读一个字节做的 FLOP 数；一次乘加算 2 个 FLOP）随 B 增长：B = 1 时是 {one_i}，B = {big} 时是 {big_i}。"
         "按本机测得的速度，算术强度在每字节 {ridge} FLOP 附近时，一步从受内存限制变成受算力限制。"
     ),
-    "lab.batch.intensity_only": "算术强度（每读一个字节做的 FLOP 数）随 B 增长：B = 1 时是 {one_i}，B = {big} 时是 {big_i}。",
+    "lab.batch.intensity_only": "算术强度（每读一个字节做的 FLOP 数；一次乘加算 2 个 FLOP）随 B 增长：B = 1 时是 {one_i}，B = {big} 时是 {big_i}。",
     "lab.batch.skipped": "跳过了 B = {sizes}：它们的 KV cache 会占用超过四分之一的空闲内存。",
     # -- 数值格式
     "lab.precision.idle": (

@@ -336,7 +336,7 @@ TEXT = {
         "这一步用 {sampling} 采样出它的 token：{token}（id {id}）按这些设置的概率是 p = {p}，"
         "它也正是这次前向计算中概率最高的 token（p = {top_p}）。接到文本后面，一共是 {total} 个 token。"
     ),
-    "stage.next_token.formula_sampled": "下一个 token ~ 按设置调整后的 p = {id}",
+    "stage.next_token.formula_sampled": "下一个 token ~ p′（按设置调整后的 p）；这次抽到：{id}",
     "stage.next_token.rerun": (
         "要再写一个 token，模型得再运行一次。没有缓存的话，它要把全部 {total} 个位置重新算一遍；"
         "有了 KV cache，只有新 token 经过各层，每一层读取{cached}，不必重新计算。"

@@ -177,7 +177,9 @@ class SettingsScreen(AppModal[GenerationSettings | None]):
     def _row(self, name: str, value: str, kind: str = "text") -> ComposeResult:
         with Horizontal(classes="settings-row"):
             yield Label(id=f"{name}-label", classes="settings-label")
-            yield NumberInput(value=value, id=name, type=kind, classes="settings-input", compact=True)
+            # The form's own checks mark a field wrong (`_check`); Textual's, which a number field
+            # has, took a blank optional field (top-k, top-p, seed) for a wrong one at blur.
+            yield NumberInput(value=value, id=name, type=kind, classes="settings-input", compact=True, validate_on=())
             yield Label(id=f"{name}-hint", classes="settings-hint")
         yield Static(id=f"{name}-error", classes="settings-error", markup=False)
 

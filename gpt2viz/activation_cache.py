@@ -500,9 +500,12 @@ def refuse_several_texts(count: int) -> None:
 def tl_slice(value: Any) -> Any:
     """An index as TransformerLens's `Slice` reads it: None all, a tuple the arguments of a
     slice ((0, 2) is 0:2), an int that one (its axis dropped), a slice, a list or a tensor of
-    indices those."""
+    indices those; a TransformerLens `Slice` itself as what it holds (its `.slice`)."""
     if value is None:
         return slice(None)
+    if hasattr(value, "slice") and hasattr(value, "apply") and hasattr(value, "mode"):  # TL's Slice
+        held = value.slice
+        return held if isinstance(held, (int, slice)) else torch.as_tensor(held)
     return slice(*value) if isinstance(value, tuple) else value
 
 

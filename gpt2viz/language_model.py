@@ -8,7 +8,7 @@ This facade sits above the core (`model/`) and above `generate`, and uses both; 
 from __future__ import annotations
 
 import operator
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Any, Callable, overload
@@ -147,6 +147,50 @@ class LanguageModel:
     def hooks(self) -> Hooks:
         """The model's hook points (`lm.hooks.subscribe(pattern, fn)`)."""
         return self.model.hooks
+
+    # -- TransformerLens's module conveniences ------------------------------------------------
+    @property
+    def hook_dict(self) -> dict[str, HookPoint]:
+        """Hook name -> hook point, in the order a pass reaches them, as TL's `hook_dict` (its
+        keys are the names `run_with_cache` and the hooks take)."""
+        return {name: HookPoint(name) for name in self.hooks.names}
+
+    def hook_points(self) -> list[HookPoint]:
+        """The model's hook points, in the order a pass reaches them, as TL's `hook_points()`."""
+        return list(self.hook_dict.values())
+
+    def parameters(self, recurse: bool = True) -> Iterator[torch.nn.Parameter]:
+        """The network's parameters (`lm.model.parameters()`): the checkpoint's own tensors."""
+        return self.model.parameters(recurse)
+
+    def named_parameters(self, prefix: str = "", recurse: bool = True) -> Iterator[tuple[str, torch.nn.Parameter]]:
+        """The network's parameters by name (`lm.model.named_parameters()`), the checkpoint's names."""
+        return self.model.named_parameters(prefix, recurse)
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        """The network's tensors by name (`lm.model.state_dict()`), the checkpoint's own numbers."""
+        return self.model.state_dict()
+
+    def eval(self) -> LanguageModel:
+        """Returns the model, as TL's `eval()` does: it always runs as in inference (no dropout)."""
+        return self
+
+    def to(self, where: Any) -> LanguageModel:
+        """The model, where it is already on that device or in that number format (TL's
+        `model.to(device)` in a notebook that picks the CPU); an InputError otherwise: a model is
+        placed and converted as it loads (`load_model(..., device=, dtype=)`), where its kernels are
+        chosen for that device and format."""
+        here = self.model.device
+        try:
+            device = torch.device(where) if isinstance(where, (str, torch.device)) else None
+        except RuntimeError:
+            device = None
+        if device is not None and device.type == here.type and device.index in (None, here.index):
+            return self
+        if isinstance(where, torch.dtype) and where == getattr(torch, self.precision, None):
+            return self
+        raise InputError("to", N_("{setting}: a model is placed and converted as it loads: load_model(..., device=..., "
+                                  "dtype=...), not moved after (asked for {value})"), value=_shown(where))
 
     # TransformerLens's weights, stacked over the blocks and split by head (gpt2viz.tl_weights):
     # `lm.W_Q[layer, head]` is `[d_model, d_head]`. A LLaMA-family model has no biases, no W_pos.

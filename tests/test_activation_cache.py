@@ -31,6 +31,18 @@ def test_transformer_lens_s_short_names_index_the_cache(run):
         "blocks.2.ln2.hook_normalized", "blocks.0.attn.hook_q"]
     assert act_name("resid_pre1") == "blocks.1.hook_resid_pre" and act_name("embed") == "hook_embed"
     assert cache["z1a"] is cache["blocks.1.attn.hook_z"]
+    # TL's Slice objects as pos_slice (refused: "must be an index, a slice or a list ... got Slice").
+    class Slice:  # transformer_lens.utilities.Slice's fields (TL is not installed in CI)
+        def __init__(self, held, mode):
+            self.slice, self.mode = held, mode
+
+        def apply(self, tensor, dim=0):
+            raise AssertionError("not called")
+
+    whole = cache.accumulated_resid()
+    assert torch.equal(cache.accumulated_resid(pos_slice=Slice(-1, "int")), whole[..., -1, :])
+    assert torch.equal(cache.accumulated_resid(pos_slice=Slice(slice(1, 3), "slice")), whole[..., 1:3, :])
+    assert torch.equal(cache.accumulated_resid(pos_slice=Slice([0, 2], "array")), whole[..., [0, 2], :])
     for short, layer, full in (("pattern", 1, "blocks.1.attn.hook_pattern"), ("z", 0, "blocks.0.attn.hook_z"),
                                ("resid_pre", 1, "blocks.1.hook_resid_pre"), ("mlp_out", 0, "blocks.0.hook_mlp_out"),
                                ("embed", None, "hook_embed")):

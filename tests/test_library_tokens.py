@@ -127,3 +127,17 @@ def test_token_positions_and_residual_directions_as_transformer_lens_gives_them(
     normed = cache.apply_ln_to_stack(cache.accumulated_resid(layer=-1, pos_slice=-1), pos_slice=-1)[-1]
     token = lm.to_single_token(" Mary")
     assert abs(float(normed[0] @ mary + lm.b_U[token] - logits[0, -1, token])) < 1e-4
+
+
+def test_the_module_conveniences_transformer_lens_code_reaches_for(lm):
+    # hook_dict / hook_points(), parameters(), eval() and .to(device) of a notebook that picks the
+    # CPU: each was an AttributeError.
+    names = list(lm.hook_dict)
+    assert names == list(lm.hooks.names) and names[0] == "hook_embed"
+    assert all(point.name == name for name, point in lm.hook_dict.items())
+    assert [p.name for p in lm.hook_points()] == names
+    assert sum(p.numel() for p in lm.parameters()) == sum(p.numel() for p in lm.model.parameters())
+    assert dict(lm.named_parameters()).keys() == lm.state_dict().keys() >= {"wte.weight"}
+    assert lm.eval() is lm and lm.to("cpu") is lm and lm.to(torch.device("cpu")) is lm and lm.to(torch.float32) is lm
+    with pytest.raises(InputError, match=r"a model is placed and converted as it loads: load_model\(\.\.\., device="):
+        lm.to(torch.float16)

@@ -59,12 +59,16 @@ def test_layer_norm_histograms_equal_the_activations(run):
         x = acts[resid][0, -1]
         normalized = acts[f"{prefix}.hook_normalized"][0, -1]
         out = normalized * ln.weight.detach().double().numpy() + ln.bias.detach().double().numpy()
-        R = half_width(normalized, out)
+        # One axis for both, unless the output reaches 4 times as far or a quarter as far: its own.
+        own = max(half_width(normalized), half_width(out)) >= 4 * min(half_width(normalized), half_width(out))
+        R = half_width(normalized) if own else half_width(normalized, out)
         edges = np.linspace(-R, R, HISTOGRAM_BINS + 1)
+        output_edges = np.linspace(-half_width(out), half_width(out), HISTOGRAM_BINS + 1) if own else edges
         assert h["position"] == last
         assert h["edges"] == pytest.approx(edges.tolist(), abs=1e-12)
+        assert ("output_edges" in h) is own and h.get("output_edges", h["edges"]) == pytest.approx(output_edges.tolist())
         assert h["normalized"] == counted(normalized, edges), prefix
-        assert h["output"] == counted(out, edges), prefix
+        assert h["output"] == counted(out, output_edges), prefix
         input_edges = x.mean() + edges * np.sqrt(x.var() + eps)
         assert h["input_edges"] == pytest.approx(input_edges.tolist(), rel=1e-5, abs=1e-9)
         assert h["input"] == counted(x, input_edges), prefix
@@ -129,3 +133,21 @@ def test_the_pictures_data_does_not_grow_with_the_prompt(ckpts):
     short, long = added_bytes("Hello"), added_bytes(PROMPT * 4)
     assert long < 1.2 * short
     assert long < 2_500 * (lm.config.n_layer + 1)  # ~1.7 KB a block: two LayerNorms, the MLP, the pattern
+
+
+def test_an_output_far_from_the_normalized_values_gets_an_axis_of_its_own():
+    # SmolLM2's early RMSNorm weights (~0.1) put its 576 values in two bins of the normalized
+    # values' axis; the output is counted on edges of its own where its reach is 4x off.
+    import torch
+
+    from gpt2viz.trace.events import rms_norm_histogram
+
+    x = torch.randn(576, generator=torch.Generator().manual_seed(0)) * 3
+    normalized = x / x.square().mean().add(1e-5).sqrt()
+    for gain, own in ((0.05, True), (0.5, False), (1.5, False), (9.0, True)):
+        h = rms_norm_histogram(x, normalized, normalized * gain, 1e-5, 3)
+        assert ("output_edges" in h) is own, gain
+        edges = h.get("output_edges", h["edges"])
+        assert h["output"] == counted((normalized * gain).double().numpy(), edges)
+        inside = sum(h["output"]["counts"])
+        assert inside >= 0.95 * 576 and sum(c > 0 for c in h["output"]["counts"]) > 4, gain  # spread, not two bins

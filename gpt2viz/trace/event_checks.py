@@ -312,18 +312,23 @@ def _edges_fit(edges: list, field: str, bins: list, bins_field: str) -> None:
 def _check_layer_norm_histogram(histogram: object, field: str, s: Sizes) -> None:
     """The last position's n_embd values going into a LayerNorm, normalized and coming out, in bins."""
     keys = ("input", "normalized", "output")
-    h = _fields(histogram, field, ("position", "edges", "input_edges") + keys)
+    # output_edges: the output's own, where its reach is far from the normalized values' (events.py).
+    h = _fields(histogram, field, ("position", "edges", "input_edges") + keys, ("output_edges",))
     position = _int(h["position"], f"{field}.position", 0, MAX_POSITIONS - 1)
     edges = _check_edges(h["edges"], f"{field}.edges")
     input_edges = _check_edges(h["input_edges"], f"{field}.input_edges")
+    own = "output_edges" in h
+    output_edges = _check_edges(h["output_edges"], f"{field}.output_edges") if own else edges
+    fits = {"input": (input_edges, "input_edges"), "normalized": (edges, "edges"),
+            "output": (output_edges, "output_edges" if own else "edges")}
     counted = {}
     for key in keys:
         bins = _fields(h[key], f"{field}.{key}", ("below", "counts", "above"))
         counted[key] = _check_bins(bins, f"{field}.{key}")
     _equal(position, s.L - 1, f"{field}.position", "past + T - 1")
     for key, (total, counts) in counted.items():
-        _edges_fit(input_edges if key == "input" else edges, f"{field}.{'input_edges' if key == 'input' else 'edges'}",
-                   counts, f"{key}.counts")
+        bounds, name = fits[key]
+        _edges_fit(bounds, f"{field}.{name}", counts, f"{key}.counts")
         _counted_at_most(total, f"{field}.{key}", s.n_embd, "n_embd")
 
 

@@ -247,22 +247,36 @@ def rms_norm_histogram(x: torch.Tensor, normalized: torch.Tensor, out: torch.Ten
     return _norm_histogram(x, normalized, out, position, lambda x64: (0.0, (x64.square().mean() + eps).sqrt()))
 
 
+# Where the values after the norm's weight reach this many times further than the normalized
+# values, or this many times less far, they are counted on edges of their own (`output_edges`):
+# SmolLM2's early weights of ~0.1 put 576 values in two bins of the normalized values' axis.
+OWN_AXIS_RATIO = 4
+
+
 def _norm_histogram(x: torch.Tensor, normalized: torch.Tensor, out: torch.Tensor, position: int, shift_and_scale) -> dict:
     """The three histograms of a norm; `shift_and_scale(x64)` says how the input's finite values were
-    normalized (the normalized value is (x - shift) / scale)."""
-    edges = histogram_edges(histogram_half_width(normalized, out))
+    normalized (the normalized value is (x - shift) / scale). The output shares the normalized
+    values' edges, unless its reach differs from theirs by OWN_AXIS_RATIO or more: then it has its
+    own, `output_edges`."""
+    norm_reach, out_reach = histogram_half_width(normalized), histogram_half_width(out)
+    own = max(norm_reach, out_reach) >= OWN_AXIS_RATIO * min(norm_reach, out_reach)
+    edges = histogram_edges(norm_reach if own else histogram_half_width(normalized, out))
     x64 = float64(x).reshape(-1)
     x64 = x64[torch.isfinite(x64)]  # (all of it, unless the run's numbers were not finite)
     shift, scale = shift_and_scale(x64) if x64.numel() else (0.0, 1.0)
     input_edges = shift + edges * scale
-    return {
+    output_edges = histogram_edges(out_reach) if own else edges
+    counted = {
         "position": position,
         "edges": rnd_list(edges),
         "input_edges": rnd_list(input_edges),
         "input": histogram(x, input_edges),
         "normalized": histogram(normalized, edges),
-        "output": histogram(out, edges),
+        "output": histogram(out, output_edges),
     }
+    if own:
+        counted["output_edges"] = rnd_list(output_edges)
+    return counted
 
 
 # Rotary positions (LLaMA): the pairs of one head's query or key listed before and after their turn.

@@ -104,7 +104,7 @@ def layer_norm_values(trace: Trace, stage: Stage) -> LayerNormValues | None:
     parts = (
         _histogram(data.get("input"), data.get("input_edges")),
         _histogram(data.get("normalized"), edges),
-        _histogram(data.get("output"), edges),
+        _histogram(data.get("output"), data.get("output_edges") or edges),  # its own axis where recorded
     )
     if position is None or None in parts:
         return None

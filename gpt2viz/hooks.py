@@ -233,7 +233,8 @@ def tl_style(fn: TLHookFn) -> HookFn:
         if getattr(value, "requires_grad", False) and _grad_enabled():
             given = given.contiguous()
             out = fn(given, HookPoint(name))
-            return (given if out is None else out).transpose(1, 2)
+            out = given if out is None else out
+            return out.transpose(1, 2) if hasattr(out, "transpose") else out  # else: fire says what is wrong
         out = fn(given, HookPoint(name))
         return out.transpose(1, 2) if hasattr(out, "transpose") else out
 

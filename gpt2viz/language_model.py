@@ -23,7 +23,7 @@ from .input_files import shown as _shown
 from .kernels.choice import Choice, choose_kernels
 from .kernels.formats import FormatChoice, apply_precision, give_back_freed_heap, unread_bytes, weight_bytes
 from .generate import GenerationResult, SamplingSettings, generate
-from .hooks import HookPoint, Hooks, TLHookFn, fwd_pairs
+from .hooks import STEP_HOOKS, HookPoint, Hooks, TLHookFn, fwd_pairs
 from .model.config import GPT2Config, model_type, read_config
 from .model.files import ModelFiles
 from .model.gpt2 import GPT2
@@ -151,9 +151,10 @@ class LanguageModel:
     # -- TransformerLens's module conveniences ------------------------------------------------
     @property
     def hook_dict(self) -> dict[str, HookPoint]:
-        """Hook name -> hook point, in the order a pass reaches them, as TL's `hook_dict` (its
-        keys are the names `run_with_cache` and the hooks take)."""
-        return {name: HookPoint(name) for name in self.hooks.names}
+        """Hook name -> hook point, in the order a pass reaches them, as TL's `hook_dict`: the
+        points that carry an activation, which `run_with_cache` keeps (not gpt2viz's own
+        `kv_cache` and `sample`, which carry a step's facts)."""
+        return {name: HookPoint(name) for name in self.hooks.names if name not in STEP_HOOKS}
 
     def hook_points(self) -> list[HookPoint]:
         """The model's hook points, in the order a pass reaches them, as TL's `hook_points()`."""
@@ -175,17 +176,19 @@ class LanguageModel:
         """Returns the model, as TL's `eval()` does: it always runs as in inference (no dropout)."""
         return self
 
-    def to(self, where: Any) -> LanguageModel:
+    def to(self, where: Any, print_details: bool = True) -> LanguageModel:
         """The model, where it is already on that device or in that number format (TL's
         `model.to(device)` in a notebook that picks the CPU); an InputError otherwise: a model is
         placed and converted as it loads (`load_model(..., device=, dtype=)`), where its kernels are
-        chosen for that device and format."""
+        chosen for that device and format. `print_details` (TL's) changes nothing."""
+        del print_details
         here = self.model.device
         try:
             device = torch.device(where) if isinstance(where, (str, torch.device)) else None
         except RuntimeError:
             device = None
-        if device is not None and device.type == here.type and device.index in (None, here.index):
+        # The CPU is one device whatever its index ("cpu:0"); another kind is one where the index agrees.
+        if device is not None and device.type == here.type and (here.type == "cpu" or device.index in (None, here.index)):
             return self
         if isinstance(where, torch.dtype) and where == getattr(torch, self.precision, None):
             return self
@@ -679,7 +682,7 @@ class LanguageModel:
         and a result is a GenerationResult (the new ids in `.token_ids`: `to_string` gives their
         text), not TL's string, unless `return_type` asks for TL's: "str" the text of the prompt's ids
         and the new ones (special tokens left out), "tokens" those ids `[B, T + new]` (rows that
-        stopped early padded with `stop_id`), "input" the one of the two the prompt was (a text, or
+        stopped early padded with the id they stop at), "input" the one of the two the prompt was (a text, or
         ids). `max_new_tokens` is 10 unless given, as TL's; `eos_token_id` stops at that id instead of
         `stop_id`; a `[B, T]` tensor is B prompts of ids."""
         del verbose
@@ -692,7 +695,8 @@ class LanguageModel:
             results = self.generate(prompt, max_new_tokens, use_cache, temperature, top_k, top_p, seed, on_step,
                                     should_stop, prepend_bos=prepend_bos, do_sample=do_sample, stop_at_eos=stop_at_eos,
                                     use_past_kv_cache=use_past_kv_cache, eos_token_id=eos_token_id)
-            return self._tl_generation(prompt, results, return_type, prepend_bos)
+            pad = self.stop_id if eos_token_id is None else self.check_token_id(eos_token_id, "eos_token_id")
+            return self._tl_generation(prompt, results, return_type, prepend_bos, pad)
         if use_past_kv_cache is not None:
             use_cache = use_past_kv_cache
         if temperature is None:  # not given: greedy, or TL's 1.0 where do_sample asks to sample
@@ -723,10 +727,11 @@ class LanguageModel:
         )
 
     def _tl_generation(self, prompt: Any, results: GenerationResult | list[GenerationResult], return_type: str,
-                       prepend_bos: bool) -> str | list[str] | torch.Tensor:
+                       prepend_bos: bool, pad: int) -> str | list[str] | torch.Tensor:
         """A generation as TransformerLens's `generate(return_type=...)` returns it: the prompt's
         ids and the new ones, as text ("str", special tokens left out) or ids ("tokens", rows that
-        stopped early padded with `stop_id`); "input": text for a text (or texts), else ids."""
+        stopped early padded with `pad`, the id they stop at); "input": text for a text (or texts),
+        else ids."""
         several = isinstance(results, list)
         prompts = prompt if several else [prompt]
         rows = [self.encode_prompt(p, prepend_bos=prepend_bos) + list(r.token_ids)
@@ -737,7 +742,7 @@ class LanguageModel:
             texts = [self.tokenizer.decode(row, "tokens", skip_special_tokens=True) for row in rows]
             return texts if several else texts[0]
         width = max(map(len, rows))
-        padded = [row + [self.stop_id] * (width - len(row)) for row in rows]
+        padded = [row + [pad] * (width - len(row)) for row in rows]
         return torch.tensor(padded, device=self.model.device)
 
     def generate_batch(

@@ -61,15 +61,18 @@ def weight(model: Any, name: str) -> torch.Tensor:
             return parts[name](model.state_dict(), model.config)
         # Made once and kept on the model until a parameter or the kept tensor itself is changed in
         # place (torch's version counters say so) or replaced (a new Parameter, or `.data = ...`: a
-        # new tensor or storage): a notebook's `lm.W_U[:, token]` in a loop made three copies of
-        # gpt2-small's 154 MB unembedding at each access.
-        stamp = tuple((id(p), p.data_ptr(), p._version) for p in model.parameters())
+        # new tensor at another address): a notebook's `lm.W_U[:, token]` in a loop made three
+        # copies of gpt2-small's 154 MB unembedding at each access. The entry holds the tensors it
+        # was made from, so that a replaced one's memory cannot be reused at the same address (which
+        # would look unchanged) while the entry lives.
+        params = list(model.parameters())
+        stamp = tuple((id(p), p.data_ptr(), p._version) for p in params)
         kept = vars(model).setdefault("_tl_folded", {})
         hit = kept.get(name)
         if hit is not None and hit[0] == stamp and hit[1]._version == hit[2]:
             return hit[1]
         value = _folded(model, name, parts)
-        kept[name] = (stamp, value, value._version)
+        kept[name] = (stamp, value, value._version, tuple(p.detach() for p in params))
         return value
 
 

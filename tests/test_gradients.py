@@ -125,16 +125,27 @@ def test_backward_hooks_get_the_gradients_autograd_gives(tiny_lm):
         assert got[name].shape == grad.shape and torch.allclose(got[name], grad, atol=1e-6), name
     # add_hook's: kept until reset_hooks; a permanent one until reset_hooks(including_permanent=True).
     calls = []
-    tiny_lm.add_hook("blocks.1.hook_resid_pre", lambda grad, hook: calls.append("bwd"), dir="bwd")
-    tiny_lm.add_hook("blocks.1.hook_resid_pre", lambda x, hook: calls.append("kept"), is_permanent=True)
-    tiny_lm.run_with_hooks(tokens, return_type="loss", grad=True).backward()
-    assert sorted(calls) == ["bwd", "kept"]
-    tiny_lm.reset_hooks()
-    tiny_lm(tokens)
-    assert sorted(calls) == ["bwd", "kept", "kept"]
-    tiny_lm.reset_hooks(including_permanent=True)
+    try:  # the model is the session's: no hook left on it whatever fails
+        tiny_lm.add_hook("blocks.1.hook_resid_pre", lambda grad, hook: calls.append("bwd"), dir="bwd")
+        tiny_lm.add_hook("blocks.1.hook_resid_pre", lambda x, hook: calls.append("kept"), is_permanent=True)
+        tiny_lm.run_with_hooks(tokens, return_type="loss", grad=True).backward()
+        assert sorted(calls) == ["bwd", "kept"]
+        tiny_lm.reset_hooks()
+        tiny_lm(tokens)
+        assert sorted(calls) == ["bwd", "kept", "kept"]
+    finally:
+        tiny_lm.reset_hooks(including_permanent=True)
     tiny_lm(tokens)
     assert len(calls) == 3
     # A backward hook in a pass without gradients has nothing to hook: said, not ignored.
     with pytest.raises(InputError, match="bwd_hooks are called by the backward pass: run with grad=True"):
         tiny_lm.run_with_hooks(tokens, bwd_hooks=[(names[0], save)])
+
+
+def test_a_hook_that_returns_no_tensor_is_told_so_with_gradients_too(tiny_lm):
+    from gpt2viz.hooks import HookEditError
+
+    tokens = tiny_lm.to_tokens("Hi there")
+    for grad in (False, True):
+        with pytest.raises(HookEditError, match="a subscriber returned a int, not a tensor"):
+            tiny_lm.run_with_hooks(tokens, grad=grad, fwd_hooks=[("blocks.1.attn.hook_z", lambda z, hook: 3)])

@@ -329,6 +329,9 @@ def test_generate_takes_transformer_lens_s_keywords(tiny_lm):
     # eos_token_id: that id ends the text instead of <|endoftext|>.
     first = result.token_ids[0]
     assert tiny_lm.generate(prompt, 8, prepend_bos=True, eos_token_id=first).token_ids == [first]
+    stop = tiny_lm.generate(["Hi", prompt], 4)[0].token_ids[0]
+    rows = tiny_lm.generate(["Hi", prompt], 4, return_type="tokens", eos_token_id=stop)
+    assert rows[0].tolist()[-4:] == [stop] * 4  # stopped at once: padded with the id it stopped at
     with tiny_lm.hooks(fwd_hooks=[("unembed.hook_out", end_now)]):
         assert tiny_lm.generate("Hello", 4).token_ids == [eos]
         assert tiny_lm.generate("Hello", 4, stop_at_eos=False).token_ids == [eos] * 4

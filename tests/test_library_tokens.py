@@ -133,11 +133,14 @@ def test_the_module_conveniences_transformer_lens_code_reaches_for(lm):
     # hook_dict / hook_points(), parameters(), eval() and .to(device) of a notebook that picks the
     # CPU: each was an AttributeError.
     names = list(lm.hook_dict)
-    assert names == list(lm.hooks.names) and names[0] == "hook_embed"
+    assert names == [n for n in lm.hooks.names if n not in ("kv_cache", "sample")] and names[0] == "hook_embed"
+    _logits, cache = lm.run_with_cache("Hi")
+    assert all(name in cache for name in names)  # every key a cache holds (not a step's facts)
     assert all(point.name == name for name, point in lm.hook_dict.items())
     assert [p.name for p in lm.hook_points()] == names
     assert sum(p.numel() for p in lm.parameters()) == sum(p.numel() for p in lm.model.parameters())
     assert dict(lm.named_parameters()).keys() == lm.state_dict().keys() >= {"wte.weight"}
     assert lm.eval() is lm and lm.to("cpu") is lm and lm.to(torch.device("cpu")) is lm and lm.to(torch.float32) is lm
+    assert lm.to("cpu:0") is lm and lm.to("cpu", print_details=False) is lm
     with pytest.raises(InputError, match=r"a model is placed and converted as it loads: load_model\(\.\.\., device="):
         lm.to(torch.float16)

@@ -139,6 +139,13 @@ def test_a_folded_weight_is_made_once_and_again_after_an_edit():
     before = lm.W_Q
     lm.model.h[1].attn.c_attn.weight.data = lm.model.h[1].attn.c_attn.weight.data * 1.5
     assert not torch.equal(lm.W_Q[1], before[1]) and torch.equal(lm.W_Q[0], before[0])
+    # Replaced through .data again and again: a freed tensor's address is often handed out again,
+    # and the kept weight once looked unchanged from the second replacement on (a review).
+    for _ in range(4):
+        served = lm.W_U
+        lm.model.wte.weight.data = lm.model.wte.weight.data * 0.5
+        again = lm.W_U
+        assert float(again.abs().sum()) == pytest.approx(0.5 * float(served.abs().sum()), rel=1e-5)
 
 
 def test_qk_and_ov_are_each_head_s_circuits_factored(bundled, llama_lm):

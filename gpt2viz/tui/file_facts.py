@@ -75,13 +75,21 @@ class BlockGroup:
         return None if None in sizes else self.blocks * sum(sizes)
 
 
+LENGTH_BYTES = 8  # a safetensors file opens with its JSON header's length, a little-endian u64
+
+
 @dataclass(frozen=True)
 class StoredFile:
     """A file as it was read: its name, its size and (safetensors) its header's."""
 
     name: str
     bytes: int
-    header_bytes: int | None = None
+    header_bytes: int | None = None  # a safetensors file: 8 bytes of length, then its JSON header
+
+    @property
+    def json_bytes(self) -> int:
+        """A safetensors file's JSON header, without the 8 bytes before it that give its length."""
+        return max(0, (self.header_bytes or 0) - LENGTH_BYTES)
 
 
 @dataclass(frozen=True)

@@ -215,8 +215,7 @@ def _device(trace: Trace) -> str:
 
 def _weights(trace: Trace, f: RunFacts, w: WeightFacts) -> str:
     """What the safetensors file holds, and how the model came to hold it."""
-    # A safetensors file opens with 8 bytes that give its JSON header's length, then the header.
-    header = sum(max(0, (s.header_bytes or 0) - 8) for s in w.files)
+    header = sum(s.json_bytes for s in w.files)  # the JSON, after the 8 bytes that give its length
     what = say(
         plural("stage.model_files.weights", len(w.files)), n=count(len(w.files)), files=file_names(w.files),
         header=nbytes(header), tensors=ngettext("{n} tensor", "{n} tensors", w.count).format(n=count(w.count)),

@@ -307,3 +307,48 @@ async def test_under_a_lesson_at_80x24_the_panel_starts_at_a_title(tiny_trace, l
             assert panel.max_scroll_y == 0 and not panel.show_vertical_scrollbar, lines
             assert lines[0] in (_("Shapes so far"), _("KV cache (prefill)")), lines
             assert reserved in lines[-1], lines
+
+
+@run_async
+async def test_a_resize_from_wide_to_narrow_under_a_lesson_leaves_no_fragment(small_trace):
+    # 150x40 -> 80x24 with a lesson page once left the panel scrolled, its KV title away and a line
+    # wrapped by the scrollbar's column, which kept the bar (the wrapped line overflowed).
+    from gpt2viz.options import RunOptions
+
+    app = make_app(trace=small_trace, options=RunOptions(lesson="000"))
+    async with app.run_test(size=(150, 40)) as pilot:
+        screen = await step_screen(app, pilot)
+        screen.go_to(len(screen.stages) - 3)
+        await pilot.pause()
+        await pilot.resize_terminal(80, 24)
+        reserved = _("{n} reserved").format(n="").strip()
+        panel = screen.query_one(SidePanel)
+
+        def whole() -> bool:  # the state it settles in (the broken one stayed for good)
+            lines = panel_lines(app, panel)
+            return (panel.region.width < 40 and panel.max_scroll_y == 0 and bool(lines)
+                    and lines[0] in (_("Shapes so far"), _("KV cache (prefill)")) and reserved in lines[-1])
+
+        await wait_for(pilot, whole, timeout=20, what="the panel whole after the resize")
+        screen.go_to(len(screen.stages) - 4)
+        await wait_for(pilot, whole, timeout=20, what="the panel after a step")
+
+
+@run_async
+async def test_where_even_the_kv_cache_has_too_few_lines_it_keeps_its_title_and_first_facts():
+    # An older trace under a lesson page at 80x24: 5 lines for the KV cache's 6. It showed its last
+    # 5, scrolled, the title gone; now its title and first facts, whole lines, nothing scrolled.
+    from gpt2viz.options import RunOptions
+    from gpt2viz.trace import load
+    from tui_helpers import TINY_TRACE
+
+    app = make_app(trace=load(TINY_TRACE), options=RunOptions(lesson="000"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await step_screen(app, pilot)
+        panel = screen.query_one(SidePanel)
+        title = _("KV cache (prefill)")
+        await wait_for(pilot, lambda: title in screen_text(app), what="the KV title")
+        lines = panel_lines(app, panel)
+        facts = [row.plain for row in panel._kv_rows]
+        assert panel.max_scroll_y == 0 and lines[0] == title, lines
+        assert 2 <= len(lines) <= len(facts) and lines == facts[: len(lines)], (lines, facts)

@@ -83,6 +83,7 @@ async def test_the_walk_starts_at_the_model_files_with_what_safetensors_reports(
         # The header is the JSON the file's first 8 bytes give the length of (8,480 B for tiny's, not 8,488).
         json_bytes = int.from_bytes((path / "model.safetensors").read_bytes()[:8], "little")
         assert f"then the header, {count(json_bytes)} B" in flat
+        assert f"header 8 B + {count(json_bytes)} B" in flat  # the picture counts it as the words do
         assert ("cannot pull the weights from under it" in flat) is (which != "bundled")
         width = app.screen.query_one(ModelFilesPicture).size.width
         assert all(cell_len(line) <= width for line in picture_lines(app, ModelFilesPicture))

@@ -101,9 +101,10 @@ def position_ticks(first: int, last: int, most: int = 5) -> list[int]:
         return [first]
     span = last - first
     step = next(m * 10**e for e in range(len(str(span)) + 1) for m in (1, 2, 5) if span / (m * 10**e) <= most - 1)
-    inner = list(range((first // step + 1) * step, last, step))
-    ticks = [first] + [t for t in inner if t - first >= step / 2 and last - t >= step / 2] + [last]
-    return ticks
+    inner = [t for t in range((first // step + 1) * step, last, step) if t - first >= step / 2 and last - t >= step / 2]
+    while len(inner) > most - 2:  # the ends are always there: every other inner tick goes
+        inner = inner[1::2]
+    return [first] + inner + [last]
 
 
 class LabPlot(PlotextPlot):

@@ -12,7 +12,7 @@ from ...i18n import _, ngettext
 from ...model.files import BUFFER, LM_HEAD
 from ...trace import Trace
 from ..facts import RunFacts
-from ..file_facts import FileFacts, StoredFile, TensorRow, TokenizerFacts, WeightFacts
+from ..file_facts import LENGTH_BYTES, FileFacts, StoredFile, TensorRow, TokenizerFacts, WeightFacts
 from ..formatting import count, fit, nbytes, shape
 from ..language import key_name
 from ..model_files_narration import files_bytes, meaning, special_token, value_text
@@ -95,10 +95,11 @@ class ModelFilesPicture(Picture):
         rows: list[Content] = []
         for f in w.files:
             rows += wrapped(Content.styled(self._file_title(f), ".picture--header"), room)
-        header = sum(f.header_bytes or 0 for f in w.files)
-        summary = _("{tensors} · header {header} · data {data}").format(
+        # The header as the narration counts it: the JSON, after each file's 8 bytes of its length.
+        summary = _("{tensors} · header {length} + {json} · data {data}").format(
             tensors=ngettext("{n} tensor", "{n} tensors", w.count).format(n=count(w.count)),
-            header=nbytes(header), data=nbytes(w.data_bytes or 0),
+            length=nbytes(LENGTH_BYTES * len(w.files)), json=nbytes(sum(f.json_bytes for f in w.files)),
+            data=nbytes(w.data_bytes or 0),
         )
         rows += wrapped(Content(summary), room, indent=INDENT)
         if w.prefix:

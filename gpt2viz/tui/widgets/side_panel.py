@@ -113,6 +113,7 @@ class SidePanel(VerticalScroll):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self._entries: list[ShapeRow] = []
+        self._kv_rows: list[Content] = []  # the KV cache's title and facts, a line each
         self._cap = 0  # the lines the column gives the panel under the navigator (narrow layouts)
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
@@ -121,11 +122,13 @@ class SidePanel(VerticalScroll):
         cap = max(MIN_LINES, int(container.height * SHARE) - 1)
         if cap != self._cap:
             self._cap = cap
-            self.query_one("#shapes", Laid).forget()  # laid out again for the new room, in this layout
+            for part in self.query(Laid):
+                part.forget()  # laid out again for the new room, in this layout
         return max(MIN_LINES, min(super().get_content_height(container, viewport, width), cap))
 
     def on_resize(self) -> None:
         if self.screen.has_class("-wide"):  # a column of its own, as tall as the screen's body
+            self.query_one("#kv-cache", Laid).show(self._kv_block)
             self.query_one("#shapes", Laid).show(self._shapes)
 
     def _room(self) -> int | None:
@@ -134,6 +137,20 @@ class SidePanel(VerticalScroll):
         if self.screen.has_class("-wide"):
             return self.scrollable_content_region.height or None
         return self._cap or None
+
+    def _kv_block(self, width: int) -> Content:
+        """The KV cache's title and as many of its facts, from the top, as the room holds (at
+        80 x 24 under a lesson page it may hold 5 of the 6 lines): whole lines, the title first,
+        never a scroll that starts below it."""
+        room = self._room()
+        rows, used = [], 0
+        for row in self._kv_rows:
+            height = len(row.wrap(max(1, width)))
+            if room is not None and rows and used + height > room:
+                break
+            rows.append(row)
+            used += height
+        return Content("\n").join(rows)
 
     def _shapes(self, width: int) -> Content:
         """The shapes in the lines that the KV cache below them leaves (both at `width`)."""
@@ -145,10 +162,6 @@ class SidePanel(VerticalScroll):
 
     def on_mount(self) -> None:
         self.name_the_lab()
-        # Kept scrolled to its end (Textual's anchor) where even the KV cache does not fit (a
-        # very short window): its last lines stay in sight. Elsewhere the shapes are laid out
-        # for the room the panel has, and nothing scrolls.
-        self.anchor()
 
     def name_the_lab(self) -> None:
         """The border names the keys of the map of the model and of the cost lab (what the cache and
@@ -164,16 +177,17 @@ class SidePanel(VerticalScroll):
     def draw(self, trace: Trace, stages: list[Stage], index: int) -> None:
         """Shows what is known at stage `index`."""
         self._entries = shapes_so_far(trace, stages, index)
+        self._kv_rows = self._kv(trace, stages, index)
+        self.query_one("#kv-cache", Laid).show(self._kv_block)
         self.query_one("#shapes", Laid).show(self._shapes)
-        self.query_one("#kv-cache", Laid).show(self._kv(trace, stages, index))
 
-    def _kv(self, trace: Trace, stages: list[Stage], index: int) -> Content:
+    def _kv(self, trace: Trace, stages: list[Stage], index: int) -> list[Content]:
         kv = hook_event(trace, "kv_cache")
         title = _("KV cache (after this step)") if trace.past else _("KV cache (prefill)")
         rows = [Content.styled(title, ".side-panel--title")]
         if not kv:
             rows.append(Content.styled(_("none: this pass ran without one"), ".side-panel--dim"))
-            return Content("\n").join(rows)
+            return rows
         layers = kv.get("layers") or []
         done = layers_cached(stages, index)
         k_shape = layers[0]["k_shape"] if layers else []
@@ -196,4 +210,4 @@ class SidePanel(VerticalScroll):
             ),
             styled(_("{n} reserved"), dim, n=f"{count(kv['allocated_bytes'])} B"),
         ]
-        return Content("\n").join(rows)
+        return rows

@@ -89,6 +89,12 @@ async def test_on_the_bundled_model_the_detector_finds_no_induction_head(bundled
         text = " ".join(screen_text(app).split())
         assert "induction: no head does it here." in text
         assert "duplicate token: no head does it here." in text
+        # The grid's corner names its columns' numbers (at 80 x 24 the grid comes before the words).
+        from gpt2viz.tui.widgets.contribution_grid import ContributionGrid
+
+        grid = screen.query_one("#heads-grid", ContributionGrid)
+        first = grid.render_line(0).text
+        assert first.split()[:3] == ["head", "0", "1"], first
 
 
 def test_the_heads_tab_and_a_llama_attribution_speak_chinese_with_the_english_numbers(llama_lm, llama_trace):

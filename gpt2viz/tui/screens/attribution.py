@@ -483,6 +483,7 @@ class AttributionScreen(AppScreen[None]):
                 col_labels=grid_columns(len(a.heads[0]), a.architecture != "llama"),
                 rule_before=len(a.heads[0]),
                 scale=grid_scale(a),
+                corner=_("head"),
             )
         )
         terms.update(term_lines(a))
@@ -518,6 +519,7 @@ class AttributionScreen(AppScreen[None]):
                 col_labels=[str(h) for h in range(n_head)],
                 rule_before=n_head,
                 scale=1.0 if job == "sink" else scores.best[job],
+                corner=_("head"),
             )
         )
         words.update(self._edited(heads_text(scores, self.trace, self.tokens, key_name(self, "next_job")),

@@ -55,6 +55,7 @@ class GridData:
     col_labels: list[str]
     rule_before: int  # the column the rule stands before (len(col_labels): none)
     scale: float  # the |value| at which the colours end
+    corner: str = ""  # above the row labels, what the column labels before the rule are ("head")
 
 
 class ContributionGrid(StripWidget):
@@ -121,7 +122,8 @@ class ContributionGrid(StripWidget):
             Segment(fit(text, w - 1, "right") + " " if w > 1 else fit(text, 1), axis_style)
             for text, w in zip(d.col_labels, widths)
         ]
-        lines = [row(Segment(" " * label_width, base), head)]
+        # The corner names the columns' numbers (a learner at 80 x 24 met the grid before the words).
+        lines = [row(Segment(fit(d.corner, label_width, "right") if d.corner else " " * label_width, axis_style), head)]
         for label, values in zip(d.row_labels, d.values):
             cells = []
             for value, w in zip(values, widths):

@@ -695,15 +695,14 @@ class LanguageModel:
             results = self.generate(prompt, max_new_tokens, use_cache, temperature, top_k, top_p, seed, on_step,
                                     should_stop, prepend_bos=prepend_bos, do_sample=do_sample, stop_at_eos=stop_at_eos,
                                     use_past_kv_cache=use_past_kv_cache, eos_token_id=eos_token_id)
-            pad = self.stop_id if eos_token_id is None else self.check_token_id(eos_token_id, "eos_token_id")
-            return self._tl_generation(prompt, results, return_type, prepend_bos, pad)
+            return self._tl_generation(prompt, results, return_type, prepend_bos, self._stop_for(eos_token_id))
         if use_past_kv_cache is not None:
             use_cache = use_past_kv_cache
         if temperature is None:  # not given: greedy, or TL's 1.0 where do_sample asks to sample
             temperature = 1.0 if do_sample else 0.0
         elif do_sample is False:
             temperature = 0.0
-        stop = (self.stop_id if eos_token_id is None else self.check_token_id(eos_token_id, "eos_token_id")) if stop_at_eos else None
+        stop = self._stop_for(eos_token_id) if stop_at_eos else None
         if seed is None and temperature:
             # As TL's sampling, which draws from torch's global random state: `torch.manual_seed(n)`
             # before the call makes it repeat. The seed drawn is the result's, to repeat it by.
@@ -725,6 +724,10 @@ class LanguageModel:
             on_step=on_step,
             should_stop=should_stop,
         )
+
+    def _stop_for(self, eos_token_id: int | None) -> int:
+        """The id a generation stops at: `stop_id`, or TL's `eos_token_id` where given (checked)."""
+        return self.stop_id if eos_token_id is None else self.check_token_id(eos_token_id, "eos_token_id")
 
     def _tl_generation(self, prompt: Any, results: GenerationResult | list[GenerationResult], return_type: str,
                        prepend_bos: bool, pad: int) -> str | list[str] | torch.Tensor:
@@ -800,8 +803,7 @@ class LanguageModel:
             [self.encode_prompt(p, prepend_bos=prepend_bos) for p in prompts],
             max_new_tokens,
             settings=SamplingSettings(temperature, top_k, top_p, seed),
-            eos_id=(self.stop_id if eos_token_id is None else self.check_token_id(eos_token_id, "eos_token_id"))
-            if stop_at_eos else None,
+            eos_id=self._stop_for(eos_token_id) if stop_at_eos else None,
             on_step=on_step,
             should_stop=should_stop,
             pad_id=self.pad_id,  # as `pad` pads (no position attends to it)

@@ -248,6 +248,25 @@ def panel_lines(app, panel) -> list[str]:
     return [line.strip() for line in shown_lines(app, panel)[1:]]
 
 
+def kv_whole(lines: list[str], panel) -> bool:
+    """Whether the panel's drawn `lines` start at a title and show the KV cache's title and its
+    first facts (two at least), each whole however it wraps, and nothing scrolled."""
+    title = _("KV cache (prefill)")
+    if panel.max_scroll_y != 0 or title not in lines or lines[0] not in (_("Shapes so far"), title):
+        return False
+    shown = "".join("".join(line.split()) for line in lines[lines.index(title):])
+    facts = ["".join(row.plain.split()) for row in panel._kv_rows]
+    return any(shown == "".join(facts[:k]) for k in range(2, len(facts) + 1))
+
+
+def lesson_app(trace, lang: str):
+    """The app on `trace` with lesson 000's page open below, in `lang`."""
+    from gpt2viz.options import RunOptions
+
+    set_language(lang)
+    return make_app(trace=trace, options=RunOptions(lesson="000"))
+
+
 @pytest.mark.parametrize("lang", LANGUAGES)
 @run_async
 async def test_the_shapes_leave_out_whole_rows_under_a_short_column_at_80x24(small_trace, lang):
@@ -292,10 +311,7 @@ async def test_the_shapes_leave_out_whole_rows_under_a_short_column_at_80x24(sma
 async def test_under_a_lesson_at_80x24_the_panel_starts_at_a_title(tiny_trace, lang):
     # With a lesson page below, the column leaves the panel a few lines: the KV cache's, whole,
     # with its title; the shapes go rather than show a fragment.
-    from gpt2viz.options import RunOptions
-
-    set_language(lang)
-    app = make_app(trace=tiny_trace, options=RunOptions(lesson="000"))
+    app = lesson_app(tiny_trace, lang)
     async with app.run_test(size=(80, 24)) as pilot:
         screen = await step_screen(app, pilot)
         reserved = _("{n} reserved").format(n="").strip()
@@ -314,28 +330,17 @@ async def test_under_a_lesson_at_80x24_the_panel_starts_at_a_title(tiny_trace, l
 async def test_a_resize_from_wide_to_narrow_under_a_lesson_leaves_no_fragment(small_trace, lang):
     # 150x40 -> 80x24 with a lesson page once left the panel scrolled, its KV title away and a line
     # wrapped by the scrollbar's column, which kept the bar (the wrapped line overflowed).
-    from gpt2viz.options import RunOptions
-
-    set_language(lang)
-    app = make_app(trace=small_trace, options=RunOptions(lesson="000"))
+    app = lesson_app(small_trace, lang)
     async with app.run_test(size=(150, 40)) as pilot:
         screen = await step_screen(app, pilot)
         screen.go_to(len(screen.stages) - 3)
         await pilot.pause()
         await pilot.resize_terminal(80, 24)
-        reserved = _("{n} reserved").format(n="").strip()
         panel = screen.query_one(SidePanel)
 
-        def whole() -> bool:  # the state it settles in (the broken one stayed for good)
-            lines, title = panel_lines(app, panel), _("KV cache (prefill)")
-            if not (panel.region.width < 40 and panel.max_scroll_y == 0 and title in lines):
-                return False
-            # From the top: a title; the KV cache's title and its first facts, each whole (in
-            # Chinese a fact may wrap, and the last may not fit under the lesson page).
-            shown = "".join("".join(line.split()) for line in lines[lines.index(title):])
-            facts = ["".join(row.plain.split()) for row in panel._kv_rows]
-            whole_facts = any(shown == "".join(facts[:k]) for k in range(2, len(facts) + 1))
-            return lines[0] in (_("Shapes so far"), title) and whole_facts
+        def whole() -> bool:  # the state it settles in (the broken one stayed for good); in Chinese a
+            # fact may wrap, and the last may not fit under the lesson page
+            return panel.region.width < 40 and kv_whole(panel_lines(app, panel), panel)
 
         await wait_for(pilot, whole, timeout=20, what="the panel whole after the resize")
         screen.go_to(len(screen.stages) - 4)
@@ -346,12 +351,10 @@ async def test_a_resize_from_wide_to_narrow_under_a_lesson_leaves_no_fragment(sm
 async def test_where_even_the_kv_cache_has_too_few_lines_it_keeps_its_title_and_first_facts():
     # An older trace under a lesson page at 80x24: 5 lines for the KV cache's 6. It showed its last
     # 5, scrolled, the title gone; now its title and first facts, whole lines, nothing scrolled.
-    from gpt2viz.options import RunOptions
     from gpt2viz.trace import load
     from tui_helpers import TINY_TRACE
 
-    set_language("en")  # (a language an earlier test left would wrap other lines)
-    app = make_app(trace=load(TINY_TRACE), options=RunOptions(lesson="000"))
+    app = lesson_app(load(TINY_TRACE), "en")  # (a language an earlier test left would wrap other lines)
     async with app.run_test(size=(80, 24)) as pilot:
         screen = await step_screen(app, pilot)
         panel = screen.query_one(SidePanel)
@@ -361,3 +364,4 @@ async def test_where_even_the_kv_cache_has_too_few_lines_it_keeps_its_title_and_
         facts = [row.plain for row in panel._kv_rows]
         assert panel.max_scroll_y == 0 and lines[0] == title, lines
         assert 2 <= len(lines) <= len(facts) and lines == facts[: len(lines)], (lines, facts)
+        assert kv_whole(lines, panel)

@@ -84,8 +84,13 @@ def shapes_lines(entries: list[ShapeRow], width: int, room: int | None = None) -
     if room < 2:
         return Content("")
 
-    def note(hidden: int) -> list[str]:
-        return wrap_lines(ngettext("{n} more shape not shown", "{n} more shapes not shown", hidden).format(n=count(hidden)), width)
+    notes: dict[int, list[str]] = {}
+
+    def note(hidden: int) -> list[str]:  # its lines, worked out once for each count
+        if hidden not in notes:
+            notes[hidden] = wrap_lines(
+                ngettext("{n} more shape not shown", "{n} more shapes not shown", hidden).format(n=count(hidden)), width)
+        return notes[hidden]
 
     # The current stage's rows first, then the others from the latest met back, each where it fits.
     order = [i for i, e in enumerate(entries) if e.current] + [i for i in reversed(range(len(entries))) if not entries[i].current]
@@ -143,9 +148,10 @@ class SidePanel(VerticalScroll):
         80 x 24 under a lesson page it may hold 5 of the 6 lines): whole lines, the title first,
         never a scroll that starts below it."""
         room = self._room()
+        styles = self.query_one("#kv-cache", Laid).styles  # measured as Laid lays it out
         rows, used = [], 0
         for row in self._kv_rows:
-            height = len(row.wrap(max(1, width)))
+            height = row.get_height(styles, max(1, width))
             if room is not None and rows and used + height > room:
                 break
             rows.append(row)
